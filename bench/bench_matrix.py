@@ -1,0 +1,187 @@
+"""Benchmark of interopcheck on the default library set: what the tool costs beyond the work it
+cannot avoid.
+
+1. Import floor: a fresh interpreter loads every probe (importing its library) once, in the
+   order interopcheck's workers use; the median of a few runs. No tool can test these
+   libraries in less time than it takes to import them.
+   Against it: the wall time of `interopcheck --all`. Ratio 1 = wall time / import floor.
+2. Case cost: the median duration of a case interopcheck ran (build the arrays, export through
+   the proxy, import, describe, check everything in C, collect), against the median of the bare
+   exchange call it verifies (the consumer's import of the producer's export, nothing else),
+   timed in one interpreter for the same cases. Ratio 2 = case median / bare-call median.
+
+Usage: bench_matrix.py INTEROPCHECK [--python PY] [--jobs N] [--samples N] [--report FILE]
+With --report, an existing report of `interopcheck --all` is used instead of a new run (the
+wall time is then the report's duration).
+Prints both ratios, and a JSON line for dashboards.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+# Runs in a fresh interpreter: loads the probes in the order given, prints seconds as JSON.
+IMPORT_FLOOR = r"""
+import importlib.util, json, sys, time
+probes_dir, names = sys.argv[1], sys.argv[2:]
+start = time.perf_counter()
+def load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+load("_probekit", f"{probes_dir}/_probekit.py")
+for name in names:
+    load(f"interopcheck_probe_{name}", f"{probes_dir}/{name}.py").load()
+print("BENCH_RESULT", json.dumps(time.perf_counter() - start), flush=True)
+"""
+
+# Runs in a fresh interpreter: times the bare exchange of each case given on stdin.
+BARE_CALLS = r"""
+import importlib.util, json, sys, time, gc
+probes_dir = sys.argv[1]
+cases = json.load(sys.stdin)
+probes = {}
+def load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+load("_probekit", f"{probes_dir}/_probekit.py")
+def probe(name):
+    if name not in probes:
+        probes[name] = load(f"interopcheck_probe_{name}", f"{probes_dir}/{name}.py")
+        probes[name].load()
+    return probes[name]
+layouts = json.loads(sys.argv[2])
+results = []
+for case in cases:
+    producer, consumer = probe(case["producer"]), probe(case["consumer"])
+    base_len, ops = layouts[case["layout"]]
+    itemsize = {"bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "float16": 2,
+                "bfloat16": 2, "int32": 4, "uint32": 4, "float32": 4, "int64": 8, "uint64": 8,
+                "float64": 8, "complex64": 8, "complex128": 16}[case["dtype"]]
+    data = bytes(base_len * itemsize)
+    if case["dtype"] == "bool":
+        data = bytes(base_len)
+    x = producer.build(data, case["dtype"], [tuple(op) for op in ops])
+    export = getattr(producer, "export", lambda a, p: a)
+    best = None
+    for _ in range(5):
+        t0 = time.perf_counter()
+        try:
+            y = consumer.consume(export(x, case["protocol"]), case["protocol"], case["dtype"])
+        except Exception:
+            break  # the bare call differs from the proxied one here: leave the case out
+        elapsed = time.perf_counter() - t0
+        del y
+        best = elapsed if best is None else min(best, elapsed)
+    if best is not None:
+        results.append(best * 1e3)
+print("BENCH_RESULT", json.dumps(results), flush=True)
+"""
+
+# The layouts of src/ic_layout.c, as probes receive them.
+LAYOUTS = {
+    "contiguous": (24, [["reshape", [2, 3, 4]]]),
+    "flat": (24, []),
+    "fortran": (24, [["reshape", [4, 3, 2]], ["permute", [2, 1, 0]]]),
+    "transposed": (24, [["reshape", [2, 3, 4]], ["permute", [1, 0, 2]]]),
+    "strided": (31, [["slice", [[1, None, 3]]]]),
+    "reversed": (12, [["slice", [[None, None, -1]]]]),
+    "offset": (16, [["slice", [[5, 13, 1]]]]),
+    "scalar": (1, [["reshape", []]]),
+    "empty": (0, []),
+    "unit_dims": (12, [["reshape", [2, 6, 1]], ["permute", [0, 2, 1]]]),
+    "broadcast": (4, [["reshape", [1, 4]], ["broadcast", [3, 4]]]),
+}
+
+
+def result_of(stdout):
+    """The value a helper interpreter printed; libraries may print other lines (pydlpack
+    reports leaks at exit)."""
+    for line in stdout.splitlines():
+        if line.startswith("BENCH_RESULT "):
+            return json.loads(line[len("BENCH_RESULT "):])
+    raise RuntimeError("the helper interpreter printed no result:\n" + stdout[-2000:])
+
+
+def import_floor(python, probes_dir, names, runs=3):
+    times = []
+    for _ in range(runs):
+        out = subprocess.run([python, "-c", IMPORT_FLOOR, probes_dir, *names], capture_output=True,
+                             text=True, check=True)
+        times.append(result_of(out.stdout))
+    return statistics.median(times)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("interopcheck")
+    parser.add_argument("--python", default=os.path.join(ROOT, ".venv", "bin", "python"))
+    parser.add_argument("--jobs", type=int, default=0)
+    parser.add_argument("--samples", type=int, default=400)
+    parser.add_argument("--report")
+    args = parser.parse_args()
+    probes_dir = os.path.join(ROOT, "probes")
+
+    if args.report:
+        with open(args.report, encoding="utf-8") as handle:
+            report = json.load(handle)
+        wall = report["run"]["duration_s"]
+    else:
+        with tempfile.TemporaryDirectory() as workdir:
+            out = os.path.join(workdir, "all.json")
+            command = [args.interopcheck, "--all", "-q", "--python", args.python, "-o", out]
+            if args.jobs:
+                command += ["-j", str(args.jobs)]
+            start = time.perf_counter()
+            subprocess.run(command, stdout=subprocess.DEVNULL)
+            wall = time.perf_counter() - start
+            with open(out, encoding="utf-8") as handle:
+                report = json.load(handle)
+
+    loaded = [lib["name"] for lib in report["environment"]["libraries"]
+              if lib["status"] == "loaded"]
+    # The order workers import in: the catalog's, with no worker ever needing all at once
+    # more than the discovery worker does.
+    floor = import_floor(args.python, probes_dir, loaded)
+
+    ran = [c for c in report["cases"] if c["duration_ms"] > 0 and c["outcome"] == "pass"
+           and c["consumer"] != "interopcheck" and c["variant"] is None]
+    step = max(1, len(ran) // args.samples)
+    sample = ran[::step][:args.samples]
+    case_median = statistics.median(c["duration_ms"] for c in sample)
+    out = subprocess.run([args.python, "-c", BARE_CALLS, probes_dir, json.dumps(LAYOUTS)],
+                         input=json.dumps(sample), capture_output=True, text=True, check=True)
+    bare = result_of(out.stdout)
+    bare_median = statistics.median(bare)
+
+    cases_total = report["summary"]["total"]
+    cases_run = sum(1 for c in report["cases"] if c["duration_ms"] > 0)
+    jobs = report["run"]["jobs"]
+    print(f"libraries: {len(loaded)} ({', '.join(loaded)})")
+    print(f"import floor (one fresh interpreter importing them all): {floor:.2f} s")
+    print(f"interopcheck --all: {wall:.2f} s wall, {cases_total} cases ({cases_run} run, "
+          f"the rest decided at plan time), {jobs} workers")
+    print(f"ratio 1, --all wall time / import floor: {wall / floor:.2f}")
+    print(f"median case: {case_median * 1e3:.1f} us over {len(sample)} passing cases; "
+          f"median bare exchange call of the same cases: {bare_median * 1e3:.1f} us")
+    print(f"ratio 2, case / bare exchange call: {case_median / bare_median:.2f}")
+    print(json.dumps({"import_floor_s": floor, "all_wall_s": wall, "ratio_wall_to_floor":
+                      wall / floor, "case_median_ms": case_median, "bare_call_median_ms":
+                      bare_median, "ratio_case_to_bare": case_median / bare_median,
+                      "cases": cases_total, "cases_run": cases_run, "jobs": jobs}))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""array-api-strict: the Array API reference namespace, a strict wrapper around NumPy.
+
+Cannot: hold float16 or bfloat16 (not Array API dtypes), make a read-only array through its
+public API, or give a data pointer (describe() hands over the array's own buffer protocol,
+__buffer__). Its __array__ raises TypeError on purpose on Python >= 3.12, so `array` is not
+exported. Imports other than from_dlpack go through asarray, which wraps numpy.asarray.
+"""
+
+import _probekit
+
+NAME = "array_api_strict"
+
+xp = None
+
+
+def load():
+    global xp
+    import array_api_strict as _xp
+
+    xp = _xp
+    # asarray is documented as a wrapper of numpy.asarray (see its docstring), which copies
+    # only for __array__ results, nested sequences or a dtype change.
+    shared = {"call": "array_api_strict.asarray(obj)", "zero_copy": True, "typed": True,
+              "readonly": True}
+    return {
+        "version": xp.__version__,
+        "devices": ["cpu"],
+        "dtypes": [d for d in _probekit.DTYPES if d not in ("float16", "bfloat16")],
+        "layouts": list(_probekit.LAYOUTS),
+        "notes": {
+            "float16": "not an Array API dtype",
+            "bfloat16": "not an Array API dtype",
+        },
+        "readonly": False,
+        "exports": {
+            "dlpack": {"call": "x.__dlpack__"},
+            "buffer": {"call": "memoryview(x)"},
+        },
+        "imports": {
+            "dlpack": {
+                "call": "array_api_strict.from_dlpack(obj)",
+                "zero_copy": True,
+                "typed": True,
+                "readonly": True,
+            },
+            "array_interface": dict(shared),
+            "array_struct": dict(shared),
+            "buffer": dict(shared),
+            "array": dict(shared, zero_copy=False),
+        },
+    }
+
+
+def build(data, dtype, ops, readonly=False):
+    # array-api-strict stores a NumPy array; the staging copy becomes that array
+    return _probekit.apply_ops(
+        xp.asarray(_probekit.numpy_from_bytes(data, dtype)),
+        ops,
+        reshape=lambda y, shape: xp.reshape(y, tuple(shape)),
+        permute=lambda y, perm: xp.permute_dims(y, tuple(perm)),
+        broadcast=lambda y, shape: xp.broadcast_to(y, tuple(shape)),
+    )
+
+
+def describe(x):
+    return _probekit.buffer_description(x, _probekit.dtype_name(x.dtype))
+
+
+def export(x, protocol):
+    return x
+
+
+def consume(obj, protocol, dtype):
+    if protocol == "dlpack":
+        return xp.from_dlpack(obj)
+    return xp.asarray(obj)

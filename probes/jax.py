@@ -1,0 +1,116 @@
+"""JAX (CPU backend).
+
+Cannot: express any strided layout. JAX arrays have no user-visible strides: transposes,
+slices and broadcasts compute new row-major arrays, so only contiguous, flat, scalar and empty
+are built. Arrays are immutable (always read-only). There is no to_dlpack function any more and no
+__array_interface__ / __array_struct__ export. Every import except jax.dlpack.from_dlpack copies.
+"""
+
+import _probekit
+
+NAME = "jax"
+
+jax = None
+jnp = None
+
+
+def load():
+    global jax, jnp
+    import jax as _jax
+
+    # Without x64 mode JAX silently turns 64-bit dtypes into 32-bit ones; users who exchange
+    # 64-bit data enable it.
+    _jax.config.update("jax_enable_x64", True)
+    import jax.dlpack  # noqa: F401
+    import jax.numpy as _jnp
+
+    jax, jnp = _jax, _jnp
+    no_views = "JAX has no strided views: this op makes a new row-major array"
+    return {
+        "version": jax.__version__,
+        "devices": ["cpu"],
+        "dtypes": list(_probekit.DTYPES),
+        "layouts": ["contiguous", "flat", "scalar", "empty"],
+        "notes": {
+            layout: no_views
+            for layout in _probekit.LAYOUTS
+            if layout not in ("contiguous", "flat", "scalar", "empty")
+        },
+        "readonly": True,
+        "exports": {
+            "dlpack": {"call": "x.__dlpack__"},
+            "buffer": {"call": "memoryview(x)"},
+            "array": {"call": "x.__array__"},
+        },
+        "imports": {
+            # The docstring promises shared memory unless a copy or device move is asked for.
+            "dlpack": {
+                "call": "jax.dlpack.from_dlpack(obj)",
+                "zero_copy": True,
+                "typed": True,
+                "readonly": "always",
+            },
+            "array_interface": {
+                "call": "jax.numpy.asarray(obj)",
+                "zero_copy": False,
+                "typed": True,
+                "readonly": "always",
+            },
+            "array_struct": {
+                "call": "jax.numpy.asarray(obj)",
+                "zero_copy": False,
+                "typed": True,
+                "readonly": "always",
+            },
+            "buffer": {
+                "call": "jax.numpy.asarray(obj)",
+                "zero_copy": False,
+                "typed": True,
+                "readonly": "always",
+            },
+            "array": {
+                "call": "jax.numpy.asarray(obj)",
+                "zero_copy": False,
+                "typed": True,
+                "readonly": "always",
+            },
+        },
+    }
+
+
+def build(data, dtype, ops, readonly=False):
+    # copy=True: the array must own a JAX buffer, not borrow the NumPy staging array
+    x = jnp.array(_probekit.numpy_from_bytes(data, dtype), copy=True)
+    for name, arg in ops:
+        if name != "reshape":
+            raise NotImplementedError(f"JAX cannot express {name!r} as a view")
+        x = x.reshape(tuple(arg))
+    x.block_until_ready()
+    return x
+
+
+def describe(x):
+    # An imported DLPack array can keep a non-row-major buffer (a transposed import), so the
+    # strides come from the array's layout, not from its shape alone.
+    layout = x.format.layout
+    order = tuple(layout.major_to_minor)
+    if layout.tiling:
+        raise NotImplementedError(f"tiled layout {layout} has no strides")
+    strides = [0] * x.ndim
+    step = x.dtype.itemsize
+    for dim in reversed(order):
+        strides[dim] = step
+        step *= max(x.shape[dim], 1)
+    return _probekit.pointer_description(
+        x.unsafe_buffer_pointer(), x.shape, strides, _probekit.dtype_name(x.dtype), True
+    )
+
+
+def export(x, protocol):
+    return x
+
+
+def consume(obj, protocol, dtype):
+    if protocol == "dlpack":
+        return jax.dlpack.from_dlpack(obj)
+    return jnp.asarray(obj)

@@ -1,0 +1,90 @@
+"""MLX (mlx.core, CPU build). Evaluated slices, transposes and broadcasts are strided views.
+
+Cannot: hold complex128, make a read-only array (its buffer export is writable), give a data
+pointer (describe() hands over the array's own buffer protocol), or import without copying on
+the CPU build (from_dlpack(copy=False) raises "Cannot import a CPU array without a copy"). Its
+imports turn float64 into float32 and complex128 into complex64. No __array_interface__ or
+__array_struct__, and no to_dlpack function.
+"""
+
+import _probekit
+
+NAME = "mlx"
+
+mx = None
+
+
+def load():
+    global mx
+    import mlx.core as _mx
+
+    mx = _mx
+    return {
+        "version": mx.__version__,
+        "devices": ["cpu"],
+        "dtypes": [d for d in _probekit.DTYPES if d != "complex128"],
+        "layouts": list(_probekit.LAYOUTS),
+        "notes": {"complex128": "MLX has no complex128"},
+        "readonly": False,
+        "exports": {
+            "dlpack": {"call": "x.__dlpack__"},
+            "buffer": {"call": "memoryview(x)"},
+            "array": {"call": "x.__array__"},
+        },
+        "imports": {
+            # Documented as "share memory when possible", which the CPU build never finds.
+            "dlpack": {"call": "mlx.core.from_dlpack(obj)", "zero_copy": False, "typed": True,
+                       "readonly": False},
+            "dlpack_capsule": {"call": "mlx.core.from_dlpack(capsule)", "zero_copy": False,
+                               "typed": True, "readonly": False},
+            "buffer": {"call": "mlx.core.asarray(obj)", "zero_copy": False, "typed": True,
+                       "readonly": False},
+        },
+    }
+
+
+# mx.array cannot take these from a buffer as they are (no format for bfloat16 and complex64,
+# and it turns float64 into float32), so the bytes go in as same-size unsigned integers and
+# Array.view reinterprets them.
+_CARRIERS = {"bfloat16": "H", "float64": "Q", "complex64": "Q"}
+
+
+def _dtype(name):
+    return mx.bool_ if name == "bool" else getattr(mx, name)
+
+
+def build(data, dtype, ops, readonly=False):
+    n = len(data) // _probekit.ITEMSIZE[dtype]
+    if n == 0:
+        x = mx.zeros((0,), dtype=_dtype(dtype))
+    elif dtype in _CARRIERS:
+        x = mx.array(memoryview(data).cast(_CARRIERS[dtype])).view(_dtype(dtype))
+    else:
+        # mx.array copies the buffer into MLX's memory
+        x = mx.array(memoryview(data).cast(_probekit.FORMATS[dtype]))
+    x = _probekit.apply_ops(x, ops, xp=mx)
+    # views exist only once evaluated; describe() would evaluate anyway
+    mx.eval(x)
+    return x
+
+
+def describe(x):
+    mx.eval(x)
+    dtype = _probekit.dtype_name(x.dtype)
+    if dtype == "bfloat16":
+        # memoryview of a bfloat16 array has the format "bfloat16", which is not PEP 3118;
+        # Array.view(uint16) shares the same memory with a valid format
+        view = x.view(mx.uint16)
+        mx.eval(view)
+        return _probekit.buffer_description(view, dtype, False)
+    return _probekit.buffer_description(x, dtype, False)
+
+
+def export(x, protocol):
+    return x
+
+
+def consume(obj, protocol, dtype):
+    if protocol == "buffer":
+        return mx.asarray(obj)
+    return mx.from_dlpack(obj)

@@ -1,0 +1,104 @@
+"""PaddlePaddle (CPU tensors, stride mode: reshape, transpose and slicing are views).
+
+Cannot: make uint16/uint32/uint64 tensors (no CPU kernels; paddle reads a NumPy uint16 array as
+bfloat16), broadcast without copying (paddle.broadcast_to and expand allocate), or make a tensor
+read-only. No __array_interface__, __array_struct__ or buffer protocol export, and paddle.to_tensor
+accepts only NumPy arrays, lists and buffers, not objects that merely offer __array_interface__,
+__array_struct__ or __array__.
+"""
+
+import _probekit
+
+NAME = "paddle"
+
+paddle = None
+
+DTYPES = [
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+]
+
+
+def load():
+    global paddle
+    import paddle as _paddle
+    import paddle.utils.dlpack  # noqa: F401
+
+    paddle = _paddle
+    no_uint = "paddle has no CPU kernels for this dtype (paddle.zeros/to_tensor refuse it)"
+    return {
+        "version": paddle.__version__,
+        "devices": ["cpu"],
+        "dtypes": list(DTYPES),
+        "layouts": [layout for layout in _probekit.LAYOUTS if layout != "broadcast"],
+        "notes": {
+            "uint16": "paddle reads uint16 data as bfloat16 and has no uint16 kernels",
+            "uint32": no_uint,
+            "uint64": no_uint,
+            "broadcast": "paddle.broadcast_to and Tensor.expand copy instead of a zero stride",
+        },
+        "readonly": False,
+        "exports": {
+            "dlpack": {"call": "x.__dlpack__"},
+            "dlpack_capsule": {"call": "paddle.utils.dlpack.to_dlpack(x)"},
+            "array": {"call": "x.__array__"},
+        },
+        "imports": {
+            # Its docstring: "The returned Paddle tensor will share the memory with the tensor
+            # from given dlpack."
+            "dlpack": {"call": "paddle.from_dlpack(obj)", "zero_copy": True, "typed": True,
+                       "readonly": False},
+            "dlpack_capsule": {"call": "paddle.utils.dlpack.from_dlpack(capsule)",
+                               "zero_copy": True, "typed": True, "readonly": False},
+            "buffer": {"call": "paddle.to_tensor(obj)", "zero_copy": False, "typed": True,
+                       "readonly": False},
+        },
+    }
+
+
+def build(data, dtype, ops, readonly=False):
+    staged = _probekit.numpy_from_bytes(data, dtype)
+    if dtype == "bfloat16":
+        # paddle takes bfloat16 data only as the raw bits in a NumPy uint16 array
+        staged = staged.view("uint16")
+    # to_tensor copies into paddle's allocator
+    x = paddle.to_tensor(staged, place="cpu")
+    if str(x.dtype) != "paddle." + dtype:
+        raise TypeError(f"paddle made {x.dtype} from {dtype} data")
+    return _probekit.apply_ops(
+        x,
+        ops,
+        reshape=lambda y, shape: y.reshape(list(shape)),
+        permute=lambda y, perm: y.transpose(list(perm)),
+    )
+
+
+def describe(x):
+    size = x.element_size()
+    return _probekit.pointer_description(
+        x.data_ptr(), x.shape, [s * size for s in x.strides], _probekit.dtype_name(x.dtype), False
+    )
+
+
+def export(x, protocol):
+    if protocol == "dlpack_capsule":
+        return paddle.utils.dlpack.to_dlpack(x)
+    return x
+
+
+def consume(obj, protocol, dtype):
+    if protocol == "dlpack":
+        return paddle.from_dlpack(obj)
+    if protocol == "dlpack_capsule":
+        return paddle.utils.dlpack.from_dlpack(obj)
+    return paddle.to_tensor(obj)

@@ -1,0 +1,102 @@
+"""Python ctypes arrays: fixed-size C arrays; nested array types give N-d buffers.
+
+A ctypes type's from_buffer() maps that type onto existing memory, which is how the probe makes
+views: reshape is a nested array type over the same memory, a unit-step slice is an array type
+at a byte offset, and the scalar layout is a simple type (a 0-d buffer). Cannot: step, reversed
+or permuted views (ctypes arrays are always C-contiguous: no strided, reversed, fortran,
+transposed, unit_dims or broadcast), float16, bfloat16 or complex (no ctypes types before Python
+3.14), or read-only arrays. Buffer import with from_buffer is untyped (the caller's dtype) and
+needs a writable, C-contiguous buffer.
+"""
+
+import ctypes
+
+import _probekit
+
+NAME = "py_ctypes"
+
+_TYPES = {
+    "bool": ctypes.c_bool,
+    "int8": ctypes.c_int8,
+    "int16": ctypes.c_int16,
+    "int32": ctypes.c_int32,
+    "int64": ctypes.c_int64,
+    "uint8": ctypes.c_uint8,
+    "uint16": ctypes.c_uint16,
+    "uint32": ctypes.c_uint32,
+    "uint64": ctypes.c_uint64,
+    "float32": ctypes.c_float,
+    "float64": ctypes.c_double,
+}
+_NAMES = {t: d for d, t in _TYPES.items()}
+
+LAYOUTS = ["contiguous", "flat", "offset", "scalar", "empty"]
+
+
+def load():
+    import sys
+
+    return {
+        "version": sys.version.split()[0],
+        "devices": ["cpu"],
+        "dtypes": [d for d in _probekit.DTYPES if d in _TYPES],
+        "layouts": list(LAYOUTS),
+        "notes": {d: "ctypes has no type for it" for d in _probekit.DTYPES if d not in _TYPES}
+        | {layout: "ctypes arrays are C-contiguous: no strides" for layout in _probekit.LAYOUTS
+           if layout not in LAYOUTS},
+        "readonly": False,
+        "exports": {"buffer": {"call": "memoryview(x)"}},
+        "imports": {
+            "buffer": {"call": "(c_type * n).from_buffer(memoryview(obj))", "zero_copy": True,
+                       "typed": False, "readonly": False}
+        },
+    }
+
+
+def _element_type(x):
+    t = type(x)
+    while issubclass(t, ctypes.Array):
+        t = t._type_
+    return t
+
+
+def _reshape(x, shape):
+    t = _element_type(x)
+    for n in reversed(shape):
+        t = t * n
+    return t.from_buffer(x)
+
+
+def _slice(x, triples):
+    start, stop, step = slice(*triples[0]).indices(len(x))
+    if len(triples) != 1 or step != 1:
+        raise NotImplementedError("ctypes views need unit-step slices of the first dimension")
+    t = _element_type(x)
+    return (t * max(stop - start, 0)).from_buffer(x, start * ctypes.sizeof(t))
+
+
+def build(data, dtype, ops, readonly=False):
+    t = _TYPES[dtype]
+    base = (t * (len(data) // ctypes.sizeof(t))).from_buffer_copy(data)
+    return _probekit.apply_ops(base, ops, reshape=_reshape, slice=_slice, permute=None,
+                               broadcast=None)
+
+
+def describe(x):
+    shape = []
+    t = type(x)
+    while issubclass(t, ctypes.Array):
+        shape.append(t._length_)
+        t = t._type_
+    dtype = _NAMES.get(t, t.__name__)
+    return _probekit.pointer_description(ctypes.addressof(x), shape, None, dtype, False)
+
+
+def export(x, protocol):
+    return x
+
+
+def consume(obj, protocol, dtype):
+    view = memoryview(obj)
+    t = _TYPES[dtype]
+    return (t * (view.nbytes // ctypes.sizeof(t))).from_buffer(view)

@@ -1,0 +1,86 @@
+"""Python memoryview over a bytearray: typed, N-d, with views for 1-D slicing.
+
+memoryview.cast gives the dtype and the shape (including 0-d), and slicing its first dimension
+(step, offset, negative step) is a view. Cannot: permute axes or broadcast (no fortran,
+transposed, unit_dims or broadcast layout), or cast to complex or bfloat16 (cast accepts only
+single-character native formats, and PEP 3118 has none for bfloat16). No pointer API: describe()
+hands over the memoryview itself as a buffer.
+"""
+
+import sys
+
+import _probekit
+
+NAME = "py_memoryview"
+
+
+def load():
+    no_cast = "memoryview.cast accepts only single-character native formats"
+    no_axes = "memoryview cannot permute or broadcast axes"
+    layouts = ["contiguous", "flat", "strided", "reversed", "offset", "scalar", "empty"]
+    return {
+        "version": sys.version.split()[0],
+        "devices": ["cpu"],
+        "dtypes": [d for d in _probekit.DTYPES if d in _probekit.FORMATS],
+        "layouts": layouts,
+        "notes": {d: no_cast for d in _probekit.DTYPES if d not in _probekit.FORMATS}
+        | {layout: no_axes for layout in _probekit.LAYOUTS if layout not in layouts},
+        "readonly": True,
+        "exports": {"buffer": {"call": "memoryview(x)"}},
+        "imports": {
+            "buffer": {"call": "memoryview(obj)", "zero_copy": True, "typed": True,
+                       "readonly": True}
+        },
+    }
+
+
+def _slice(y, triples):
+    if len(triples) != 1:
+        raise NotImplementedError("memoryview slices only its first dimension")
+    return y[slice(*triples[0])]
+
+
+def build(data, dtype, ops, readonly=False):
+    fmt = _probekit.FORMATS[dtype]
+    x = _probekit.apply_ops(
+        memoryview(bytearray(data)).cast(fmt),
+        ops,
+        # cast needs a C-contiguous view, which is what the layouts reshape
+        reshape=lambda y, shape: y.cast("B").cast(fmt, list(shape)),
+        permute=None,
+        slice=_slice,
+        broadcast=None,
+    )
+    return x.toreadonly() if readonly else x
+
+
+def _dtype(x):
+    # Exporters spell the same dtype differently ('l' or 'q', '<d' or '=d'), so the name comes
+    # from the kind of the format character and the itemsize.
+    fmt = x.format
+    if fmt[:1] in ("@", "=", "<" if sys.byteorder == "little" else ">"):
+        fmt = fmt[1:]
+    bits = str(8 * x.itemsize)
+    if fmt == "?":
+        return "bool"
+    if len(fmt) == 1 and fmt in "bhilq":
+        return "int" + bits
+    if len(fmt) == 1 and fmt in "BHILQ":
+        return "uint" + bits
+    if len(fmt) == 1 and fmt in "efd":
+        return "float" + bits
+    if fmt in ("Zf", "Zd"):
+        return "complex" + bits
+    return x.format
+
+
+def describe(x):
+    return _probekit.buffer_description(x, _dtype(x), x.readonly)
+
+
+def export(x, protocol):
+    return x
+
+
+def consume(obj, protocol, dtype):
+    return memoryview(obj)

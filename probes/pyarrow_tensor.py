@@ -1,0 +1,89 @@
+"""PyArrow tensors (pyarrow.Tensor): N-d, strided, over Arrow-allocated memory.
+
+pyarrow has no tensor operations, and pyarrow.Tensor.from_numpy is its only constructor, so the
+probe lays out each view with NumPy over an Arrow buffer and wraps that view; the tensor keeps
+the view's shape and strides, and the memory stays the Arrow buffer.
+Cannot: hold negative strides (from_numpy and from_dlpack refuse them: no `reversed`), bool
+(a bool array becomes uint8), complex or bfloat16. No data pointer API, so describe() hands over
+the tensor's own buffer protocol. Tensors have no __array__ and no NumPy interfaces.
+"""
+
+import _probekit
+
+NAME = "pyarrow_tensor"
+
+pa = None
+np = None
+
+_NAMES = {"halffloat": "float16", "float": "float32", "double": "float64"}
+
+DTYPES = [
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+]
+
+
+def load():
+    global pa, np
+    import numpy as _np
+    import pyarrow as _pa
+
+    pa, np = _pa, _np
+    return {
+        "version": pa.__version__,
+        "devices": ["cpu"],
+        "dtypes": list(DTYPES),
+        "layouts": [layout for layout in _probekit.LAYOUTS if layout != "reversed"],
+        "notes": {
+            "reversed": "pyarrow.Tensor refuses negative strides",
+            "bool": "pyarrow.Tensor stores a bool array as uint8",
+            "bfloat16": "Arrow has no bfloat16 type",
+            "complex64": "Arrow has no complex type",
+            "complex128": "Arrow has no complex type",
+        },
+        "readonly": True,
+        "exports": {
+            "dlpack": {"call": "x.__dlpack__"},
+            "buffer": {"call": "memoryview(x)"},
+        },
+        "imports": {
+            # documented: copy=None "duplicates only when necessary", which it never is on CPU
+            "dlpack": {
+                "call": "pyarrow.Tensor.from_dlpack(obj)",
+                "zero_copy": True,
+                "typed": True,
+                "readonly": True,
+            },
+        },
+    }
+
+
+def build(data, dtype, ops, readonly=False):
+    buf = pa.allocate_buffer(len(data))
+    memoryview(buf).cast("B")[:] = data
+    view = _probekit.apply_ops(np.frombuffer(buf, dtype=dtype), ops, xp=np)
+    if readonly:
+        view.setflags(write=False)
+    return pa.Tensor.from_numpy(view)
+
+
+def describe(x):
+    dtype = _NAMES.get(str(x.type), str(x.type))
+    return _probekit.buffer_description(x, dtype, not x.is_mutable)
+
+
+def export(x, protocol):
+    return x
+
+
+def consume(obj, protocol, dtype):
+    return pa.Tensor.from_dlpack(obj)

@@ -1,0 +1,158 @@
+"""pydlpack (import name `dlpack`): wraps buffer, __array_interface__ and DLPack objects as
+DLPack producers (dlpack.asdlpack).
+
+pydlpack has no arrays or array operations of its own: build() keeps the bytes in a bytearray,
+lays each layout out with plain stride arithmetic, and hands that view to dlpack.asdlpack through
+a minimal __array_interface__, so the DLTensor pydlpack makes carries the layout itself.
+Cannot: make versioned capsules (it always exports the legacy "dltensor" and its __dlpack__ takes
+no max_version), so it cannot say read-only; bfloat16 (no typestr for it); import raw capsules.
+Its DLPackObject does not own its source (a module-level cache does, and drops it once the first
+consumer releases the capsule), so the probe keeps the source alive on the object.
+"""
+
+import ctypes
+import sys
+
+import _probekit
+
+NAME = "pydlpack"
+
+dlpack = None
+
+_KINDS = {"bool": "b", "int": "i", "uint": "u", "float": "f", "complex": "c"}
+
+# (DLPack type code, bits) -> interface name
+_FROM_DL = {
+    (0, 8): "int8",
+    (0, 16): "int16",
+    (0, 32): "int32",
+    (0, 64): "int64",
+    (1, 8): "uint8",
+    (1, 16): "uint16",
+    (1, 32): "uint32",
+    (1, 64): "uint64",
+    (2, 16): "float16",
+    (2, 32): "float32",
+    (2, 64): "float64",
+    (4, 16): "bfloat16",
+    (5, 64): "complex64",
+    (5, 128): "complex128",
+    (6, 8): "bool",
+}
+
+
+def load():
+    global dlpack
+    import dlpack as _dlpack
+
+    dlpack = _dlpack
+    return {
+        "version": dlpack.__version__,
+        "devices": ["cpu"],
+        "dtypes": [d for d in _probekit.DTYPES if d != "bfloat16"],
+        "layouts": list(_probekit.LAYOUTS),
+        "notes": {
+            "bfloat16": "pydlpack reads dtypes from a typestr or buffer format: none has bfloat16"
+        },
+        "readonly": False,
+        "exports": {"dlpack": {"call": "x.__dlpack__"}},
+        "imports": {
+            # asdlpack exists to expose the object's memory without copying
+            "dlpack": {"call": "dlpack.asdlpack(obj)", "zero_copy": True, "typed": True,
+                       "readonly": False},
+            "array_interface": {"call": "dlpack.asdlpack(obj)", "zero_copy": True,
+                                "typed": True, "readonly": False},
+            "buffer": {"call": "dlpack.asdlpack(obj)", "zero_copy": True, "typed": True,
+                       "readonly": False},
+        },
+    }
+
+
+class _Strided:
+    """Byte-stride arithmetic for the layout ops: shape, strides and offset, no data."""
+
+    def __init__(self, shape, strides, offset):
+        self.shape, self.strides, self.offset = tuple(shape), tuple(strides), offset
+
+    def reshape(self, shape):
+        itemsize = self.strides[-1] if self.strides else None
+        if itemsize is None or list(self.strides) != _probekit.c_strides(self.shape, itemsize):
+            raise NotImplementedError("reshape of a non-contiguous view")
+        return _Strided(shape, _probekit.c_strides(shape, itemsize), self.offset)
+
+    def transpose(self, perm):
+        return _Strided([self.shape[p] for p in perm], [self.strides[p] for p in perm], self.offset)
+
+    def __getitem__(self, slices):
+        shape, strides, offset = list(self.shape), list(self.strides), self.offset
+        for dim, s in enumerate(slices):
+            start, stop, step = s.indices(shape[dim])
+            shape[dim] = len(range(start, stop, step))
+            offset += start * strides[dim]
+            strides[dim] *= step
+        return _Strided(shape, strides, offset)
+
+
+def _broadcast(view, shape):
+    lead = len(shape) - len(view.shape)
+    strides = [0] * lead
+    for n, old_n, stride in zip(shape[lead:], view.shape, view.strides):
+        strides.append(0 if old_n == 1 and n != 1 else stride)
+    return _Strided(shape, strides, view.offset)
+
+
+class _Interface:
+    """Offers one strided view of `owner`'s memory as __array_interface__ (version 3)."""
+
+    def __init__(self, owner, address, view, typestr, readonly):
+        self._owner = owner
+        self.__array_interface__ = {
+            "version": 3,
+            "shape": view.shape,
+            "typestr": typestr,
+            "data": (address + view.offset, readonly),
+            "strides": view.strides,
+        }
+
+
+def _typestr(dtype):
+    kind = _KINDS[dtype.rstrip("0123456789")]
+    size = _probekit.ITEMSIZE[dtype]
+    order = "|" if size == 1 else ("<" if sys.byteorder == "little" else ">")
+    return f"{order}{kind}{size}"
+
+
+def build(data, dtype, ops, readonly=False):
+    itemsize = _probekit.ITEMSIZE[dtype]
+    storage = (ctypes.c_char * max(len(data), 1)).from_buffer_copy(data.ljust(1, b"\0"))
+    base = _Strided([len(data) // itemsize], [itemsize], 0)
+    view = _probekit.apply_ops(base, ops, broadcast=_broadcast)
+    source = _Interface(storage, ctypes.addressof(storage), view, _typestr(dtype), readonly)
+    x = dlpack.asdlpack(source)
+    x._probe_source = source
+    return x
+
+
+def describe(x):
+    # pydlpack's array is its DLManagedTensor ctypes structure; reading it is its own API
+    # (no capsule is made). The cache check catches a struct that pydlpack already freed.
+    pointer = x.impl._managed_pointer
+    if pointer not in dlpack.MemoryManager.cache:
+        raise RuntimeError("pydlpack freed this object's DLManagedTensor when a consumer let go")
+    t = ctypes.cast(pointer, ctypes.POINTER(x.impl.impl_cls)).contents.dl_tensor
+    code = (t.dtype.code.value, t.dtype.bits)
+    dtype = _FROM_DL.get(code, f"dlpack{code}")
+    itemsize = t.dtype.bits // 8
+    shape = [t.shape[i] for i in range(t.ndim)]
+    strides = None if not t.strides else [t.strides[i] * itemsize for i in range(t.ndim)]
+    if t.device.device_type.value != 1:
+        raise ValueError(f"not a CPU tensor: device type {t.device.device_type.value}")
+    return _probekit.pointer_description((t.data or 0) + t.byte_offset, shape, strides, dtype, None)
+
+
+def export(x, protocol):
+    return x
+
+
+def consume(obj, protocol, dtype):
+    return dlpack.asdlpack(obj)

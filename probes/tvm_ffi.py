@@ -1,0 +1,87 @@
+"""Apache TVM FFI (tvm_ffi.Tensor): a DLPack container with any strides.
+
+tvm_ffi has no allocator and no array operations reachable from Python: a Tensor exists only
+as an import (tvm_ffi.from_dlpack). build() therefore lays each layout out as a NumPy view and
+imports that view, so the Tensor carries the layout and the memory stays NumPy's.
+Cannot: complex (from_dlpack raises "DLDataType contains unknown type_code=5"), bfloat16 (NumPy
+cannot export it over DLPack), read-only tensors (no flag, and NumPy's legacy export that
+from_dlpack asks for refuses read-only arrays). Exports only DLPack; imports only DLPack.
+"""
+
+import _probekit
+
+NAME = "tvm_ffi"
+
+tvm_ffi = None
+np = None
+
+
+def load():
+    global tvm_ffi, np
+    import numpy as _np
+    import tvm_ffi as _tvm_ffi
+
+    tvm_ffi, np = _tvm_ffi, _np
+    no_complex = "tvm_ffi.from_dlpack rejects kDLComplex (unknown type_code=5)"
+    return {
+        "version": tvm_ffi.__version__,
+        "devices": ["cpu"],
+        "dtypes": [d for d in _probekit.DTYPES if d not in ("bfloat16", "complex64", "complex128")],
+        "layouts": list(_probekit.LAYOUTS),
+        "notes": {
+            "bfloat16": "built through NumPy, which cannot export bfloat16 over DLPack",
+            "complex64": no_complex,
+            "complex128": no_complex,
+        },
+        "readonly": False,
+        "exports": {"dlpack": {"call": "x.__dlpack__"}},
+        "imports": {
+            # Its docstring: "A TVM FFI Tensor that references the same memory."
+            "dlpack": {"call": "tvm_ffi.from_dlpack(obj)", "zero_copy": True, "typed": True,
+                       "readonly": False},
+            "dlpack_capsule": {"call": "tvm_ffi.from_dlpack(capsule)", "zero_copy": True,
+                               "typed": True, "readonly": False},
+        },
+    }
+
+
+def _broadcast(x, shape):
+    # numpy.broadcast_to returns a read-only view, which NumPy's legacy DLPack export refuses;
+    # as_strided makes the same zero-stride view writable
+    lead = len(shape) - x.ndim
+    strides = [0] * lead + [
+        0 if old == 1 and new != 1 else s for new, old, s in zip(shape[lead:], x.shape, x.strides)
+    ]
+    return np.lib.stride_tricks.as_strided(x, shape=tuple(shape), strides=strides)
+
+
+def build(data, dtype, ops, readonly=False):
+    view = _probekit.apply_ops(_probekit.numpy_from_bytes(data, dtype), ops, broadcast=_broadcast)
+    return tvm_ffi.from_dlpack(view)
+
+
+def _dtype_name(x):
+    try:
+        return _probekit.dtype_name(x.dtype)
+    except ValueError:
+        # from_dlpack accepts a complex capsule, then cannot even name the tensor's dtype; the
+        # driver reports the accepted-but-unusable import as a changed dtype
+        return "unrepresentable"
+
+
+def describe(x):
+    if str(x.device) != "cpu:0":
+        raise ValueError(f"not a CPU tensor: {x.device}")
+    name = _dtype_name(x)
+    size = _probekit.ITEMSIZE[name] if name in _probekit.ITEMSIZE else 0
+    return _probekit.pointer_description(
+        x.data_ptr(), x.shape, [s * size for s in x.strides], name, None
+    )
+
+
+def export(x, protocol):
+    return x
+
+
+def consume(obj, protocol, dtype):
+    return tvm_ffi.from_dlpack(obj)

@@ -1,0 +1,725 @@
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "ic_array_interface.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ic_error.h"
+#include "ic_export.h"
+#include "ic_proxy.h"
+#include "ic_python.h"
+
+#define IC_AI_RULE_DICT  "array_interface 4.5.1"
+#define IC_AI_RULE_SHAPE "array_interface 4.5.2"
+#define IC_AI_RULE_TYPE  "array_interface 4.5.3"
+#define IC_AI_RULE_DATA  "array_interface 4.5.4"
+#define IC_AI_RULE_MASK  "array_interface 4.5.5"
+
+/* How deep a mask's own mask, or a descr's nested descr, is followed. */
+#define IC_AI_MAX_DEPTH 8
+
+static bool ic_host_is_little_endian(void)
+{
+    return __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * typestr (§4.2)
+ */
+
+static bool ic_typestr_size_legal(char kind, int64_t count)
+{
+    switch (kind) {
+    case 'b':
+        return count == 1;
+    case 'i':
+    case 'u':
+        return count == 1 || count == 2 || count == 4 || count == 8;
+    case 'f': /* binary16/32/64 and the long double layouts of x86 (10, 12, 16) */
+        return count == 2 || count == 4 || count == 8 || count == 10 || count == 12 || count == 16;
+    case 'c':
+        return count == 8 || count == 16 || count == 20 || count == 24 || count == 32;
+    case 'm':
+    case 'M':
+        return count == 8;
+    case 'O':
+        return count == (int64_t)sizeof(void *);
+    case 't':
+        return count > 0;
+    default: /* S, U, V: a zero size is what NumPy writes for empty strings and voids */
+        return count >= 0;
+    }
+}
+
+int ic_typestr_parse(const char *text, struct ic_typestr *ret, char *why, size_t why_size)
+{
+    struct ic_typestr parsed;
+    char scratch[8];
+    const char *p = text;
+
+    if (!why) {
+        why = scratch;
+        why_size = sizeof(scratch);
+    }
+    if (!text || !ret) {
+        snprintf(why, why_size, "no typestr");
+        return IC_EINVAL;
+    }
+    memset(&parsed, 0, sizeof(parsed));
+    parsed.byteorder = *p;
+    if (*p == '<' || *p == '>' || *p == '|') {
+        parsed.standard_order = true;
+    } else if (*p != '=') {
+        snprintf(why, why_size, "it does not start with a byte order ('<', '>' or '|')");
+        return IC_EINVAL;
+    }
+    p++;
+    if (*p == '\0' || !strchr("tbiufcmMOSUV", *p)) {
+        snprintf(why, why_size, "'%c' is not a typestr kind (one of tbiufcmMOSUV)", *p ? *p : '?');
+        return IC_EINVAL;
+    }
+    parsed.kind = *p++;
+    int digits = 0;
+    while (isdigit((unsigned char)*p)) {
+        if (++digits > 15) {
+            snprintf(why, why_size, "the size has more than 15 digits");
+            return IC_EINVAL;
+        }
+        parsed.count = parsed.count * 10 + (*p++ - '0');
+    }
+    if (digits == 0) {
+        if (parsed.kind != 'O') {
+            snprintf(why, why_size, "no size after the kind '%c'", parsed.kind);
+            return IC_EINVAL;
+        }
+        parsed.count = (int64_t)sizeof(void *); /* NumPy writes "|O" */
+    }
+    if (*p == '[' && (parsed.kind == 'm' || parsed.kind == 'M')) {
+        const char *close = strchr(p, ']');
+        size_t length = close ? (size_t)(close - p - 1) : 0;
+        bool ok = close && length > 0 && length < sizeof(parsed.unit) &&
+                  isalpha((unsigned char)close[-1]);
+        for (size_t i = 0; ok && i < length; i++) {
+            unsigned char c = (unsigned char)p[1 + i];
+            /* a unit is an optional multiplier and letters: "ns", "2s", "generic" */
+            ok = isalpha(c) || (isdigit(c) && !isalpha((unsigned char)p[i]));
+        }
+        if (!ok) {
+            snprintf(why, why_size, "the datetime unit is malformed");
+            return IC_EINVAL;
+        }
+        memcpy(parsed.unit, p + 1, length);
+        parsed.unit[length] = '\0';
+        p = close + 1;
+    }
+    if (*p != '\0') {
+        snprintf(why, why_size, "unexpected text after the size");
+        return IC_EINVAL;
+    }
+    if (!ic_typestr_size_legal(parsed.kind, parsed.count)) {
+        snprintf(why, why_size, "size %lld is not legal for kind '%c'", (long long)parsed.count,
+                 parsed.kind);
+        return IC_EINVAL;
+    }
+    if (parsed.kind == 'U')
+        parsed.itemsize = parsed.count * 4; /* characters of UCS4 (§8.9) */
+    else if (parsed.kind == 't')
+        parsed.itemsize = (parsed.count + 7) / 8;
+    else
+        parsed.itemsize = parsed.count;
+
+    bool order_free = parsed.itemsize <= 1 || parsed.kind == 'b' || parsed.kind == 'S' ||
+                      parsed.kind == 'V' || parsed.kind == 'O' || parsed.kind == 't';
+    if (order_free || parsed.byteorder == '|' || parsed.byteorder == '=')
+        parsed.native = true;
+    else
+        parsed.native = (parsed.byteorder == '<') == ic_host_is_little_endian();
+    parsed.dtype = IC_DTYPE_INVALID;
+    if (parsed.native &&
+        ic_dtype_from_typestr_kind(parsed.kind, (long)parsed.itemsize, &parsed.dtype) < 0)
+        parsed.dtype = IC_DTYPE_INVALID;
+    *ret = parsed;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * descr: the byte total of a list of (name, type[, shape]) fields
+ */
+
+static int ic_ai_descr_size(PyObject *descr, int depth, int64_t *ret_size, char *why,
+                            size_t why_size)
+{
+    char text[64];
+    int64_t total = 0;
+
+    if (depth > IC_AI_MAX_DEPTH) {
+        snprintf(why, why_size, "descr is nested more than %d levels deep", IC_AI_MAX_DEPTH);
+        return IC_EINVAL;
+    }
+    if (!PyList_Check(descr)) {
+        snprintf(why, why_size, "descr is a %s, not a list", Py_TYPE(descr)->tp_name);
+        return IC_EINVAL;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(descr); i++) {
+        PyObject *field = PyList_GET_ITEM(descr, i); /* borrowed */
+        if (!PyTuple_Check(field) || PyTuple_GET_SIZE(field) < 2 || PyTuple_GET_SIZE(field) > 3) {
+            snprintf(why, why_size, "descr[%zd] is not a (name, type[, shape]) tuple", i);
+            return IC_EINVAL;
+        }
+        PyObject *name = PyTuple_GET_ITEM(field, 0); /* borrowed, like the items below */
+        bool name_ok =
+            PyUnicode_Check(name) || (PyTuple_Check(name) && PyTuple_GET_SIZE(name) == 2 &&
+                                      PyUnicode_Check(PyTuple_GET_ITEM(name, 0)) &&
+                                      PyUnicode_Check(PyTuple_GET_ITEM(name, 1)));
+        if (!name_ok) {
+            snprintf(why, why_size, "descr[%zd] name is a %s, not a str or (title, name)", i,
+                     Py_TYPE(name)->tp_name);
+            return IC_EINVAL;
+        }
+        PyObject *type = PyTuple_GET_ITEM(field, 1);
+        int64_t size = 0;
+        if (PyUnicode_Check(type)) {
+            struct ic_typestr parsed;
+            char reason[96];
+            if (ic_py_str_copy(type, text, sizeof(text)) < 0 ||
+                ic_typestr_parse(text, &parsed, reason, sizeof(reason)) < 0) {
+                snprintf(why, why_size, "descr[%zd] type \"%s\": %s", i, text, reason);
+                return IC_EINVAL;
+            }
+            size = parsed.itemsize;
+        } else if (PyList_Check(type)) {
+            int rc = ic_ai_descr_size(type, depth + 1, &size, why, why_size);
+            if (rc < 0)
+                return rc;
+        } else {
+            snprintf(why, why_size, "descr[%zd] type is a %s, not a typestr or a list", i,
+                     Py_TYPE(type)->tp_name);
+            return IC_EINVAL;
+        }
+        if (PyTuple_GET_SIZE(field) == 3) {
+            PyObject *shape = PyTuple_GET_ITEM(field, 2);
+            int64_t extent;
+            if (ic_export_int64(shape, &extent, NULL) == 0) {
+                if (extent < 0 || __builtin_mul_overflow(size, extent, &size)) {
+                    snprintf(why, why_size, "descr[%zd] shape is out of range", i);
+                    return IC_EINVAL;
+                }
+            } else if (PyTuple_Check(shape)) {
+                for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(shape); k++) {
+                    if (ic_export_int64(PyTuple_GET_ITEM(shape, k), &extent, NULL) < 0 ||
+                        extent < 0 || __builtin_mul_overflow(size, extent, &size)) {
+                        snprintf(why, why_size, "descr[%zd] shape is out of range", i);
+                        return IC_EINVAL;
+                    }
+                }
+            } else {
+                snprintf(why, why_size, "descr[%zd] shape is a %s, not a tuple of ints", i,
+                         Py_TYPE(shape)->tp_name);
+                return IC_EINVAL;
+            }
+        }
+        if (__builtin_add_overflow(total, size, &total)) {
+            snprintf(why, why_size, "the descr byte total overflows int64");
+            return IC_EINVAL;
+        }
+    }
+    *ret_size = total;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The dict (rules 4.5.1-5)
+ */
+
+/* Reads a tuple of ints into values[]; findings cite `rule` and name the key. */
+static bool ic_ai_int_tuple(PyObject *obj, const char *key, const char *rule, int64_t *values,
+                            int *ret_count, struct ic_diag *diag)
+{
+    char text[64];
+    if (!PyTuple_Check(obj)) {
+        ic_diag_error(diag, rule, "%s is a %s, not a tuple", key, Py_TYPE(obj)->tp_name);
+        return false;
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(obj);
+    if (count > IC_MAX_NDIM) {
+        ic_diag_error(diag, rule, "%s has %zd entries: at most %d dimensions", key, count,
+                      IC_MAX_NDIM);
+        return false;
+    }
+    bool ok = true;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *item = PyTuple_GET_ITEM(obj, i); /* borrowed */
+        bool exact = true;
+        int rc = ic_export_int64(item, &values[i], &exact);
+        if (rc == IC_ERANGE) {
+            ic_py_repr(item, text, sizeof(text));
+            ic_diag_error(diag, rule, "%s[%zd] = %s does not fit in int64", key, i, text);
+            ok = false;
+        } else if (rc < 0) {
+            ic_diag_error(diag, rule, "%s[%zd] is a %s, not an int", key, i,
+                          Py_TYPE(item)->tp_name);
+            ok = false;
+        } else if (!exact) {
+            ic_diag_warn(diag, rule, "%s[%zd] is a %s, not a Python int", key, i,
+                         Py_TYPE(item)->tp_name);
+        }
+    }
+    *ret_count = (int)count;
+    return ok;
+}
+
+static int ic_ai_check(PyObject *value, PyObject *owner, int depth, struct ic_diag *diag,
+                       struct ic_view *ret_view, bool *ret_have_view);
+
+/* Rule 4.5.5: None, or an object whose own interface is valid and broadcasts to the shape. */
+static void ic_ai_check_mask(PyObject *mask, const struct ic_view *view, bool shape_known,
+                             int depth, struct ic_diag *diag)
+{
+    PyObject *interface = NULL;
+    struct ic_diag mask_diag;
+    struct ic_view mask_view;
+    bool have_mask_view = false;
+
+    ic_diag_warn(diag, IC_AI_RULE_MASK,
+                 "a mask is present: NumPy ignores it, so consumers will see masked elements");
+    if (depth >= IC_AI_MAX_DEPTH)
+        return;
+    interface = PyObject_GetAttrString(mask, "__array_interface__");
+    if (!interface) {
+        PyErr_Clear();
+        ic_diag_error(diag, IC_AI_RULE_MASK,
+                      "mask is a %s without __array_interface__: it must be None or expose the "
+                      "array interface",
+                      Py_TYPE(mask)->tp_name);
+        goto cleanup;
+    }
+    ic_diag_init(&mask_diag);
+    ic_ai_check(interface, mask, depth + 1, &mask_diag, &mask_view, &have_mask_view);
+    const struct ic_finding *first = ic_diag_first_error(&mask_diag);
+    if (first) {
+        ic_diag_error(diag, IC_AI_RULE_MASK, "the mask's __array_interface__ is invalid: [%s] %s",
+                      first->rule, first->message);
+        goto cleanup;
+    }
+    if (!have_mask_view || !shape_known)
+        goto cleanup;
+    bool broadcasts = mask_view.ndim <= view->ndim;
+    for (int i = 1; broadcasts && i <= mask_view.ndim; i++) {
+        int64_t m = mask_view.shape[mask_view.ndim - i], s = view->shape[view->ndim - i];
+        broadcasts = m == 1 || m == s;
+    }
+    if (!broadcasts) {
+        char mask_shape[96], shape[96];
+        ic_view_format_shape(&mask_view, mask_shape, sizeof(mask_shape));
+        ic_view_format_shape(view, shape, sizeof(shape));
+        ic_diag_error(diag, IC_AI_RULE_MASK, "mask shape %s does not broadcast to shape %s",
+                      mask_shape, shape);
+    }
+
+cleanup:
+    Py_XDECREF(interface);
+}
+
+/* Learns the address of buffer data (rule 4.5.4 cases b and c): asks `source` for a
+ * PyBUF_SIMPLE buffer and checks that the described bytes lie inside it. */
+static bool ic_ai_buffer_data(PyObject *source, const char *what, int64_t offset, int64_t lo,
+                              int64_t hi, struct ic_diag *diag, uintptr_t *ret_data,
+                              bool *ret_readonly)
+{
+    Py_buffer buffer;
+    struct ic_py_exc exc;
+    char text[256];
+
+    if (!PyObject_CheckBuffer(source)) {
+        ic_diag_error(diag, IC_AI_RULE_DATA,
+                      "data is %s, but the %s (a %s) does not export the buffer protocol", what,
+                      what, Py_TYPE(source)->tp_name);
+        return false;
+    }
+    memset(&buffer, 0, sizeof(buffer));
+    if (PyObject_GetBuffer(source, &buffer, PyBUF_SIMPLE) < 0) {
+        ic_py_fetch(&exc);
+        ic_py_exc_format(&exc, text, sizeof(text));
+        ic_diag_error(diag, IC_AI_RULE_DATA, "data is %s, but its buffer request failed: %s", what,
+                      text);
+        return false;
+    }
+    bool ok = true;
+    int64_t first_lo, first_hi;
+    if (__builtin_add_overflow(offset, lo, &first_lo) ||
+        __builtin_add_overflow(offset, hi, &first_hi) || first_lo < 0 ||
+        first_hi > (int64_t)buffer.len) {
+        ic_diag_error(diag, IC_AI_RULE_DATA,
+                      "offset %lld and the shape/strides address bytes [%lld, %lld) of a "
+                      "%zd-byte buffer",
+                      (long long)offset, (long long)offset + lo, (long long)offset + hi,
+                      buffer.len);
+        ok = false;
+    }
+    *ret_data = (uintptr_t)buffer.buf + (uintptr_t)offset;
+    *ret_readonly = buffer.readonly != 0;
+    PyBuffer_Release(&buffer);
+    return ok;
+}
+
+static int ic_ai_check(PyObject *value, PyObject *owner, int depth, struct ic_diag *diag,
+                       struct ic_view *ret_view, bool *ret_have_view)
+{
+    struct ic_view view;
+    struct ic_typestr typestr;
+    bool describable = true, have_typestr = false, shape_known = false;
+    char text[160], reason[96];
+
+    *ret_have_view = false;
+    memset(&view, 0, sizeof(view));
+    memset(&typestr, 0, sizeof(typestr));
+    view.device_type = IC_DEVICE_CPU;
+    view.readonly_known = true;
+    if (!PyDict_Check(value)) {
+        ic_diag_error(diag, IC_AI_RULE_DICT, "__array_interface__ is a %s, not a dict",
+                      Py_TYPE(value)->tp_name);
+        return 0;
+    }
+    /* Borrowed references; PyDict_GetItemString swallows lookup errors (only str keys). */
+    PyObject *shape = PyDict_GetItemString(value, "shape");
+    PyObject *typestr_obj = PyDict_GetItemString(value, "typestr");
+    PyObject *version = PyDict_GetItemString(value, "version");
+    PyObject *descr = PyDict_GetItemString(value, "descr");
+    PyObject *data = PyDict_GetItemString(value, "data");
+    PyObject *strides = PyDict_GetItemString(value, "strides");
+    PyObject *offset_obj = PyDict_GetItemString(value, "offset");
+    PyObject *mask = PyDict_GetItemString(value, "mask");
+
+    /* 4.5.1 */
+    if (!shape)
+        ic_diag_error(diag, IC_AI_RULE_DICT, "required key 'shape' is missing");
+    if (!typestr_obj)
+        ic_diag_error(diag, IC_AI_RULE_DICT, "required key 'typestr' is missing");
+    if (!version) {
+        ic_diag_error(diag, IC_AI_RULE_DICT,
+                      "required key 'version' is missing (NumPy ignores it, the protocol "
+                      "requires it)");
+    } else {
+        int64_t number = 0;
+        if (ic_export_int64(version, &number, NULL) < 0 || PyBool_Check(version))
+            ic_diag_error(diag, IC_AI_RULE_DICT, "version is a %s, not an int",
+                          Py_TYPE(version)->tp_name);
+        else if (number != 3)
+            ic_diag_warn(diag, IC_AI_RULE_DICT,
+                         "version %lld: the tester knows version 3; other versions are not "
+                         "rejected (§8.8)",
+                         (long long)number);
+    }
+
+    /* 4.5.3 */
+    if (typestr_obj) {
+        bool text_ok = true;
+        if (PyUnicode_Check(typestr_obj)) {
+            text_ok = ic_py_str_copy(typestr_obj, text, sizeof(text)) == 0;
+        } else if (PyBytes_Check(typestr_obj)) {
+            snprintf(text, sizeof(text), "%.*s", (int)PyBytes_GET_SIZE(typestr_obj),
+                     PyBytes_AS_STRING(typestr_obj));
+            ic_diag_warn(diag, IC_AI_RULE_TYPE,
+                         "typestr is bytes: the protocol specifies a str (NumPy accepts both)");
+        } else {
+            ic_diag_error(diag, IC_AI_RULE_TYPE, "typestr is a %s, not a str",
+                          Py_TYPE(typestr_obj)->tp_name);
+            text_ok = false;
+        }
+        if (text_ok && ic_typestr_parse(text, &typestr, reason, sizeof(reason)) < 0) {
+            ic_diag_error(diag, IC_AI_RULE_TYPE, "typestr \"%s\": %s", text, reason);
+        } else if (text_ok) {
+            have_typestr = true;
+            if (!typestr.standard_order)
+                ic_diag_warn(diag, IC_AI_RULE_TYPE,
+                             "typestr \"%s\" uses byte order '%c': the protocol lists only '<', "
+                             "'>' and '|'",
+                             text, typestr.byteorder);
+            else if (typestr.byteorder == '|' && typestr.itemsize > 1 &&
+                     strchr("iufcmMU", typestr.kind))
+                ic_diag_warn(diag, IC_AI_RULE_TYPE,
+                             "typestr \"%s\" says the byte order is irrelevant for a %lld-byte "
+                             "number: it is read as native",
+                             text, (long long)typestr.itemsize);
+            if (typestr.itemsize > INT32_MAX) {
+                ic_diag_error(diag, IC_AI_RULE_TYPE, "typestr \"%s\": itemsize %lld is too large",
+                              text, (long long)typestr.itemsize);
+                have_typestr = false;
+            }
+        }
+    }
+    if (descr && have_typestr) {
+        int64_t total = 0;
+        if (ic_ai_descr_size(descr, 0, &total, reason, sizeof(reason)) < 0)
+            ic_diag_error(diag, IC_AI_RULE_TYPE, "%s", reason);
+        else if (total != typestr.itemsize)
+            ic_diag_error(diag, IC_AI_RULE_TYPE,
+                          "descr totals %lld bytes but typestr \"%s\" has %lld: they must match",
+                          (long long)total, text, (long long)typestr.itemsize);
+    }
+    if (!have_typestr)
+        describable = false;
+    else
+        view.itemsize = (int)typestr.itemsize;
+
+    /* 4.5.2 */
+    int64_t numel = 0, nbytes = 0, lo = 0, hi = 0;
+    if (shape) {
+        int ndim = 0;
+        shape_known = ic_ai_int_tuple(shape, "shape", IC_AI_RULE_SHAPE, view.shape, &ndim, diag);
+        view.ndim = ndim;
+        for (int i = 0; shape_known && i < ndim; i++) {
+            if (view.shape[i] < 0) {
+                ic_diag_error(diag, IC_AI_RULE_SHAPE, "shape[%d] is %lld: extents must be >= 0", i,
+                              (long long)view.shape[i]);
+                shape_known = false;
+            }
+        }
+        if (shape_known && ic_view_numel(&view, &numel) < 0) {
+            ic_view_format_shape(&view, text, sizeof(text));
+            ic_diag_error(diag, IC_AI_RULE_SHAPE, "the element count of shape %s overflows int64",
+                          text);
+            shape_known = false;
+        }
+    }
+    if (!shape_known)
+        describable = false;
+    if (describable && __builtin_mul_overflow(numel, (int64_t)view.itemsize, &nbytes)) {
+        ic_diag_error(diag, IC_AI_RULE_SHAPE,
+                      "%lld elements of %d bytes: the size in bytes overflows int64",
+                      (long long)numel, view.itemsize);
+        describable = false;
+    }
+    if (strides && strides != Py_None && shape_known) {
+        int count = 0;
+        if (!ic_ai_int_tuple(strides, "strides", IC_AI_RULE_SHAPE, view.strides, &count, diag)) {
+            describable = false;
+        } else if (count != view.ndim) {
+            ic_diag_error(diag, IC_AI_RULE_SHAPE,
+                          "strides has %d entries for %d dimensions: len(strides) must equal "
+                          "len(shape)",
+                          count, view.ndim);
+            describable = false;
+        }
+    } else if (describable && ic_view_set_c_strides(&view) < 0) {
+        ic_diag_error(diag, IC_AI_RULE_SHAPE, "the C-contiguous strides overflow int64");
+        describable = false;
+    }
+    if (describable && ic_view_span(&view, &lo, &hi) < 0) {
+        ic_view_format_strides(&view, text, sizeof(text));
+        ic_diag_error(diag, IC_AI_RULE_SHAPE,
+                      "the bytes addressed through strides %s overflow int64", text);
+        describable = false;
+    }
+
+    /* 4.5.4 */
+    int64_t offset = 0;
+    bool offset_given = offset_obj && offset_obj != Py_None;
+    if (offset_given) {
+        int rc = ic_export_int64(offset_obj, &offset, NULL);
+        if (rc < 0 || offset < 0) {
+            ic_py_repr(offset_obj, text, sizeof(text));
+            ic_diag_error(diag, IC_AI_RULE_DATA, "offset %s: it must be an int >= 0", text);
+            describable = false;
+            offset = 0;
+        }
+    }
+    uintptr_t address = 0;
+    bool have_address = false;
+    if (data && PyTuple_Check(data)) {
+        if (PyTuple_GET_SIZE(data) != 2) {
+            ic_diag_error(diag, IC_AI_RULE_DATA,
+                          "data is a tuple of %zd items: it must be (pointer, readonly)",
+                          PyTuple_GET_SIZE(data));
+        } else {
+            PyObject *pointer = PyTuple_GET_ITEM(data, 0); /* borrowed */
+            PyObject *readonly = PyTuple_GET_ITEM(data, 1);
+            int rc = ic_export_uintptr(pointer, &address);
+            if (rc < 0) {
+                ic_py_repr(pointer, text, sizeof(text));
+                ic_diag_error(diag, IC_AI_RULE_DATA,
+                              "data[0] = %s: the pointer must be an int in [0, %#llx]", text,
+                              (unsigned long long)UINTPTR_MAX);
+            } else {
+                have_address = true;
+            }
+            int truth = PyObject_IsTrue(readonly);
+            if (truth < 0) {
+                PyErr_Clear();
+                ic_diag_error(diag, IC_AI_RULE_DATA, "data[1] (a %s) has no truth value",
+                              Py_TYPE(readonly)->tp_name);
+                have_address = false;
+            } else {
+                if (!PyBool_Check(readonly))
+                    ic_diag_warn(diag, IC_AI_RULE_DATA, "data[1] is a %s, not a bool: read as %s",
+                                 Py_TYPE(readonly)->tp_name, truth ? "read-only" : "writable");
+                view.readonly = truth != 0;
+            }
+        }
+        if (offset_given && offset != 0)
+            ic_diag_warn(diag, IC_AI_RULE_DATA,
+                         "offset %lld with a (pointer, readonly) tuple: the pointer is the first "
+                         "element and NumPy ignores offset",
+                         (long long)offset);
+    } else if (data && data != Py_None) {
+        if (!PyObject_CheckBuffer(data)) {
+            ic_diag_error(diag, IC_AI_RULE_DATA,
+                          "data is a %s: it must be a (pointer, readonly) tuple, an object "
+                          "exporting the buffer protocol, or None",
+                          Py_TYPE(data)->tp_name);
+        } else if (describable) {
+            have_address = ic_ai_buffer_data(data, "a buffer exporter", offset, lo, hi, diag,
+                                             &address, &view.readonly);
+        }
+    } else if (owner && describable) {
+        have_address = ic_ai_buffer_data(owner, "None (the object's own buffer)", offset, lo, hi,
+                                         diag, &address, &view.readonly);
+    } else if (!owner) {
+        describable = false; /* data lives in an object the caller did not name */
+    }
+    if (have_address && address == 0 && nbytes > 0) {
+        ic_diag_error(diag, IC_AI_RULE_DATA,
+                      "the data pointer is 0 for %lld bytes: only an empty array may have no data",
+                      (long long)nbytes);
+        have_address = false;
+    }
+    if (!have_address)
+        describable = false;
+
+    /* 4.5.5 */
+    if (mask && mask != Py_None)
+        ic_ai_check_mask(mask, &view, shape_known, depth, diag);
+
+    if (!describable)
+        return 0;
+    view.data = address;
+    view.dtype = typestr.dtype;
+    *ret_view = view;
+    *ret_have_view = true;
+    return 0;
+}
+
+int ic_array_interface_check(PyObject *value, PyObject *owner, struct ic_diag *diag,
+                             struct ic_view *ret_view, bool *ret_have_view)
+{
+    if (!value || !diag || !ret_view || !ret_have_view)
+        return IC_EINVAL;
+    return ic_ai_check(value, owner, 0, diag, ret_view, ret_have_view);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Ops
+ */
+
+static void ic_ai_describe(PyObject *value, char *buf, size_t size)
+{
+    char typestr[32] = "?", data_kind[16] = "none";
+    if (PyDict_Check(value)) {
+        PyObject *typestr_obj = PyDict_GetItemString(value, "typestr"); /* borrowed */
+        PyObject *data = PyDict_GetItemString(value, "data");
+        if (typestr_obj && ic_py_str_copy(typestr_obj, typestr, sizeof(typestr)) < 0)
+            snprintf(typestr, sizeof(typestr), "?");
+        if (data && PyTuple_Check(data))
+            snprintf(data_kind, sizeof(data_kind), "tuple");
+        else if (data && data != Py_None)
+            snprintf(data_kind, sizeof(data_kind), "buffer");
+    }
+    snprintf(buf, size, "__array_interface__ typestr=%s data=%s", typestr, data_kind);
+}
+
+/* Validates one read of the attribute into the record. */
+static void ic_ai_record(PyObject *value, PyObject *owner, struct ic_export_record *rec)
+{
+    struct ic_diag diag;
+    struct ic_view view;
+    bool have_view = false;
+    char detail[96];
+
+    ic_diag_init(&diag);
+    memset(&view, 0, sizeof(view));
+    ic_array_interface_check(value, owner, &diag, &view, &have_view);
+    ic_ai_describe(value, detail, sizeof(detail));
+    ic_export_record(rec, &view, have_view, &diag, detail);
+    rec->zero_copy_known = true; /* the dict points at the producer's memory */
+}
+
+static PyObject *ic_ai_proxy_get(PyObject *self, void *closure)
+{
+    struct ic_proxy *proxy = (struct ic_proxy *)self;
+    struct ic_export_record *rec = proxy->rec;
+    PyObject *value = NULL;
+    struct ic_py_exc exc;
+
+    (void)closure;
+    if (rec) {
+        rec->export_calls++;
+        snprintf(rec->request, sizeof(rec->request), "__array_interface__");
+    }
+    value = PyObject_GetAttrString(proxy->target, "__array_interface__");
+    if (!value) {
+        if (rec && ic_py_peek(&exc))
+            ic_export_producer_raised(rec, &exc);
+        return NULL; /* the producer's exception goes on unchanged */
+    }
+    if (rec)
+        ic_ai_record(value, proxy->target, rec);
+    return value;
+}
+
+static PyGetSetDef ic_ai_proxy_getset[] = {
+    {"__array_interface__", ic_ai_proxy_get, NULL,
+     "The producer's __array_interface__, validated on every read.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyObject *ic_ai_proxy_type; /* created once, lives as long as the interpreter */
+
+static PyObject *ic_ai_proxy_new(PyObject *target, struct ic_export_record *rec)
+{
+    if (!ic_ai_proxy_type) {
+        PyType_Slot slots[] = {
+            {Py_tp_getset, ic_ai_proxy_getset},
+            {0, NULL},
+        };
+        ic_ai_proxy_type = ic_export_proxy_type_new(
+            "interopcheck.ArrayInterfaceProxy", "Offers __array_interface__ of a producer.", slots);
+        if (!ic_ai_proxy_type)
+            return NULL;
+    }
+    return ic_proxy_new((PyTypeObject *)ic_ai_proxy_type, target, rec);
+}
+
+static int ic_ai_reference_consume(PyObject *export_obj, struct ic_export_record *rec,
+                                   PyObject **ret_handle)
+{
+    PyObject *value = NULL;
+    struct ic_py_exc exc;
+
+    *ret_handle = NULL;
+    rec->export_calls++;
+    snprintf(rec->request, sizeof(rec->request), "__array_interface__");
+    value = PyObject_GetAttrString(export_obj, "__array_interface__");
+    if (!value) {
+        ic_py_fetch(&exc);
+        ic_export_producer_raised(rec, &exc);
+        return 0;
+    }
+    ic_ai_record(value, export_obj, rec);
+    *ret_handle = value; /* the dict keeps a buffer-exporting data object alive */
+    return 0;
+}
+
+const struct ic_protocol_ops ic_array_interface_ops = {
+    .protocol = IC_PROTOCOL_ARRAY_INTERFACE,
+    .id = "array_interface",
+    .section = "4.1",
+    .summary = "NumPy __array_interface__ (version 3)",
+    .proxy_new = ic_ai_proxy_new,
+    .inspect = NULL,
+    .reference_consume = ic_ai_reference_consume,
+    .observe = NULL,
+    .finish = NULL,
+};

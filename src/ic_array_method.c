@@ -1,0 +1,237 @@
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "ic_array_method.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "ic_buffer.h"
+#include "ic_error.h"
+#include "ic_export.h"
+#include "ic_proxy.h"
+#include "ic_python.h"
+
+bool ic_array_method_is_ndarray(PyObject *obj)
+{
+    if (!obj)
+        return false;
+    PyObject *mro = Py_TYPE(obj)->tp_mro; /* borrowed; a tuple of types once the type is ready */
+    if (!mro || !PyTuple_Check(mro))
+        return false;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); i++) {
+        PyTypeObject *type = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        /* ndarray is a static type: its tp_name carries the module */
+        if (strcmp(type->tp_name, "numpy.ndarray") == 0)
+            return true;
+    }
+    return false;
+}
+
+int ic_array_method_check_result(PyObject *result, struct ic_diag *diag, struct ic_view *ret_view,
+                                 bool *ret_have_view)
+{
+    Py_buffer buffer;
+    struct ic_diag buffer_diag;
+    struct ic_py_exc exc;
+
+    if (!result || !diag || !ret_view || !ret_have_view)
+        return IC_EINVAL;
+    *ret_have_view = false;
+    if (!ic_array_method_is_ndarray(result)) {
+        ic_diag_error(diag, "array 4.4",
+                      "__array__ returned a %s, not a numpy.ndarray: NumPy rejects it (\"object "
+                      "__array__ method not producing an array\")",
+                      Py_TYPE(result)->tp_name);
+        return 0;
+    }
+    memset(&buffer, 0, sizeof(buffer));
+    if (PyObject_GetBuffer(result, &buffer, PyBUF_RECORDS_RO) < 0) {
+        ic_py_fetch(&exc);
+        ic_diag_warn(diag, "array 4.4",
+                     "the returned ndarray cannot be read through the buffer protocol (%s: %s): "
+                     "the tester has no view of it",
+                     exc.type, exc.message);
+        return 0;
+    }
+    /* NumPy is the exporter here, not the producer under test: its buffer findings are
+     * not this protocol's. */
+    ic_diag_init(&buffer_diag);
+    ic_buffer_check(&buffer, PyBUF_RECORDS_RO, &buffer_diag, ret_view, ret_have_view);
+    PyBuffer_Release(&buffer);
+    return 0;
+}
+
+/* -1: copy absent or None, 0: copy=False, 1: copy=True. */
+static int ic_am_copy_request(PyObject *kwargs, bool *ret_given)
+{
+    PyObject *copy = NULL; /* borrowed */
+    if (kwargs && PyDict_Check(kwargs))
+        copy = PyDict_GetItemString(kwargs, "copy");
+    *ret_given = copy != NULL;
+    if (!copy || copy == Py_None)
+        return -1;
+    int truth = PyObject_IsTrue(copy);
+    if (truth < 0) {
+        PyErr_Clear();
+        return -1;
+    }
+    return truth;
+}
+
+/* A producer's exception, judged against the copy it was asked for. */
+static void ic_am_check_refusal(int copy, bool copy_given, const struct ic_py_exc *exc,
+                                struct ic_diag *diag)
+{
+    if (exc->type_error && copy_given && strstr(exc->message, "copy"))
+        ic_diag_warn(diag, "array 4.4",
+                     "__array__ does not accept copy (%s: %s): the NumPy 1 signature; NumPy 2 "
+                     "warns and retries without it",
+                     exc->type, exc->message);
+    else if (copy == 0 && !exc->value_error)
+        ic_diag_error(diag, "array 4.5.7",
+                      "copy=False was refused with %s (%s): NumPy 2 expects ValueError when a "
+                      "copy cannot be avoided",
+                      exc->type, exc->message);
+}
+
+static void ic_am_record(PyObject *result, int copy, struct ic_export_record *rec)
+{
+    struct ic_diag diag;
+    struct ic_view view;
+    bool have_view = false;
+    char detail[96];
+
+    ic_diag_init(&diag);
+    memset(&view, 0, sizeof(view));
+    ic_array_method_check_result(result, &diag, &view, &have_view);
+    snprintf(detail, sizeof(detail), "__array__ -> %s", Py_TYPE(result)->tp_name);
+    ic_export_record(rec, &view, have_view, &diag, detail);
+    if (copy == 1)
+        rec->copy_expected = true;
+    if (copy == 0)
+        rec->no_copy_required = true;
+    rec->zero_copy_known = false; /* without copy=..., copying is the producer's choice */
+}
+
+static PyObject *ic_am_proxy_array(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    struct ic_proxy *proxy = (struct ic_proxy *)self;
+    struct ic_export_record *rec = proxy->rec;
+    PyObject *method = NULL, *result = NULL;
+    struct ic_py_exc exc;
+    bool copy_given = false;
+    int copy = ic_am_copy_request(kwargs, &copy_given);
+
+    if (rec) {
+        rec->export_calls++;
+        ic_export_format_call("__array__", args, kwargs, rec->request, sizeof(rec->request));
+    }
+    method = PyObject_GetAttrString(proxy->target, "__array__");
+    if (method)
+        result = PyObject_Call(method, args, kwargs);
+    if (!result) {
+        if (rec && ic_py_peek(&exc)) {
+            ic_export_producer_raised(rec, &exc);
+            ic_am_check_refusal(copy, copy_given, &exc, &rec->diag);
+            if (copy == 0)
+                rec->no_copy_required = true;
+        }
+        goto cleanup; /* the producer's exception goes on to the consumer unchanged */
+    }
+    if (rec)
+        ic_am_record(result, copy, rec);
+    /* Keep the array: the recorded view points into it. */
+    Py_XSETREF(proxy->last_export, Py_NewRef(result));
+
+cleanup:
+    Py_XDECREF(method);
+    return result;
+}
+
+static PyMethodDef ic_am_proxy_methods[] = {
+    {"__array__", (PyCFunction)(void (*)(void))ic_am_proxy_array, METH_VARARGS | METH_KEYWORDS,
+     "Forwards to the producer's __array__ and validates the result."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyObject *ic_am_proxy_type; /* created once, lives as long as the interpreter */
+
+static PyObject *ic_am_proxy_new(PyObject *target, struct ic_export_record *rec)
+{
+    if (!ic_am_proxy_type) {
+        PyType_Slot slots[] = {
+            {Py_tp_methods, ic_am_proxy_methods},
+            {0, NULL},
+        };
+        ic_am_proxy_type = ic_export_proxy_type_new("interopcheck.ArrayMethodProxy",
+                                                    "Offers __array__ of a producer.", slots);
+        if (!ic_am_proxy_type)
+            return NULL;
+    }
+    return ic_proxy_new((PyTypeObject *)ic_am_proxy_type, target, rec);
+}
+
+static int ic_am_reference_consume(PyObject *export_obj, struct ic_export_record *rec,
+                                   PyObject **ret_handle)
+{
+    PyObject *method = NULL, *kwargs = NULL, *no_args = NULL, *result = NULL;
+    struct ic_py_exc exc;
+    int rc = 0;
+
+    *ret_handle = NULL;
+    no_args = PyTuple_New(0);
+    kwargs = PyDict_New();
+    if (!no_args || !kwargs) {
+        PyErr_Clear();
+        rc = IC_ENOMEM;
+        goto cleanup;
+    }
+    if (rec->variant == IC_VARIANT_ARR_COPY || rec->variant == IC_VARIANT_ARR_NO_COPY) {
+        PyObject *copy = rec->variant == IC_VARIANT_ARR_COPY ? Py_True : Py_False; /* immortal */
+        if (PyDict_SetItemString(kwargs, "copy", copy) < 0) {
+            PyErr_Clear();
+            rc = IC_ENOMEM;
+            goto cleanup;
+        }
+    }
+    bool copy_given = false;
+    int copy = ic_am_copy_request(kwargs, &copy_given);
+    rec->export_calls++;
+    ic_export_format_call("__array__", NULL, kwargs, rec->request, sizeof(rec->request));
+    if (copy == 1)
+        rec->copy_expected = true;
+    if (copy == 0)
+        rec->no_copy_required = true;
+    method = PyObject_GetAttrString(export_obj, "__array__");
+    if (method)
+        result = PyObject_Call(method, no_args, kwargs);
+    if (!result) {
+        ic_py_fetch(&exc);
+        ic_export_producer_raised(rec, &exc);
+        ic_am_check_refusal(copy, copy_given, &exc, &rec->diag);
+        goto cleanup;
+    }
+    ic_am_record(result, copy, rec);
+    *ret_handle = result; /* the handle is the array: it keeps the memory alive */
+    result = NULL;
+
+cleanup:
+    Py_XDECREF(method);
+    Py_XDECREF(kwargs);
+    Py_XDECREF(no_args);
+    Py_XDECREF(result);
+    return rc;
+}
+
+const struct ic_protocol_ops ic_array_method_ops = {
+    .protocol = IC_PROTOCOL_ARRAY_METHOD,
+    .id = "array",
+    .section = "4.4",
+    .summary = "__array__(dtype=None, copy=None) (NumPy 2 semantics)",
+    .proxy_new = ic_am_proxy_new,
+    .inspect = NULL,
+    .reference_consume = ic_am_reference_consume,
+    .observe = NULL,
+    .finish = NULL,
+};

@@ -1,0 +1,290 @@
+#include "ic_array_struct.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "ic_array_interface.h"
+#include "ic_error.h"
+#include "ic_export.h"
+#include "ic_proxy.h"
+#include "ic_python.h"
+
+#define IC_AS_RULE "array_struct 4.5.6"
+
+/* typekind and itemsize spelled as a typestr, so that one grammar judges both protocols. */
+static int ic_as_parse_type(char typekind, int itemsize, struct ic_typestr *ret, char *why,
+                            size_t why_size)
+{
+    char text[40];
+    long long count = itemsize;
+    if (typekind == 'U') {
+        if (itemsize % 4 != 0) {
+            snprintf(why, why_size, "a 'U' itemsize must be a multiple of 4 (UCS4)");
+            return IC_EINVAL;
+        }
+        count = itemsize / 4;
+    } else if (typekind == 't') {
+        count = (long long)itemsize * 8;
+    }
+    if (typekind == '\0') {
+        snprintf(why, why_size, "typekind is NUL");
+        return IC_EINVAL;
+    }
+    snprintf(text, sizeof(text), "|%c%lld", typekind, count);
+    return ic_typestr_parse(text, ret, why, why_size);
+}
+
+int ic_array_struct_check(PyObject *capsule, struct ic_diag *diag, struct ic_view *ret_view,
+                          bool *ret_have_view)
+{
+    struct ic_view view;
+    struct ic_typestr type;
+    char text[96], reason[96];
+    bool describable = true;
+
+    if (!capsule || !diag || !ret_view || !ret_have_view)
+        return IC_EINVAL;
+    *ret_have_view = false;
+    memset(&view, 0, sizeof(view));
+    view.device_type = IC_DEVICE_CPU;
+    view.readonly_known = true;
+
+    if (!PyCapsule_CheckExact(capsule)) {
+        ic_diag_error(diag, IC_AS_RULE,
+                      "__array_struct__ is a %s: NumPy requires exactly a PyCapsule",
+                      Py_TYPE(capsule)->tp_name);
+        return 0;
+    }
+    const char *name = PyCapsule_GetName(capsule);
+    if (!name && PyErr_Occurred())
+        PyErr_Clear();
+    if (name)
+        ic_diag_error(diag, IC_AS_RULE,
+                      "the capsule is named \"%s\": NumPy looks the pointer up with a NULL name, "
+                      "so it must be unnamed",
+                      name);
+    const struct ic_pyarrayinterface *inter = PyCapsule_GetPointer(capsule, name);
+    if (!inter) {
+        PyErr_Clear();
+        ic_diag_error(diag, IC_AS_RULE, "the capsule's pointer is NULL");
+        return 0;
+    }
+    if (inter->two != 2) {
+        ic_diag_error(diag, IC_AS_RULE, "two is %d: a PyArrayInterface has two == 2", inter->two);
+        return 0;
+    }
+    if (inter->nd < 0 || inter->nd > IC_MAX_NDIM) {
+        ic_diag_error(diag, IC_AS_RULE, "nd %d: it must be between 0 and %d", inter->nd,
+                      IC_MAX_NDIM);
+        return 0;
+    }
+    int flags = inter->flags;
+    if (ic_as_parse_type(inter->typekind, inter->itemsize, &type, reason, sizeof(reason)) < 0) {
+        ic_diag_error(diag, IC_AS_RULE, "typekind '%c' with itemsize %d: %s",
+                      inter->typekind ? inter->typekind : '?', inter->itemsize, reason);
+        describable = false;
+        type.dtype = IC_DTYPE_INVALID;
+        type.native = true;
+    }
+    bool order_free =
+        inter->itemsize <= 1 || strchr("bSVOt", inter->typekind ? inter->typekind : 'x');
+    if (!(flags & IC_ARR_NOTSWAPPED) && !order_free) {
+        ic_diag_warn(diag, IC_AS_RULE,
+                     "flags 0x%x lack NOTSWAPPED (0x200): the %d-byte '%c' elements are declared "
+                     "byte-swapped, and NumPy reads them so",
+                     flags, inter->itemsize, inter->typekind);
+        type.dtype = IC_DTYPE_INVALID;
+    }
+    if ((flags & IC_ARR_HAS_DESCR) && !inter->descr)
+        ic_diag_error(diag, IC_AS_RULE, "flags 0x%x set ARR_HAS_DESCR (0x800) but descr is NULL",
+                      flags);
+    else if (!(flags & IC_ARR_HAS_DESCR) && inter->descr)
+        ic_diag_error(diag, IC_AS_RULE,
+                      "descr is set but flags 0x%x lack ARR_HAS_DESCR (0x800): consumers ignore "
+                      "the descr",
+                      flags);
+
+    view.ndim = inter->nd;
+    if (inter->nd > 0 && !inter->shape) {
+        ic_diag_error(diag, IC_AS_RULE, "nd %d with shape NULL: shape must hold nd entries",
+                      inter->nd);
+        return 0;
+    }
+    for (int i = 0; i < inter->nd; i++) {
+        view.shape[i] = inter->shape[i];
+        if (inter->shape[i] < 0) {
+            ic_diag_error(diag, IC_AS_RULE, "shape[%d] is %zd: extents must be >= 0", i,
+                          inter->shape[i]);
+            describable = false;
+        }
+    }
+    int64_t numel = 0;
+    if (describable && ic_view_numel(&view, &numel) < 0) {
+        ic_view_format_shape(&view, text, sizeof(text));
+        ic_diag_error(diag, IC_AS_RULE, "the element count of shape %s overflows int64", text);
+        describable = false;
+    }
+    if (!describable)
+        return 0;
+    view.itemsize = inter->itemsize;
+    if (inter->nd > 0 && inter->strides) {
+        for (int i = 0; i < inter->nd; i++)
+            view.strides[i] = inter->strides[i];
+    } else if (ic_view_set_c_strides(&view) < 0) {
+        ic_diag_error(diag, IC_AS_RULE, "the C-contiguous strides overflow int64");
+        return 0;
+    }
+    int64_t lo, hi, nbytes;
+    if (ic_view_span(&view, &lo, &hi) < 0 ||
+        __builtin_mul_overflow(numel, (int64_t)view.itemsize, &nbytes)) {
+        ic_view_format_strides(&view, text, sizeof(text));
+        ic_diag_error(diag, IC_AS_RULE, "the bytes addressed through strides %s overflow int64",
+                      text);
+        return 0;
+    }
+
+    bool c_contiguous = ic_view_is_c_contiguous(&view);
+    bool f_contiguous = ic_export_is_f_contiguous(&view);
+    ic_view_format_strides(&view, text, sizeof(text));
+    if ((flags & IC_ARR_C_CONTIGUOUS) && !c_contiguous)
+        ic_diag_error(diag, IC_AS_RULE,
+                      "flags 0x%x set C_CONTIGUOUS but strides %s are not C-contiguous", flags,
+                      text);
+    else if (!(flags & IC_ARR_C_CONTIGUOUS) && c_contiguous && numel > 1)
+        ic_diag_warn(diag, IC_AS_RULE,
+                     "strides %s are C-contiguous but flags 0x%x lack C_CONTIGUOUS: consumers "
+                     "that trust the flags copy",
+                     text, flags);
+    if ((flags & IC_ARR_F_CONTIGUOUS) && !f_contiguous)
+        ic_diag_error(diag, IC_AS_RULE,
+                      "flags 0x%x set F_CONTIGUOUS but strides %s are not Fortran-contiguous",
+                      flags, text);
+
+    if (numel > 0 && !inter->data) {
+        ic_diag_error(diag, IC_AS_RULE, "data is NULL for %lld elements", (long long)numel);
+        return 0;
+    }
+    const struct ic_dtype_info *info = ic_dtype_info(type.dtype);
+    if (info && (flags & IC_ARR_ALIGNED) && numel > 0) {
+        uintptr_t alignment = (uintptr_t)(info->value_class == IC_VALUE_COMPLEX ? info->itemsize / 2
+                                                                                : info->itemsize);
+        if ((uintptr_t)inter->data % alignment != 0)
+            ic_diag_error(diag, IC_AS_RULE,
+                          "flags 0x%x set ALIGNED but data %p is not aligned to %zu bytes", flags,
+                          inter->data, (size_t)alignment);
+    }
+
+    view.data = (uintptr_t)inter->data;
+    view.dtype = type.dtype;
+    view.readonly = !(flags & IC_ARR_WRITEABLE);
+    *ret_view = view;
+    *ret_have_view = true;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Ops
+ */
+
+static void ic_as_record(PyObject *capsule, struct ic_export_record *rec)
+{
+    struct ic_diag diag;
+    struct ic_view view;
+    bool have_view = false;
+    char detail[96];
+
+    ic_diag_init(&diag);
+    memset(&view, 0, sizeof(view));
+    ic_array_struct_check(capsule, &diag, &view, &have_view);
+    const struct ic_pyarrayinterface *inter = NULL;
+    if (PyCapsule_CheckExact(capsule)) {
+        inter = PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule));
+        if (!inter)
+            PyErr_Clear();
+    }
+    if (inter && inter->two == 2)
+        snprintf(detail, sizeof(detail), "PyArrayInterface typekind=%c itemsize=%d flags=0x%x",
+                 inter->typekind ? inter->typekind : '?', inter->itemsize, inter->flags);
+    else
+        snprintf(detail, sizeof(detail), "__array_struct__ (unreadable)");
+    ic_export_record(rec, &view, have_view, &diag, detail);
+    rec->zero_copy_known = true; /* the struct points at the producer's memory */
+}
+
+static PyObject *ic_as_proxy_get(PyObject *self, void *closure)
+{
+    struct ic_proxy *proxy = (struct ic_proxy *)self;
+    struct ic_export_record *rec = proxy->rec;
+    PyObject *capsule = NULL;
+    struct ic_py_exc exc;
+
+    (void)closure;
+    if (rec) {
+        rec->export_calls++;
+        snprintf(rec->request, sizeof(rec->request), "__array_struct__");
+    }
+    capsule = PyObject_GetAttrString(proxy->target, "__array_struct__");
+    if (!capsule) {
+        if (rec && ic_py_peek(&exc))
+            ic_export_producer_raised(rec, &exc);
+        return NULL; /* the producer's exception goes on unchanged */
+    }
+    if (rec)
+        ic_as_record(capsule, rec);
+    return capsule;
+}
+
+static PyGetSetDef ic_as_proxy_getset[] = {
+    {"__array_struct__", ic_as_proxy_get, NULL,
+     "The producer's __array_struct__, validated on every read.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyObject *ic_as_proxy_type; /* created once, lives as long as the interpreter */
+
+static PyObject *ic_as_proxy_new(PyObject *target, struct ic_export_record *rec)
+{
+    if (!ic_as_proxy_type) {
+        PyType_Slot slots[] = {
+            {Py_tp_getset, ic_as_proxy_getset},
+            {0, NULL},
+        };
+        ic_as_proxy_type = ic_export_proxy_type_new(
+            "interopcheck.ArrayStructProxy", "Offers __array_struct__ of a producer.", slots);
+        if (!ic_as_proxy_type)
+            return NULL;
+    }
+    return ic_proxy_new((PyTypeObject *)ic_as_proxy_type, target, rec);
+}
+
+static int ic_as_reference_consume(PyObject *export_obj, struct ic_export_record *rec,
+                                   PyObject **ret_handle)
+{
+    PyObject *capsule = NULL;
+    struct ic_py_exc exc;
+
+    *ret_handle = NULL;
+    rec->export_calls++;
+    snprintf(rec->request, sizeof(rec->request), "__array_struct__");
+    capsule = PyObject_GetAttrString(export_obj, "__array_struct__");
+    if (!capsule) {
+        ic_py_fetch(&exc);
+        ic_export_producer_raised(rec, &exc);
+        return 0;
+    }
+    ic_as_record(capsule, rec);
+    *ret_handle = capsule; /* the capsule keeps the struct and its owner alive */
+    return 0;
+}
+
+const struct ic_protocol_ops ic_array_struct_ops = {
+    .protocol = IC_PROTOCOL_ARRAY_STRUCT,
+    .id = "array_struct",
+    .section = "4.3",
+    .summary = "NumPy __array_struct__ (PyArrayInterface capsule)",
+    .proxy_new = ic_as_proxy_new,
+    .inspect = NULL,
+    .reference_consume = ic_as_reference_consume,
+    .observe = NULL,
+    .finish = NULL,
+};

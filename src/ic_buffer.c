@@ -1,0 +1,629 @@
+#include "ic_buffer.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ic_error.h"
+#include "ic_export.h"
+#include "ic_proxy.h"
+#include "ic_python.h"
+
+/* ---------------------------------------------------------------------------------------
+ * Format strings
+ */
+
+enum ic_format_class {
+    IC_FMT_OTHER,
+    IC_FMT_BOOL,
+    IC_FMT_SIGNED,
+    IC_FMT_UNSIGNED,
+    IC_FMT_FLOAT,
+    IC_FMT_COMPLEX
+};
+
+struct ic_format_code {
+    const char *code;
+    enum ic_format_class value_class;
+    int native_size;   /* with '@' / '^' / no prefix */
+    int standard_size; /* with '=' '<' '>' '!'; 0: not allowed there */
+};
+
+static const struct ic_format_code ic_format_codes[] = {
+    {"?", IC_FMT_BOOL, (int)sizeof(_Bool), 1},
+    {"c", IC_FMT_OTHER, 1, 1},
+    {"b", IC_FMT_SIGNED, 1, 1},
+    {"B", IC_FMT_UNSIGNED, 1, 1},
+    {"h", IC_FMT_SIGNED, (int)sizeof(short), 2},
+    {"H", IC_FMT_UNSIGNED, (int)sizeof(short), 2},
+    {"i", IC_FMT_SIGNED, (int)sizeof(int), 4},
+    {"I", IC_FMT_UNSIGNED, (int)sizeof(int), 4},
+    {"l", IC_FMT_SIGNED, (int)sizeof(long), 4},
+    {"L", IC_FMT_UNSIGNED, (int)sizeof(long), 4},
+    {"q", IC_FMT_SIGNED, (int)sizeof(long long), 8},
+    {"Q", IC_FMT_UNSIGNED, (int)sizeof(long long), 8},
+    {"n", IC_FMT_SIGNED, (int)sizeof(Py_ssize_t), 0},
+    {"N", IC_FMT_UNSIGNED, (int)sizeof(size_t), 0},
+    {"e", IC_FMT_FLOAT, 2, 2},
+    {"f", IC_FMT_FLOAT, 4, 4},
+    {"d", IC_FMT_FLOAT, 8, 8},
+    {"g", IC_FMT_OTHER, (int)sizeof(long double), 0},
+    {"Zf", IC_FMT_COMPLEX, 8, 8},
+    {"Zd", IC_FMT_COMPLEX, 16, 16},
+    {"Zg", IC_FMT_OTHER, 2 * (int)sizeof(long double), 0},
+    {"P", IC_FMT_OTHER, (int)sizeof(void *), 0},
+    {"O", IC_FMT_OTHER, (int)sizeof(void *), 0},
+    {"u", IC_FMT_OTHER, 2, 2}, /* UCS-2 */
+    {"w", IC_FMT_OTHER, 4, 4}, /* UCS-4 */
+    {"x", IC_FMT_OTHER, 1, 1},
+    {"s", IC_FMT_OTHER, 1, 1},
+    {"p", IC_FMT_OTHER, 1, 1},
+};
+
+static enum ic_dtype ic_format_dtype(enum ic_format_class value_class, int64_t itemsize)
+{
+    static const enum ic_dtype signed_types[] = {IC_DTYPE_INT8, IC_DTYPE_INT16, IC_DTYPE_INT32,
+                                                 IC_DTYPE_INT64};
+    static const enum ic_dtype unsigned_types[] = {IC_DTYPE_UINT8, IC_DTYPE_UINT16, IC_DTYPE_UINT32,
+                                                   IC_DTYPE_UINT64};
+    int index = itemsize == 1 ? 0 : itemsize == 2 ? 1 : itemsize == 4 ? 2 : itemsize == 8 ? 3 : -1;
+    switch (value_class) {
+    case IC_FMT_BOOL:
+        return itemsize == 1 ? IC_DTYPE_BOOL : IC_DTYPE_INVALID;
+    case IC_FMT_SIGNED:
+        return index >= 0 ? signed_types[index] : IC_DTYPE_INVALID;
+    case IC_FMT_UNSIGNED:
+        return index >= 0 ? unsigned_types[index] : IC_DTYPE_INVALID;
+    case IC_FMT_FLOAT:
+        return itemsize == 2   ? IC_DTYPE_FLOAT16
+               : itemsize == 4 ? IC_DTYPE_FLOAT32
+               : itemsize == 8 ? IC_DTYPE_FLOAT64
+                               : IC_DTYPE_INVALID;
+    case IC_FMT_COMPLEX:
+        return itemsize == 8    ? IC_DTYPE_COMPLEX64
+               : itemsize == 16 ? IC_DTYPE_COMPLEX128
+                                : IC_DTYPE_INVALID;
+    default:
+        return IC_DTYPE_INVALID;
+    }
+}
+
+int ic_buffer_format_parse(const char *format, struct ic_buffer_format *ret)
+{
+    struct ic_buffer_format parsed;
+    const char *p = format;
+    bool little = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+
+    if (!format || !ret)
+        return IC_EINVAL;
+    memset(&parsed, 0, sizeof(parsed));
+    parsed.byteorder = '@';
+    if (*p && strchr("@=<>!^", *p))
+        parsed.byteorder = *p++;
+    parsed.native_size = parsed.byteorder == '@' || parsed.byteorder == '^';
+    switch (parsed.byteorder) {
+    case '<':
+        parsed.native_order = little;
+        break;
+    case '>':
+    case '!':
+        parsed.native_order = !little;
+        break;
+    default:
+        parsed.native_order = true;
+        break;
+    }
+    parsed.count = 1;
+    if (isdigit((unsigned char)*p)) {
+        int digits = 0;
+        parsed.count = 0;
+        while (isdigit((unsigned char)*p)) {
+            if (++digits > 9)
+                return IC_EINVAL; /* a billion repeats is no array element */
+            parsed.count = parsed.count * 10 + (*p++ - '0');
+        }
+    }
+    if (*p == '\0')
+        return IC_EINVAL;
+    size_t length = *p == 'Z' ? 2 : 1;
+    const struct ic_format_code *code = NULL;
+    for (size_t i = 0; i < sizeof(ic_format_codes) / sizeof(ic_format_codes[0]); i++) {
+        if (strlen(ic_format_codes[i].code) == length &&
+            strncmp(ic_format_codes[i].code, p, length) == 0)
+            code = &ic_format_codes[i];
+    }
+    if (!code)
+        return strchr("T(:&X{}t", *p) ? IC_EUNSUPPORTED : IC_EINVAL;
+    p += length;
+    if (*p != '\0')
+        return IC_EUNSUPPORTED; /* more items follow */
+    int size = parsed.native_size ? code->native_size : code->standard_size;
+    if (size == 0)
+        return IC_EINVAL; /* 'n', 'N', 'P', 'g' exist with native sizes only */
+    memcpy(parsed.code, code->code, length);
+    parsed.itemsize = parsed.count * size;
+    parsed.dtype = parsed.count == 1 && (parsed.native_order || size == 1)
+                       ? ic_format_dtype(code->value_class, size)
+                       : IC_DTYPE_INVALID;
+    *ret = parsed;
+    return 0;
+}
+
+void ic_buffer_flags_name(int flags, char *buf, size_t size)
+{
+    static const struct {
+        int flags;
+        const char *name;
+    } whole[] = {
+        {PyBUF_FULL, "PyBUF_FULL"},       {PyBUF_FULL_RO, "PyBUF_FULL_RO"},
+        {PyBUF_RECORDS, "PyBUF_RECORDS"}, {PyBUF_RECORDS_RO, "PyBUF_RECORDS_RO"},
+        {PyBUF_STRIDED, "PyBUF_STRIDED"}, {PyBUF_STRIDED_RO, "PyBUF_STRIDED_RO"},
+        {PyBUF_CONTIG, "PyBUF_CONTIG"},   {PyBUF_CONTIG_RO, "PyBUF_CONTIG_RO"},
+        {PyBUF_SIMPLE, "PyBUF_SIMPLE"},   {PyBUF_WRITABLE, "PyBUF_WRITABLE"},
+        {PyBUF_FORMAT, "PyBUF_FORMAT"},
+    };
+    /* The shape part of a request, widest first. */
+    static const struct {
+        int flags;
+        const char *name;
+    } shapes[] = {
+        {PyBUF_INDIRECT, "PyBUF_INDIRECT"},         {PyBUF_C_CONTIGUOUS, "PyBUF_C_CONTIGUOUS"},
+        {PyBUF_F_CONTIGUOUS, "PyBUF_F_CONTIGUOUS"}, {PyBUF_ANY_CONTIGUOUS, "PyBUF_ANY_CONTIGUOUS"},
+        {PyBUF_STRIDES, "PyBUF_STRIDES"},           {PyBUF_ND, "PyBUF_ND"},
+    };
+    for (size_t i = 0; i < sizeof(whole) / sizeof(whole[0]); i++) {
+        if (flags == whole[i].flags) {
+            snprintf(buf, size, "%s", whole[i].name);
+            return;
+        }
+    }
+    int rest = flags;
+    const char *shape = NULL;
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]) && !shape; i++) {
+        if ((flags & shapes[i].flags) == shapes[i].flags) {
+            shape = shapes[i].name;
+            rest &= ~shapes[i].flags;
+        }
+    }
+    bool writable = rest & PyBUF_WRITABLE, format = rest & PyBUF_FORMAT;
+    rest &= ~(PyBUF_WRITABLE | PyBUF_FORMAT);
+    char other[24] = "";
+    if (rest)
+        snprintf(other, sizeof(other), "0x%x", (unsigned)rest);
+    snprintf(buf, size, "%s%s%s%s%s%s%s", shape ? shape : "", writable ? (shape ? " | " : "") : "",
+             writable ? "PyBUF_WRITABLE" : "", format ? (shape || writable ? " | " : "") : "",
+             format ? "PyBUF_FORMAT" : "", rest ? (shape || writable || format ? " | " : "") : "",
+             other);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Validation (rules 5.1.1-7)
+ */
+
+int ic_buffer_check(const Py_buffer *buffer, int flags, struct ic_diag *diag,
+                    struct ic_view *ret_view, bool *ret_have_view)
+{
+    struct ic_view view;
+    struct ic_buffer_format format;
+    bool describable = true, have_format = false;
+    char request[64], text[96];
+
+    if (!buffer || !diag || !ret_view || !ret_have_view)
+        return IC_EINVAL;
+    *ret_have_view = false;
+    memset(&view, 0, sizeof(view));
+    view.device_type = IC_DEVICE_CPU;
+    view.readonly_known = true;
+    ic_buffer_flags_name(flags, request, sizeof(request));
+    bool want_writable = flags & PyBUF_WRITABLE;
+    bool want_format = flags & PyBUF_FORMAT;
+    bool want_nd = (flags & PyBUF_ND) == PyBUF_ND;
+    bool want_strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES;
+    bool want_indirect = (flags & PyBUF_INDIRECT) == PyBUF_INDIRECT;
+    int ndim = buffer->ndim;
+
+    /* 5.1.1 */
+    if (!buffer->obj)
+        ic_diag_error(diag, "buffer 5.1.1",
+                      "obj is NULL after a successful get: the exporter must set it to a new "
+                      "reference to itself");
+    if (ndim < 0 || ndim > PyBUF_MAX_NDIM) {
+        ic_diag_error(diag, "buffer 5.1.1", "ndim %d: it must be between 0 and %d", ndim,
+                      PyBUF_MAX_NDIM);
+        return 0;
+    }
+    if (ndim == 0 && (buffer->shape || buffer->strides || buffer->suboffsets)) {
+        ic_diag_error(diag, "buffer 5.1.1",
+                      "ndim 0 with%s%s%s set: a scalar has no shape, strides or suboffsets",
+                      buffer->shape ? " shape" : "", buffer->strides ? " strides" : "",
+                      buffer->suboffsets ? " suboffsets" : "");
+        describable = false;
+    }
+
+    /* 5.1.2, the fields that are always filled */
+    if (buffer->itemsize <= 0) {
+        ic_diag_error(diag, "buffer 5.1.2", "itemsize %zd: it must be > 0", buffer->itemsize);
+        describable = false;
+    }
+    if (buffer->len < 0) {
+        ic_diag_error(diag, "buffer 5.1.2", "len %zd: it must be >= 0", buffer->len);
+        describable = false;
+    }
+
+    /* 5.1.3 */
+    if (want_format && !buffer->format)
+        ic_diag_error(diag, "buffer 5.1.3", "%s asked for the format, but format is NULL", request);
+    else if (!want_format && buffer->format)
+        ic_diag_error(diag, "buffer 5.1.3",
+                      "format \"%.40s\" is set although %s does not ask for it: it must be NULL",
+                      buffer->format, request);
+    if (buffer->format) {
+        int rc = ic_buffer_format_parse(buffer->format, &format);
+        if (rc == 0) {
+            have_format = true;
+            if (format.itemsize != buffer->itemsize)
+                ic_diag_error(diag, "buffer 5.1.3",
+                              "format \"%.40s\" has %lld-byte items but itemsize is %zd",
+                              buffer->format, (long long)format.itemsize, buffer->itemsize);
+        } else if (rc == IC_EUNSUPPORTED) {
+            Py_ssize_t size = PyBuffer_SizeFromFormat(buffer->format);
+            if (size < 0) {
+                PyErr_Clear();
+                ic_diag_warn(diag, "buffer 5.1.3",
+                             "format \"%.40s\" cannot be sized by the struct module: its "
+                             "itemsize is unchecked",
+                             buffer->format);
+            } else if (size != buffer->itemsize) {
+                ic_diag_error(diag, "buffer 5.1.3",
+                              "format \"%.40s\" has %zd-byte items but itemsize is %zd",
+                              buffer->format, size, buffer->itemsize);
+            }
+        } else {
+            ic_diag_error(diag, "buffer 5.1.3", "format \"%.40s\" is no struct / PEP 3118 format",
+                          buffer->format);
+        }
+    }
+
+    /* 5.1.4 */
+    if (want_nd && ndim > 0 && !buffer->shape) {
+        ic_diag_error(diag, "buffer 5.1.4", "%s asked for the shape, but shape is NULL", request);
+        describable = false;
+    } else if (!want_nd && buffer->shape) {
+        ic_diag_error(diag, "buffer 5.1.4",
+                      "shape is set although %s does not ask for it: it must be NULL", request);
+    }
+    if (want_strides && ndim > 0 && !buffer->strides)
+        ic_diag_error(diag, "buffer 5.1.4", "%s asked for strides, but strides is NULL", request);
+    else if (!want_strides && buffer->strides)
+        ic_diag_error(diag, "buffer 5.1.4",
+                      "strides are set although %s does not ask for them: they must be NULL "
+                      "(the buffer is then C-contiguous)",
+                      request);
+    if (buffer->strides && ndim > 0 && !buffer->shape) {
+        ic_diag_error(diag, "buffer 5.1.4", "strides without shape cannot be read");
+        describable = false;
+    }
+    if (buffer->suboffsets && !want_indirect) {
+        ic_diag_error(diag, "buffer 5.1.4",
+                      "suboffsets are set although %s does not ask for them: they must be NULL",
+                      request);
+        describable = false;
+    } else if (buffer->suboffsets && ndim > 0) {
+        bool any_used = false;
+        for (int i = 0; i < ndim; i++)
+            any_used = any_used || buffer->suboffsets[i] >= 0;
+        if (!any_used)
+            ic_diag_warn(diag, "buffer 5.1.4",
+                         "suboffsets are all negative: the exporter should set them to NULL");
+        else
+            describable = false; /* indirect (PIL-style) data has no strided view */
+    }
+    if (!describable)
+        return 0;
+
+    /* 5.1.2, shape against len */
+    int64_t numel = 0, nbytes = 0;
+    view.itemsize = (int)buffer->itemsize;
+    if (buffer->shape && ndim > 0) {
+        view.ndim = ndim;
+        for (int i = 0; i < ndim; i++) {
+            view.shape[i] = buffer->shape[i];
+            if (buffer->shape[i] < 0) {
+                ic_diag_error(diag, "buffer 5.1.2", "shape[%d] is %zd: extents must be >= 0", i,
+                              buffer->shape[i]);
+                return 0;
+            }
+        }
+        if (ic_view_numel(&view, &numel) < 0 ||
+            __builtin_mul_overflow(numel, (int64_t)buffer->itemsize, &nbytes)) {
+            ic_view_format_shape(&view, text, sizeof(text));
+            ic_diag_error(diag, "buffer 5.1.2", "the byte size of shape %s overflows int64", text);
+            return 0;
+        }
+        if (nbytes != (int64_t)buffer->len) {
+            ic_view_format_shape(&view, text, sizeof(text));
+            ic_diag_error(diag, "buffer 5.1.2",
+                          "len is %zd but product(shape %s) x itemsize %zd is %lld", buffer->len,
+                          text, buffer->itemsize, (long long)nbytes);
+            describable = false;
+        }
+    } else if (ndim == 0 && buffer->len == buffer->itemsize) {
+        view.ndim = 0;
+    } else {
+        if (ndim == 0)
+            ic_diag_warn(diag, "buffer 5.1.1",
+                         "ndim 0 for %s although len %zd holds %zd-byte items: CPython's own "
+                         "exporters report ndim 1 when the shape is not requested",
+                         request, buffer->len, buffer->itemsize);
+        view.ndim = 1;
+        if (buffer->len % buffer->itemsize != 0)
+            view.itemsize = 1; /* not whole items: plain bytes */
+        view.shape[0] = buffer->len / view.itemsize;
+    }
+
+    /* 5.1.5 */
+    if (want_writable && buffer->readonly)
+        ic_diag_error(diag, "buffer 5.1.5",
+                      "%s asked for a writable buffer, but readonly is %d: the exporter must "
+                      "raise BufferError instead",
+                      request, buffer->readonly);
+
+    /* Strides (5.1.7) and contiguity (5.1.6) */
+    if (buffer->strides && view.ndim > 0) {
+        for (int i = 0; i < view.ndim; i++) {
+            view.strides[i] = buffer->strides[i];
+            if (buffer->strides[i] % buffer->itemsize != 0)
+                ic_diag_warn(diag, "buffer 5.1.7",
+                             "strides[%d] = %zd is not a multiple of itemsize %zd: many "
+                             "consumers cannot address such elements",
+                             i, buffer->strides[i], buffer->itemsize);
+        }
+    } else if (ic_view_set_c_strides(&view) < 0) {
+        ic_diag_error(diag, "buffer 5.1.7", "the C-contiguous strides overflow int64");
+        return 0;
+    }
+    int64_t lo, hi;
+    if (ic_view_span(&view, &lo, &hi) < 0) {
+        ic_view_format_strides(&view, text, sizeof(text));
+        ic_diag_error(diag, "buffer 5.1.7", "the bytes addressed through strides %s overflow int64",
+                      text);
+        return 0;
+    }
+    bool c_contiguous = ic_view_is_c_contiguous(&view);
+    bool f_contiguous = ic_export_is_f_contiguous(&view);
+    ic_view_format_strides(&view, text, sizeof(text));
+    if ((flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS && !c_contiguous)
+        ic_diag_error(diag, "buffer 5.1.6", "%s got strides %s, which are not C-contiguous",
+                      request, text);
+    if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && !f_contiguous)
+        ic_diag_error(diag, "buffer 5.1.6", "%s got strides %s, which are not Fortran-contiguous",
+                      request, text);
+    if ((flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS && !c_contiguous && !f_contiguous)
+        ic_diag_error(diag, "buffer 5.1.6", "%s got strides %s, which are not contiguous", request,
+                      text);
+
+    if (!buffer->buf && buffer->len > 0) {
+        ic_diag_error(diag, "buffer 5.1.1", "buf is NULL for %zd bytes", buffer->len);
+        return 0;
+    }
+    if (!describable)
+        return 0;
+    view.data = (uintptr_t)buffer->buf;
+    view.dtype = have_format && want_format && view.itemsize == (int)format.itemsize
+                     ? format.dtype
+                     : IC_DTYPE_INVALID;
+    view.readonly = buffer->readonly != 0;
+    *ret_view = view;
+    *ret_have_view = true;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Ops
+ */
+
+/* Checks what a failed get left behind (rule 5.1.8). Afterwards an exception is pending (a
+ * SystemError when the exporter set none) and `exc` describes it. */
+static void ic_buffer_check_failure(const Py_buffer *inner, struct ic_diag *diag,
+                                    struct ic_py_exc *exc)
+{
+    if (!PyErr_Occurred()) {
+        ic_diag_error(diag, "buffer 5.1.8",
+                      "the exporter failed without setting an exception: it must raise "
+                      "BufferError");
+        PyErr_SetString(PyExc_SystemError,
+                        "buffer exporter returned -1 without setting an exception");
+        ic_py_peek(exc);
+    } else {
+        ic_py_peek(exc);
+        if (!exc->buffer_error)
+            ic_diag_warn(diag, "buffer 5.1.8", "the exporter refused with %s, not BufferError (%s)",
+                         exc->type, exc->message);
+    }
+    if (inner->obj)
+        ic_diag_error(diag, "buffer 5.1.8",
+                      "the exporter failed but left view->obj non-NULL: it must be NULL");
+}
+
+static void ic_buffer_describe(const Py_buffer *buffer, char *buf, size_t size)
+{
+    snprintf(buf, size, "buffer format=%.16s itemsize=%zd ndim=%d readonly=%d",
+             buffer->format ? buffer->format : "(none)", buffer->itemsize, buffer->ndim,
+             buffer->readonly);
+}
+
+static void ic_buffer_record(const Py_buffer *buffer, int flags, struct ic_export_record *rec)
+{
+    struct ic_diag diag;
+    struct ic_view view;
+    bool have_view = false;
+    char detail[96];
+
+    ic_diag_init(&diag);
+    memset(&view, 0, sizeof(view));
+    ic_buffer_check(buffer, flags, &diag, &view, &have_view);
+    ic_buffer_describe(buffer, detail, sizeof(detail));
+    ic_export_record(rec, &view, have_view, &diag, detail);
+    rec->zero_copy_known = true; /* a buffer is the exporter's memory */
+}
+
+static int ic_buffer_proxy_getbuffer(PyObject *self, Py_buffer *view, int flags)
+{
+    struct ic_proxy *proxy = (struct ic_proxy *)self;
+    struct ic_export_record *rec = proxy->rec;
+    Py_buffer *inner = PyMem_Calloc(1, sizeof(*inner));
+
+    if (!inner) {
+        PyErr_NoMemory();
+        view->obj = NULL;
+        return -1;
+    }
+    if (rec) {
+        rec->export_calls++;
+        ic_buffer_flags_name(flags, rec->request, sizeof(rec->request));
+    }
+    if (PyObject_GetBuffer(proxy->target, inner, flags) < 0) {
+        struct ic_diag diag;
+        struct ic_py_exc exc;
+        ic_diag_init(&diag);
+        ic_buffer_check_failure(inner, &diag, &exc);
+        if (rec) {
+            ic_export_producer_raised(rec, &exc);
+            ic_export_diag_merge(&rec->diag, &diag);
+        }
+        PyMem_Free(inner); /* a non-NULL inner->obj is the exporter's bug, not ours to drop */
+        view->obj = NULL;
+        return -1; /* the producer's exception goes on to the consumer */
+    }
+    if (rec) {
+        ic_buffer_record(inner, flags, rec);
+        rec->acquired++;
+    }
+    proxy->acquired++;
+    *view = *inner;
+    view->obj = Py_NewRef(self);
+    view->internal = inner;
+    return 0;
+}
+
+static void ic_buffer_proxy_releasebuffer(PyObject *self, Py_buffer *view)
+{
+    struct ic_proxy *proxy = (struct ic_proxy *)self;
+    Py_buffer *inner = view->internal;
+
+    if (!inner)
+        return;
+    PyBuffer_Release(inner);
+    PyMem_Free(inner);
+    view->internal = NULL;
+    proxy->released++;
+    if (proxy->rec)
+        proxy->rec->released++;
+}
+
+static PyObject *ic_buffer_proxy_type; /* created once, lives as long as the interpreter */
+
+static PyObject *ic_buffer_proxy_new(PyObject *target, struct ic_export_record *rec)
+{
+    if (!ic_buffer_proxy_type) {
+        PyType_Slot slots[] = {
+            {Py_bf_getbuffer, (void *)ic_buffer_proxy_getbuffer},
+            {Py_bf_releasebuffer, (void *)ic_buffer_proxy_releasebuffer},
+            {0, NULL},
+        };
+        ic_buffer_proxy_type = ic_export_proxy_type_new(
+            "interopcheck.BufferProxy", "Offers the buffer protocol of a producer.", slots);
+        if (!ic_buffer_proxy_type)
+            return NULL;
+    }
+    return ic_proxy_new((PyTypeObject *)ic_buffer_proxy_type, target, rec);
+}
+
+static bool ic_buffer_is_proxy(PyObject *obj)
+{
+    return obj && ic_buffer_proxy_type && Py_TYPE(obj) == (PyTypeObject *)ic_buffer_proxy_type;
+}
+
+static void ic_buffer_finish(PyObject *obj, struct ic_export_record *rec)
+{
+    if (!rec)
+        return;
+    if (ic_buffer_is_proxy(obj)) {
+        /* The proxy's counters also saw gets and releases after the record was detached. */
+        struct ic_proxy *proxy = (struct ic_proxy *)obj;
+        rec->acquired = proxy->acquired;
+        rec->released = proxy->released;
+    }
+    if (rec->acquired != rec->released)
+        ic_diag_error(&rec->lifetime, "buffer 5.1.9",
+                      "%d successful gets but %d releases: every get must be released exactly "
+                      "once",
+                      rec->acquired, rec->released);
+    rec->lifetime_checked = true;
+}
+
+struct ic_buffer_import {
+    Py_buffer buffer;
+    struct ic_export_record *rec; /* outlives the handle (ic_protocol.h) */
+};
+
+static void ic_buffer_import_release(void *context)
+{
+    struct ic_buffer_import *import = context;
+    PyBuffer_Release(&import->buffer);
+    import->rec->released++;
+    PyMem_Free(import);
+}
+
+static int ic_buffer_reference_consume(PyObject *export_obj, struct ic_export_record *rec,
+                                       PyObject **ret_handle)
+{
+    struct ic_buffer_import *import = NULL;
+    PyObject *handle = NULL;
+    int flags = PyBUF_RECORDS_RO;
+
+    *ret_handle = NULL;
+    if (rec->variant == IC_VARIANT_BUF_CONTIG)
+        flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT;
+    else if (rec->variant == IC_VARIANT_BUF_WRITABLE)
+        flags = PyBUF_RECORDS;
+    import = PyMem_Calloc(1, sizeof(*import));
+    if (!import)
+        return IC_ENOMEM;
+    import->rec = rec;
+    rec->export_calls++;
+    ic_buffer_flags_name(flags, rec->request, sizeof(rec->request));
+    if (PyObject_GetBuffer(export_obj, &import->buffer, flags) < 0) {
+        struct ic_diag diag;
+        struct ic_py_exc exc;
+        ic_diag_init(&diag);
+        ic_buffer_check_failure(&import->buffer, &diag, &exc);
+        ic_py_fetch(&exc);
+        ic_export_producer_raised(rec, &exc);
+        ic_export_diag_merge(&rec->diag, &diag);
+        PyMem_Free(import);
+        return 0; /* a refusal; whether one was required is the driver's call */
+    }
+    ic_buffer_record(&import->buffer, flags, rec);
+    rec->acquired++;
+    handle = ic_handle_new(import, ic_buffer_import_release);
+    if (!handle) {
+        PyErr_Clear();
+        ic_buffer_import_release(import);
+        return IC_ENOMEM;
+    }
+    *ret_handle = handle;
+    return 0;
+}
+
+const struct ic_protocol_ops ic_buffer_ops = {
+    .protocol = IC_PROTOCOL_BUFFER,
+    .id = "buffer",
+    .section = "5",
+    .summary = "the Python buffer protocol (PEP 3118)",
+    .proxy_new = ic_buffer_proxy_new,
+    .inspect = NULL,
+    .reference_consume = ic_buffer_reference_consume,
+    .observe = NULL,
+    .finish = ic_buffer_finish,
+};

@@ -1,0 +1,87 @@
+/*
+ * ic_catalog: the supervisor's list of libraries: which probe files exist, whether each
+ * library imported, and what its probe says it can do. This is the discover stage's output.
+ *
+ * Contract
+ * - ic_catalog_scan lists `*.py` probe files (not starting with '_') of each directory in
+ *   order; a later directory's probe replaces an earlier one of the same name. Names are
+ *   file stems; a file whose stem is not a valid name is kept as IC_LIBRARY_INVALID with the
+ *   reason, so it is reported rather than silently ignored.
+ * - Capabilities come from the probe's load() info (probes/README.md), set by
+ *   ic_library_set_info, which takes ownership of the cJSON tree.
+ * - The catalog owns everything in it; ic_catalog_release frees it. No Python here: the
+ *   supervisor never embeds the interpreter.
+ */
+#ifndef IC_CATALOG_H
+#define IC_CATALOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "ic_case.h"
+
+#define IC_MAX_LIBRARIES 64
+
+enum ic_library_state {
+    IC_LIBRARY_FOUND,        /* scanned, not loaded yet */
+    IC_LIBRARY_LOADED,       /* load() returned its info */
+    IC_LIBRARY_IMPORT_ERROR, /* load() raised: the library is not usable here */
+    IC_LIBRARY_IMPORT_CRASH, /* the worker died or hung while loading it */
+    IC_LIBRARY_INVALID,      /* the probe file itself is unusable (bad name, bad info) */
+};
+
+struct ic_library {
+    char name[IC_NAME_MAX];
+    char path[1024];
+    enum ic_library_state state;
+    char version[64];
+    char error[1024]; /* why it is not usable */
+    double load_ms;
+    cJSON *info;      /* owned; NULL until loaded */
+    uint32_t dtypes;  /* bit (1 << ic_dtype) */
+    uint32_t layouts; /* bit (1 << ic_layout) */
+    uint32_t exports; /* bit (1 << ic_protocol) */
+    uint32_t imports;
+    bool readonly; /* build(readonly=True) works */
+    bool cpu;      /* builds arrays on the CPU */
+    /* Libraries this one must be imported before, found when importing them first crashed
+     * it (bit = index in the catalog). */
+    uint64_t load_before;
+};
+
+struct ic_catalog {
+    struct ic_library libs[IC_MAX_LIBRARIES];
+    int count;
+    char kit_path[1024]; /* _probekit.py of the built-in probe directory */
+    int order[IC_MAX_LIBRARIES]; /* the import order workers follow (indexes) */
+    int order_count;
+};
+
+/* Scans `dirs` (the first is the built-in directory, which must hold _probekit.py). On
+ * failure writes the reason into err. */
+int ic_catalog_scan(struct ic_catalog *catalog, const char *const *dirs, int ndirs, char *err,
+                    size_t err_size);
+
+void ic_catalog_release(struct ic_catalog *catalog);
+
+/* Index of the library called `name`, or -1. */
+int ic_catalog_find(const struct ic_catalog *catalog, const char *name);
+
+/* Parses a probe's load() info into the library's capability sets; takes ownership of
+ * `info` in every case. A malformed info makes the library IC_LIBRARY_INVALID. */
+void ic_library_set_info(struct ic_library *lib, cJSON *info);
+
+/* The probe's note on why `key` (a dtype or layout name) is missing, or NULL. */
+const char *ic_library_note(const struct ic_library *lib, const char *key);
+
+/* The "call" text of an export or import entry, or NULL. */
+const char *ic_library_call(const struct ic_library *lib, bool import, enum ic_protocol protocol);
+
+/* True for the import entry's boolean `key` ("zero_copy", "typed"). */
+bool ic_library_import_flag(const struct ic_library *lib, enum ic_protocol protocol,
+                            const char *key);
+
+#endif

@@ -1,0 +1,395 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "ic_commands.h"
+#include "ic_error.h"
+#include "ic_plan.h"
+#include "ic_report.h"
+#include "ic_session.h"
+#include "ic_stream.h"
+
+struct ic_run {
+    struct ic_session *session;
+    struct ic_plan *plan;
+    size_t *run_index; /* pool case index -> plan index */
+    struct ic_stream stream;
+    bool stream_ok;
+    size_t done;
+    size_t counts[IC_OUTCOME_COUNT];
+    double last_progress;
+};
+
+static double ic_wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void ic_utc_now(char *buf, size_t size, const char *format)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(buf, size, format, &tm);
+}
+
+/* --- Filters -------------------------------------------------------------------------------- */
+
+static int ic_filter_libraries(const struct ic_catalog *catalog, const struct ic_name_list *names,
+                               bool allow_reference, uint64_t *ret_set, bool *ret_reference,
+                               const char *option, char *err, size_t err_size)
+{
+    if (names->count == 0)
+        return 0;
+    *ret_set = 0;
+    if (ret_reference)
+        *ret_reference = false;
+    for (int i = 0; i < names->count; i++) {
+        if (allow_reference && strcmp(names->items[i], IC_REFERENCE_CONSUMER) == 0) {
+            *ret_reference = true;
+            continue;
+        }
+        int index = ic_catalog_find(catalog, names->items[i]);
+        if (index < 0) {
+            size_t used = (size_t)snprintf(err, err_size, "%s: no probe named '%s'; known:",
+                                           option, names->items[i]);
+            for (int j = 0; j < catalog->count && used < err_size; j++)
+                used += (size_t)snprintf(err + used, err_size - used, " %s",
+                                         catalog->libs[j].name);
+            if (allow_reference && used < err_size)
+                snprintf(err + used, err_size - used, " %s", IC_REFERENCE_CONSUMER);
+            return IC_EUSAGE;
+        }
+        *ret_set |= 1ULL << index;
+    }
+    return 0;
+}
+
+static int ic_filter_names(const struct ic_name_list *names, uint32_t *ret_set,
+                           int (*lookup)(const char *, int *), const char *option,
+                           const char *valid, char *err, size_t err_size)
+{
+    if (names->count == 0)
+        return 0;
+    *ret_set = 0;
+    for (int i = 0; i < names->count; i++) {
+        int value;
+        if (lookup(names->items[i], &value) < 0) {
+            snprintf(err, err_size, "%s: unknown value '%s'; valid: %s", option, names->items[i],
+                     valid);
+            return IC_EUSAGE;
+        }
+        *ret_set |= 1u << value;
+    }
+    return 0;
+}
+
+static int ic_lookup_protocol(const char *name, int *ret)
+{
+    enum ic_protocol value;
+    int rc = ic_protocol_from_id(name, &value);
+    *ret = (int)value;
+    return rc;
+}
+
+static int ic_lookup_dtype(const char *name, int *ret)
+{
+    enum ic_dtype value;
+    int rc = ic_dtype_from_name(name, &value);
+    *ret = (int)value;
+    return rc;
+}
+
+static int ic_lookup_layout(const char *name, int *ret)
+{
+    enum ic_layout value;
+    int rc = ic_layout_from_name(name, &value);
+    *ret = (int)value;
+    return rc;
+}
+
+static int ic_build_filter(const struct ic_options *opts, const struct ic_catalog *catalog,
+                           struct ic_filter *filter, char *err, size_t err_size)
+{
+    ic_filter_all(filter);
+    if (ic_filter_libraries(catalog, &opts->producers, false, &filter->producers, NULL,
+                            "--producer", err, err_size) < 0 ||
+        ic_filter_libraries(catalog, &opts->consumers, true, &filter->consumers,
+                            &filter->reference_consumer, "--consumer", err, err_size) < 0 ||
+        ic_filter_names(&opts->protocols, &filter->protocols, ic_lookup_protocol, "--protocol",
+                        "dlpack dlpack_capsule array_interface array_struct buffer array", err,
+                        err_size) < 0 ||
+        ic_filter_names(&opts->dtypes, &filter->dtypes, ic_lookup_dtype, "--dtype",
+                        "bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 "
+                        "bfloat16 float32 float64 complex64 complex128",
+                        err, err_size) < 0 ||
+        ic_filter_names(&opts->layouts, &filter->layouts, ic_lookup_layout, "--layout",
+                        "contiguous flat fortran transposed strided reversed offset scalar empty "
+                        "unit_dims broadcast",
+                        err, err_size) < 0)
+        return IC_EUSAGE;
+    return 0;
+}
+
+/* --- Progress and results ------------------------------------------------------------------- */
+
+static void ic_print_progress(struct ic_run *run, const struct ic_case *c, bool force)
+{
+    double now = ic_wall_s();
+    if (!run->session->progress || (!force && now - run->last_progress < 0.1))
+        return;
+    run->last_progress = now;
+    size_t failures = run->counts[IC_OUTCOME_FAIL] + run->counts[IC_OUTCOME_CRASH] +
+                      run->counts[IC_OUTCOME_TIMEOUT];
+    fprintf(stderr, "\r\033[K[%zu/%zu] %zu failed, %zu unsupported, %zu errors  %s %s -> %s",
+            run->done, run->plan->count, failures, run->counts[IC_OUTCOME_UNSUPPORTED],
+            run->counts[IC_OUTCOME_ERROR], c ? ic_protocol_id(c->protocol) : "",
+            c ? c->producer : "", c ? c->consumer : "");
+}
+
+static void ic_record_result(struct ic_run *run, struct ic_planned *item)
+{
+    item->done = true;
+    run->done++;
+    run->counts[item->result.outcome]++;
+    if (run->stream_ok && ic_stream_write_case(&run->stream, &item->c, &item->result) < 0) {
+        fprintf(stderr, "\ninteropcheck: cannot write %s: %s; results stay in memory\n",
+                run->stream.path, strerror(errno));
+        run->stream_ok = false;
+    }
+}
+
+static void ic_on_result(void *context, size_t index, const struct ic_result *res)
+{
+    struct ic_run *run = context;
+    struct ic_planned *item = &run->plan->items[run->run_index[index]];
+    item->result = *res;
+    ic_record_result(run, item);
+    ic_print_progress(run, &item->c, false);
+}
+
+/* --- Output --------------------------------------------------------------------------------- */
+
+static int ic_default_output(char *path, size_t size, char *err, size_t err_size)
+{
+    char stamp[64];
+    if (mkdir("reports", 0777) < 0 && errno != EEXIST) {
+        snprintf(err, err_size, "cannot create the reports directory: %s (use -o FILE)",
+                 strerror(errno));
+        return IC_EIO;
+    }
+    ic_utc_now(stamp, sizeof(stamp), "%Y%m%d-%H%M%S");
+    snprintf(path, size, "reports/interopcheck-%s.json", stamp);
+    return 0;
+}
+
+static void ic_stream_path(const char *report, char *out, size_t size)
+{
+    size_t len = strlen(report);
+    if (len > 5 && strcmp(report + len - 5, ".json") == 0)
+        snprintf(out, size, "%.*sjsonl", (int)(len - 4), report);
+    else
+        snprintf(out, size, "%s.jsonl", report);
+}
+
+static void ic_print_summary(const struct ic_run *run, double seconds, const char *report)
+{
+    const struct ic_plan *plan = run->plan;
+    printf("interopcheck: %zu cases in %.1f s:", plan->count, seconds);
+    for (int o = 0; o < IC_OUTCOME_COUNT; o++) {
+        if (run->counts[o])
+            printf(" %zu %s", run->counts[o], ic_outcome_name(o));
+    }
+    printf("\n");
+    if (!run->session->opts->quiet) {
+        printf("\n%-16s %7s %6s %6s %7s %6s %7s %6s\n", "protocol", "cases", "pass", "fail",
+               "unsupp", "crash", "timeout", "error");
+        for (int p = 0; p < IC_PROTOCOL_COUNT; p++) {
+            size_t counts[IC_OUTCOME_COUNT] = {0}, total = 0;
+            for (size_t i = 0; i < plan->count; i++) {
+                if (plan->items[i].c.protocol == (enum ic_protocol)p && plan->items[i].done) {
+                    counts[plan->items[i].result.outcome]++;
+                    total++;
+                }
+            }
+            if (!total)
+                continue;
+            printf("%-16s %7zu %6zu %6zu %7zu %6zu %7zu %6zu\n", ic_protocol_id(p), total,
+                   counts[IC_OUTCOME_PASS], counts[IC_OUTCOME_FAIL],
+                   counts[IC_OUTCOME_UNSUPPORTED], counts[IC_OUTCOME_CRASH],
+                   counts[IC_OUTCOME_TIMEOUT], counts[IC_OUTCOME_ERROR]);
+        }
+        int shown = 0;
+        for (size_t i = 0; i < plan->count && shown < 8; i++) {
+            const struct ic_planned *item = &plan->items[i];
+            if (!ic_outcome_is_failure(item->result.outcome))
+                continue;
+            char id[IC_CASE_ID_MAX];
+            ic_case_format_id(&item->c, id, sizeof(id));
+            if (shown++ == 0)
+                printf("\nfirst failures:\n");
+            printf("  %s: %s%s%s%s %.160s\n", id, ic_outcome_name(item->result.outcome),
+                   item->result.rule[0] ? " [" : "", item->result.rule,
+                   item->result.rule[0] ? "]" : "", item->result.diagnostic);
+        }
+    }
+    printf("\nreport: %s\n", report);
+}
+
+static cJSON *ic_run_json(const struct ic_session *session, const struct ic_options *opts,
+                          const char *started)
+{
+    char seed[32];
+    cJSON *run = cJSON_CreateObject();
+    if (!run)
+        return NULL;
+    snprintf(seed, sizeof(seed), "%llu", (unsigned long long)opts->seed);
+    cJSON_AddStringToObject(run, "started", started);
+    cJSON_AddStringToObject(run, "seed", seed);
+    cJSON_AddNumberToObject(run, "jobs", session->jobs);
+    cJSON_AddNumberToObject(run, "timeout_s", opts->timeout_s);
+    cJSON *dirs = cJSON_AddArrayToObject(run, "probe_dirs");
+    for (int i = 0; dirs && i < session->ndirs; i++)
+        cJSON_AddItemToArray(dirs, cJSON_CreateString(session->dirs[i]));
+    cJSON *filters = cJSON_AddObjectToObject(run, "filters");
+    const struct {
+        const char *key;
+        const struct ic_name_list *list;
+    } lists[] = {{"producer", &opts->producers}, {"consumer", &opts->consumers},
+                 {"protocol", &opts->protocols}, {"dtype", &opts->dtypes},
+                 {"layout", &opts->layouts}};
+    for (size_t i = 0; filters && i < sizeof(lists) / sizeof(lists[0]); i++) {
+        cJSON *values = cJSON_AddArrayToObject(filters, lists[i].key);
+        for (int j = 0; values && j < lists[i].list->count; j++)
+            cJSON_AddItemToArray(values, cJSON_CreateString(lists[i].list->items[j]));
+    }
+    return run;
+}
+
+int ic_cmd_run(const struct ic_options *opts)
+{
+    struct ic_session session;
+    struct ic_plan plan = {0};
+    struct ic_filter filter;
+    struct ic_run run;
+    struct ic_case *cases = NULL;
+    cJSON *tool = NULL, *run_json = NULL, *python = NULL, *report = NULL;
+    char err[4096], output[1024], stream_path[1100], started[64];
+    int status = IC_EXIT_USAGE;
+
+    memset(&run, 0, sizeof(run));
+    if (ic_session_open(&session, opts, err, sizeof(err)) < 0) {
+        fprintf(stderr, "interopcheck: %s\n", err);
+        return IC_EXIT_USAGE;
+    }
+    if (ic_build_filter(opts, &session.catalog, &filter, err, sizeof(err)) < 0) {
+        fprintf(stderr, "interopcheck: %s\n", err);
+        goto done;
+    }
+    if (opts->output) {
+        snprintf(output, sizeof(output), "%s", opts->output);
+    } else if (ic_default_output(output, sizeof(output), err, sizeof(err)) < 0) {
+        fprintf(stderr, "interopcheck: %s\n", err);
+        goto done;
+    }
+    ic_stream_path(output, stream_path, sizeof(stream_path));
+
+    double start = ic_wall_s();
+    ic_utc_now(started, sizeof(started), "%Y-%m-%dT%H:%M:%SZ");
+    uint64_t wanted = opts->producers.count || opts->consumers.count
+                          ? filter.producers | (opts->consumers.count ? filter.consumers : 0)
+                          : UINT64_MAX;
+    if (opts->producers.count && !opts->consumers.count)
+        wanted = UINT64_MAX; /* every consumer of the chosen producers */
+    if (ic_session_discover(&session, wanted) < 0) {
+        fprintf(stderr, "interopcheck: discovery failed\n");
+        goto done;
+    }
+    for (int i = 0; i < session.catalog.count; i++) {
+        const struct ic_library *lib = &session.catalog.libs[i];
+        if ((wanted & (1ULL << i)) && lib->state != IC_LIBRARY_LOADED && !opts->quiet)
+            fprintf(stderr, "interopcheck: %s is not tested: %.300s\n", lib->name, lib->error);
+    }
+    if (ic_plan_build(&session.catalog, &filter, &plan) < 0) {
+        fprintf(stderr, "interopcheck: out of memory while planning\n");
+        goto done;
+    }
+
+    tool = ic_session_tool_json();
+    run_json = ic_run_json(&session, opts, started);
+    python = ic_session_python_json(&session);
+    if (!tool || !run_json || !python) {
+        fprintf(stderr, "interopcheck: out of memory\n");
+        goto done;
+    }
+    run.session = &session;
+    run.plan = &plan;
+    run.stream_ok = ic_stream_open(&run.stream, stream_path, run_json) == 0;
+    if (!run.stream_ok)
+        fprintf(stderr, "interopcheck: cannot write %s: %s; results stay in memory\n",
+                stream_path, strerror(errno));
+
+    size_t to_run = 0;
+    for (size_t i = 0; i < plan.count; i++) {
+        if (plan.items[i].run)
+            to_run++;
+        else
+            ic_record_result(&run, &plan.items[i]);
+    }
+    cases = calloc(to_run ? to_run : 1, sizeof(*cases));
+    run.run_index = calloc(to_run ? to_run : 1, sizeof(*run.run_index));
+    if (!cases || !run.run_index) {
+        fprintf(stderr, "interopcheck: out of memory\n");
+        goto done;
+    }
+    for (size_t i = 0, k = 0; i < plan.count; i++) {
+        if (plan.items[i].run) {
+            cases[k] = plan.items[i].c;
+            run.run_index[k++] = i;
+        }
+    }
+    if (ic_pool_run(session.pool, cases, to_run, ic_on_result, &run) < 0) {
+        fprintf(stderr, "\ninteropcheck: the worker processes could not be run\n");
+        goto done;
+    }
+    ic_print_progress(&run, NULL, true);
+    if (session.progress)
+        fprintf(stderr, "\r\033[K");
+    ic_stream_close(&run.stream, true);
+    run.stream_ok = false;
+
+    double seconds = ic_wall_s() - start;
+    char finished[64];
+    ic_utc_now(finished, sizeof(finished), "%Y-%m-%dT%H:%M:%SZ");
+    cJSON_AddStringToObject(run_json, "finished", finished);
+    cJSON_AddNumberToObject(run_json, "duration_s", seconds);
+    report = ic_report_build(tool, run_json, python, &session.catalog, &plan);
+    if (!report || ic_json_write_atomic(output, report, err, sizeof(err)) < 0) {
+        fprintf(stderr, "interopcheck: %s (the results are in %s)\n",
+                report ? err : "out of memory while building the report", stream_path);
+        goto done;
+    }
+    ic_print_summary(&run, seconds, output);
+    status = run.counts[IC_OUTCOME_FAIL] || run.counts[IC_OUTCOME_CRASH] ||
+                     run.counts[IC_OUTCOME_TIMEOUT]
+                 ? IC_EXIT_FAILURES
+                 : IC_EXIT_OK;
+
+done:
+    if (run.stream_ok)
+        ic_stream_close(&run.stream, false);
+    cJSON_Delete(report);
+    cJSON_Delete(tool);
+    cJSON_Delete(run_json);
+    cJSON_Delete(python);
+    free(cases);
+    free(run.run_index);
+    ic_plan_release(&plan);
+    ic_session_close(&session);
+    return status;
+}

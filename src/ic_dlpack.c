@@ -1,0 +1,1437 @@
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "ic_dlpack.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ic_error.h"
+#include "ic_proxy.h"
+#include "ic_python.h"
+#include "ic_export.h"
+
+/* Type codes by number: the names of codes 7-17 only exist in headers >= 1.1, and the
+ * tester must judge them whatever header it was built with. */
+enum {
+    IC_DL_INT = 0,
+    IC_DL_UINT = 1,
+    IC_DL_FLOAT = 2,
+    IC_DL_OPAQUE = 3,
+    IC_DL_BFLOAT = 4,
+    IC_DL_COMPLEX = 5,
+    IC_DL_BOOL = 6,
+    IC_DL_FLOAT8_FIRST = 7,
+    IC_DL_FLOAT8_LAST = 14,
+    IC_DL_FLOAT6_FIRST = 15,
+    IC_DL_FLOAT6_LAST = 16,
+    IC_DL_FLOAT4 = 17,
+    IC_DL_CODE_LAST = 17,
+};
+
+/* Device types by number, for the same reason (kDLTrn = 18 is newer than DLPack 1.1). */
+enum {
+    IC_DL_CPU = 1,
+    IC_DL_CUDA = 2,
+    IC_DL_CUDA_HOST = 3,
+    IC_DL_ROCM_HOST = 11,
+    IC_DL_CUDA_MANAGED = 13,
+    IC_DL_DEVICE_LAST = 18,
+};
+
+/* ---------------------------------------------------------------------------------------
+ * Tensor-level rules
+ */
+
+static bool ic_dlpack_device_known(int32_t type)
+{
+    return (type >= 1 && type <= 4) || (type >= 7 && type <= IC_DL_DEVICE_LAST);
+}
+
+/* Memory for which DLPack fixes device_id at 0 (header comment on DLDevice). */
+static bool ic_dlpack_device_id_zero(int32_t type)
+{
+    return type == IC_DL_CPU || type == IC_DL_CUDA_HOST || type == IC_DL_ROCM_HOST ||
+           type == IC_DL_CUDA_MANAGED;
+}
+
+static const char *ic_dlpack_code_name(uint8_t code)
+{
+    static const char *const names[] = {"int",
+                                        "uint",
+                                        "float",
+                                        "opaque handle",
+                                        "bfloat",
+                                        "complex",
+                                        "bool",
+                                        "float8_e3m4",
+                                        "float8_e4m3",
+                                        "float8_e4m3b11fnuz",
+                                        "float8_e4m3fn",
+                                        "float8_e4m3fnuz",
+                                        "float8_e5m2",
+                                        "float8_e5m2fnuz",
+                                        "float8_e8m0fnu",
+                                        "float6_e2m3fn",
+                                        "float6_e3m2fn",
+                                        "float4_e2m1fn"};
+    return code <= IC_DL_CODE_LAST ? names[code] : "unknown";
+}
+
+/* Rule 2.5.18. Returns false when the type is illegal, so that no view is built on it. */
+static bool ic_dlpack_check_dtype(DLDataType dtype, struct ic_diag *diag)
+{
+    const char *rule = "dlpack 2.5.18";
+    const char *name = ic_dlpack_code_name(dtype.code);
+    unsigned bits = dtype.bits;
+    bool ok = true;
+
+    if (dtype.lanes == 0) {
+        ic_diag_error(diag, rule, "dtype lanes 0: lanes must be >= 1");
+        ok = false;
+    } else if (dtype.lanes != 1) {
+        ic_diag_warn(diag, rule,
+                     "dtype lanes %u: vector types (lanes > 1) are legal DLPack but no Python "
+                     "array library exchanges them",
+                     (unsigned)dtype.lanes);
+    }
+    if (bits == 0) {
+        ic_diag_error(diag, rule, "dtype (code %u, bits 0): bits must be > 0",
+                      (unsigned)dtype.code);
+        return false;
+    }
+    switch (dtype.code) {
+    case IC_DL_INT:
+    case IC_DL_UINT:
+        if (bits != 8 && bits != 16 && bits != 32 && bits != 64)
+            ic_diag_warn(diag, rule,
+                         "%s with %u bits: legal for compilers, but Python array libraries only "
+                         "exchange 8, 16, 32 and 64 bits",
+                         name, bits);
+        break;
+    case IC_DL_FLOAT:
+        if (bits != 16 && bits != 32 && bits != 64) {
+            ic_diag_error(diag, rule,
+                          "float with %u bits: kDLFloat is IEEE binary16/32/64 (16, 32 or 64 "
+                          "bits)",
+                          bits);
+            ok = false;
+        }
+        break;
+    case IC_DL_OPAQUE:
+        break; /* any size, by agreement between the two frameworks */
+    case IC_DL_BFLOAT:
+        if (bits != 16) {
+            ic_diag_error(diag, rule, "bfloat with %u bits: kDLBfloat must have 16 bits", bits);
+            ok = false;
+        }
+        break;
+    case IC_DL_COMPLEX:
+        if (bits != 64 && bits != 128) {
+            ic_diag_error(diag, rule,
+                          "complex with %u bits: kDLComplex bits count the whole number and "
+                          "must be 64 or 128",
+                          bits);
+            ok = false;
+        }
+        break;
+    case IC_DL_BOOL:
+        if (bits != 8) {
+            ic_diag_error(diag, rule,
+                          "bool with %u bits: kDLBool must have 8 bits (one storage byte per "
+                          "element)",
+                          bits);
+            ok = false;
+        }
+        break;
+    default:
+        if (dtype.code >= IC_DL_FLOAT8_FIRST && dtype.code <= IC_DL_FLOAT8_LAST) {
+            if (bits != 8) {
+                ic_diag_error(diag, rule, "%s with %u bits: FP8 types must have 8 bits", name,
+                              bits);
+                ok = false;
+            }
+        } else if (dtype.code >= IC_DL_FLOAT6_FIRST && dtype.code <= IC_DL_FLOAT6_LAST) {
+            if (bits != 6) {
+                ic_diag_error(diag, rule,
+                              "%s with %u bits: FP6 types must have 6 bits and consumers must "
+                              "refuse other values",
+                              name, bits);
+                ok = false;
+            }
+        } else if (dtype.code == IC_DL_FLOAT4) {
+            if (bits != 4) {
+                ic_diag_error(diag, rule,
+                              "%s with %u bits: FP4 must have 4 bits and consumers must refuse "
+                              "other values",
+                              name, bits);
+                ok = false;
+            }
+        } else {
+            ic_diag_error(diag, rule, "dtype code %u is not a DLPack type code (0-%d)",
+                          (unsigned)dtype.code, IC_DL_CODE_LAST);
+            ok = false;
+        }
+        break;
+    }
+    return ok;
+}
+
+/* Rule 2.5.19; the device only decides where the data is, never whether a view exists. */
+static void ic_dlpack_check_device(DLDevice device, struct ic_diag *diag)
+{
+    const char *rule = "dlpack 2.5.19";
+    int32_t type = (int32_t)device.device_type;
+
+    if (!ic_dlpack_device_known(type))
+        ic_diag_error(diag, rule, "device type %d is not a DLPack device type (1-4, 7-%d)",
+                      (int)type, IC_DL_DEVICE_LAST);
+    if (device.device_id < 0)
+        ic_diag_error(diag, rule, "device_id %d: must be >= 0", (int)device.device_id);
+    else if (device.device_id != 0 && ic_dlpack_device_id_zero(type))
+        ic_diag_warn(diag, rule,
+                     "device_id %d on device type %d: DLPack sets device_id to 0 for CPU, "
+                     "pinned and managed memory",
+                     (int)device.device_id, (int)type);
+}
+
+/* Alignment a host compiler gives the element type: complex aligns as its parts. */
+static int64_t ic_dlpack_natural_alignment(enum ic_dtype dtype, int64_t itemsize)
+{
+    const struct ic_dtype_info *info = ic_dtype_info(dtype);
+    if (!info)
+        return 1;
+    return info->value_class == IC_VALUE_COMPLEX ? itemsize / 2 : itemsize;
+}
+
+int ic_dlpack_check_tensor(const DLTensor *tensor, const struct ic_dlpack_header *header,
+                           struct ic_diag *diag, struct ic_view *ret_view, bool *ret_have_view)
+{
+    struct ic_view view;
+    bool describable = true;
+    char text[96];
+
+    if (!tensor || !header || !diag || !ret_view || !ret_have_view)
+        return IC_EINVAL;
+    *ret_have_view = false;
+    memset(&view, 0, sizeof(view));
+    view.device_type = (int32_t)tensor->device.device_type;
+    view.device_id = tensor->device.device_id;
+
+    ic_dlpack_check_device(tensor->device, diag);
+    if (!ic_dlpack_check_dtype(tensor->dtype, diag))
+        describable = false;
+
+    unsigned elem_bits = (unsigned)tensor->dtype.bits * (unsigned)tensor->dtype.lanes;
+    bool subbyte = elem_bits % 8 != 0;
+    bool padded = header->versioned && (header->flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED);
+    if (padded && elem_bits >= 8 && !subbyte)
+        ic_diag_warn(diag, "dlpack 2.5.21",
+                     "flags set DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED for a %u-bit type: the "
+                     "flag only means something for sub-byte types",
+                     elem_bits);
+
+    int32_t ndim = tensor->ndim;
+    if (ndim < 0 || ndim > IC_MAX_NDIM) {
+        ic_diag_error(diag, "dlpack 2.5.12", "ndim %d: ndim must be between 0 and %d", (int)ndim,
+                      IC_MAX_NDIM);
+        return 0;
+    }
+    /* From here shape and strides may be read, but only for ndim > 0 (rule 2.5.13). */
+    if (ndim > 0 && !tensor->shape) {
+        ic_diag_error(diag, "dlpack 2.5.13",
+                      "ndim %d with shape NULL: shape must hold ndim entries", (int)ndim);
+        return 0;
+    }
+    if (ndim > 0 && !tensor->strides && header->versioned &&
+        (header->major > 1 || (header->major == 1 && header->minor >= 2)))
+        ic_diag_error(diag, "dlpack 2.5.13",
+                      "ndim %d with strides NULL in a version %u.%u capsule: DLPack >= 1.2 "
+                      "requires strides when ndim != 0",
+                      (int)ndim, (unsigned)header->major, (unsigned)header->minor);
+
+    view.ndim = ndim;
+    bool shape_ok = true;
+    for (int i = 0; i < ndim; i++) {
+        view.shape[i] = tensor->shape[i];
+        if (tensor->shape[i] < 0) {
+            ic_diag_error(diag, "dlpack 2.5.14", "shape[%d] is %lld: extents must be >= 0", i,
+                          (long long)tensor->shape[i]);
+            shape_ok = false;
+        }
+    }
+    int64_t numel = 0;
+    if (shape_ok && ic_view_numel(&view, &numel) < 0) {
+        ic_view_format_shape(&view, text, sizeof(text));
+        ic_diag_error(diag, "dlpack 2.5.14", "the element count of shape %s overflows int64", text);
+        shape_ok = false;
+    }
+    if (!shape_ok || !describable)
+        return 0;
+
+    /* Sizes: a packed sub-byte tensor is counted in bits (rule 2.5.21, §8.5); anything else
+     * in whole bytes per element. */
+    int64_t itemsize = (elem_bits + 7) / 8, nbytes;
+    if (subbyte && !padded) {
+        int64_t nbits;
+        if (__builtin_mul_overflow(numel, (int64_t)elem_bits, &nbits)) {
+            ic_diag_error(diag, "dlpack 2.5.14",
+                          "%lld elements of %u bits: the size in bits overflows int64",
+                          (long long)numel, elem_bits);
+            return 0;
+        }
+        nbytes = nbits / 8 + (nbits % 8 != 0);
+    } else if (__builtin_mul_overflow(numel, itemsize, &nbytes)) {
+        ic_diag_error(diag, "dlpack 2.5.14",
+                      "%lld elements of %lld bytes: the size in bytes overflows int64",
+                      (long long)numel, (long long)itemsize);
+        return 0;
+    }
+    view.itemsize = (int)itemsize;
+
+    if (tensor->strides && ndim > 0) {
+        for (int i = 0; i < ndim; i++) {
+            if (__builtin_mul_overflow(tensor->strides[i], itemsize, &view.strides[i])) {
+                ic_diag_error(diag, "dlpack 2.5.15",
+                              "strides[%d] = %lld elements of %lld bytes: the byte stride "
+                              "overflows int64",
+                              i, (long long)tensor->strides[i], (long long)itemsize);
+                return 0;
+            }
+        }
+    } else if (ic_view_set_c_strides(&view) < 0) {
+        ic_diag_error(diag, "dlpack 2.5.14",
+                      "the C-contiguous strides of this shape overflow int64");
+        return 0;
+    }
+    int64_t lo = 0, hi = 0;
+    if (ic_view_span(&view, &lo, &hi) < 0) {
+        ic_view_format_strides(&view, text, sizeof(text));
+        ic_diag_error(diag, "dlpack 2.5.15",
+                      "the bytes addressed through strides %s overflow int64", text);
+        return 0;
+    }
+
+    if (numel > 0 && !tensor->data) {
+        ic_diag_error(diag, "dlpack 2.5.16",
+                      "data is NULL for %lld elements: only an empty tensor may have no data",
+                      (long long)numel);
+        return 0;
+    }
+    uintptr_t base = (uintptr_t)tensor->data, first;
+    if (tensor->byte_offset > UINTPTR_MAX - base) {
+        ic_diag_error(diag, "dlpack 2.5.17",
+                      "data %p + byte_offset %llu wraps around the address space", tensor->data,
+                      (unsigned long long)tensor->byte_offset);
+        return 0;
+    }
+    first = base + (uintptr_t)tensor->byte_offset;
+    if (numel > 0 &&
+        ((lo < 0 && (uintptr_t)(-lo) > first) || (hi > 0 && (uintptr_t)hi > UINTPTR_MAX - first))) {
+        ic_diag_error(diag, "dlpack 2.5.17",
+                      "the elements at %#llx + [%lld, %lld) wrap around the address space",
+                      (unsigned long long)first, (long long)lo, (long long)hi);
+        return 0;
+    }
+
+    enum ic_dtype dtype = IC_DTYPE_INVALID;
+    if (ic_dtype_from_dlpack(tensor->dtype.code, tensor->dtype.bits, tensor->dtype.lanes, &dtype) <
+        0)
+        dtype = IC_DTYPE_INVALID;
+    int64_t alignment = ic_dlpack_natural_alignment(dtype, itemsize);
+    if (numel > 0 && alignment > 1 && first % (uintptr_t)alignment != 0)
+        ic_diag_warn(diag, "dlpack 2.5.17",
+                     "the first element at %#llx is not aligned to %lld bytes (the element's "
+                     "natural alignment); consumers may copy or fault",
+                     (unsigned long long)first, (long long)alignment);
+
+    if (subbyte && !padded) {
+        /* Element strides of packed 4/6-bit data have no byte equivalent (§8.5). */
+        ic_diag_warn(diag, "dlpack 2.5.21",
+                     "%s elements of %u bits are packed: the tester cannot describe them with "
+                     "byte strides",
+                     ic_dlpack_code_name(tensor->dtype.code), elem_bits);
+        return 0;
+    }
+
+    view.data = first;
+    view.dtype = dtype;
+    view.readonly = header->versioned && (header->flags & DLPACK_FLAG_BITMASK_READ_ONLY);
+    view.readonly_known = header->versioned;
+    *ret_view = view;
+    *ret_have_view = true;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Capsule-level rules
+ */
+
+int ic_dlpack_check_capsule(PyObject *capsule, struct ic_dlpack_capsule *ret_info,
+                            struct ic_diag *diag, struct ic_view *ret_view, bool *ret_have_view)
+{
+    struct ic_dlpack_capsule info;
+    const char *rule = "dlpack 2.5.1";
+
+    if (!capsule || !ret_info || !diag || !ret_view || !ret_have_view)
+        return IC_EINVAL;
+    memset(&info, 0, sizeof(info));
+    *ret_have_view = false;
+
+    if (!PyCapsule_CheckExact(capsule)) {
+        ic_diag_error(diag, rule, "the export is a %s, not a PyCapsule", Py_TYPE(capsule)->tp_name);
+        goto done;
+    }
+    const char *name = PyCapsule_GetName(capsule);
+    if (!name) {
+        PyErr_Clear();
+        ic_diag_error(diag, rule,
+                      "the capsule has no name: it must be named \"" IC_DLPACK_NAME_LEGACY
+                      "\" or \"" IC_DLPACK_NAME_VERSIONED "\"");
+        goto done;
+    }
+    if (strcmp(name, IC_DLPACK_NAME_VERSIONED) == 0) {
+        info.header.versioned = true;
+    } else if (strcmp(name, IC_DLPACK_NAME_LEGACY) == 0) {
+        info.header.versioned = false;
+    } else if (strcmp(name, IC_DLPACK_NAME_USED_LEGACY) == 0 ||
+               strcmp(name, IC_DLPACK_NAME_USED_VERSIONED) == 0) {
+        info.used = true;
+        ic_diag_error(diag, rule,
+                      "the capsule is named \"%s\": it was consumed already, and a consumer must "
+                      "reject it without calling the deleter",
+                      name);
+        goto done;
+    } else {
+        ic_diag_error(diag, rule,
+                      "capsule name \"%s\" is none of \"" IC_DLPACK_NAME_LEGACY
+                      "\", \"" IC_DLPACK_NAME_VERSIONED "\"",
+                      name);
+        goto done;
+    }
+    /* Rule 2.5.7: a static name lies inside a loaded module's image; a heap string (freed
+     * with its producer's object while the capsule still points at it) does not. */
+    Dl_info where;
+    if (dladdr(name, &where) == 0)
+        ic_diag_warn(diag, "dlpack 2.5.7",
+                     "the capsule name \"%s\" at %p lies outside every loaded module: it looks "
+                     "allocated, but capsule names must be static strings",
+                     name, (const void *)name);
+    void *pointer = PyCapsule_GetPointer(capsule, name);
+    if (!pointer) {
+        PyErr_Clear();
+        ic_diag_error(diag, "dlpack 2.5.2", "PyCapsule_GetPointer(capsule, \"%s\") is NULL", name);
+        goto done;
+    }
+    info.usable = true;
+    info.managed = pointer;
+    if (info.header.versioned) {
+        DLManagedTensorVersioned *managed = pointer;
+        info.header.major = managed->version.major;
+        info.header.minor = managed->version.minor;
+        info.header.flags = managed->flags;
+        if (managed->version.major != 1) {
+            ic_diag_error(diag, "dlpack 2.5.3",
+                          "version %u.%u: a consumer of DLPack 1.x must call the deleter and "
+                          "read nothing else from a struct of another major version",
+                          (unsigned)managed->version.major, (unsigned)managed->version.minor);
+            goto done;
+        }
+        uint64_t unknown = managed->flags & ~(uint64_t)IC_DLPACK_KNOWN_FLAGS;
+        if (unknown)
+            ic_diag_warn(diag, "dlpack 2.5.9",
+                         "flags 0x%llx set undefined bits 0x%llx (DLPack %d.%d defines bits 0-2 "
+                         "only)",
+                         (unsigned long long)managed->flags, (unsigned long long)unknown,
+                         DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION);
+        info.tensor = &managed->dl_tensor;
+    } else {
+        info.tensor = &((DLManagedTensor *)pointer)->dl_tensor;
+    }
+    info.readable = true;
+    ic_dlpack_check_tensor(info.tensor, &info.header, diag, ret_view, ret_have_view);
+
+done:
+    *ret_info = info;
+    return 0;
+}
+
+void ic_dlpack_describe(const struct ic_dlpack_capsule *info, char *buf, size_t size)
+{
+    if (!info->usable)
+        snprintf(buf, size, "%s", info->used ? "consumed capsule" : "unusable export");
+    else if (info->header.versioned)
+        snprintf(buf, size, IC_DLPACK_NAME_VERSIONED " %u.%u flags=0x%llx",
+                 (unsigned)info->header.major, (unsigned)info->header.minor,
+                 (unsigned long long)info->header.flags);
+    else
+        snprintf(buf, size, IC_DLPACK_NAME_LEGACY);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The deleter watch
+ */
+
+struct ic_watch_entry {
+    int id; /* 0: a free slot */
+    void *managed;
+    bool versioned;
+    bool superseded; /* a newer struct lives at this address: lookups by address skip it */
+    bool released;   /* the holder gave the id up: retire once the deleter has run */
+    bool consumed;
+    bool forwarded;
+    int calls;
+    void (*legacy_deleter)(DLManagedTensor *);
+    void (*versioned_deleter)(DLManagedTensorVersioned *);
+};
+
+static pthread_mutex_t ic_watch_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ic_watch_entry *ic_watch_table; /* grows, never shrinks; guarded by the lock */
+static int ic_watch_capacity;
+static int ic_watch_last_id;
+static int ic_watch_unmatched_calls;
+
+/* Callers hold the lock. */
+static struct ic_watch_entry *ic_watch_by_address(const void *managed)
+{
+    for (int i = 0; i < ic_watch_capacity; i++) {
+        struct ic_watch_entry *entry = &ic_watch_table[i];
+        if (entry->id != 0 && !entry->superseded && entry->managed == managed)
+            return entry;
+    }
+    return NULL;
+}
+
+static struct ic_watch_entry *ic_watch_by_id(int id)
+{
+    if (id <= 0)
+        return NULL;
+    for (int i = 0; i < ic_watch_capacity; i++) {
+        if (ic_watch_table[i].id == id)
+            return &ic_watch_table[i];
+    }
+    return NULL;
+}
+
+static void ic_watch_retire(struct ic_watch_entry *entry)
+{
+    memset(entry, 0, sizeof(*entry));
+}
+
+/* The counting deleter: counts, and forwards the first call only. Runs on any thread,
+ * never touches Python, and calls the producer's deleter without holding the lock (that
+ * deleter may take the GIL, whose holder may be waiting for this lock). */
+static void ic_watch_deleter_called(void *managed)
+{
+    void (*legacy)(DLManagedTensor *) = NULL;
+    void (*versioned)(DLManagedTensorVersioned *) = NULL;
+
+    pthread_mutex_lock(&ic_watch_lock);
+    struct ic_watch_entry *entry = ic_watch_by_address(managed);
+    if (!entry) {
+        ic_watch_unmatched_calls++;
+    } else {
+        entry->calls++;
+        if (entry->calls == 1) {
+            legacy = entry->legacy_deleter;
+            versioned = entry->versioned_deleter;
+            entry->forwarded = legacy || versioned;
+        }
+        if (entry->released)
+            ic_watch_retire(entry);
+    }
+    pthread_mutex_unlock(&ic_watch_lock);
+    if (versioned)
+        versioned((DLManagedTensorVersioned *)managed);
+    else if (legacy)
+        legacy((DLManagedTensor *)managed);
+}
+
+static void ic_watch_deleter_legacy(DLManagedTensor *managed)
+{
+    ic_watch_deleter_called(managed);
+}
+
+static void ic_watch_deleter_versioned(DLManagedTensorVersioned *managed)
+{
+    ic_watch_deleter_called(managed);
+}
+
+int ic_dlpack_watch(void *managed, bool versioned, int *ret_id)
+{
+    DLManagedTensor *legacy_struct = managed;
+    DLManagedTensorVersioned *versioned_struct = managed;
+    int rc = 0;
+
+    if (!managed || !ret_id)
+        return IC_EINVAL;
+    pthread_mutex_lock(&ic_watch_lock);
+    bool instrumented = versioned ? versioned_struct->deleter == ic_watch_deleter_versioned
+                                  : legacy_struct->deleter == ic_watch_deleter_legacy;
+    struct ic_watch_entry *existing = ic_watch_by_address(managed);
+    if (instrumented) {
+        if (existing)
+            *ret_id = existing->id;
+        else
+            rc = IC_ENOTFOUND; /* the original deleter is no longer known */
+        goto unlock;
+    }
+    /* A struct at a watched address that is not instrumented is a new struct where a freed
+     * one lived: the old entry keeps its counts but no longer matches the address. */
+    if (existing)
+        existing->superseded = true;
+
+    struct ic_watch_entry *slot = NULL;
+    for (int i = 0; i < ic_watch_capacity && !slot; i++) {
+        if (ic_watch_table[i].id == 0)
+            slot = &ic_watch_table[i];
+    }
+    if (!slot) {
+        int capacity = ic_watch_capacity ? ic_watch_capacity * 2 : 64;
+        struct ic_watch_entry *table = realloc(ic_watch_table, sizeof(*table) * (size_t)capacity);
+        if (!table) {
+            rc = IC_ENOMEM;
+            goto unlock;
+        }
+        memset(table + ic_watch_capacity, 0,
+               sizeof(*table) * (size_t)(capacity - ic_watch_capacity));
+        slot = table + ic_watch_capacity;
+        ic_watch_table = table;
+        ic_watch_capacity = capacity;
+    }
+    if (ic_watch_last_id == INT32_MAX)
+        ic_watch_last_id = 0;
+    memset(slot, 0, sizeof(*slot));
+    slot->id = ++ic_watch_last_id;
+    slot->managed = managed;
+    slot->versioned = versioned;
+    if (versioned) {
+        slot->versioned_deleter = versioned_struct->deleter;
+        versioned_struct->deleter = ic_watch_deleter_versioned;
+    } else {
+        slot->legacy_deleter = legacy_struct->deleter;
+        legacy_struct->deleter = ic_watch_deleter_legacy;
+    }
+    *ret_id = slot->id;
+
+unlock:
+    pthread_mutex_unlock(&ic_watch_lock);
+    return rc;
+}
+
+int ic_dlpack_watch_state(int id, struct ic_dlpack_watch_state *ret)
+{
+    int rc = IC_ENOTFOUND;
+    pthread_mutex_lock(&ic_watch_lock);
+    struct ic_watch_entry *entry = ic_watch_by_id(id);
+    if (entry) {
+        ret->versioned = entry->versioned;
+        ret->had_deleter =
+            entry->versioned ? entry->versioned_deleter != NULL : entry->legacy_deleter != NULL;
+        ret->forwarded = entry->forwarded;
+        ret->consumed = entry->consumed;
+        ret->calls = entry->calls;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&ic_watch_lock);
+    return rc;
+}
+
+void ic_dlpack_watch_mark_consumed(int id)
+{
+    pthread_mutex_lock(&ic_watch_lock);
+    struct ic_watch_entry *entry = ic_watch_by_id(id);
+    if (entry)
+        entry->consumed = true;
+    pthread_mutex_unlock(&ic_watch_lock);
+}
+
+int ic_dlpack_watch_find(const void *managed, const int *ids, int count)
+{
+    int found = -1;
+    pthread_mutex_lock(&ic_watch_lock);
+    for (int i = count - 1; i >= 0 && found < 0; i--) {
+        struct ic_watch_entry *entry = ic_watch_by_id(ids[i]);
+        if (entry && entry->managed == managed)
+            found = entry->id;
+    }
+    pthread_mutex_unlock(&ic_watch_lock);
+    return found;
+}
+
+void ic_dlpack_watch_release(int id)
+{
+    pthread_mutex_lock(&ic_watch_lock);
+    struct ic_watch_entry *entry = ic_watch_by_id(id);
+    if (entry) {
+        entry->released = true;
+        if (entry->calls > 0)
+            ic_watch_retire(entry);
+    }
+    pthread_mutex_unlock(&ic_watch_lock);
+}
+
+int ic_dlpack_watch_unmatched(void)
+{
+    pthread_mutex_lock(&ic_watch_lock);
+    int calls = ic_watch_unmatched_calls;
+    pthread_mutex_unlock(&ic_watch_lock);
+    return calls;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The consumer's request and what the export must be for it (§2.3, rules 2.5.4, 8, 9, 11)
+ */
+
+struct ic_dlpack_request {
+    bool max_version_given; /* present and not None */
+    bool max_version_valid; /* ... and a 2-tuple of ints */
+    int64_t max_major, max_minor;
+    bool dl_device_given;
+    bool dl_device_valid;
+    int64_t dl_device_type, dl_device_id;
+    int copy; /* -1: absent or None, 0: False, 1: True */
+    bool stream_given;
+    bool stream_is_int;
+    int64_t stream;
+};
+
+/* A device as __dlpack_device__ reported it. */
+struct ic_dlpack_device {
+    bool valid;
+    int64_t type, id;
+};
+
+static bool ic_dlpack_int_pair(PyObject *obj, int64_t *first, int64_t *second)
+{
+    if (!obj || !PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 2)
+        return false;
+    return ic_export_int64(PyTuple_GET_ITEM(obj, 0), first, NULL) == 0 &&
+           ic_export_int64(PyTuple_GET_ITEM(obj, 1), second, NULL) == 0;
+}
+
+static void ic_dlpack_parse_request(PyObject *kwargs, struct ic_dlpack_request *req)
+{
+    memset(req, 0, sizeof(*req));
+    req->copy = -1;
+    if (!kwargs || !PyDict_Check(kwargs))
+        return;
+    PyObject *max_version = PyDict_GetItemString(kwargs, "max_version"); /* borrowed */
+    PyObject *dl_device = PyDict_GetItemString(kwargs, "dl_device");
+    PyObject *copy = PyDict_GetItemString(kwargs, "copy");
+    PyObject *stream = PyDict_GetItemString(kwargs, "stream");
+
+    if (max_version && max_version != Py_None) {
+        req->max_version_given = true;
+        req->max_version_valid = ic_dlpack_int_pair(max_version, &req->max_major, &req->max_minor);
+    }
+    if (dl_device && dl_device != Py_None) {
+        req->dl_device_given = true;
+        req->dl_device_valid =
+            ic_dlpack_int_pair(dl_device, &req->dl_device_type, &req->dl_device_id);
+    }
+    if (copy && copy != Py_None) {
+        int truth = PyObject_IsTrue(copy);
+        if (truth < 0)
+            PyErr_Clear();
+        else
+            req->copy = truth;
+    }
+    if (stream && stream != Py_None) {
+        req->stream_given = true;
+        req->stream_is_int = ic_export_int64(stream, &req->stream, NULL) == 0;
+    }
+}
+
+/* Rule 2.5.8: __dlpack_device__() returns a 2-tuple of ints (an IntEnum is an int). */
+static bool ic_dlpack_check_device_result(PyObject *result, struct ic_diag *diag,
+                                          struct ic_dlpack_device *ret)
+{
+    char text[96];
+    const char *rule = "dlpack 2.5.8";
+
+    memset(ret, 0, sizeof(*ret));
+    if (!PyTuple_Check(result) || PyTuple_GET_SIZE(result) != 2) {
+        ic_py_repr(result, text, sizeof(text));
+        ic_diag_error(diag, rule,
+                      "__dlpack_device__() returned %s (a %s): it must return a 2-tuple "
+                      "(device_type, device_id)",
+                      text, Py_TYPE(result)->tp_name);
+        return false;
+    }
+    int64_t values[2];
+    for (int i = 0; i < 2; i++) {
+        PyObject *item = PyTuple_GET_ITEM(result, i); /* borrowed */
+        int rc = ic_export_int64(item, &values[i], NULL);
+        if (rc < 0) {
+            ic_py_repr(item, text, sizeof(text));
+            ic_diag_error(diag, rule, "__dlpack_device__()[%d] is %s (a %s): %s", i, text,
+                          Py_TYPE(item)->tp_name,
+                          rc == IC_ERANGE ? "it does not fit in int64" : "it must be an int");
+            return false;
+        }
+    }
+    ret->valid = true;
+    ret->type = values[0];
+    ret->id = values[1];
+    return true;
+}
+
+static void ic_dlpack_format_stream(const struct ic_dlpack_request *req, char *buf, size_t size)
+{
+    if (req->stream_is_int)
+        snprintf(buf, size, "%lld", (long long)req->stream);
+    else
+        snprintf(buf, size, "<not an int>");
+}
+
+/* Checks an export against the request it answered. `reported` may be NULL or invalid. */
+static void ic_dlpack_check_request(const struct ic_dlpack_request *req,
+                                    const struct ic_dlpack_capsule *info,
+                                    const struct ic_dlpack_device *reported, struct ic_diag *diag)
+{
+    const struct ic_dlpack_header *header = &info->header;
+    char text[32];
+
+    if (!info->usable)
+        return;
+    if (!req->max_version_given && header->versioned)
+        ic_diag_error(
+            diag, "dlpack 2.3 max_version",
+            "a versioned capsule (DLPack %u.%u) answered a request without "
+            "max_version: such a consumer only understands the legacy \"" IC_DLPACK_NAME_LEGACY
+            "\" capsule (or a BufferError)",
+            (unsigned)header->major, (unsigned)header->minor);
+    if (req->max_version_valid) {
+        if (!header->versioned && req->max_major >= 1)
+            ic_diag_warn(diag, "dlpack 2.5.4",
+                         "a legacy \"" IC_DLPACK_NAME_LEGACY
+                         "\" capsule although max_version=(%lld, %lld) allows DLPack 1.x: the "
+                         "producer may lack DLPack 1.x support",
+                         (long long)req->max_major, (long long)req->max_minor);
+        if (header->versioned && (int64_t)header->major > req->max_major)
+            ic_diag_error(diag, "dlpack 2.5.4",
+                          "version %u.%u exceeds the requested max_version=(%lld, %lld): the "
+                          "major version must not be greater",
+                          (unsigned)header->major, (unsigned)header->minor,
+                          (long long)req->max_major, (long long)req->max_minor);
+    }
+
+    bool copied = header->versioned && (header->flags & DLPACK_FLAG_BITMASK_IS_COPIED);
+    if (req->copy == 1 && !header->versioned)
+        ic_diag_error(diag, "dlpack 2.5.9",
+                      "copy=True, but a legacy capsule cannot carry "
+                      "DLPACK_FLAG_BITMASK_IS_COPIED");
+    else if (req->copy == 1 && !copied)
+        ic_diag_error(diag, "dlpack 2.5.9",
+                      "copy=True, but flags 0x%llx lack DLPACK_FLAG_BITMASK_IS_COPIED (0x2): a "
+                      "producer that copies must say so",
+                      (unsigned long long)header->flags);
+    else if (req->copy == 0 && copied)
+        ic_diag_error(diag, "dlpack 2.5.9",
+                      "copy=False, but flags 0x%llx set DLPACK_FLAG_BITMASK_IS_COPIED: the "
+                      "producer copied although copying was forbidden",
+                      (unsigned long long)header->flags);
+
+    if (!info->readable)
+        return;
+    DLDevice device = info->tensor->device;
+    if (req->dl_device_given && !req->dl_device_valid) {
+        /* The consumer's malformed request: nothing to compare against. */
+    } else if (req->dl_device_valid) {
+        if ((int64_t)device.device_type != req->dl_device_type ||
+            (int64_t)device.device_id != req->dl_device_id)
+            ic_diag_error(diag, "dlpack 2.5.8",
+                          "the capsule's device (%d, %d) differs from the requested "
+                          "dl_device=(%lld, %lld)",
+                          (int)device.device_type, (int)device.device_id,
+                          (long long)req->dl_device_type, (long long)req->dl_device_id);
+    } else if (reported && reported->valid) {
+        if ((int64_t)device.device_type != reported->type ||
+            (int64_t)device.device_id != reported->id)
+            ic_diag_error(diag, "dlpack 2.5.8",
+                          "the capsule's device (%d, %d) differs from __dlpack_device__() = "
+                          "(%lld, %lld)",
+                          (int)device.device_type, (int)device.device_id, (long long)reported->type,
+                          (long long)reported->id);
+    }
+    if (req->stream_given) {
+        ic_dlpack_format_stream(req, text, sizeof(text));
+        if (device.device_type == kDLCPU)
+            ic_diag_error(diag, "dlpack 2.5.11",
+                          "stream=%s was passed for a CPU array and the producer exported anyway: "
+                          "CPU producers must raise for any stream but None",
+                          text);
+        else if (req->stream_is_int && req->stream < -1)
+            ic_diag_error(diag, "dlpack 2.5.11",
+                          "stream=%s was accepted: stream values below -1 are invalid", text);
+        else if (req->stream_is_int && req->stream == 0 && device.device_type == kDLCUDA)
+            ic_diag_warn(diag, "dlpack 2.5.11",
+                         "stream=0 was accepted on CUDA: 0 is disallowed (ambiguous) and should "
+                         "raise");
+    }
+}
+
+/* Validates one export, instruments its deleter and records it. `req` is NULL for a bare
+ * capsule (no request to answer). Returns the watch id through ret_watch (-1 when none). */
+static void ic_dlpack_after_export(PyObject *capsule, const struct ic_dlpack_request *req,
+                                   const struct ic_dlpack_device *reported,
+                                   struct ic_export_record *rec, struct ic_dlpack_capsule *ret_info,
+                                   int *ret_watch)
+{
+    struct ic_diag diag;
+    struct ic_view view;
+    struct ic_dlpack_capsule info;
+    bool have_view = false;
+    char detail[96];
+    int capacity = (int)(sizeof(rec->watch) / sizeof(rec->watch[0]));
+
+    ic_diag_init(&diag);
+    memset(&view, 0, sizeof(view));
+    *ret_watch = -1;
+    ic_dlpack_check_capsule(capsule, &info, &diag, &view, &have_view);
+    if (req) {
+        ic_dlpack_check_request(req, &info, reported, &diag);
+        if (req->copy == 1)
+            rec->copy_expected = true;
+        if (req->copy == 0)
+            rec->no_copy_required = true;
+    }
+    if (info.usable) {
+        bool copied = info.header.versioned && (info.header.flags & DLPACK_FLAG_BITMASK_IS_COPIED);
+        rec->copy_flagged = rec->copy_flagged || copied;
+        /* A versioned capsule would say it copied; a CPU producer's legacy capsule shares. */
+        rec->zero_copy_known = true;
+        if (!info.header.versioned)
+            ic_diag_warn(&diag, "dlpack 2.5.9",
+                         "a legacy capsule cannot say whether the producer copied: the export is "
+                         "assumed to share the producer's memory");
+
+        int id = -1;
+        int rc = ic_dlpack_watch(info.managed, info.header.versioned, &id);
+        if (rc < 0) {
+            ic_diag_warn(&diag, "dlpack 2.5.5",
+                         "the deleter could not be instrumented (%s): its calls are not counted",
+                         ic_strerror(rc));
+        } else {
+            bool listed = false;
+            for (int i = 0; i < rec->watch_count; i++)
+                listed = listed || rec->watch[i] == id;
+            if (!listed && rec->watch_count < capacity) {
+                rec->watch[rec->watch_count++] = id;
+            } else if (!listed) {
+                ic_diag_warn(&diag, "dlpack 2.5.5",
+                             "more than %d exports in one case: the deleter of this one is "
+                             "instrumented but not checked",
+                             capacity);
+                ic_dlpack_watch_release(id);
+            }
+            *ret_watch = id;
+        }
+    }
+    ic_dlpack_describe(&info, detail, sizeof(detail));
+    ic_export_record(rec, &view, have_view, &diag, detail);
+    *ret_info = info;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The proxy
+ */
+
+static PyObject *ic_dlpack_proxy_dlpack(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    struct ic_proxy *proxy = (struct ic_proxy *)self;
+    struct ic_export_record *rec = proxy->rec;
+    PyObject *method = NULL, *capsule = NULL, *device = NULL;
+    struct ic_py_exc exc;
+
+    if (rec) {
+        rec->export_calls++;
+        ic_export_format_call("__dlpack__", args, kwargs, rec->request, sizeof(rec->request));
+    }
+    method = PyObject_GetAttrString(proxy->target, "__dlpack__");
+    if (method)
+        capsule = PyObject_Call(method, args, kwargs);
+    if (!capsule) {
+        if (rec && ic_py_peek(&exc))
+            ic_export_producer_raised(rec, &exc);
+        goto cleanup; /* the producer's exception goes on to the consumer unchanged */
+    }
+    if (rec) {
+        struct ic_dlpack_request req;
+        struct ic_dlpack_device reported = {0};
+        struct ic_dlpack_capsule info;
+        struct ic_diag ignored;
+        int watch;
+
+        ic_dlpack_parse_request(kwargs, &req);
+        if (!req.dl_device_valid) {
+            /* The device the producer claims, to compare with the capsule (rule 2.5.8); its
+             * own findings were recorded when the consumer asked. */
+            device = PyObject_CallMethod(proxy->target, "__dlpack_device__", NULL);
+            ic_diag_init(&ignored);
+            if (device)
+                ic_dlpack_check_device_result(device, &ignored, &reported);
+            else
+                PyErr_Clear();
+        }
+        ic_dlpack_after_export(capsule, &req, &reported, rec, &info, &watch);
+    }
+    Py_XSETREF(proxy->last_export, Py_NewRef(capsule));
+
+cleanup:
+    Py_XDECREF(method);
+    Py_XDECREF(device);
+    return capsule;
+}
+
+static PyObject *ic_dlpack_proxy_device(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    struct ic_proxy *proxy = (struct ic_proxy *)self;
+    struct ic_export_record *rec = proxy->rec;
+    PyObject *method = NULL, *result = NULL;
+    struct ic_py_exc exc;
+
+    method = PyObject_GetAttrString(proxy->target, "__dlpack_device__");
+    if (method)
+        result = PyObject_Call(method, args, kwargs);
+    if (!result) {
+        if (rec && ic_py_peek(&exc))
+            ic_export_producer_raised(rec, &exc);
+        goto cleanup;
+    }
+    if (rec) {
+        struct ic_diag diag;
+        struct ic_dlpack_device device;
+        ic_diag_init(&diag);
+        ic_dlpack_check_device_result(result, &diag, &device);
+        ic_export_diag_merge(&rec->diag, &diag);
+    }
+
+cleanup:
+    Py_XDECREF(method);
+    return result;
+}
+
+static PyMethodDef ic_dlpack_proxy_methods[] = {
+    {"__dlpack__", (PyCFunction)(void (*)(void))ic_dlpack_proxy_dlpack,
+     METH_VARARGS | METH_KEYWORDS,
+     "Forwards to the producer's __dlpack__ and validates the capsule."},
+    {"__dlpack_device__", (PyCFunction)(void (*)(void))ic_dlpack_proxy_device,
+     METH_VARARGS | METH_KEYWORDS, "Forwards to the producer's __dlpack_device__."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyObject *ic_dlpack_proxy_type; /* created once, lives as long as the interpreter */
+
+static PyTypeObject *ic_dlpack_proxy_type_get(void)
+{
+    if (!ic_dlpack_proxy_type) {
+        PyType_Slot slots[] = {
+            {Py_tp_methods, ic_dlpack_proxy_methods},
+            {0, NULL},
+        };
+        ic_dlpack_proxy_type = ic_export_proxy_type_new(
+            "interopcheck.DLPackProxy", "Offers __dlpack__ and __dlpack_device__ of a producer.",
+            slots);
+    }
+    return (PyTypeObject *)ic_dlpack_proxy_type;
+}
+
+static PyObject *ic_dlpack_proxy_new(PyObject *target, struct ic_export_record *rec)
+{
+    PyTypeObject *type = ic_dlpack_proxy_type_get();
+    return type ? ic_proxy_new(type, target, rec) : NULL;
+}
+
+static bool ic_dlpack_is_proxy(PyObject *obj)
+{
+    return obj && ic_dlpack_proxy_type && Py_TYPE(obj) == (PyTypeObject *)ic_dlpack_proxy_type;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * observe / finish
+ */
+
+static void ic_dlpack_observe_capsule(PyObject *capsule, struct ic_export_record *rec)
+{
+    if (!capsule || !PyCapsule_CheckExact(capsule))
+        return;
+    const char *name = PyCapsule_GetName(capsule);
+    if (!name) {
+        PyErr_Clear();
+        return;
+    }
+    bool used_legacy = strcmp(name, IC_DLPACK_NAME_USED_LEGACY) == 0;
+    bool used_versioned = strcmp(name, IC_DLPACK_NAME_USED_VERSIONED) == 0;
+    if (!used_legacy && !used_versioned) {
+        if (strcmp(name, IC_DLPACK_NAME_LEGACY) != 0 && strcmp(name, IC_DLPACK_NAME_VERSIONED) != 0)
+            ic_diag_error(&rec->lifetime, "dlpack 2.5.5",
+                          "the capsule is now named \"%s\": a consumer takes ownership by renaming "
+                          "it to \"" IC_DLPACK_NAME_USED_LEGACY
+                          "\" or \"" IC_DLPACK_NAME_USED_VERSIONED "\"",
+                          name);
+        return;
+    }
+    rec->consumed = true;
+    void *managed = PyCapsule_GetPointer(capsule, name);
+    if (!managed) {
+        PyErr_Clear();
+        return;
+    }
+    int id = ic_dlpack_watch_find(managed, rec->watch, rec->watch_count);
+    struct ic_dlpack_watch_state state;
+    if (id < 0 || ic_dlpack_watch_state(id, &state) < 0)
+        return;
+    ic_dlpack_watch_mark_consumed(id);
+    if (state.versioned != used_versioned)
+        ic_diag_error(&rec->lifetime, "dlpack 2.5.5",
+                      "the consumer renamed a capsule holding a %s to \"%s\"",
+                      state.versioned ? "DLManagedTensorVersioned" : "DLManagedTensor", name);
+}
+
+static void ic_dlpack_observe(PyObject *obj, struct ic_export_record *rec)
+{
+    if (!obj || !rec)
+        return;
+    if (ic_dlpack_is_proxy(obj))
+        ic_dlpack_observe_capsule(((struct ic_proxy *)obj)->last_export, rec);
+    else
+        ic_dlpack_observe_capsule(obj, rec);
+}
+
+static void ic_dlpack_finish(PyObject *obj, struct ic_export_record *rec)
+{
+    if (!rec)
+        return;
+    /* Let go of the last capsule, so that an unconsumed one is destroyed now and its
+     * destructor's deleter call is counted below. */
+    if (ic_dlpack_is_proxy(obj))
+        Py_CLEAR(((struct ic_proxy *)obj)->last_export);
+
+    for (int i = 0; i < rec->watch_count; i++) {
+        struct ic_dlpack_watch_state state;
+        if (ic_dlpack_watch_state(rec->watch[i], &state) < 0)
+            continue;
+        if (state.consumed && state.calls == 0)
+            ic_diag_error(&rec->lifetime, "dlpack 2.5.5",
+                          "export %d was consumed (renamed to used_*) but its deleter was never "
+                          "called: the consumer leaks the tensor",
+                          i + 1);
+        else if (state.consumed && state.calls > 1)
+            ic_diag_error(&rec->lifetime, "dlpack 2.5.5",
+                          "export %d: the deleter was called %d times after the capsule was "
+                          "consumed; it must be called exactly once (only the first call reached "
+                          "the producer)",
+                          i + 1, state.calls);
+        else if (!state.consumed && state.calls > 1)
+            ic_diag_error(&rec->lifetime, "dlpack 2.5.6",
+                          "export %d was not consumed, yet its deleter was called %d times: the "
+                          "capsule destructor must call it exactly once (only the first call "
+                          "reached the producer)",
+                          i + 1, state.calls);
+        else if (!state.consumed && state.calls == 0)
+            ic_diag_warn(&rec->lifetime, "dlpack 2.5.6",
+                         "export %d was not consumed and its deleter was never called: the "
+                         "capsule is still alive, or the producer's capsule destructor frees the "
+                         "tensor without the deleter",
+                         i + 1);
+        ic_dlpack_watch_release(rec->watch[i]);
+    }
+    rec->lifetime_checked = true;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The reference consumer
+ */
+
+struct ic_dlpack_import {
+    void *managed;
+    /* Read when the capsule is taken, never at release: a broken producer may have freed the
+     * struct by then (a destructor that ignores the rename), and the instrumented deleter
+     * only compares the address. */
+    void (*legacy_deleter)(DLManagedTensor *);
+    void (*versioned_deleter)(DLManagedTensorVersioned *);
+};
+
+/* The consumer letting go: one deleter call, through the instrumentation when present. */
+static void ic_dlpack_import_release(void *context)
+{
+    struct ic_dlpack_import *import = context;
+    if (import->versioned_deleter)
+        import->versioned_deleter(import->managed);
+    else if (import->legacy_deleter)
+        import->legacy_deleter(import->managed);
+    free(import);
+}
+
+/* Takes ownership like from_dlpack: rename, then hold the tensor in a handle. */
+static int ic_dlpack_take(PyObject *capsule, const struct ic_dlpack_capsule *info, int watch,
+                          struct ic_export_record *rec, PyObject **ret_handle)
+{
+    PyObject *handle = NULL;
+    struct ic_dlpack_import *import = malloc(sizeof(*import));
+
+    if (!import)
+        return IC_ENOMEM;
+    import->managed = info->managed;
+    import->legacy_deleter = NULL;
+    import->versioned_deleter = NULL;
+    if (info->header.versioned)
+        import->versioned_deleter = ((DLManagedTensorVersioned *)info->managed)->deleter;
+    else
+        import->legacy_deleter = ((DLManagedTensor *)info->managed)->deleter;
+    const char *used =
+        info->header.versioned ? IC_DLPACK_NAME_USED_VERSIONED : IC_DLPACK_NAME_USED_LEGACY;
+    if (PyCapsule_SetName(capsule, used) < 0) {
+        PyErr_Clear();
+        free(import);
+        return IC_EPYTHON;
+    }
+    rec->consumed = true;
+    if (watch >= 0)
+        ic_dlpack_watch_mark_consumed(watch);
+    handle = ic_handle_new(import, ic_dlpack_import_release);
+    if (!handle) {
+        /* Renamed already: the deleter is ours to call (§2.3 ownership). */
+        PyErr_Clear();
+        ic_dlpack_import_release(import);
+        return IC_ENOMEM;
+    }
+    *ret_handle = handle;
+    return 0;
+}
+
+/* The keywords of each variant's __dlpack__ call (a new dict), and what they demand. NULL
+ * with an exception set when Python runs out of memory. */
+static PyObject *ic_dlpack_variant_kwargs(struct ic_export_record *rec)
+{
+    PyObject *kwargs = NULL, *version = NULL, *extra = NULL;
+    const char *extra_key = NULL;
+    int major = DLPACK_MAJOR_VERSION, minor = DLPACK_MINOR_VERSION;
+    bool ok = false;
+
+    kwargs = PyDict_New();
+    if (!kwargs)
+        goto cleanup;
+    if (rec->variant == IC_VARIANT_DL_LEGACY) {
+        ok = true; /* an old consumer passes nothing */
+        goto cleanup;
+    }
+    if (rec->variant == IC_VARIANT_DL_MAX_VERSION_2)
+        major = 2, minor = 0;
+    version = Py_BuildValue("(ii)", major, minor);
+    if (!version || PyDict_SetItemString(kwargs, "max_version", version) < 0)
+        goto cleanup;
+    switch (rec->variant) {
+    case IC_VARIANT_DL_COPY:
+        rec->copy_expected = true;
+        extra_key = "copy";
+        extra = Py_NewRef(Py_True);
+        break;
+    case IC_VARIANT_DL_NO_COPY:
+        rec->no_copy_required = true;
+        extra_key = "copy";
+        extra = Py_NewRef(Py_False);
+        break;
+    case IC_VARIANT_DL_CPU_STREAM:
+        rec->refusal_required = true; /* any exception is the conformant answer */
+        extra_key = "stream";
+        extra = PyLong_FromLong(1);
+        break;
+    case IC_VARIANT_DL_DEVICE_CPU:
+        extra_key = "dl_device";
+        extra = Py_BuildValue("(ii)", (int)kDLCPU, 0);
+        break;
+    default:
+        break;
+    }
+    if (extra_key && (!extra || PyDict_SetItemString(kwargs, extra_key, extra) < 0))
+        goto cleanup;
+    ok = true;
+
+cleanup:
+    Py_XDECREF(version);
+    Py_XDECREF(extra);
+    if (!ok)
+        Py_CLEAR(kwargs);
+    return kwargs;
+}
+
+/* What the variant demands of the capsule beyond the general request rules. */
+static void ic_dlpack_check_variant(const struct ic_dlpack_capsule *info,
+                                    struct ic_export_record *rec)
+{
+    if (!info->usable)
+        return;
+    if (rec->variant == IC_VARIANT_DL_LEGACY && info->header.versioned)
+        ic_diag_error(&rec->diag, "dlpack 2.3 max_version",
+                      "__dlpack__() without max_version returned a \"" IC_DLPACK_NAME_VERSIONED
+                      "\" capsule: an old consumer needs \"" IC_DLPACK_NAME_LEGACY
+                      "\" or a BufferError");
+    if (rec->variant == IC_VARIANT_READONLY && !info->header.versioned)
+        ic_diag_warn(&rec->diag, "dlpack 2.5.10",
+                     "a read-only array was exported as a legacy capsule, which cannot say it is "
+                     "read-only: producers should raise BufferError instead");
+}
+
+static int ic_dlpack_consume_capsule(PyObject *capsule, const struct ic_dlpack_request *req,
+                                     const struct ic_dlpack_device *reported,
+                                     struct ic_export_record *rec, PyObject **ret_handle)
+{
+    struct ic_dlpack_capsule info;
+    int watch = -1;
+
+    ic_dlpack_after_export(capsule, req, reported, rec, &info, &watch);
+    ic_dlpack_check_variant(&info, rec);
+    if (info.readable)
+        return ic_dlpack_take(capsule, &info, watch, rec, ret_handle);
+    /* Rejected: not renamed, so dropping the handle lets the producer's capsule destructor
+     * call the deleter (what NumPy does for a major version it does not know). */
+    *ret_handle = Py_NewRef(capsule);
+    return 0;
+}
+
+static int ic_dlpack_reference_consume(PyObject *export_obj, struct ic_export_record *rec,
+                                       PyObject **ret_handle)
+{
+    PyObject *device = NULL, *method = NULL, *kwargs = NULL, *capsule = NULL, *no_args = NULL;
+    struct ic_py_exc exc;
+    struct ic_dlpack_device reported = {0};
+    struct ic_dlpack_request req;
+    int rc = 0;
+
+    *ret_handle = NULL;
+    /* from_dlpack asks for the device first. */
+    device = PyObject_CallMethod(export_obj, "__dlpack_device__", NULL);
+    if (!device) {
+        ic_py_fetch(&exc);
+        ic_export_producer_raised(rec, &exc);
+        goto cleanup;
+    }
+    {
+        struct ic_diag diag;
+        ic_diag_init(&diag);
+        ic_dlpack_check_device_result(device, &diag, &reported);
+        ic_export_diag_merge(&rec->diag, &diag);
+    }
+    kwargs = ic_dlpack_variant_kwargs(rec);
+    no_args = PyTuple_New(0);
+    if (!kwargs || !no_args) {
+        PyErr_Clear();
+        rc = IC_ENOMEM;
+        goto cleanup;
+    }
+    method = PyObject_GetAttrString(export_obj, "__dlpack__");
+    if (!method) {
+        ic_py_fetch(&exc);
+        ic_export_producer_raised(rec, &exc);
+        goto cleanup;
+    }
+    rec->export_calls++;
+    ic_export_format_call("__dlpack__", NULL, kwargs, rec->request, sizeof(rec->request));
+    capsule = PyObject_Call(method, no_args, kwargs);
+    if (!capsule) {
+        ic_py_fetch(&exc);
+        bool plain = rec->variant == IC_VARIANT_NONE || rec->variant == IC_VARIANT_READONLY;
+        if (plain && exc.type_error) {
+            /* The spec's fallback for producers that predate max_version. */
+            ic_diag_warn(&rec->diag, "dlpack 2.3 max_version",
+                         "the producer does not accept max_version (%s: %s); retried "
+                         "__dlpack__() without arguments",
+                         exc.type, exc.message);
+            Py_CLEAR(kwargs);
+            rec->export_calls++;
+            ic_export_format_call("__dlpack__", NULL, NULL, rec->request, sizeof(rec->request));
+            capsule = PyObject_Call(method, no_args, NULL);
+            if (!capsule)
+                ic_py_fetch(&exc);
+        }
+        if (!capsule) {
+            ic_export_producer_raised(rec, &exc);
+            goto cleanup;
+        }
+    }
+    ic_dlpack_parse_request(kwargs, &req);
+    rc = ic_dlpack_consume_capsule(capsule, &req, &reported, rec, ret_handle);
+
+cleanup:
+    Py_XDECREF(device);
+    Py_XDECREF(method);
+    Py_XDECREF(kwargs);
+    Py_XDECREF(capsule);
+    Py_XDECREF(no_args);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * dlpack_capsule: a bare capsule, as a to_dlpack function returns it
+ */
+
+static void ic_dlpack_capsule_note_versioned(const struct ic_dlpack_capsule *info,
+                                             struct ic_export_record *rec)
+{
+    if (info->usable && info->header.versioned)
+        ic_diag_warn(&rec->diag, "dlpack 2.3 max_version",
+                     "the bare capsule is \"" IC_DLPACK_NAME_VERSIONED
+                     "\": legal, but to_dlpack functions make \"" IC_DLPACK_NAME_LEGACY
+                     "\" capsules and consumers that take capsules may expect one");
+}
+
+static int ic_dlpack_capsule_inspect(PyObject *capsule, struct ic_export_record *rec)
+{
+    struct ic_dlpack_capsule info;
+    int watch;
+
+    if (!capsule || !rec)
+        return IC_EINVAL;
+    rec->export_calls++;
+    snprintf(rec->request, sizeof(rec->request), "capsule");
+    ic_dlpack_after_export(capsule, NULL, NULL, rec, &info, &watch);
+    ic_dlpack_capsule_note_versioned(&info, rec);
+    return 0;
+}
+
+static int ic_dlpack_capsule_reference_consume(PyObject *capsule, struct ic_export_record *rec,
+                                               PyObject **ret_handle)
+{
+    struct ic_dlpack_capsule info;
+    int watch = -1;
+
+    *ret_handle = NULL;
+    rec->export_calls++;
+    snprintf(rec->request, sizeof(rec->request), "capsule");
+    ic_dlpack_after_export(capsule, NULL, NULL, rec, &info, &watch);
+    ic_dlpack_capsule_note_versioned(&info, rec);
+    if (info.readable)
+        return ic_dlpack_take(capsule, &info, watch, rec, ret_handle);
+    *ret_handle = Py_NewRef(capsule);
+    return 0;
+}
+
+const struct ic_protocol_ops ic_dlpack_ops = {
+    .protocol = IC_PROTOCOL_DLPACK,
+    .id = "dlpack",
+    .section = "2",
+    .summary = "__dlpack__ / __dlpack_device__ into from_dlpack",
+    .proxy_new = ic_dlpack_proxy_new,
+    .inspect = NULL,
+    .reference_consume = ic_dlpack_reference_consume,
+    .observe = ic_dlpack_observe,
+    .finish = ic_dlpack_finish,
+};
+
+const struct ic_protocol_ops ic_dlpack_capsule_ops = {
+    .protocol = IC_PROTOCOL_DLPACK_CAPSULE,
+    .id = "dlpack_capsule",
+    .section = "2",
+    .summary = "a legacy capsule from a to_dlpack function into a consumer that takes capsules",
+    .proxy_new = NULL,
+    .inspect = ic_dlpack_capsule_inspect,
+    .reference_consume = ic_dlpack_capsule_reference_consume,
+    .observe = ic_dlpack_observe,
+    .finish = ic_dlpack_finish,
+};

@@ -1,0 +1,891 @@
+#include "ic_exchange.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ic_error.h"
+#include "ic_pattern.h"
+#include "ic_proxy.h"
+
+/* Per protocol: the section a fidelity finding (wrong dtype, shape, address) cites, and the
+ * rule behind the consumer's promise to share memory. */
+static const struct {
+    const char *fidelity;
+    const char *sharing;
+    const char *readonly;
+    const char *refusal;
+} ic_protocol_rules[IC_PROTOCOL_COUNT] = {
+    [IC_PROTOCOL_DLPACK] = {"dlpack 2.2", "dlpack 2.3 copy", "dlpack 2.3 read-only",
+                            "dlpack 2.3 errors"},
+    [IC_PROTOCOL_DLPACK_CAPSULE] = {"dlpack 2.2", "dlpack 2.3 copy", "dlpack 2.3 read-only",
+                                    "dlpack 2.3 errors"},
+    [IC_PROTOCOL_ARRAY_INTERFACE] = {"array_interface 4.1", "array_interface 4.1 data",
+                                     "array_interface 4.1 data", "array_interface 4.1"},
+    [IC_PROTOCOL_ARRAY_STRUCT] = {"array_struct 4.3", "array_struct 4.3",
+                                  "array_struct 4.3 WRITEABLE", "array_struct 4.3"},
+    [IC_PROTOCOL_BUFFER] = {"buffer 5", "buffer 5", "buffer 5.1.5", "buffer 5.1.8"},
+    [IC_PROTOCOL_ARRAY_METHOD] = {"array 4.4", "array 4.5.7", "array 4.4", "array 4.4"},
+};
+
+/* Stages return IC_STAGE_GO to continue, IC_STAGE_DECIDED when the result is already set, or
+ * a negative IC_E* code when the tool failed (the result then says error). */
+enum { IC_STAGE_GO = 0, IC_STAGE_DECIDED = 1 };
+
+/* Everything one case holds; released in one place (ic_case_state_release). */
+struct ic_case_state {
+    const struct ic_case *c;
+    struct ic_probe *producer;
+    struct ic_probe *consumer; /* NULL: interopcheck's own consumer */
+    const struct ic_protocol_ops *ops;
+    const char *consumer_name;
+    struct ic_import_traits traits;
+
+    unsigned char *base;    /* the pattern the producer's array is built from */
+    struct ic_view expected; /* the layout applied to `base` */
+
+    PyObject *data;       /* bytes of `base` handed to build() */
+    PyObject *array;      /* the producer's array */
+    PyObject *export_obj; /* what export() returned */
+    PyObject *proxy;      /* what the consumer received (proxy, or export_obj itself) */
+    PyObject *imported;   /* the consumer's array, or the reference consumer's handle */
+
+    struct ic_described produced;
+    struct ic_described consumed;
+    bool have_consumed;
+
+    struct ic_export_record rec;
+    struct ic_py_exc exc;
+};
+
+static double ic_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* --- Stage 1: the producer's array ---------------------------------------------------------- */
+
+static int ic_stage_build(struct ic_case_state *st, uint64_t run_seed, struct ic_result *res)
+{
+    const struct ic_case *c = st->c;
+    const struct ic_dtype_info *dtype = ic_dtype_info(c->dtype);
+    const struct ic_layout_info *layout = ic_layout_info(c->layout);
+    char id[IC_CASE_ID_MAX];
+
+    if (ic_case_format_id(c, id, sizeof(id)) < 0) {
+        ic_result_set(res, IC_OUTCOME_ERROR, NULL, "invalid case");
+        return IC_STAGE_DECIDED;
+    }
+    size_t bytes = (size_t)layout->base_len * (size_t)dtype->itemsize;
+    st->base = malloc(bytes ? bytes : 1);
+    if (!st->base) {
+        ic_result_set(res, IC_OUTCOME_ERROR, NULL, "out of memory");
+        return IC_ENOMEM;
+    }
+    ic_pattern_fill(st->base, layout->base_len, c->dtype, ic_pattern_seed(run_seed, id));
+    struct ic_view base = {.data = (uintptr_t)st->base,
+                           .device_type = IC_DEVICE_CPU,
+                           .dtype = c->dtype,
+                           .itemsize = dtype->itemsize};
+    if (ic_layout_apply(layout, &base, &st->expected) < 0) {
+        ic_result_set(res, IC_OUTCOME_ERROR, NULL, "the layout table cannot express %s",
+                      layout->name);
+        return IC_STAGE_DECIDED;
+    }
+
+    st->data = PyBytes_FromStringAndSize((const char *)st->base, (Py_ssize_t)bytes);
+    if (!st->data) {
+        ic_py_fetch(&st->exc);
+        ic_result_set(res, IC_OUTCOME_ERROR, NULL, "out of memory");
+        return IC_ENOMEM;
+    }
+    bool readonly = c->variant == IC_VARIANT_READONLY;
+    st->array = ic_probe_build(st->producer, st->data, c->dtype, layout, readonly, &st->exc);
+    if (!st->array) {
+        char text[IC_DIAGNOSTIC_MAX];
+        ic_py_exc_format(&st->exc, text, sizeof(text));
+        ic_result_set(res, IC_OUTCOME_ERROR, NULL,
+                      "the %s probe could not build a %s %s array: %s (%s)", c->producer,
+                      dtype->name, layout->name, text, st->exc.where);
+        return IC_STAGE_DECIDED;
+    }
+    if (ic_probe_describe(st->producer, st->array, &st->produced, &st->exc) < 0) {
+        char text[IC_DIAGNOSTIC_MAX];
+        ic_py_exc_format(&st->exc, text, sizeof(text));
+        ic_result_set(res, IC_OUTCOME_ERROR, NULL, "the %s probe could not describe its array: %s",
+                      c->producer, text);
+        return IC_STAGE_DECIDED;
+    }
+    return IC_STAGE_GO;
+}
+
+/* The probe's own array must be what was asked for before any exchange is judged: a wrong
+ * array here is the probe's fault (error), not the library's. */
+static int ic_stage_check_producer(struct ic_case_state *st, struct ic_result *res)
+{
+    const struct ic_view *p = &st->produced.view;
+    const struct ic_view *x = &st->expected;
+    char want[128], got[128];
+
+    if (p->dtype != st->c->dtype) {
+        ic_result_set(res, IC_OUTCOME_ERROR, NULL,
+                      "the %s probe built a %s array where %s was asked for", st->c->producer,
+                      st->produced.dtype_name, ic_dtype_name(st->c->dtype));
+        return IC_STAGE_DECIDED;
+    }
+    bool same_shape = p->ndim == x->ndim;
+    for (int i = 0; same_shape && i < x->ndim; i++)
+        same_shape = p->shape[i] == x->shape[i];
+    if (!same_shape) {
+        ic_view_format_shape(x, want, sizeof(want));
+        ic_view_format_shape(p, got, sizeof(got));
+        ic_result_set(res, IC_OUTCOME_ERROR, NULL,
+                      "the %s probe built shape %s where the %s layout has %s", st->c->producer,
+                      got, ic_layout_name(st->c->layout), want);
+        return IC_STAGE_DECIDED;
+    }
+    struct ic_compare_result cmp;
+    if (ic_view_compare(x, p, &cmp) < 0 || cmp.mismatches > 0) {
+        ic_view_format_index(x, cmp.first_mismatch, want, sizeof(want));
+        ic_result_set(res, IC_OUTCOME_ERROR, NULL,
+                      "the %s probe's array does not hold the bytes it was built from "
+                      "(%lld of %lld elements differ, first at %s)",
+                      st->c->producer, (long long)cmp.mismatches, (long long)cmp.compared, want);
+        return IC_STAGE_DECIDED;
+    }
+    if (st->c->variant == IC_VARIANT_READONLY && !(st->produced.readonly_known && p->readonly)) {
+        ic_result_set(res, IC_OUTCOME_ERROR, NULL,
+                      "the %s probe was asked for a read-only array but describes it as writable",
+                      st->c->producer);
+        return IC_STAGE_DECIDED;
+    }
+    return IC_STAGE_GO;
+}
+
+/* --- Stage 2: export and import ------------------------------------------------------------ */
+
+static void ic_preset_refusals(struct ic_case_state *st)
+{
+    struct ic_export_record *rec = &st->rec;
+    const struct ic_view *p = &st->produced.view;
+    switch (st->c->variant) {
+    case IC_VARIANT_DL_CPU_STREAM:
+        rec->refusal_required = p->device_type == IC_DEVICE_CPU;
+        snprintf(rec->refusal_rule, sizeof(rec->refusal_rule), "dlpack 2.5.11");
+        break;
+    case IC_VARIANT_BUF_CONTIG:
+        rec->refusal_required = !ic_view_is_c_contiguous(p);
+        snprintf(rec->refusal_rule, sizeof(rec->refusal_rule), "buffer 5.1.6");
+        break;
+    case IC_VARIANT_BUF_WRITABLE:
+        rec->refusal_required = st->produced.readonly_known && p->readonly;
+        snprintf(rec->refusal_rule, sizeof(rec->refusal_rule), "buffer 5.1.5");
+        break;
+    default:
+        break;
+    }
+}
+
+/* Exports, then imports through the proxy or interopcheck's consumer. An import that fails
+ * is not decided here: the judge looks at who raised what. */
+static int ic_stage_exchange(struct ic_case_state *st, struct ic_result *res)
+{
+    const struct ic_case *c = st->c;
+    char text[IC_DIAGNOSTIC_MAX];
+
+    st->export_obj = ic_probe_export(st->producer, st->array, c->protocol, &st->exc);
+    if (!st->export_obj) {
+        ic_py_exc_format(&st->exc, text, sizeof(text));
+        if (st->exc.buffer_error)
+            ic_result_set(res, IC_OUTCOME_UNSUPPORTED, NULL, "%s refused to export: %s",
+                          c->producer, text);
+        else if (c->protocol == IC_PROTOCOL_DLPACK_CAPSULE)
+            ic_result_set(res, IC_OUTCOME_FAIL, "dlpack 2.3 errors",
+                          "%s's to_dlpack raised %s where a refusal must be BufferError",
+                          c->producer, text);
+        else
+            ic_result_set(res, IC_OUTCOME_ERROR, NULL, "the %s probe's export() failed: %s",
+                          c->producer, text);
+        return IC_STAGE_DECIDED;
+    }
+
+    ic_export_record_init(&st->rec, c->protocol, c->variant);
+    ic_preset_refusals(st);
+
+    if (!st->consumer) {
+        if (st->ops->reference_consume(st->export_obj, &st->rec, &st->imported) < 0) {
+            ic_py_fetch(&st->exc);
+            ic_result_set(res, IC_OUTCOME_ERROR, NULL, "interopcheck's %s consumer failed",
+                          st->ops->id);
+            return IC_EPYTHON;
+        }
+        st->proxy = Py_NewRef(st->export_obj);
+        return IC_STAGE_GO;
+    }
+
+    if (st->ops->proxy_new) {
+        st->proxy = st->ops->proxy_new(st->export_obj, &st->rec);
+        if (!st->proxy) {
+            ic_py_fetch(&st->exc);
+            ic_py_exc_format(&st->exc, text, sizeof(text));
+            ic_result_set(res, IC_OUTCOME_ERROR, NULL, "cannot create the %s proxy: %s",
+                          st->ops->id, text);
+            return IC_EPYTHON;
+        }
+    } else {
+        if (st->ops->inspect && st->ops->inspect(st->export_obj, &st->rec) < 0) {
+            ic_result_set(res, IC_OUTCOME_ERROR, NULL, "cannot inspect the %s export",
+                          st->ops->id);
+            return IC_EPYTHON;
+        }
+        st->proxy = Py_NewRef(st->export_obj);
+    }
+    st->imported = ic_probe_consume(st->consumer, st->proxy, c->protocol, c->dtype, &st->exc);
+    if (st->ops->observe)
+        st->ops->observe(st->proxy, &st->rec);
+    if (!st->imported)
+        return IC_STAGE_GO;
+    if (ic_probe_describe(st->consumer, st->imported, &st->consumed, &st->exc) < 0) {
+        ic_py_exc_format(&st->exc, text, sizeof(text));
+        ic_result_set(res, IC_OUTCOME_ERROR, NULL, "the %s probe could not describe its import: %s",
+                      st->consumer_name, text);
+        return IC_STAGE_DECIDED;
+    }
+    st->have_consumed = true;
+    return IC_STAGE_GO;
+}
+
+/* --- Stage 3: judging ------------------------------------------------------------------------ */
+
+static void ic_check_export(struct ic_case_state *st, struct ic_result *res)
+{
+    struct ic_export_record *rec = &st->rec;
+    char text[IC_NOTE_MAX];
+    const struct ic_finding *error = ic_diag_first_error(&rec->diag);
+
+    if (error) {
+        /* The broken rule leads; the other findings follow for context. */
+        int used = snprintf(text, sizeof(text), "[%s] %s", error->rule, error->message);
+        for (int i = 0; i < rec->diag.count && used < (int)sizeof(text); i++) {
+            const struct ic_finding *item = &rec->diag.items[i];
+            if (item == error)
+                continue;
+            used += snprintf(text + used, sizeof(text) - (size_t)used, "; [%s%s] %s",
+                             item->severity == IC_SEV_WARNING ? "warning: " : "", item->rule,
+                             item->message);
+        }
+        ic_result_check(res, IC_CHECK_EXPORT, IC_CHECK_FAIL, error->rule, "%s", text);
+    } else if (rec->refusal_required && !rec->producer_raised) {
+        ic_result_check(res, IC_CHECK_EXPORT, IC_CHECK_FAIL, rec->refusal_rule,
+                        "%s exported for %s, a request it must refuse", st->c->producer,
+                        rec->request[0] ? rec->request : "the request");
+    } else if (!rec->have_view && !rec->producer_raised) {
+        ic_result_check(res, IC_CHECK_EXPORT, IC_CHECK_SKIP, NULL,
+                        "%s never asked %s for the export", st->consumer_name, st->c->producer);
+    } else if (rec->diag.count > 0) {
+        ic_diag_format(&rec->diag, text, sizeof(text));
+        ic_result_check(res, IC_CHECK_EXPORT, IC_CHECK_PASS, NULL, "%s", text);
+    } else {
+        ic_result_check(res, IC_CHECK_EXPORT, IC_CHECK_PASS, NULL, NULL);
+    }
+}
+
+/* The producer raised, or the consumer did: decides unsupported / fail / pass. */
+static void ic_judge_refusal(struct ic_case_state *st, struct ic_result *res)
+{
+    struct ic_export_record *rec = &st->rec;
+    const struct ic_case *c = st->c;
+    const char *refusal_rule = ic_protocol_rules[c->protocol].refusal;
+    char text[IC_DIAGNOSTIC_MAX];
+
+    ic_check_export(st, res);
+    if (res->checks[IC_CHECK_EXPORT].status == IC_CHECK_FAIL) {
+        /* A broken export explains the consumer's failure: the producer is at fault. */
+        ic_result_conclude(res);
+        return;
+    }
+    /* The producer refused only if no request of the consumer got an export: a consumer may
+     * retry (without max_version, or read-only after writable) and fail later on its own. */
+    if (rec->producer_raised && !rec->have_view) {
+        snprintf(text, sizeof(text), "%s: %s", rec->producer_exc_type, rec->producer_exc_message);
+        if (rec->refusal_required) {
+            ic_result_check(res, IC_CHECK_EXPORT, IC_CHECK_PASS, NULL,
+                            "%s refused %s as it must: %s", c->producer, rec->request, text);
+            ic_result_conclude(res);
+        } else if (strcmp(rec->producer_exc_type, "BufferError") == 0) {
+            ic_result_set(res, IC_OUTCOME_UNSUPPORTED, NULL, "%s refused %s: %s", c->producer,
+                          rec->request[0] ? rec->request : "the export", text);
+        } else if (strcmp(rec->producer_exc_type, "TypeError") == 0 && c->variant != IC_VARIANT_NONE &&
+                   !st->consumer) {
+            ic_result_set(res, IC_OUTCOME_UNSUPPORTED, NULL,
+                          "%s does not accept %s (%s): it predates these keywords", c->producer,
+                          rec->request, text);
+        } else if (strcmp(rec->producer_exc_type, "TypeError") == 0 && st->consumer &&
+                   c->protocol == IC_PROTOCOL_DLPACK) {
+            ic_result_set(res, IC_OUTCOME_FAIL, "dlpack 2.3 max_version",
+                          "%s asked %s, %s raised %s, and %s did not retry without the new "
+                          "keywords as a consumer must",
+                          st->consumer_name, rec->request, c->producer, text, st->consumer_name);
+        } else if (rec->producer_exc_type[0] &&
+                   (strcmp(rec->producer_exc_type, "AttributeError") == 0) &&
+                   (c->protocol == IC_PROTOCOL_ARRAY_INTERFACE ||
+                    c->protocol == IC_PROTOCOL_ARRAY_STRUCT)) {
+            ic_result_set(res, IC_OUTCOME_UNSUPPORTED, NULL, "%s does not offer it here: %s",
+                          c->producer, text);
+        } else {
+            ic_result_set(res, IC_OUTCOME_FAIL, refusal_rule,
+                          "%s raised %s for %s; a producer that cannot export must raise "
+                          "BufferError",
+                          c->producer, text, rec->request[0] ? rec->request : "the export");
+        }
+        return;
+    }
+    if (!st->consumer) {
+        ic_result_set(res, IC_OUTCOME_ERROR, NULL,
+                      "interopcheck's %s consumer imported nothing and recorded no refusal",
+                      st->ops->id);
+        return;
+    }
+    /* The consumer refused on its own. */
+    ic_py_exc_format(&st->exc, text, sizeof(text));
+    if (st->exc.buffer_error)
+        ic_result_set(res, IC_OUTCOME_UNSUPPORTED, NULL, "%s refused the import: %s",
+                      st->consumer_name, text);
+    else
+        ic_result_set(res, IC_OUTCOME_UNSUPPORTED, NULL,
+                      "%s refused the import: %s (the spec recommends BufferError for a refusal)",
+                      st->consumer_name, text);
+}
+
+static bool ic_same_shape(const struct ic_view *a, const struct ic_view *b)
+{
+    if (a->ndim != b->ndim)
+        return false;
+    for (int i = 0; i < a->ndim; i++) {
+        if (a->shape[i] != b->shape[i])
+            return false;
+    }
+    return true;
+}
+
+static bool ic_view_is_empty(const struct ic_view *view)
+{
+    int64_t numel = 0;
+    return ic_view_numel(view, &numel) == 0 && numel == 0;
+}
+
+/* The consumer's view: its own description, or the export for interopcheck's consumer. */
+static const struct ic_view *ic_consumer_view(const struct ic_case_state *st)
+{
+    if (!st->consumer)
+        return st->rec.have_view ? &st->rec.view : NULL;
+    return st->have_consumed ? &st->consumed.view : NULL;
+}
+
+static bool ic_consumer_pointer_known(const struct ic_case_state *st)
+{
+    return st->consumer ? st->consumed.pointer_known : st->rec.have_view;
+}
+
+static void ic_check_zero_copy(struct ic_case_state *st, struct ic_result *res)
+{
+    const struct ic_export_record *rec = &st->rec;
+    const struct ic_view *p = &st->produced.view;
+    const struct ic_view *e = rec->have_view ? &rec->view : NULL;
+    const struct ic_view *c = ic_consumer_view(st);
+    const char *rule = ic_protocol_rules[st->c->protocol].sharing;
+    char note[IC_NOTE_MAX] = "";
+
+    if (ic_view_is_empty(&st->expected)) {
+        ic_result_check(res, IC_CHECK_ZERO_COPY, IC_CHECK_SKIP, NULL,
+                        "an empty array has no element to locate");
+        return;
+    }
+    if (!st->produced.pointer_known || !e) {
+        ic_result_check(res, IC_CHECK_ZERO_COPY, IC_CHECK_SKIP, NULL,
+                        e ? "the producer has no pointer API" : "no export to locate");
+        return;
+    }
+    bool export_shares = e->data == p->data;
+    if (rec->copy_expected) {
+        if (export_shares) {
+            ic_result_check(res, IC_CHECK_ZERO_COPY, IC_CHECK_FAIL, rule,
+                            "%s asked for a copy but the export points at the producer's data "
+                            "(0x%llx)",
+                            rec->request, (unsigned long long)p->data);
+            return;
+        }
+        snprintf(note, sizeof(note), "copied as asked");
+    } else if (rec->no_copy_required && !export_shares) {
+        ic_result_check(res, IC_CHECK_ZERO_COPY, IC_CHECK_FAIL, rule,
+                        "%s forbade a copy but the export is at 0x%llx, the producer's data at "
+                        "0x%llx",
+                        rec->request, (unsigned long long)e->data, (unsigned long long)p->data);
+        return;
+    } else if (!export_shares) {
+        if (rec->copy_flagged) {
+            snprintf(note, sizeof(note), "%s exported a copy and said so", st->c->producer);
+        } else if (rec->zero_copy_known) {
+            ic_result_check(res, IC_CHECK_ZERO_COPY, IC_CHECK_FAIL,
+                            st->c->protocol == IC_PROTOCOL_DLPACK ||
+                                    st->c->protocol == IC_PROTOCOL_DLPACK_CAPSULE
+                                ? "dlpack 2.5.9"
+                                : rule,
+                            "the export's first element is at 0x%llx, the producer's at 0x%llx, "
+                            "and the export does not say it copied",
+                            (unsigned long long)e->data, (unsigned long long)p->data);
+            return;
+        } else {
+            snprintf(note, sizeof(note), "%s exported a copy (its choice on this path)",
+                     st->c->producer);
+        }
+    }
+
+    if (st->consumer && c && ic_consumer_pointer_known(st)) {
+        bool import_shares = c->data == e->data;
+        if (st->traits.zero_copy && !import_shares) {
+            ic_result_check(res, IC_CHECK_ZERO_COPY, IC_CHECK_FAIL, rule,
+                            "%s promises to share memory, but its array starts at 0x%llx and the "
+                            "export at 0x%llx",
+                            st->consumer_name, (unsigned long long)c->data,
+                            (unsigned long long)e->data);
+            return;
+        }
+        if (!import_shares) {
+            size_t used = strlen(note);
+            snprintf(note + used, sizeof(note) - used, "%s%s copied on import (it does not "
+                     "promise to share)", used ? "; " : "", st->consumer_name);
+        }
+    } else if (st->consumer && c) {
+        size_t used = strlen(note);
+        snprintf(note + used, sizeof(note) - used, "%s%s has no pointer API: only the export "
+                 "was located", used ? "; " : "", st->consumer_name);
+    }
+    ic_result_check(res, IC_CHECK_ZERO_COPY, IC_CHECK_PASS, NULL, "%s", note);
+}
+
+/* Compares a view against the expected pattern; writes a note on a mismatch. */
+static bool ic_contents_equal(const struct ic_view *expected, const struct ic_view *got,
+                              char *note, size_t size, const char *who)
+{
+    struct ic_compare_result cmp;
+    if (ic_view_compare(expected, got, &cmp) < 0) {
+        snprintf(note, size, "%s cannot be compared with the pattern", who);
+        return false;
+    }
+    if (cmp.mismatches == 0)
+        return true;
+    char index[96];
+    ic_view_format_index(expected, cmp.first_mismatch, index, sizeof(index));
+    snprintf(note, size, "%s: %lld of %lld elements differ from the pattern, the first at %s",
+             who, (long long)cmp.mismatches, (long long)cmp.compared, index);
+    return false;
+}
+
+static void ic_check_contents(struct ic_case_state *st, struct ic_result *res)
+{
+    const struct ic_export_record *rec = &st->rec;
+    const struct ic_view *c = ic_consumer_view(st);
+    char note[IC_NOTE_MAX];
+    const char *rule = ic_protocol_rules[st->c->protocol].fidelity;
+
+    if (rec->have_view && rec->view.dtype == st->c->dtype && ic_same_shape(&rec->view, &st->expected) &&
+        !ic_contents_equal(&st->expected, &rec->view, note, sizeof(note), "the export")) {
+        ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_FAIL, rule, "%s", note);
+        return;
+    }
+    if (!c) {
+        ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_SKIP, NULL, "nothing was imported");
+        return;
+    }
+    if (st->consumer && !st->traits.typed) {
+        /* An untyped import holds the bytes: compare them in C order as a flat array of the
+         * expected element size. */
+        int64_t numel_expected = 0, bytes_got = 0;
+        ic_view_numel(&st->expected, &numel_expected);
+        if (ic_view_numel(c, &bytes_got) == 0)
+            bytes_got *= c->itemsize;
+        if (bytes_got != numel_expected * st->expected.itemsize) {
+            ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_FAIL, rule,
+                            "the import holds %lld bytes, the array %lld", (long long)bytes_got,
+                            (long long)(numel_expected * st->expected.itemsize));
+            return;
+        }
+        if (!ic_view_is_c_contiguous(c)) {
+            ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_SKIP, NULL,
+                            "an untyped import that is not contiguous");
+            return;
+        }
+        struct ic_view flat = {.data = c->data, .itemsize = st->expected.itemsize,
+                               .dtype = st->expected.dtype};
+        flat.ndim = st->expected.ndim;
+        memcpy(flat.shape, st->expected.shape, sizeof(flat.shape));
+        ic_view_set_c_strides(&flat);
+        if (!ic_contents_equal(&st->expected, &flat, note, sizeof(note), "the import"))
+            ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_FAIL, rule, "%s", note);
+        else
+            ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_PASS, NULL, "compared as raw bytes");
+        return;
+    }
+    if (c->dtype != st->c->dtype || c->itemsize != st->expected.itemsize) {
+        ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_SKIP, NULL,
+                        "the import's dtype differs (see dtype)");
+        return;
+    }
+    if (!ic_same_shape(c, &st->expected)) {
+        ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_SKIP, NULL,
+                        "the import's shape differs (see shape)");
+        return;
+    }
+    if (!ic_contents_equal(&st->expected, c, note, sizeof(note), "the import"))
+        ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_FAIL, rule, "%s", note);
+    else
+        ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_PASS, NULL, NULL);
+}
+
+static void ic_check_dtype(struct ic_case_state *st, struct ic_result *res)
+{
+    const struct ic_export_record *rec = &st->rec;
+    const char *rule = ic_protocol_rules[st->c->protocol].fidelity;
+    const char *want = ic_dtype_name(st->c->dtype);
+
+    if (rec->have_view && rec->view.dtype != st->c->dtype &&
+        !(rec->view.dtype == IC_DTYPE_INVALID && st->c->protocol == IC_PROTOCOL_BUFFER &&
+          rec->view.itemsize == st->expected.itemsize && st->consumer && !st->traits.typed)) {
+        if (rec->view.dtype == IC_DTYPE_INVALID)
+            ic_result_check(res, IC_CHECK_DTYPE, IC_CHECK_FAIL, rule,
+                            "the export does not spell a dtype the protocol defines for a %s "
+                            "array (%s)",
+                            want, rec->detail[0] ? rec->detail : "no detail");
+        else
+            ic_result_check(res, IC_CHECK_DTYPE, IC_CHECK_FAIL, rule,
+                            "the export says %s for a %s array", ic_dtype_name(rec->view.dtype),
+                            want);
+        return;
+    }
+    if (!st->consumer) {
+        ic_result_check(res, IC_CHECK_DTYPE, rec->have_view ? IC_CHECK_PASS : IC_CHECK_SKIP, NULL,
+                        NULL);
+        return;
+    }
+    if (!st->have_consumed) {
+        ic_result_check(res, IC_CHECK_DTYPE, IC_CHECK_SKIP, NULL, "nothing was imported");
+    } else if (!st->traits.typed) {
+        ic_result_check(res, IC_CHECK_DTYPE, IC_CHECK_SKIP, NULL,
+                        "%s's import is untyped: the dtype came from the caller",
+                        st->consumer_name);
+    } else if (st->consumed.view.dtype != st->c->dtype) {
+        ic_result_check(res, IC_CHECK_DTYPE, IC_CHECK_FAIL, rule, "%s imported a %s array as %s",
+                        st->consumer_name, want, st->consumed.dtype_name);
+    } else {
+        ic_result_check(res, IC_CHECK_DTYPE, IC_CHECK_PASS, NULL, NULL);
+    }
+}
+
+static void ic_check_shape(struct ic_case_state *st, struct ic_result *res)
+{
+    const struct ic_export_record *rec = &st->rec;
+    const char *rule = ic_protocol_rules[st->c->protocol].fidelity;
+    char want[128], got[128];
+
+    ic_view_format_shape(&st->expected, want, sizeof(want));
+    if (rec->have_view && !ic_same_shape(&rec->view, &st->expected) &&
+        !(st->consumer && !st->traits.typed)) {
+        ic_view_format_shape(&rec->view, got, sizeof(got));
+        ic_result_check(res, IC_CHECK_SHAPE, IC_CHECK_FAIL, rule,
+                        "the export says shape %s for a %s array", got, want);
+        return;
+    }
+    if (!st->consumer) {
+        ic_result_check(res, IC_CHECK_SHAPE, rec->have_view ? IC_CHECK_PASS : IC_CHECK_SKIP, NULL,
+                        NULL);
+        return;
+    }
+    if (!st->have_consumed) {
+        ic_result_check(res, IC_CHECK_SHAPE, IC_CHECK_SKIP, NULL, "nothing was imported");
+    } else if (!st->traits.typed) {
+        ic_result_check(res, IC_CHECK_SHAPE, IC_CHECK_SKIP, NULL,
+                        "%s's import is untyped: it holds flat bytes", st->consumer_name);
+    } else if (!ic_same_shape(&st->consumed.view, &st->expected)) {
+        ic_view_format_shape(&st->consumed.view, got, sizeof(got));
+        ic_result_check(res, IC_CHECK_SHAPE, IC_CHECK_FAIL, rule,
+                        "%s imported a %s array as shape %s", st->consumer_name, want, got);
+    } else {
+        ic_result_check(res, IC_CHECK_SHAPE, IC_CHECK_PASS, NULL, NULL);
+    }
+}
+
+/* Element addresses: strides "as addressed bytes", so size-1 dimensions and equivalent
+ * spellings of the same layout compare equal. */
+static void ic_check_strides(struct ic_case_state *st, struct ic_result *res)
+{
+    const struct ic_export_record *rec = &st->rec;
+    const struct ic_view *p = &st->produced.view;
+    const char *rule = ic_protocol_rules[st->c->protocol].fidelity;
+    struct ic_compare_result cmp;
+    char index[96], a[128], b[128];
+
+    if (ic_view_is_empty(&st->expected)) {
+        ic_result_check(res, IC_CHECK_STRIDES, IC_CHECK_SKIP, NULL, "no elements");
+        return;
+    }
+    if (rec->have_view && st->produced.pointer_known && rec->view.data == p->data &&
+        ic_same_shape(&rec->view, p)) {
+        if (ic_view_compare_addresses(p, &rec->view, &cmp) == 0 && cmp.mismatches > 0) {
+            ic_view_format_index(p, cmp.first_mismatch, index, sizeof(index));
+            ic_view_format_strides(p, a, sizeof(a));
+            ic_view_format_strides(&rec->view, b, sizeof(b));
+            ic_result_check(res, IC_CHECK_STRIDES, IC_CHECK_FAIL, rule,
+                            "the export puts element %s elsewhere: producer strides %s, export "
+                            "strides %s (bytes)",
+                            index, a, b);
+            return;
+        }
+    }
+    if (!st->consumer) {
+        ic_result_check(res, IC_CHECK_STRIDES, rec->have_view ? IC_CHECK_PASS : IC_CHECK_SKIP,
+                        NULL, NULL);
+        return;
+    }
+    const struct ic_view *c = ic_consumer_view(st);
+    if (!c || !rec->have_view || !st->consumed.pointer_known || !st->traits.typed) {
+        ic_result_check(res, IC_CHECK_STRIDES, IC_CHECK_SKIP, NULL,
+                        !c ? "nothing was imported"
+                           : !st->traits.typed ? "an untyped import has no strides of its own"
+                                               : "the import cannot be located");
+        return;
+    }
+    if (c->data != rec->view.data) {
+        ic_result_check(res, IC_CHECK_STRIDES, IC_CHECK_SKIP, NULL,
+                        "the import is a copy: its layout is the consumer's own");
+        return;
+    }
+    if (!ic_same_shape(c, &rec->view)) {
+        ic_result_check(res, IC_CHECK_STRIDES, IC_CHECK_SKIP, NULL, "shapes differ (see shape)");
+        return;
+    }
+    if (ic_view_compare_addresses(&rec->view, c, &cmp) == 0 && cmp.mismatches > 0) {
+        ic_view_format_index(c, cmp.first_mismatch, index, sizeof(index));
+        ic_view_format_strides(&rec->view, a, sizeof(a));
+        ic_view_format_strides(c, b, sizeof(b));
+        ic_result_check(res, IC_CHECK_STRIDES, IC_CHECK_FAIL, rule,
+                        "%s reads element %s from another address: export strides %s, import "
+                        "strides %s (bytes)",
+                        st->consumer_name, index, a, b);
+        return;
+    }
+    ic_result_check(res, IC_CHECK_STRIDES, IC_CHECK_PASS, NULL, NULL);
+}
+
+static void ic_check_device(struct ic_case_state *st, struct ic_result *res)
+{
+    const struct ic_view *p = &st->produced.view;
+    const struct ic_export_record *rec = &st->rec;
+    const char *rule = ic_protocol_rules[st->c->protocol].fidelity;
+
+    if (rec->have_view &&
+        (rec->view.device_type != p->device_type || rec->view.device_id != p->device_id)) {
+        ic_result_check(res, IC_CHECK_DEVICE, IC_CHECK_FAIL, rule,
+                        "the export says device (%d, %lld) for an array on (%d, %lld)",
+                        rec->view.device_type, (long long)rec->view.device_id, p->device_type,
+                        (long long)p->device_id);
+        return;
+    }
+    if (st->consumer && st->have_consumed &&
+        (st->consumed.view.device_type != p->device_type ||
+         st->consumed.view.device_id != p->device_id)) {
+        ic_result_check(res, IC_CHECK_DEVICE, IC_CHECK_FAIL, rule,
+                        "%s's import is on device (%d, %lld), the array on (%d, %lld)",
+                        st->consumer_name, st->consumed.view.device_type,
+                        (long long)st->consumed.view.device_id, p->device_type,
+                        (long long)p->device_id);
+        return;
+    }
+    ic_result_check(res, IC_CHECK_DEVICE,
+                    rec->have_view || st->have_consumed ? IC_CHECK_PASS : IC_CHECK_SKIP, NULL,
+                    NULL);
+}
+
+/* Read-only matters where memory is shared: a copy's writability is its owner's business,
+ * so each hop is judged only when its two sides are the same memory. */
+static void ic_check_readonly(struct ic_case_state *st, struct ic_result *res)
+{
+    const struct ic_export_record *rec = &st->rec;
+    const struct ic_view *p = &st->produced.view;
+    const char *rule = ic_protocol_rules[st->c->protocol].readonly;
+    bool producer_ro = st->produced.readonly_known && p->readonly;
+    char note[IC_NOTE_MAX] = "";
+
+    if (!rec->have_view) {
+        ic_result_check(res, IC_CHECK_READONLY, IC_CHECK_SKIP, NULL, "no export");
+        return;
+    }
+    bool dlpack = st->c->protocol == IC_PROTOCOL_DLPACK ||
+                  st->c->protocol == IC_PROTOCOL_DLPACK_CAPSULE;
+    bool export_shares = st->produced.pointer_known && rec->view.data == p->data;
+    if (producer_ro && rec->view.readonly_known && !rec->view.readonly) {
+        if (export_shares) {
+            ic_result_check(res, IC_CHECK_READONLY, IC_CHECK_FAIL,
+                            dlpack ? "dlpack 2.5.10" : rule,
+                            "the array is read-only but the export, which shares its memory, "
+                            "says writable");
+            return;
+        }
+        snprintf(note, sizeof(note), "the export is a writable copy of a read-only array");
+    }
+    if (producer_ro && !rec->view.readonly_known)
+        snprintf(note, sizeof(note), "a read-only array went out as a legacy capsule, which "
+                 "cannot say so (rule 2.5.10 expects BufferError)");
+    if (!st->consumer || !st->have_consumed) {
+        ic_result_check(res, IC_CHECK_READONLY, IC_CHECK_PASS, NULL, "%s", note);
+        return;
+    }
+    const struct ic_described *c = &st->consumed;
+    size_t used = strlen(note);
+    if (c->pointer_known && c->view.data != rec->view.data) {
+        snprintf(note + used, sizeof(note) - used, "%sthe import is a copy: its writability is "
+                 "%s's own", used ? "; " : "", st->consumer_name);
+        ic_result_check(res, IC_CHECK_READONLY, IC_CHECK_PASS, NULL, "%s", note);
+        return;
+    }
+    if (!c->readonly_known) {
+        snprintf(note + used, sizeof(note) - used, "%s%s cannot say whether its array is "
+                 "read-only", used ? "; " : "", st->consumer_name);
+        ic_result_check(res, IC_CHECK_READONLY, IC_CHECK_SKIP, NULL, "%s", note);
+        return;
+    }
+    bool export_ro = rec->view.readonly_known ? rec->view.readonly : producer_ro;
+    if (export_ro && !c->view.readonly) {
+        if (st->traits.readonly == IC_READONLY_NEVER) {
+            snprintf(note + used, sizeof(note) - used, "%s%s cannot mark arrays read-only: the "
+                     "import is writable", used ? "; " : "", st->consumer_name);
+            ic_result_check(res, IC_CHECK_READONLY, IC_CHECK_SKIP, NULL, "%s", note);
+        } else {
+            ic_result_check(res, IC_CHECK_READONLY, IC_CHECK_FAIL, rule,
+                            "the export is read-only but %s's import, which shares its memory, "
+                            "is writable",
+                            st->consumer_name);
+        }
+        return;
+    }
+    if (!export_ro && c->view.readonly && rec->view.readonly_known &&
+        st->traits.readonly == IC_READONLY_BOTH) {
+        ic_result_check(res, IC_CHECK_READONLY, IC_CHECK_FAIL, rule,
+                        "the export is writable but %s's import is read-only", st->consumer_name);
+        return;
+    }
+    ic_result_check(res, IC_CHECK_READONLY, IC_CHECK_PASS, NULL, "%s", note);
+}
+
+static void ic_check_lifetime(struct ic_case_state *st, struct ic_result *res)
+{
+    const struct ic_export_record *rec = &st->rec;
+    char text[IC_NOTE_MAX];
+
+    if (!rec->lifetime_checked) {
+        ic_result_check(res, IC_CHECK_LIFETIME, IC_CHECK_SKIP, NULL,
+                        "the %s protocol has no lifetime rules to check", st->ops->id);
+        return;
+    }
+    const struct ic_finding *error = ic_diag_first_error(&rec->lifetime);
+    ic_diag_format(&rec->lifetime, text, sizeof(text));
+    ic_result_check(res, IC_CHECK_LIFETIME, error ? IC_CHECK_FAIL : IC_CHECK_PASS,
+                    error ? error->rule : NULL, "%s", text);
+}
+
+/* --- Driver -------------------------------------------------------------------------------- */
+
+static void ic_case_state_release_imports(struct ic_case_state *st)
+{
+    ic_described_release(&st->consumed);
+    Py_CLEAR(st->imported);
+    /* The consumer has let go: collect young cycles so deleters of freed arrays have run. */
+    ic_py_collect(false);
+}
+
+/* Judges lifetime; a deleter that looks missing gets one more chance after a full collection,
+ * in case the consumer's array sat in an older generation's cycle. */
+static void ic_stage_finish(struct ic_case_state *st)
+{
+    if (!st->ops->finish)
+        return;
+    st->ops->finish(st->proxy, &st->rec);
+    if (st->rec.lifetime.errors > 0) {
+        ic_py_collect(true);
+        ic_diag_init(&st->rec.lifetime);
+        st->rec.lifetime_checked = false;
+        st->ops->finish(st->proxy, &st->rec);
+    }
+}
+
+static void ic_case_state_release(struct ic_case_state *st)
+{
+    ic_case_state_release_imports(st);
+    ic_proxy_detach(st->proxy);
+    Py_CLEAR(st->proxy);
+    Py_CLEAR(st->export_obj);
+    ic_described_release(&st->produced);
+    Py_CLEAR(st->array);
+    Py_CLEAR(st->data);
+    free(st->base);
+    st->base = NULL;
+}
+
+int ic_exchange_run(const struct ic_case *c, struct ic_probe *producer,
+                    struct ic_probe *consumer, uint64_t run_seed, struct ic_result *res)
+{
+    struct ic_case_state st;
+    double start = ic_now_ms();
+    int rc;
+
+    memset(res, 0, sizeof(*res));
+    memset(&st, 0, sizeof(st));
+    st.c = c;
+    st.producer = producer;
+    st.consumer = consumer;
+    st.consumer_name = consumer ? c->consumer : IC_REFERENCE_CONSUMER;
+    st.ops = ic_protocol_ops(c->protocol);
+    if (consumer)
+        ic_probe_import_traits(consumer, c->protocol, &st.traits);
+
+    rc = ic_stage_build(&st, run_seed, res);
+    if (rc == IC_STAGE_GO)
+        rc = ic_stage_check_producer(&st, res);
+    if (rc == IC_STAGE_GO)
+        rc = ic_stage_exchange(&st, res);
+    if (rc != IC_STAGE_GO)
+        goto done;
+
+    snprintf(res->request, sizeof(res->request), "%s", st.rec.request);
+    snprintf(res->exported, sizeof(res->exported), "%s", st.rec.detail);
+    bool imported = st.imported != NULL;
+    if (imported) {
+        ic_check_export(&st, res);
+        ic_check_zero_copy(&st, res);
+        ic_check_contents(&st, res);
+        ic_check_dtype(&st, res);
+        ic_check_shape(&st, res);
+        ic_check_strides(&st, res);
+        ic_check_device(&st, res);
+        ic_check_readonly(&st, res);
+    } else {
+        ic_judge_refusal(&st, res);
+    }
+    /* Lifetime is judged after the consumer let go, also when it failed: a consumer that
+     * renamed a capsule and then raised still owes the deleter call. */
+    ic_case_state_release_imports(&st);
+    ic_stage_finish(&st);
+    ic_check_lifetime(&st, res);
+    bool lifetime_failed = res->checks[IC_CHECK_LIFETIME].status == IC_CHECK_FAIL;
+    if (imported || (lifetime_failed && (res->outcome == IC_OUTCOME_UNSUPPORTED ||
+                                         res->outcome == IC_OUTCOME_PASS)))
+        ic_result_conclude(res);
+
+done:
+    ic_case_state_release(&st);
+    res->duration_ms = ic_now_ms() - start;
+    return rc < 0 ? rc : 0;
+}

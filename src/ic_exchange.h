@@ -1,0 +1,31 @@
+/*
+ * ic_exchange: runs one case inside a worker and judges it. This is the verify stage.
+ *
+ * Contract
+ * - ic_exchange_run builds the producer's array from a seeded pattern, exports it, lets the
+ *   consumer (a library through its probe, or interopcheck's own C consumer) import it through
+ *   the protocol's proxy, and checks the result in C against the pattern and the layout
+ *   recipe: export validity, zero-copy, contents, dtype, shape, element addresses, device,
+ *   read-only, lifetime. Every check lands in the result on its own.
+ * - The outcome follows the rules of ic_result.h: a library's refusal by BufferError is
+ *   `unsupported` with its message; a broken rule is `fail` with the rule; a probe that cannot
+ *   build or describe an array is `error` (the tool's side), never the library's failure.
+ * - Called with the GIL held (ic_py_enter). Every Python object of the case is released, and
+ *   the garbage collector run, before it returns, so lifetime checks see the deleters run.
+ * - Returns 0 when the result is filled; a negative IC_E* code only when the tool itself
+ *   broke (no memory), with the result set to `error`.
+ */
+#ifndef IC_EXCHANGE_H
+#define IC_EXCHANGE_H
+
+#include <stdint.h>
+
+#include "ic_case.h"
+#include "ic_probe.h"
+#include "ic_result.h"
+
+/* `consumer` is NULL for interopcheck's own consumer. */
+int ic_exchange_run(const struct ic_case *c, struct ic_probe *producer,
+                    struct ic_probe *consumer, uint64_t run_seed, struct ic_result *res);
+
+#endif

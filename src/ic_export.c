@@ -1,0 +1,214 @@
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "ic_export.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ic_error.h"
+
+/* Copies text into a fixed field, truncating (exception texts are longer than the record's
+ * fields, and truncation is the intent). */
+static void ic_export_copy_text(char *dst, size_t size, const char *src)
+{
+    size_t n = strnlen(src, size - 1);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+void ic_export_producer_raised(struct ic_export_record *rec, const struct ic_py_exc *exc)
+{
+    rec->producer_raised = true;
+    ic_export_copy_text(rec->producer_exc_type, sizeof(rec->producer_exc_type), exc->type);
+    ic_export_copy_text(rec->producer_exc_message, sizeof(rec->producer_exc_message), exc->message);
+}
+
+/* Appends text at *used, keeping buf terminated when it runs out of room. */
+static void ic_export_append(char *buf, size_t size, size_t *used, const char *text)
+{
+    if (*used + 1 >= size)
+        return;
+    int n = snprintf(buf + *used, size - *used, "%s", text);
+    if (n > 0)
+        *used += (size_t)n < size - *used ? (size_t)n : size - *used - 1;
+}
+
+void ic_export_format_call(const char *name, PyObject *args, PyObject *kwargs, char *buf,
+                           size_t size)
+{
+    char item[128];
+    size_t used = 0;
+    bool first = true;
+
+    if (size == 0)
+        return;
+    buf[0] = '\0';
+    ic_export_append(buf, size, &used, name);
+    ic_export_append(buf, size, &used, "(");
+    if (args && PyTuple_Check(args)) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
+            ic_py_repr(PyTuple_GET_ITEM(args, i), item, sizeof(item));
+            ic_export_append(buf, size, &used, first ? "" : ", ");
+            ic_export_append(buf, size, &used, item);
+            first = false;
+        }
+    }
+    if (kwargs && PyDict_Check(kwargs)) {
+        PyObject *key, *value; /* borrowed */
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(kwargs, &pos, &key, &value)) {
+            char key_text[64];
+            if (ic_py_str_copy(key, key_text, sizeof(key_text)) < 0)
+                snprintf(key_text, sizeof(key_text), "?");
+            ic_py_repr(value, item, sizeof(item));
+            ic_export_append(buf, size, &used, first ? "" : ", ");
+            ic_export_append(buf, size, &used, key_text);
+            ic_export_append(buf, size, &used, "=");
+            ic_export_append(buf, size, &used, item);
+            first = false;
+        }
+    }
+    ic_export_append(buf, size, &used, ")");
+}
+
+static bool ic_export_diag_holds(const struct ic_diag *diag, const struct ic_finding *finding)
+{
+    for (int i = 0; i < diag->count; i++) {
+        const struct ic_finding *item = &diag->items[i];
+        if (item->severity == finding->severity && strcmp(item->rule, finding->rule) == 0 &&
+            strcmp(item->message, finding->message) == 0)
+            return true;
+    }
+    return false;
+}
+
+void ic_export_diag_merge(struct ic_diag *dst, const struct ic_diag *src)
+{
+    for (int i = 0; i < src->count; i++) {
+        const struct ic_finding *finding = &src->items[i];
+        if (!ic_export_diag_holds(dst, finding))
+            ic_diag_add(dst, finding->severity, finding->rule, "%s", finding->message);
+    }
+    /* What the source had to drop are still findings of this export. */
+    dst->dropped += src->dropped;
+}
+
+bool ic_export_diag_has_error(const struct ic_diag *diag, const char *rule)
+{
+    for (int i = 0; i < diag->count; i++) {
+        if (diag->items[i].severity == IC_SEV_ERROR && strcmp(diag->items[i].rule, rule) == 0)
+            return true;
+    }
+    return false;
+}
+
+void ic_export_record(struct ic_export_record *rec, const struct ic_view *view, bool have_view,
+                      const struct ic_diag *diag, const char *detail)
+{
+    bool first = !rec->have_view && rec->detail[0] == '\0';
+    if (first || (have_view && !rec->have_view)) {
+        if (have_view)
+            rec->view = *view;
+        rec->have_view = have_view;
+        snprintf(rec->detail, sizeof(rec->detail), "%s", detail ? detail : "");
+    }
+    ic_export_diag_merge(&rec->diag, diag);
+}
+
+PyObject *ic_export_proxy_type_new(const char *name, const char *doc,
+                                   const PyType_Slot *protocol_slots)
+{
+    PyType_Slot slots[16] = {
+        {Py_tp_dealloc, (void *)ic_proxy_dealloc},
+        {Py_tp_traverse, (void *)ic_proxy_traverse},
+        {Py_tp_clear, (void *)ic_proxy_clear},
+        {Py_tp_doc, (void *)doc},
+    };
+    int used = 4;
+    for (const PyType_Slot *slot = protocol_slots; slot->slot != 0; slot++) {
+        if (used >= (int)(sizeof(slots) / sizeof(slots[0])) - 1) {
+            PyErr_SetString(PyExc_SystemError, "too many slots for a proxy type");
+            return NULL;
+        }
+        slots[used++] = *slot;
+    }
+    slots[used] = (PyType_Slot){0, NULL};
+    PyType_Spec spec = {
+        .name = name,
+        .basicsize = (int)sizeof(struct ic_proxy),
+        .itemsize = 0,
+        .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+        .slots = slots,
+    };
+    return PyType_FromSpec(&spec);
+}
+
+bool ic_export_is_f_contiguous(const struct ic_view *view)
+{
+    for (int i = 0; i < view->ndim; i++) {
+        if (view->shape[i] == 0)
+            return true;
+    }
+    int64_t expected = view->itemsize;
+    for (int i = 0; i < view->ndim; i++) {
+        if (view->shape[i] == 1)
+            continue;
+        if (view->strides[i] != expected)
+            return false;
+        expected *= view->shape[i];
+    }
+    return true;
+}
+
+int ic_export_int64(PyObject *obj, int64_t *ret, bool *ret_exact)
+{
+    PyObject *index = NULL;
+    int rc = IC_EINVAL;
+    bool exact = PyLong_Check(obj);
+
+    if (!exact && !PyIndex_Check(obj))
+        return IC_EINVAL;
+    index = PyNumber_Index(obj);
+    if (!index) {
+        PyErr_Clear();
+        goto cleanup;
+    }
+    int overflow = 0;
+    long long value = PyLong_AsLongLongAndOverflow(index, &overflow);
+    if (overflow != 0) {
+        rc = IC_ERANGE;
+        goto cleanup;
+    }
+    if (value == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        goto cleanup;
+    }
+    *ret = (int64_t)value;
+    if (ret_exact)
+        *ret_exact = exact;
+    rc = 0;
+
+cleanup:
+    Py_XDECREF(index);
+    return rc;
+}
+
+int ic_export_uintptr(PyObject *obj, uintptr_t *ret)
+{
+    if (!PyLong_Check(obj))
+        return IC_EINVAL;
+    unsigned long long value = PyLong_AsUnsignedLongLong(obj);
+    if (value == (unsigned long long)-1 && PyErr_Occurred()) {
+        /* OverflowError for negative values and for values past 64 bits alike */
+        PyErr_Clear();
+        return IC_ERANGE;
+    }
+#if UINTPTR_MAX < ULLONG_MAX
+    if (value > UINTPTR_MAX)
+        return IC_ERANGE;
+#endif
+    *ret = (uintptr_t)value;
+    return 0;
+}

@@ -1,0 +1,71 @@
+/*
+ * ic_export: what the protocol modules share when they validate an export and fill an
+ * ic_export_record: recording a producer's exception, the text of a call, the merge of
+ * findings, the proxy type boilerplate, and the reading of Python integers that protocols
+ * put in dicts and tuples.
+ *
+ * Contract
+ * - These helpers only write into the record or diag they are given; text fields stay
+ *   NUL-terminated (truncated when too long). Nothing here allocates except the proxy type.
+ * - Everything here needs the GIL. No function leaves a Python exception pending unless it
+ *   says so: an exception raised while reading a producer's object (an int too large, a repr
+ *   that raises) is cleared and reported through the return value.
+ * - The merge rule for findings: an export can be validated many times (a consumer asks for
+ *   a buffer twice, retries __dlpack__), and the record keeps each distinct finding once.
+ */
+#ifndef IC_EXPORT_H
+#define IC_EXPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ic_diag.h"
+#include "ic_protocol.h"
+#include "ic_proxy.h" /* Python.h: only the protocol modules use this header */
+#include "ic_python.h"
+#include "ic_view.h"
+
+/* Copies a producer's exception (from ic_py_peek or ic_py_fetch) into the record and sets
+ * producer_raised. */
+void ic_export_producer_raised(struct ic_export_record *rec, const struct ic_py_exc *exc);
+
+/* Writes the text of a call, "name(arg, key=value)", with repr() of every argument, into
+ * buf. `args` (a tuple) and `kwargs` (a dict) may be NULL. */
+void ic_export_format_call(const char *name, PyObject *args, PyObject *kwargs, char *buf,
+                           size_t size);
+
+/* Appends every finding of `src` that `dst` does not already hold (same severity, rule and
+ * message). */
+void ic_export_diag_merge(struct ic_diag *dst, const struct ic_diag *src);
+
+/* True when some finding of `diag` is an error citing exactly `rule`. */
+bool ic_export_diag_has_error(const struct ic_diag *diag, const char *rule);
+
+/* Records one validated export: the first one that produced a view (or, while none has,
+ * the first one at all) fills rec->view, have_view and detail; the findings of every export
+ * are merged into rec->diag. */
+void ic_export_record(struct ic_export_record *rec, const struct ic_view *view, bool have_view,
+                      const struct ic_diag *diag, const char *detail);
+
+/* Creates a proxy type named `name`: instances are struct ic_proxy (ic_proxy_new), tracked
+ * by the garbage collector, and cannot be created from Python. `protocol_slots` adds what
+ * the proxy offers (methods, getset, buffer slots) and ends with {0, NULL}; at most 8. New
+ * reference, or NULL with an exception set. */
+PyObject *ic_export_proxy_type_new(const char *name, const char *doc,
+                                   const PyType_Slot *protocol_slots);
+
+/* True when the view's elements are laid out in Fortran order, with the conventions of
+ * ic_view_is_c_contiguous (size-1 dimensions ignored, an empty view is contiguous). */
+bool ic_export_is_f_contiguous(const struct ic_view *view);
+
+/* Reads a Python int (or an object with __index__) into int64. Returns 0, IC_ERANGE when it
+ * does not fit, IC_EINVAL when it is no integer. *ret_exact (may be NULL) is false for
+ * integer-like objects that are not Python ints (a NumPy integer in a shape tuple). */
+int ic_export_int64(PyObject *obj, int64_t *ret, bool *ret_exact);
+
+/* Reads a Python int as an address in [0, UINTPTR_MAX]. IC_ERANGE when negative or too
+ * large, IC_EINVAL when no int. */
+int ic_export_uintptr(PyObject *obj, uintptr_t *ret);
+
+#endif

@@ -1,0 +1,208 @@
+#include "ic_layout.h"
+
+#include <string.h>
+
+#include "ic_error.h"
+
+#define N IC_SLICE_NONE
+#define RESHAPE(...)                                                                               \
+    {.kind = IC_OP_RESHAPE,                                                                        \
+     .n = sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t),                                      \
+     .dims = {__VA_ARGS__}}
+#define RESHAPE_0D {.kind = IC_OP_RESHAPE, .n = 0}
+#define PERMUTE(...)                                                                               \
+    {.kind = IC_OP_PERMUTE,                                                                        \
+     .n = sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t),                                      \
+     .dims = {__VA_ARGS__}}
+#define BROADCAST(...)                                                                             \
+    {.kind = IC_OP_BROADCAST,                                                                      \
+     .n = sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t),                                      \
+     .dims = {__VA_ARGS__}}
+#define SLICE1(start, stop, step)                                                                  \
+    {.kind = IC_OP_SLICE, .n = 1, .slice = {{(start), (stop), (step)}}}
+
+/* The recipes are mirrored in probes/README.md; tests/integration/test_probes.py checks the
+ * probes against the same numbers. */
+static const struct ic_layout_info ic_layout_table[IC_LAYOUT_COUNT] = {
+    [IC_LAYOUT_CONTIGUOUS] = {IC_LAYOUT_CONTIGUOUS, "contiguous", "C order, shape (2, 3, 4)", 24, 1, {RESHAPE(2, 3, 4)}},
+    [IC_LAYOUT_FLAT] = {IC_LAYOUT_FLAT, "flat", "1-D C order, 24 elements", 24, 0, {{0}}},
+    [IC_LAYOUT_FORTRAN] = {IC_LAYOUT_FORTRAN, "fortran", "Fortran order, shape (2, 3, 4)", 24, 2,
+                           {RESHAPE(4, 3, 2), PERMUTE(2, 1, 0)}},
+    [IC_LAYOUT_TRANSPOSED] = {IC_LAYOUT_TRANSPOSED, "transposed", "axes (1, 0, 2) of a (2, 3, 4) array: neither C nor F order", 24, 2,
+                              {RESHAPE(2, 3, 4), PERMUTE(1, 0, 2)}},
+    [IC_LAYOUT_STRIDED] = {IC_LAYOUT_STRIDED, "strided", "every third element from index 1: a step and an offset", 31, 1, {SLICE1(1, N, 3)}},
+    [IC_LAYOUT_REVERSED] = {IC_LAYOUT_REVERSED, "reversed", "a negative stride ([::-1])", 12, 1, {SLICE1(N, N, -1)}},
+    [IC_LAYOUT_OFFSET] = {IC_LAYOUT_OFFSET, "offset", "elements 5..12 of 16: the first element is not the allocation start", 16, 1, {SLICE1(5, 13, 1)}},
+    [IC_LAYOUT_SCALAR] = {IC_LAYOUT_SCALAR, "scalar", "0-d", 1, 1, {RESHAPE_0D}},
+    [IC_LAYOUT_EMPTY] = {IC_LAYOUT_EMPTY, "empty", "no elements", 0, 0, {{0}}},
+    [IC_LAYOUT_UNIT_DIMS] = {IC_LAYOUT_UNIT_DIMS, "unit_dims", "shape (2, 1, 6) whose size-1 dimension has a non-C stride", 12, 2,
+                             {RESHAPE(2, 6, 1), PERMUTE(0, 2, 1)}},
+    [IC_LAYOUT_BROADCAST] = {IC_LAYOUT_BROADCAST, "broadcast", "a (1, 4) row broadcast to (3, 4): a zero stride", 4, 2,
+                             {RESHAPE(1, 4), BROADCAST(3, 4)}},
+};
+
+const struct ic_layout_info *ic_layout_info(enum ic_layout layout)
+{
+    if ((int)layout < 0 || layout >= IC_LAYOUT_COUNT)
+        return NULL;
+    return &ic_layout_table[layout];
+}
+
+const char *ic_layout_name(enum ic_layout layout)
+{
+    const struct ic_layout_info *info = ic_layout_info(layout);
+    return info ? info->name : "invalid";
+}
+
+int ic_layout_from_name(const char *name, enum ic_layout *ret)
+{
+    for (int i = 0; i < IC_LAYOUT_COUNT; i++) {
+        if (strcmp(ic_layout_table[i].name, name) == 0) {
+            *ret = (enum ic_layout)i;
+            return 0;
+        }
+    }
+    return IC_ENOTFOUND;
+}
+
+static int64_t ic_clamp_bound(int64_t value, int64_t length, int64_t step)
+{
+    if (value < 0) {
+        value += length;
+        if (value < 0)
+            value = step < 0 ? -1 : 0;
+    } else if (value >= length) {
+        value = step < 0 ? length - 1 : length;
+    }
+    return value;
+}
+
+void ic_slice_adjust(int64_t length, const int64_t slice[3], int64_t *ret_start,
+                     int64_t *ret_step, int64_t *ret_count)
+{
+    int64_t step = slice[2] == IC_SLICE_NONE ? 1 : slice[2];
+    int64_t start, stop;
+    if (slice[0] == IC_SLICE_NONE)
+        start = step < 0 ? length - 1 : 0;
+    else
+        start = ic_clamp_bound(slice[0], length, step);
+    if (slice[1] == IC_SLICE_NONE)
+        stop = step < 0 ? -1 : length;
+    else
+        stop = ic_clamp_bound(slice[1], length, step);
+    int64_t count = 0;
+    if (step < 0 && stop < start)
+        count = (start - stop - 1) / (-step) + 1;
+    else if (step > 0 && start < stop)
+        count = (stop - start - 1) / step + 1;
+    *ret_start = start;
+    *ret_step = step;
+    *ret_count = count;
+}
+
+static int ic_apply_reshape(const struct ic_layout_op *op, struct ic_view *view)
+{
+    /* Only defined here for contiguous input, which every recipe guarantees (reshape first). */
+    if (!ic_view_is_c_contiguous(view) || op->n > IC_MAX_NDIM)
+        return IC_EINVAL;
+    int64_t before, after = 1;
+    int rc = ic_view_numel(view, &before);
+    if (rc < 0)
+        return rc;
+    for (int i = 0; i < op->n; i++)
+        after *= op->dims[i];
+    if (after != before)
+        return IC_EINVAL;
+    view->ndim = op->n;
+    for (int i = 0; i < op->n; i++)
+        view->shape[i] = op->dims[i];
+    return ic_view_set_c_strides(view);
+}
+
+static int ic_apply_permute(const struct ic_layout_op *op, struct ic_view *view)
+{
+    if (op->n != view->ndim)
+        return IC_EINVAL;
+    int64_t shape[IC_LAYOUT_MAX_RANK], strides[IC_LAYOUT_MAX_RANK];
+    for (int i = 0; i < op->n; i++) {
+        if (op->dims[i] < 0 || op->dims[i] >= op->n)
+            return IC_EINVAL;
+        shape[i] = view->shape[op->dims[i]];
+        strides[i] = view->strides[op->dims[i]];
+    }
+    memcpy(view->shape, shape, sizeof(int64_t) * (size_t)op->n);
+    memcpy(view->strides, strides, sizeof(int64_t) * (size_t)op->n);
+    return 0;
+}
+
+static int ic_apply_slice(const struct ic_layout_op *op, struct ic_view *view)
+{
+    if (op->n > view->ndim)
+        return IC_EINVAL;
+    for (int i = 0; i < op->n; i++) {
+        int64_t start, step, count;
+        ic_slice_adjust(view->shape[i], op->slice[i], &start, &step, &count);
+        if (count > 0)
+            view->data += (uintptr_t)(start * view->strides[i]);
+        view->strides[i] *= step;
+        view->shape[i] = count;
+    }
+    return 0;
+}
+
+static int ic_apply_broadcast(const struct ic_layout_op *op, struct ic_view *view)
+{
+    if (op->n < view->ndim || op->n > IC_MAX_NDIM)
+        return IC_EINVAL;
+    int64_t shape[IC_MAX_NDIM], strides[IC_MAX_NDIM];
+    int lead = op->n - view->ndim;
+    for (int i = 0; i < op->n; i++) {
+        shape[i] = op->dims[i];
+        if (i < lead) {
+            strides[i] = 0;
+        } else if (view->shape[i - lead] == op->dims[i]) {
+            strides[i] = view->strides[i - lead];
+        } else if (view->shape[i - lead] == 1) {
+            strides[i] = 0;
+        } else {
+            return IC_EINVAL;
+        }
+    }
+    view->ndim = op->n;
+    memcpy(view->shape, shape, sizeof(int64_t) * (size_t)op->n);
+    memcpy(view->strides, strides, sizeof(int64_t) * (size_t)op->n);
+    return 0;
+}
+
+int ic_layout_apply(const struct ic_layout_info *layout, const struct ic_view *base,
+                    struct ic_view *ret)
+{
+    struct ic_view view = *base;
+    view.ndim = 1;
+    view.shape[0] = layout->base_len;
+    view.strides[0] = view.itemsize;
+    for (int i = 0; i < layout->nops; i++) {
+        const struct ic_layout_op *op = &layout->ops[i];
+        int rc;
+        switch (op->kind) {
+        case IC_OP_RESHAPE:
+            rc = ic_apply_reshape(op, &view);
+            break;
+        case IC_OP_PERMUTE:
+            rc = ic_apply_permute(op, &view);
+            break;
+        case IC_OP_SLICE:
+            rc = ic_apply_slice(op, &view);
+            break;
+        case IC_OP_BROADCAST:
+            rc = ic_apply_broadcast(op, &view);
+            break;
+        default:
+            rc = IC_EINVAL;
+        }
+        if (rc < 0)
+            return rc;
+    }
+    *ret = view;
+    return 0;
+}

@@ -1,0 +1,291 @@
+#include "ic_options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ic_error.h"
+
+/* Long-only options get values above the character range. */
+enum {
+    OPT_PYTHON = 256,
+    OPT_PROBE_DIR,
+    OPT_SEED,
+    OPT_TIMEOUT,
+    OPT_IMPORT_TIMEOUT,
+    OPT_PRODUCER,
+    OPT_CONSUMER,
+    OPT_PROTOCOL,
+    OPT_DTYPE,
+    OPT_LAYOUT,
+    OPT_JSON,
+    OPT_VERSION,
+    OPT_WORKER_FD,
+    OPT_PROBEKIT,
+};
+
+static const struct option ic_long_options[] = {
+    {"all", no_argument, NULL, 'a'},
+    {"python", required_argument, NULL, OPT_PYTHON},
+    {"probe-dir", required_argument, NULL, OPT_PROBE_DIR},
+    {"output", required_argument, NULL, 'o'},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"import-timeout", required_argument, NULL, OPT_IMPORT_TIMEOUT},
+    {"jobs", required_argument, NULL, 'j'},
+    {"producer", required_argument, NULL, OPT_PRODUCER},
+    {"consumer", required_argument, NULL, OPT_CONSUMER},
+    {"protocol", required_argument, NULL, OPT_PROTOCOL},
+    {"dtype", required_argument, NULL, OPT_DTYPE},
+    {"layout", required_argument, NULL, OPT_LAYOUT},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {"worker-fd", required_argument, NULL, OPT_WORKER_FD},
+    {"probekit", required_argument, NULL, OPT_PROBEKIT},
+    {NULL, 0, NULL, 0},
+};
+
+void ic_options_usage(FILE *out)
+{
+    fputs(
+        "usage: interopcheck --all [options]        run every exchange of every library\n"
+        "       interopcheck [filters] [options]    run the selected part of the matrix\n"
+        "       interopcheck list [--json]          show the libraries and their protocols\n"
+        "\n"
+        "interopcheck imports every installed array library through a probe, exchanges arrays\n"
+        "between every pair over every protocol (DLPack, __array_interface__, __array_struct__,\n"
+        "the buffer protocol, __array__), and checks each exchange in C: the export is valid,\n"
+        "memory is shared where promised, contents, dtype, shape, strides, device and\n"
+        "read-only survive, and deleters run once. A library that crashes or hangs costs one\n"
+        "case, never the run.\n"
+        "\n"
+        "Selecting cases (comma-separated, repeatable; without any, --all is required):\n"
+        "  --producer LIB       libraries whose arrays are exported\n"
+        "  --consumer LIB       libraries that import them ('interopcheck' is the tool's own\n"
+        "                       C consumer, which also checks version negotiation)\n"
+        "  --protocol NAME      dlpack, dlpack_capsule, array_interface, array_struct, buffer,\n"
+        "                       array\n"
+        "  --dtype NAME         bool int8 int16 int32 int64 uint8 uint16 uint32 uint64\n"
+        "                       float16 bfloat16 float32 float64 complex64 complex128\n"
+        "  --layout NAME        contiguous flat fortran transposed strided reversed offset\n"
+        "                       scalar empty unit_dims broadcast\n"
+        "  -a, --all            everything (the default set when no filter is given)\n"
+        "\n"
+        "Environment:\n"
+        "  --python PATH        the Python environment to test: its bin/python, or the\n"
+        "                       environment's directory (default: the active virtual\n"
+        "                       environment, else the Python interopcheck was built with);\n"
+        "                       it must be the Python version interopcheck was built for\n"
+        "  --probe-dir DIR      also load probes from DIR (repeatable; also the colon-\n"
+        "                       separated INTEROPCHECK_PROBE_PATH); a probe there replaces a\n"
+        "                       built-in probe of the same name. See probes/README.md.\n"
+        "\n"
+        "Running:\n"
+        "  -j, --jobs N         worker processes (default: one per CPU)\n"
+        "  --timeout SEC        a case running longer is recorded as timeout (default 60)\n"
+        "  --import-timeout SEC importing one library may take this long (default 300)\n"
+        "  --seed N             seed of the byte patterns (default 1; the report records it)\n"
+        "  -o, --output FILE    the JSON report (default reports/interopcheck-DATE-TIME.json);\n"
+        "                       results also stream to FILE with .jsonl as they finish\n"
+        "  -q, --quiet          no progress line and no summary table\n"
+        "\n"
+        "Outcomes: pass; fail (a rule was broken: the report names it, citing\n"
+        "../shared/docs/protocols.md numbering); unsupported (a refusal the spec allows, with\n"
+        "its reason); crash and timeout (the worker died or hung in that case); error (the\n"
+        "tool's or the environment's fault, never charged to a library).\n"
+        "\n"
+        "Exit status: 0 when no case failed, crashed or timed out; 1 when one did; 2 for a\n"
+        "usage or environment error (nothing was run).\n",
+        out);
+}
+
+static int ic_parse_number(const char *text, double min, double max, double *ret)
+{
+    char *end = NULL;
+    errno = 0;
+    double value = strtod(text, &end);
+    if (errno || !end || *end || end == text || value < min || value > max)
+        return IC_EUSAGE;
+    *ret = value;
+    return 0;
+}
+
+static int ic_list_add(struct ic_name_list *list, const char *arg)
+{
+    if (list->nstorage == IC_MAX_LIST)
+        return IC_ERANGE;
+    char *copy = strdup(arg);
+    if (!copy)
+        return IC_ENOMEM;
+    list->storage[list->nstorage++] = copy;
+    for (char *save = NULL, *item = strtok_r(copy, ",", &save); item;
+         item = strtok_r(NULL, ",", &save)) {
+        if (list->count == IC_MAX_LIST)
+            return IC_ERANGE;
+        list->items[list->count++] = item;
+    }
+    return 0;
+}
+
+int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, size_t err_size)
+{
+    memset(opts, 0, sizeof(*opts));
+    opts->command = IC_COMMAND_RUN;
+    opts->seed = 1;
+    opts->timeout_s = 60;
+    opts->import_timeout_s = 300;
+    opts->worker_fd = -1;
+
+    optind = 1;
+    opterr = 0;
+    int ch;
+    double number;
+    while ((ch = getopt_long(argc, argv, ":ao:j:qh", ic_long_options, NULL)) != -1) {
+        int rc = 0;
+        switch (ch) {
+        case 'a':
+            opts->all = true;
+            break;
+        case OPT_PYTHON:
+            opts->python = optarg;
+            break;
+        case OPT_PROBE_DIR:
+            if (opts->nprobe_dirs == IC_MAX_LIST)
+                rc = IC_ERANGE;
+            else
+                opts->probe_dirs[opts->nprobe_dirs++] = optarg;
+            break;
+        case 'o':
+            opts->output = optarg;
+            break;
+        case OPT_SEED: {
+            char *end = NULL;
+            errno = 0;
+            unsigned long long seed = strtoull(optarg, &end, 0);
+            if (errno || !end || *end || optarg[0] == '-') {
+                snprintf(err, err_size, "--seed takes a non-negative integer, not '%s'", optarg);
+                return IC_EUSAGE;
+            }
+            opts->seed = seed;
+            break;
+        }
+        case OPT_TIMEOUT:
+        case OPT_IMPORT_TIMEOUT:
+            if (ic_parse_number(optarg, 0.1, 86400, &number) < 0) {
+                snprintf(err, err_size, "--%s takes seconds between 0.1 and 86400, not '%s'",
+                         ch == OPT_TIMEOUT ? "timeout" : "import-timeout", optarg);
+                return IC_EUSAGE;
+            }
+            if (ch == OPT_TIMEOUT)
+                opts->timeout_s = number;
+            else
+                opts->import_timeout_s = number;
+            break;
+        case 'j':
+            if (ic_parse_number(optarg, 1, 64, &number) < 0 || number != (int)number) {
+                snprintf(err, err_size, "-j takes a number of workers from 1 to 64, not '%s'",
+                         optarg);
+                return IC_EUSAGE;
+            }
+            opts->jobs = (int)number;
+            break;
+        case OPT_PRODUCER:
+            rc = ic_list_add(&opts->producers, optarg);
+            break;
+        case OPT_CONSUMER:
+            rc = ic_list_add(&opts->consumers, optarg);
+            break;
+        case OPT_PROTOCOL:
+            rc = ic_list_add(&opts->protocols, optarg);
+            break;
+        case OPT_DTYPE:
+            rc = ic_list_add(&opts->dtypes, optarg);
+            break;
+        case OPT_LAYOUT:
+            rc = ic_list_add(&opts->layouts, optarg);
+            break;
+        case OPT_JSON:
+            opts->json = true;
+            break;
+        case 'q':
+            opts->quiet = true;
+            break;
+        case 'h':
+            opts->command = IC_COMMAND_HELP;
+            return 0;
+        case OPT_VERSION:
+            opts->command = IC_COMMAND_VERSION;
+            return 0;
+        case OPT_WORKER_FD:
+            if (ic_parse_number(optarg, 0, 1024, &number) < 0)
+                return IC_EUSAGE;
+            opts->worker_fd = (int)number;
+            opts->command = IC_COMMAND_WORKER;
+            break;
+        case OPT_PROBEKIT:
+            opts->probekit = optarg;
+            break;
+        case ':':
+            snprintf(err, err_size, "option '%s' needs a value", argv[optind - 1]);
+            return IC_EUSAGE;
+        default:
+            snprintf(err, err_size, "unknown option '%s' (see interopcheck --help)",
+                     argv[optind - 1]);
+            return IC_EUSAGE;
+        }
+        if (rc < 0) {
+            snprintf(err, err_size, "too many values for '%s' (at most %d)", argv[optind - 1],
+                     IC_MAX_LIST);
+            return IC_EUSAGE;
+        }
+    }
+    if (opts->command == IC_COMMAND_WORKER)
+        return 0;
+    if (optind < argc) {
+        const char *word = argv[optind++];
+        if (strcmp(word, "list") == 0) {
+            opts->command = IC_COMMAND_LIST;
+        } else if (strcmp(word, "run") == 0) {
+            opts->command = IC_COMMAND_RUN;
+        } else if (strcmp(word, "help") == 0) {
+            opts->command = IC_COMMAND_HELP;
+            return 0;
+        } else {
+            snprintf(err, err_size, "unknown command '%s': use 'list', or options such as --all",
+                     word);
+            return IC_EUSAGE;
+        }
+    }
+    if (optind < argc) {
+        snprintf(err, err_size, "unexpected argument '%s'", argv[optind]);
+        return IC_EUSAGE;
+    }
+    bool filtered = opts->producers.count || opts->consumers.count || opts->protocols.count ||
+                    opts->dtypes.count || opts->layouts.count;
+    if (opts->command == IC_COMMAND_RUN && !opts->all && !filtered) {
+        snprintf(err, err_size, "nothing selected: run 'interopcheck --all' for the whole matrix, "
+                                "or choose cases with --producer, --consumer, --protocol, "
+                                "--dtype or --layout");
+        return IC_EUSAGE;
+    }
+    return 0;
+}
+
+static void ic_list_release(struct ic_name_list *list)
+{
+    for (int i = 0; i < list->nstorage; i++)
+        free(list->storage[i]);
+    memset(list, 0, sizeof(*list));
+}
+
+void ic_options_release(struct ic_options *opts)
+{
+    ic_list_release(&opts->producers);
+    ic_list_release(&opts->consumers);
+    ic_list_release(&opts->protocols);
+    ic_list_release(&opts->dtypes);
+    ic_list_release(&opts->layouts);
+}

@@ -1,0 +1,62 @@
+/*
+ * ic_options: the command line. One table of options, the usage text next to it, and the
+ * parsed result.
+ *
+ * Contract
+ * - ic_options_parse fills `struct ic_options` from argv without side effects; it never
+ *   exits. A usage error returns IC_EUSAGE with a message in err that names the option and
+ *   says what would be valid.
+ * - Strings in the result point into argv or into the options' own storage; they live as
+ *   long as argv and the struct.
+ * - Filters are comma-separated lists, and options may repeat: `--dtype float32,int8
+ *   --dtype bool` selects three dtypes.
+ */
+#ifndef IC_OPTIONS_H
+#define IC_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define IC_MAX_LIST 64
+
+enum ic_command {
+    IC_COMMAND_RUN,
+    IC_COMMAND_LIST,
+    IC_COMMAND_HELP,
+    IC_COMMAND_VERSION,
+    IC_COMMAND_WORKER,
+};
+
+struct ic_name_list {
+    const char *items[IC_MAX_LIST];
+    int count;
+    char *storage[IC_MAX_LIST]; /* strdup'd option arguments the items point into */
+    int nstorage;
+};
+
+struct ic_options {
+    enum ic_command command;
+    bool all;
+    const char *python; /* NULL: $VIRTUAL_ENV, then the build's interpreter */
+    const char *probe_dirs[IC_MAX_LIST];
+    int nprobe_dirs;
+    const char *output;
+    uint64_t seed;
+    double timeout_s;
+    double import_timeout_s;
+    int jobs; /* 0: one per CPU */
+    bool json;
+    bool quiet;
+    struct ic_name_list producers, consumers, protocols, dtypes, layouts;
+    /* worker mode (hidden) */
+    int worker_fd;
+    const char *probekit;
+};
+
+int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, size_t err_size);
+void ic_options_release(struct ic_options *opts);
+void ic_options_usage(FILE *out);
+
+#endif

@@ -1,0 +1,26 @@
+/*
+ * ic_pattern: the seeded byte patterns arrays are built from.
+ *
+ * Contract
+ * - ic_pattern_fill writes `count` elements of `dtype` into `buf`, a pure function of
+ *   (seed, dtype, count): the same arguments always give the same bytes, on any machine.
+ * - Every value is valid for its dtype (bools are 0 or 1; floats are finite, normal and of
+ *   moderate exponent; complex parts likewise), so a library that converts, canonicalises or
+ *   flushes values cannot turn a correct exchange into a false mismatch.
+ * - The pattern is not a palindrome, and neighbouring elements differ (bools excepted: they
+ *   are random bits), so a reversed, transposed or off-by-one view shows as a mismatch.
+ * - ic_pattern_seed derives a case's seed from the run seed and the case id, so every case
+ *   gets its own pattern and a rerun of one case reproduces it.
+ */
+#ifndef IC_PATTERN_H
+#define IC_PATTERN_H
+
+#include <stdint.h>
+
+#include "ic_dtype.h"
+
+void ic_pattern_fill(void *buf, int64_t count, enum ic_dtype dtype, uint64_t seed);
+
+uint64_t ic_pattern_seed(uint64_t run_seed, const char *case_id);
+
+#endif

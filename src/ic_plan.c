@@ -1,0 +1,162 @@
+#include "ic_plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ic_error.h"
+
+void ic_filter_all(struct ic_filter *filter)
+{
+    filter->producers = UINT64_MAX;
+    filter->consumers = UINT64_MAX;
+    filter->reference_consumer = true;
+    filter->protocols = UINT32_MAX;
+    filter->dtypes = UINT32_MAX;
+    filter->layouts = UINT32_MAX;
+}
+
+static int ic_plan_push(struct ic_plan *plan, const struct ic_planned *item)
+{
+    if (plan->count == plan->capacity) {
+        size_t capacity = plan->capacity ? plan->capacity * 2 : 1024;
+        struct ic_planned *items = realloc(plan->items, capacity * sizeof(*items));
+        if (!items)
+            return IC_ENOMEM;
+        plan->items = items;
+        plan->capacity = capacity;
+    }
+    plan->items[plan->count++] = *item;
+    return 0;
+}
+
+static bool ic_variant_applies(const struct ic_variant_info *variant, enum ic_protocol protocol,
+                               bool reference)
+{
+    if (variant->protocol != -1 && variant->protocol != (int)protocol)
+        return false;
+    return variant->applies == IC_APPLIES_ANY || reference;
+}
+
+/* Decides at plan time what the producer cannot express. */
+static void ic_plan_decide(const struct ic_library *producer, struct ic_planned *item)
+{
+    const struct ic_case *c = &item->c;
+    const char *dtype = ic_dtype_name(c->dtype);
+    const char *layout = ic_layout_name(c->layout);
+    const char *note;
+
+    item->run = true;
+    if (!(producer->dtypes & (1u << c->dtype))) {
+        note = ic_library_note(producer, dtype);
+        ic_result_set(&item->result, IC_OUTCOME_UNSUPPORTED, NULL, "%s has no %s arrays%s%s",
+                      producer->name, dtype, note ? ": " : "", note ? note : "");
+        item->run = false;
+    } else if (!(producer->layouts & (1u << c->layout))) {
+        note = ic_library_note(producer, layout);
+        ic_result_set(&item->result, IC_OUTCOME_UNSUPPORTED, NULL,
+                      "%s cannot make a %s view%s%s", producer->name, layout, note ? ": " : "",
+                      note ? note : "");
+        item->run = false;
+    } else if (c->variant == IC_VARIANT_READONLY && !producer->readonly) {
+        ic_result_set(&item->result, IC_OUTCOME_UNSUPPORTED, NULL,
+                      "%s cannot make read-only arrays", producer->name);
+        item->run = false;
+    }
+    item->done = !item->run;
+}
+
+static int ic_plan_pair(const struct ic_library *producer, const char *consumer, bool reference,
+                        enum ic_protocol protocol, const struct ic_filter *filter,
+                        struct ic_plan *plan)
+{
+    for (int v = 0; v < IC_VARIANT_COUNT; v++) {
+        const struct ic_variant_info *variant = ic_variant_info((enum ic_variant)v);
+        if (!ic_variant_applies(variant, protocol, reference))
+            continue;
+        for (int d = IC_DTYPE_FIRST; d < IC_DTYPE_END; d++) {
+            if (!(filter->dtypes & (1u << d)) || (!variant->all_dtypes && d != IC_DTYPE_FLOAT32))
+                continue;
+            for (int l = 0; l < IC_LAYOUT_COUNT; l++) {
+                if (!(filter->layouts & (1u << l)) ||
+                    (!variant->all_layouts && l != IC_LAYOUT_FLAT))
+                    continue;
+                struct ic_planned item;
+                memset(&item, 0, sizeof(item));
+                item.c.protocol = protocol;
+                snprintf(item.c.producer, sizeof(item.c.producer), "%s", producer->name);
+                snprintf(item.c.consumer, sizeof(item.c.consumer), "%s", consumer);
+                snprintf(item.c.device, sizeof(item.c.device), "cpu");
+                item.c.dtype = (enum ic_dtype)d;
+                item.c.layout = (enum ic_layout)l;
+                item.c.variant = (enum ic_variant)v;
+                ic_plan_decide(producer, &item);
+                int rc = ic_plan_push(plan, &item);
+                if (rc < 0)
+                    return rc;
+            }
+        }
+    }
+    return 0;
+}
+
+int ic_plan_build(const struct ic_catalog *catalog, const struct ic_filter *filter,
+                  struct ic_plan *plan)
+{
+    memset(plan, 0, sizeof(*plan));
+    for (int p = 0; p < IC_PROTOCOL_COUNT; p++) {
+        if (!(filter->protocols & (1u << p)))
+            continue;
+        for (int i = 0; i < catalog->count; i++) {
+            const struct ic_library *producer = &catalog->libs[i];
+            if (!(filter->producers & (1ULL << i)) || producer->state != IC_LIBRARY_LOADED ||
+                !producer->cpu || !(producer->exports & (1u << p)))
+                continue;
+            for (int j = 0; j < catalog->count; j++) {
+                const struct ic_library *consumer = &catalog->libs[j];
+                if (!(filter->consumers & (1ULL << j)) || consumer->state != IC_LIBRARY_LOADED ||
+                    !(consumer->imports & (1u << p)))
+                    continue;
+                int rc = ic_plan_pair(producer, consumer->name, false, (enum ic_protocol)p,
+                                      filter, plan);
+                if (rc < 0)
+                    return rc;
+            }
+            if (filter->reference_consumer) {
+                int rc = ic_plan_pair(producer, IC_REFERENCE_CONSUMER, true, (enum ic_protocol)p,
+                                      filter, plan);
+                if (rc < 0)
+                    return rc;
+            }
+        }
+    }
+    return 0;
+}
+
+void ic_plan_release(struct ic_plan *plan)
+{
+    free(plan->items);
+    memset(plan, 0, sizeof(*plan));
+}
+
+const char *ic_plan_pair_gap(const struct ic_catalog *catalog, enum ic_protocol protocol,
+                             const char *producer, const char *consumer, char *buf, size_t size)
+{
+    int p = ic_catalog_find(catalog, producer);
+    int c = ic_catalog_find(catalog, consumer);
+    const char *proto = ic_protocol_id(protocol);
+    if (p < 0)
+        return NULL;
+    const struct ic_library *lib = &catalog->libs[p];
+    if (lib->state != IC_LIBRARY_LOADED)
+        snprintf(buf, size, "%s is not available: %s", producer, lib->error);
+    else if (!(lib->exports & (1u << protocol)))
+        snprintf(buf, size, "%s does not export %s", producer, proto);
+    else if (c >= 0 && catalog->libs[c].state != IC_LIBRARY_LOADED)
+        snprintf(buf, size, "%s is not available: %s", consumer, catalog->libs[c].error);
+    else if (c >= 0 && !(catalog->libs[c].imports & (1u << protocol)))
+        snprintf(buf, size, "%s does not import %s", consumer, proto);
+    else
+        return NULL;
+    return buf;
+}

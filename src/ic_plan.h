@@ -1,0 +1,62 @@
+/*
+ * ic_plan: the plan stage. From the catalog and the user's filters, the list of cases.
+ *
+ * Contract
+ * - For every protocol, every producer that exports it and every consumer that imports it
+ *   (interopcheck's own consumer imports every protocol), the plan holds the full grid of
+ *   dtypes and layouts of each variant that applies (ic_protocol.h). A case the producer
+ *   cannot express (a dtype it lacks, a layout it has no view for) is in the plan, decided
+ *   `unsupported` with the reason, and is not run. Pairs where one side lacks the protocol
+ *   have no cases; the report explains those cells from the catalog.
+ * - The plan owns its array; ic_plan_release frees it. The order is stable: protocol,
+ *   producer, consumer, variant, dtype, layout, following the catalog's and the tables'
+ *   orders, so that cases of one pair run together and reports diff cleanly.
+ */
+#ifndef IC_PLAN_H
+#define IC_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ic_case.h"
+#include "ic_catalog.h"
+#include "ic_result.h"
+
+/* Bit sets; an all-ones set means "no filter". Library bits are catalog indexes; the
+ * reference consumer has its own flag. */
+struct ic_filter {
+    uint64_t producers;
+    uint64_t consumers;
+    bool reference_consumer;
+    uint32_t protocols;
+    uint32_t dtypes;
+    uint32_t layouts;
+};
+
+struct ic_planned {
+    struct ic_case c;
+    bool run;                /* false: decided at plan time (result holds the outcome) */
+    bool done;               /* the result is final */
+    struct ic_result result;
+};
+
+struct ic_plan {
+    struct ic_planned *items;
+    size_t count;
+    size_t capacity;
+};
+
+/* A filter that selects everything. */
+void ic_filter_all(struct ic_filter *filter);
+
+int ic_plan_build(const struct ic_catalog *catalog, const struct ic_filter *filter,
+                  struct ic_plan *plan);
+
+void ic_plan_release(struct ic_plan *plan);
+
+/* Why the (protocol, producer, consumer) cell has no cases, or NULL when it has some. */
+const char *ic_plan_pair_gap(const struct ic_catalog *catalog, enum ic_protocol protocol,
+                             const char *producer, const char *consumer, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,420 @@
+#include "ic_probe.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ic_error.h"
+
+/* Imports the Python file at `path` as module `module_name` and registers it in sys.modules
+ * (so a probe can import the kit, and tracebacks name the module). New reference. */
+static PyObject *ic_import_file(const char *module_name, const char *path)
+{
+    PyObject *util = NULL, *spec = NULL, *module = NULL, *loader = NULL, *result = NULL,
+             *modules = NULL;
+
+    util = PyImport_ImportModule("importlib.util");
+    if (!util)
+        goto fail;
+    spec = PyObject_CallMethod(util, "spec_from_file_location", "ss", module_name, path);
+    if (!spec)
+        goto fail;
+    if (spec == Py_None) {
+        PyErr_Format(PyExc_ImportError, "cannot load '%s' as a Python module", path);
+        goto fail;
+    }
+    module = PyObject_CallMethod(util, "module_from_spec", "O", spec);
+    if (!module)
+        goto fail;
+    modules = PyImport_GetModuleDict(); /* borrowed */
+    if (PyDict_SetItemString(modules, module_name, module) < 0)
+        goto fail;
+    loader = PyObject_GetAttrString(spec, "loader");
+    if (!loader)
+        goto fail;
+    /* Registered before it runs, as importlib does; a module that fails to run stays
+     * registered under its private name, which nothing imports again. */
+    result = PyObject_CallMethod(loader, "exec_module", "O", module);
+    if (!result)
+        goto fail;
+    Py_DECREF(util);
+    Py_DECREF(spec);
+    Py_DECREF(loader);
+    Py_DECREF(result);
+    return module;
+
+fail:
+    Py_XDECREF(util);
+    Py_XDECREF(spec);
+    Py_XDECREF(module);
+    Py_XDECREF(loader);
+    Py_XDECREF(result);
+    return NULL;
+}
+
+int ic_probe_kit_load(const char *path, struct ic_py_exc *exc)
+{
+    PyObject *kit = ic_import_file("_probekit", path);
+    if (!kit) {
+        ic_py_fetch(exc);
+        return IC_EPROBE;
+    }
+    Py_DECREF(kit);
+    return 0;
+}
+
+int ic_probe_load(struct ic_probe *probe, const char *name, const char *path,
+                  char **ret_info_json, struct ic_py_exc *exc)
+{
+    PyObject *module = NULL, *info = NULL;
+    char module_name[IC_NAME_MAX + 32];
+    char *json = NULL;
+
+    snprintf(module_name, sizeof(module_name), "interopcheck_probe_%s", name);
+    module = ic_import_file(module_name, path);
+    if (!module)
+        goto fail;
+    info = PyObject_CallMethod(module, "load", NULL);
+    if (!info)
+        goto fail;
+    if (!PyDict_Check(info)) {
+        PyErr_Format(PyExc_TypeError, "probe %s: load() returned %.80s, not a dict", name,
+                     Py_TYPE(info)->tp_name);
+        goto fail;
+    }
+    json = ic_py_json_dumps(info);
+    if (!json)
+        goto fail;
+
+    memset(probe, 0, sizeof(*probe));
+    snprintf(probe->name, sizeof(probe->name), "%s", name);
+    snprintf(probe->path, sizeof(probe->path), "%s", path);
+    probe->module = module;
+    probe->info = info;
+    *ret_info_json = json;
+    return 0;
+
+fail:
+    ic_py_fetch(exc);
+    Py_XDECREF(module);
+    Py_XDECREF(info);
+    free(json);
+    return IC_EPROBE;
+}
+
+void ic_probe_release(struct ic_probe *probe)
+{
+    Py_CLEAR(probe->module);
+    Py_CLEAR(probe->info);
+}
+
+int ic_probe_import_traits(const struct ic_probe *probe, enum ic_protocol protocol,
+                           struct ic_import_traits *ret)
+{
+    struct ic_import_traits traits = {.present = false, .zero_copy = false, .typed = true,
+                                      .readonly = IC_READONLY_NEVER};
+    PyObject *imports = PyDict_GetItemString(probe->info, "imports"); /* borrowed */
+    PyObject *entry = imports && PyDict_Check(imports)
+                          ? PyDict_GetItemString(imports, ic_protocol_id(protocol))
+                          : NULL; /* borrowed */
+    if (entry && PyDict_Check(entry)) {
+        traits.present = true;
+        PyObject *value = PyDict_GetItemString(entry, "zero_copy");
+        traits.zero_copy = value && PyObject_IsTrue(value) == 1;
+        value = PyDict_GetItemString(entry, "typed");
+        traits.typed = !value || PyObject_IsTrue(value) == 1;
+        value = PyDict_GetItemString(entry, "readonly");
+        if (value && PyUnicode_Check(value) && PyUnicode_CompareWithASCIIString(value, "always") == 0)
+            traits.readonly = IC_READONLY_ALWAYS;
+        else if (value && PyObject_IsTrue(value) == 1)
+            traits.readonly = IC_READONLY_BOTH;
+    }
+    PyErr_Clear();
+    *ret = traits;
+    return 0;
+}
+
+static PyObject *ic_int_list(const int64_t *values, int n)
+{
+    PyObject *list = PyList_New(n);
+    for (int i = 0; list && i < n; i++) {
+        PyObject *item = PyLong_FromLongLong(values[i]);
+        if (!item) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, i, item);
+    }
+    return list;
+}
+
+static PyObject *ic_bound(int64_t value)
+{
+    if (value == IC_SLICE_NONE)
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(value);
+}
+
+static const char *const ic_op_names[] = {
+    [IC_OP_RESHAPE] = "reshape",
+    [IC_OP_PERMUTE] = "permute",
+    [IC_OP_SLICE] = "slice",
+    [IC_OP_BROADCAST] = "broadcast",
+};
+
+PyObject *ic_layout_ops_to_python(const struct ic_layout_info *layout)
+{
+    PyObject *ops = PyList_New(layout->nops);
+    for (int i = 0; ops && i < layout->nops; i++) {
+        const struct ic_layout_op *op = &layout->ops[i];
+        PyObject *args = NULL;
+        if (op->kind == IC_OP_SLICE) {
+            args = PyList_New(op->n);
+            for (int d = 0; args && d < op->n; d++) {
+                PyObject *triple = Py_BuildValue("[NNN]", ic_bound(op->slice[d][0]),
+                                                 ic_bound(op->slice[d][1]),
+                                                 ic_bound(op->slice[d][2]));
+                if (!triple) {
+                    Py_CLEAR(args);
+                    break;
+                }
+                PyList_SET_ITEM(args, d, triple);
+            }
+        } else {
+            args = ic_int_list(op->dims, op->n);
+        }
+        PyObject *pair = args ? Py_BuildValue("(sN)", ic_op_names[op->kind], args) : NULL;
+        if (!pair) {
+            Py_CLEAR(ops);
+            break;
+        }
+        PyList_SET_ITEM(ops, i, pair);
+    }
+    return ops;
+}
+
+PyObject *ic_probe_build(struct ic_probe *probe, PyObject *data, enum ic_dtype dtype,
+                         const struct ic_layout_info *layout, bool readonly,
+                         struct ic_py_exc *exc)
+{
+    PyObject *ops = NULL, *array = NULL;
+
+    ops = ic_layout_ops_to_python(layout);
+    if (ops)
+        array = PyObject_CallMethod(probe->module, "build", "OsOO", data, ic_dtype_name(dtype),
+                                    ops, readonly ? Py_True : Py_False);
+    if (!array)
+        ic_py_fetch(exc);
+    Py_XDECREF(ops);
+    return array;
+}
+
+static int ic_parse_device(PyObject *device, struct ic_view *view)
+{
+    static const struct {
+        const char *name;
+        int32_t type;
+    } names[] = {{"cpu", IC_DEVICE_CPU},
+                 {"cuda", IC_DEVICE_CUDA},
+                 {"cuda_host", IC_DEVICE_CUDA_HOST},
+                 {"cuda_managed", IC_DEVICE_CUDA_MANAGED}};
+    if (!device || !PySequence_Check(device) || PySequence_Size(device) != 2) {
+        PyErr_SetString(PyExc_ValueError, "describe(): 'device' must be [name, index]");
+        return IC_EPROBE;
+    }
+    PyObject *name = PySequence_GetItem(device, 0);
+    PyObject *index = PySequence_GetItem(device, 1);
+    int rc = IC_EPROBE;
+    for (size_t i = 0; name && index && i < sizeof(names) / sizeof(names[0]); i++) {
+        if (PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, names[i].name) == 0) {
+            view->device_type = names[i].type;
+            view->device_id = PyLong_AsLongLong(index);
+            rc = PyErr_Occurred() ? IC_EPROBE : 0;
+        }
+    }
+    if (rc < 0 && !PyErr_Occurred())
+        PyErr_SetString(PyExc_ValueError, "describe(): unknown device name");
+    Py_XDECREF(name);
+    Py_XDECREF(index);
+    return rc;
+}
+
+static int ic_parse_int_sequence(PyObject *seq, int64_t *values, int *ret_n, const char *what)
+{
+    PyObject *fast = PySequence_Fast(seq, what);
+    if (!fast)
+        return IC_EPROBE;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    if (n > IC_MAX_NDIM) {
+        Py_DECREF(fast);
+        PyErr_Format(PyExc_ValueError, "describe(): %s has %zd entries", what, n);
+        return IC_EPROBE;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        values[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, i));
+        if (PyErr_Occurred()) {
+            Py_DECREF(fast);
+            return IC_EPROBE;
+        }
+    }
+    Py_DECREF(fast);
+    *ret_n = (int)n;
+    return 0;
+}
+
+static int ic_describe_from_buffer(PyObject *obj, struct ic_described *out)
+{
+    if (PyObject_GetBuffer(obj, &out->buffer, PyBUF_RECORDS_RO) < 0)
+        return IC_EPROBE;
+    out->holds_buffer = true;
+    struct ic_view *view = &out->view;
+    view->data = (uintptr_t)out->buffer.buf;
+    view->itemsize = (int)out->buffer.itemsize;
+    view->ndim = out->buffer.ndim;
+    for (int i = 0; i < view->ndim; i++)
+        view->shape[i] = out->buffer.shape[i];
+    if (out->buffer.strides) {
+        for (int i = 0; i < view->ndim; i++)
+            view->strides[i] = out->buffer.strides[i];
+    } else if (ic_view_set_c_strides(view) < 0) {
+        PyErr_SetString(PyExc_OverflowError, "describe(): buffer too large");
+        return IC_EPROBE;
+    }
+    view->readonly = out->buffer.readonly != 0;
+    out->readonly_known = true;
+    out->pointer_known = true;
+    return 0;
+}
+
+static int ic_describe_from_bytes(PyObject *bytes, struct ic_described *out)
+{
+    char *data;
+    Py_ssize_t size;
+    if (PyBytes_AsStringAndSize(bytes, &data, &size) < 0)
+        return IC_EPROBE;
+    out->bytes = malloc(size > 0 ? (size_t)size : 1);
+    if (!out->bytes) {
+        PyErr_NoMemory();
+        return IC_EPROBE;
+    }
+    memcpy(out->bytes, data, (size_t)size);
+    out->view.data = (uintptr_t)out->bytes;
+    out->pointer_known = false;
+    return 0;
+}
+
+int ic_probe_describe(struct ic_probe *probe, PyObject *array, struct ic_described *ret,
+                      struct ic_py_exc *exc)
+{
+    PyObject *desc = NULL;
+    PyObject *value; /* borrowed from desc */
+    struct ic_described out;
+    int rc = IC_EPROBE;
+
+    memset(&out, 0, sizeof(out));
+    out.view.dtype = IC_DTYPE_INVALID;
+    desc = PyObject_CallMethod(probe->module, "describe", "O", array);
+    if (!desc)
+        goto done;
+    if (!PyDict_Check(desc)) {
+        PyErr_Format(PyExc_TypeError, "describe() returned %.80s, not a dict",
+                     Py_TYPE(desc)->tp_name);
+        goto done;
+    }
+    value = PyDict_GetItemString(desc, "dtype");
+    if (!value || ic_py_str_copy(value, out.dtype_name, sizeof(out.dtype_name)) < 0) {
+        PyErr_SetString(PyExc_ValueError, "describe(): 'dtype' must be a str");
+        goto done;
+    }
+    if (ic_dtype_from_name(out.dtype_name, &out.view.dtype) == 0)
+        out.view.itemsize = ic_dtype_info(out.view.dtype)->itemsize;
+    if (ic_parse_device(PyDict_GetItemString(desc, "device"), &out.view) < 0)
+        goto done;
+
+    if ((value = PyDict_GetItemString(desc, "buffer"))) {
+        int64_t keep_id = out.view.device_id;
+        int32_t keep_type = out.view.device_type;
+        if (ic_describe_from_buffer(value, &out) < 0)
+            goto done;
+        out.view.device_id = keep_id;
+        out.view.device_type = keep_type;
+    } else {
+        if ((value = PyDict_GetItemString(desc, "bytes"))) {
+            if (ic_describe_from_bytes(value, &out) < 0)
+                goto done;
+        } else {
+            value = PyDict_GetItemString(desc, "data");
+            if (!value || !PyLong_Check(value)) {
+                PyErr_SetString(PyExc_ValueError, "describe(): 'data' must be an int");
+                goto done;
+            }
+            out.view.data = (uintptr_t)PyLong_AsUnsignedLongLongMask(value);
+            out.pointer_known = true;
+        }
+        value = PyDict_GetItemString(desc, "shape");
+        if (!value || ic_parse_int_sequence(value, out.view.shape, &out.view.ndim, "shape") < 0)
+            goto done;
+        value = PyDict_GetItemString(desc, "strides");
+        int nstrides = 0;
+        if (value && value != Py_None && out.pointer_known) {
+            if (ic_parse_int_sequence(value, out.view.strides, &nstrides, "strides") < 0)
+                goto done;
+            if (nstrides != out.view.ndim) {
+                PyErr_SetString(PyExc_ValueError, "describe(): strides and shape differ in length");
+                goto done;
+            }
+        } else if (out.view.itemsize > 0 && ic_view_set_c_strides(&out.view) < 0) {
+            PyErr_SetString(PyExc_OverflowError, "describe(): array too large");
+            goto done;
+        }
+        value = PyDict_GetItemString(desc, "readonly");
+        if (value && value != Py_None) {
+            out.readonly_known = true;
+            out.view.readonly = PyObject_IsTrue(value) == 1;
+        }
+    }
+    out.view.readonly_known = out.readonly_known;
+    *ret = out;
+    memset(&out, 0, sizeof(out));
+    rc = 0;
+
+done:
+    if (rc < 0)
+        ic_py_fetch(exc);
+    ic_described_release(&out);
+    Py_XDECREF(desc);
+    return rc;
+}
+
+void ic_described_release(struct ic_described *described)
+{
+    if (described->holds_buffer) {
+        PyBuffer_Release(&described->buffer);
+        described->holds_buffer = false;
+    }
+    free(described->bytes);
+    described->bytes = NULL;
+}
+
+PyObject *ic_probe_export(struct ic_probe *probe, PyObject *array, enum ic_protocol protocol,
+                          struct ic_py_exc *exc)
+{
+    /* export() is optional: without it the array offers its protocols itself. */
+    if (!PyObject_HasAttrString(probe->module, "export"))
+        return Py_NewRef(array);
+    PyObject *obj = PyObject_CallMethod(probe->module, "export", "Os", array,
+                                        ic_protocol_id(protocol));
+    if (!obj)
+        ic_py_fetch(exc);
+    return obj;
+}
+
+PyObject *ic_probe_consume(struct ic_probe *probe, PyObject *obj, enum ic_protocol protocol,
+                           enum ic_dtype dtype, struct ic_py_exc *exc)
+{
+    PyObject *array = PyObject_CallMethod(probe->module, "consume", "Oss", obj,
+                                          ic_protocol_id(protocol), ic_dtype_name(dtype));
+    if (!array)
+        ic_py_fetch(exc);
+    return array;
+}

@@ -1,0 +1,93 @@
+/*
+ * ic_probe: the worker's side of the probes (probes/README.md): loading a probe file and
+ * calling its functions. Everything here runs inside a worker process, with the GIL held.
+ *
+ * Contract
+ * - A probe is loaded once per worker from its file, under the module name
+ *   interopcheck_probe_<name>; ic_probe_kit_load must run first, so probes can import
+ *   _probekit. A probe's failure to load is the library's import error: it is returned as a
+ *   fetched exception, and the worker goes on.
+ * - Each call returns a new reference (or fills a struct) on success. On failure it returns
+ *   NULL / a negative code and moves the Python exception into `exc`; no exception is left
+ *   pending. The probe's exceptions are data: the caller decides what they mean.
+ * - struct ic_described may hold a buffer or a copy of the array's bytes; release it with
+ *   ic_described_release, which is safe on a zeroed or released struct.
+ */
+#ifndef IC_PROBE_H
+#define IC_PROBE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdbool.h>
+
+#include "ic_case.h"
+#include "ic_python.h"
+#include "ic_view.h"
+
+struct ic_probe {
+    char name[IC_NAME_MAX];
+    char path[1024];
+    PyObject *module; /* NULL until loaded */
+    PyObject *info;   /* the dict load() returned */
+};
+
+/* How a consumer's import of one protocol behaves, from its load() info. */
+enum ic_readonly_support {
+    IC_READONLY_NEVER,  /* the import cannot represent read-only arrays */
+    IC_READONLY_BOTH,   /* it marks read-only imports read-only and writable ones writable */
+    IC_READONLY_ALWAYS, /* an immutable library: every import is read-only */
+};
+
+struct ic_import_traits {
+    bool present;   /* the probe declares an import for the protocol */
+    bool zero_copy; /* the import promises to share memory */
+    bool typed;     /* dtype and shape come from the protocol */
+    enum ic_readonly_support readonly;
+};
+
+/* What describe() said about an array. */
+struct ic_described {
+    struct ic_view view;
+    char dtype_name[32];  /* as the probe spelled it, also when unknown to the tester */
+    bool pointer_known;   /* false when the probe could only give the bytes */
+    bool readonly_known;
+    bool holds_buffer;
+    Py_buffer buffer;      /* held while the view points into it */
+    unsigned char *bytes;  /* malloc'd contents when the probe gave bytes */
+};
+
+/* Loads `_probekit.py` from `path` as the module `_probekit`. */
+int ic_probe_kit_load(const char *path, struct ic_py_exc *exc);
+
+/* Imports the probe file and calls its load(). On success probe->module and probe->info are
+ * set and *ret_info_json (malloc'd, the caller frees) holds info as JSON. */
+int ic_probe_load(struct ic_probe *probe, const char *name, const char *path,
+                  char **ret_info_json, struct ic_py_exc *exc);
+
+/* Drops the probe's references. */
+void ic_probe_release(struct ic_probe *probe);
+
+int ic_probe_import_traits(const struct ic_probe *probe, enum ic_protocol protocol,
+                           struct ic_import_traits *ret);
+
+/* build(data, dtype, ops, readonly): an array of `dtype` from the bytes of `data` (the
+ * layout's base), with the layout's ops applied. */
+PyObject *ic_probe_build(struct ic_probe *probe, PyObject *data, enum ic_dtype dtype,
+                         const struct ic_layout_info *layout, bool readonly,
+                         struct ic_py_exc *exc);
+
+int ic_probe_describe(struct ic_probe *probe, PyObject *array, struct ic_described *ret,
+                      struct ic_py_exc *exc);
+void ic_described_release(struct ic_described *described);
+
+PyObject *ic_probe_export(struct ic_probe *probe, PyObject *array, enum ic_protocol protocol,
+                          struct ic_py_exc *exc);
+
+PyObject *ic_probe_consume(struct ic_probe *probe, PyObject *obj, enum ic_protocol protocol,
+                           enum ic_dtype dtype, struct ic_py_exc *exc);
+
+/* The layout's ops as the Python list probes receive. New reference or NULL (exception). */
+PyObject *ic_layout_ops_to_python(const struct ic_layout_info *layout);
+
+#endif

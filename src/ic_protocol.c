@@ -1,0 +1,84 @@
+#include "ic_protocol.h"
+
+#include <string.h>
+
+#include "ic_error.h"
+
+static const struct ic_protocol_ops *const ic_protocol_table[IC_PROTOCOL_COUNT] = {
+    [IC_PROTOCOL_DLPACK] = &ic_dlpack_ops,
+    [IC_PROTOCOL_DLPACK_CAPSULE] = &ic_dlpack_capsule_ops,
+    [IC_PROTOCOL_ARRAY_INTERFACE] = &ic_array_interface_ops,
+    [IC_PROTOCOL_ARRAY_STRUCT] = &ic_array_struct_ops,
+    [IC_PROTOCOL_BUFFER] = &ic_buffer_ops,
+    [IC_PROTOCOL_ARRAY_METHOD] = &ic_array_method_ops,
+};
+
+static const char *const ic_protocol_ids[IC_PROTOCOL_COUNT] = {
+#define IC_PROTOCOL_ID(e, id, section, summary) [IC_PROTOCOL_##e] = (id),
+    IC_PROTOCOL_LIST(IC_PROTOCOL_ID)
+#undef IC_PROTOCOL_ID
+};
+
+static const struct ic_variant_info ic_variant_table[IC_VARIANT_COUNT] = {
+#define IC_VARIANT_ROW(e, id, proto, applies, layouts, dtypes, summary)                            \
+    [IC_VARIANT_##e] = {IC_VARIANT_##e, (id), (proto), (applies), (layouts), (dtypes), (summary)},
+    IC_VARIANT_LIST(IC_VARIANT_ROW)
+#undef IC_VARIANT_ROW
+};
+
+const struct ic_protocol_ops *ic_protocol_ops(enum ic_protocol protocol)
+{
+    if ((int)protocol < 0 || protocol >= IC_PROTOCOL_COUNT)
+        return NULL;
+    return ic_protocol_table[protocol];
+}
+
+const char *ic_protocol_id(enum ic_protocol protocol)
+{
+    if ((int)protocol < 0 || protocol >= IC_PROTOCOL_COUNT)
+        return "invalid";
+    return ic_protocol_ids[protocol];
+}
+
+int ic_protocol_from_id(const char *id, enum ic_protocol *ret)
+{
+    for (int i = 0; i < IC_PROTOCOL_COUNT; i++) {
+        if (strcmp(ic_protocol_ids[i], id) == 0) {
+            *ret = (enum ic_protocol)i;
+            return 0;
+        }
+    }
+    return IC_ENOTFOUND;
+}
+
+const struct ic_variant_info *ic_variant_info(enum ic_variant variant)
+{
+    if ((int)variant < 0 || variant >= IC_VARIANT_COUNT)
+        return NULL;
+    return &ic_variant_table[variant];
+}
+
+int ic_variant_from_id(enum ic_protocol protocol, const char *id, enum ic_variant *ret)
+{
+    for (int i = 0; i < IC_VARIANT_COUNT; i++) {
+        const struct ic_variant_info *info = &ic_variant_table[i];
+        if ((info->protocol == -1 || info->protocol == (int)protocol) &&
+            strcmp(info->id, id) == 0) {
+            *ret = info->variant;
+            return 0;
+        }
+    }
+    return IC_ENOTFOUND;
+}
+
+void ic_export_record_init(struct ic_export_record *rec, enum ic_protocol protocol,
+                           enum ic_variant variant)
+{
+    memset(rec, 0, sizeof(*rec));
+    rec->protocol = protocol;
+    rec->variant = variant;
+    for (int i = 0; i < (int)(sizeof(rec->watch) / sizeof(rec->watch[0])); i++)
+        rec->watch[i] = -1;
+    ic_diag_init(&rec->diag);
+    ic_diag_init(&rec->lifetime);
+}

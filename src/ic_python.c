@@ -1,0 +1,401 @@
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "ic_python.h"
+
+#include <errno.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ic_error.h"
+
+extern char **environ;
+
+static bool ic_py_started;
+static int ic_py_depth;
+static PyGILState_STATE ic_py_gil_state;
+static char ic_py_build_text[16];
+
+const char *ic_py_build_version(void)
+{
+    snprintf(ic_py_build_text, sizeof(ic_py_build_text), "%d.%d", PY_MAJOR_VERSION,
+             PY_MINOR_VERSION);
+    return ic_py_build_text;
+}
+
+const char *ic_py_runtime_version(void)
+{
+    return Py_GetVersion();
+}
+
+/* Runs `python -I -c ...` and reads the "major.minor.micro" it prints. A child process, because
+ * loading an interpreter of another version into this process would crash instead of
+ * explaining. */
+static int ic_py_query_version(const char *python, char *version, size_t size, char *err,
+                               size_t err_size)
+{
+    int pipefd[2];
+    if (pipe(pipefd) != 0) {
+        snprintf(err, err_size, "cannot create a pipe: %s", strerror(errno));
+        return IC_EIO;
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, pipefd[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&actions, pipefd[0]);
+    posix_spawn_file_actions_addclose(&actions, pipefd[1]);
+    char *argv[] = {(char *)python, "-I", "-c",
+                    "import sys; print('%d.%d.%d' % sys.version_info[:3])", NULL};
+    pid_t pid;
+    int rc = posix_spawn(&pid, python, &actions, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(pipefd[1]);
+    if (rc != 0) {
+        close(pipefd[0]);
+        snprintf(err, err_size, "cannot run the interpreter '%s': %s", python, strerror(rc));
+        return IC_EENV;
+    }
+    char out[64] = {0};
+    size_t used = 0;
+    ssize_t n;
+    while (used < sizeof(out) - 1 && (n = read(pipefd[0], out + used, sizeof(out) - 1 - used)) > 0)
+        used += (size_t)n;
+    close(pipefd[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || used == 0) {
+        snprintf(err, err_size, "the interpreter '%s' did not report its version", python);
+        return IC_EENV;
+    }
+    out[strcspn(out, "\r\n")] = '\0';
+    snprintf(version, size, "%s", out);
+    return 0;
+}
+
+int ic_py_check_interpreter(const char *python, char *version_out, size_t version_size,
+                            char *err, size_t err_size)
+{
+    if (access(python, X_OK) != 0) {
+        snprintf(err, err_size,
+                 "no Python interpreter at '%s' (%s); pass --python with the bin/python of the "
+                 "environment to test, or run scripts/setup",
+                 python, strerror(errno));
+        return IC_EENV;
+    }
+    char version[64];
+    int rc = ic_py_query_version(python, version, sizeof(version), err, err_size);
+    if (rc < 0)
+        return rc;
+    const char *built = ic_py_build_version();
+    size_t built_len = strlen(built);
+    if (strncmp(version, built, built_len) != 0 || version[built_len] != '.') {
+        snprintf(err, err_size,
+                 "'%s' is Python %s, but this interopcheck was built against Python %s: use a "
+                 "Python %s environment, or build for this one with "
+                 "'meson setup build-%s -Dpython=%s && meson compile -C build-%s'",
+                 python, version, built, built, version, python, version);
+        return IC_EENV;
+    }
+    snprintf(version_out, version_size, "%s", version);
+    return 0;
+}
+
+static void ic_py_status_message(PyStatus status, const char *what, char *err, size_t err_size)
+{
+    snprintf(err, err_size, "%s: %s%s%s", what, status.func ? status.func : "",
+             status.func ? ": " : "", status.err_msg ? status.err_msg : "unknown failure");
+}
+
+int ic_py_init(const struct ic_py_config *config, char *err, size_t err_size)
+{
+    PyConfig pyconfig;
+    PyStatus status;
+    int rc = IC_EPYTHON;
+    char *argv[] = {"interopcheck", NULL};
+
+    /* Isolated: the tested environment is chosen by --python alone, never by PYTHONPATH or
+     * PYTHONHOME leaking in from the user's shell. Signal handlers stay ours. */
+    PyConfig_InitIsolatedConfig(&pyconfig);
+    pyconfig.install_signal_handlers = 0;
+    pyconfig.site_import = 1;
+    pyconfig.write_bytecode = 0;
+
+    status = PyConfig_SetBytesString(&pyconfig, &pyconfig.program_name, config->python);
+    if (PyStatus_Exception(status)) {
+        ic_py_status_message(status, "cannot set the program name", err, err_size);
+        goto cleanup;
+    }
+    /* The executable decides sys.prefix: a virtual environment is found through the
+     * pyvenv.cfg next to its bin/python. */
+    status = PyConfig_SetBytesString(&pyconfig, &pyconfig.executable, config->python);
+    if (PyStatus_Exception(status)) {
+        ic_py_status_message(status, "cannot set the executable", err, err_size);
+        goto cleanup;
+    }
+    status = PyConfig_SetBytesArgv(&pyconfig, 1, argv);
+    if (PyStatus_Exception(status)) {
+        ic_py_status_message(status, "cannot set argv", err, err_size);
+        goto cleanup;
+    }
+    status = Py_InitializeFromConfig(&pyconfig);
+    if (PyStatus_Exception(status)) {
+        ic_py_status_message(status, "cannot start Python", err, err_size);
+        goto cleanup;
+    }
+    ic_py_started = true;
+
+    if (config->sys_path) {
+        PyObject *sys_path = PySys_GetObject("path"); /* borrowed */
+        Py_ssize_t position = 0;
+        for (const char *const *dir = config->sys_path; *dir; dir++) {
+            PyObject *entry = PyUnicode_DecodeFSDefault(*dir);
+            if (!entry || !sys_path || PyList_Insert(sys_path, position++, entry) < 0) {
+                Py_XDECREF(entry);
+                PyErr_Clear();
+                snprintf(err, err_size, "cannot add '%s' to sys.path", *dir);
+                goto cleanup;
+            }
+            Py_DECREF(entry);
+        }
+    }
+    rc = 0;
+
+cleanup:
+    PyConfig_Clear(&pyconfig);
+    if (ic_py_started)
+        PyEval_SaveThread(); /* hand the GIL back; callers take it with ic_py_enter */
+    return rc;
+}
+
+void ic_py_finalize(void)
+{
+    if (!ic_py_started)
+        return;
+    PyGILState_Ensure();
+    Py_FinalizeEx();
+    ic_py_started = false;
+}
+
+void ic_py_enter(void)
+{
+    if (ic_py_depth++ == 0)
+        ic_py_gil_state = PyGILState_Ensure();
+}
+
+void ic_py_leave(void)
+{
+    if (--ic_py_depth == 0)
+        PyGILState_Release(ic_py_gil_state);
+}
+
+static void ic_py_type_name(PyObject *type, char *buf, size_t size)
+{
+    PyObject *module = NULL, *qualname = NULL;
+    const char *module_text = NULL, *name_text = NULL;
+
+    module = PyObject_GetAttrString(type, "__module__");
+    qualname = PyObject_GetAttrString(type, "__qualname__");
+    if (module && PyUnicode_Check(module))
+        module_text = PyUnicode_AsUTF8(module);
+    if (qualname && PyUnicode_Check(qualname))
+        name_text = PyUnicode_AsUTF8(qualname);
+    PyErr_Clear();
+    if (!name_text)
+        name_text = ((PyTypeObject *)type)->tp_name;
+    if (module_text && strcmp(module_text, "builtins") != 0)
+        snprintf(buf, size, "%s.%s", module_text, name_text);
+    else
+        snprintf(buf, size, "%s", name_text);
+    Py_XDECREF(module);
+    Py_XDECREF(qualname);
+}
+
+static void ic_py_traceback_where(PyObject *exc, char *buf, size_t size)
+{
+    PyObject *tb = NULL, *next = NULL, *frame = NULL, *code = NULL, *file = NULL, *func = NULL,
+             *line = NULL;
+
+    buf[0] = '\0';
+    tb = PyObject_GetAttrString(exc, "__traceback__");
+    while (tb && tb != Py_None) {
+        next = PyObject_GetAttrString(tb, "tb_next");
+        if (!next || next == Py_None)
+            break;
+        Py_SETREF(tb, next);
+        next = NULL;
+    }
+    if (tb && tb != Py_None) {
+        frame = PyObject_GetAttrString(tb, "tb_frame");
+        line = PyObject_GetAttrString(tb, "tb_lineno");
+        code = frame ? PyObject_GetAttrString(frame, "f_code") : NULL;
+        file = code ? PyObject_GetAttrString(code, "co_filename") : NULL;
+        func = code ? PyObject_GetAttrString(code, "co_name") : NULL;
+        if (file && func && line && PyUnicode_Check(file) && PyUnicode_Check(func))
+            snprintf(buf, size, "%s:%ld in %s", PyUnicode_AsUTF8(file), PyLong_AsLong(line),
+                     PyUnicode_AsUTF8(func));
+    }
+    PyErr_Clear();
+    Py_XDECREF(tb);
+    Py_XDECREF(next);
+    Py_XDECREF(frame);
+    Py_XDECREF(code);
+    Py_XDECREF(file);
+    Py_XDECREF(func);
+    Py_XDECREF(line);
+}
+
+bool ic_py_fetch(struct ic_py_exc *exc)
+{
+    PyObject *value = NULL, *text = NULL;
+
+    memset(exc, 0, sizeof(*exc));
+#if PY_VERSION_HEX >= 0x030C0000
+    value = PyErr_GetRaisedException();
+#else
+    PyObject *type = NULL, *tb = NULL;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (value && tb)
+        PyException_SetTraceback(value, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+#endif
+    if (!value) {
+        snprintf(exc->type, sizeof(exc->type), "UnknownError");
+        snprintf(exc->message, sizeof(exc->message), "no Python exception was set");
+        return false;
+    }
+    PyObject *type_obj = (PyObject *)Py_TYPE(value); /* borrowed */
+    ic_py_type_name(type_obj, exc->type, sizeof(exc->type));
+    exc->buffer_error = PyErr_GivenExceptionMatches(value, PyExc_BufferError);
+    exc->type_error = PyErr_GivenExceptionMatches(value, PyExc_TypeError);
+    exc->value_error = PyErr_GivenExceptionMatches(value, PyExc_ValueError);
+    exc->attribute_error = PyErr_GivenExceptionMatches(value, PyExc_AttributeError);
+    exc->not_implemented = PyErr_GivenExceptionMatches(value, PyExc_NotImplementedError);
+
+    text = PyObject_Str(value);
+    if (text && PyUnicode_Check(text)) {
+        const char *utf8 = PyUnicode_AsUTF8(text);
+        snprintf(exc->message, sizeof(exc->message), "%s", utf8 ? utf8 : "");
+    }
+    PyErr_Clear();
+    ic_py_traceback_where(value, exc->where, sizeof(exc->where));
+    Py_XDECREF(text);
+    Py_DECREF(value);
+    return true;
+}
+
+bool ic_py_peek(struct ic_py_exc *exc)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *value = PyErr_GetRaisedException();
+    if (!value) {
+        memset(exc, 0, sizeof(*exc));
+        return false;
+    }
+    PyErr_SetRaisedException(Py_NewRef(value));
+    bool found = ic_py_fetch(exc);
+    PyErr_SetRaisedException(value);
+    return found;
+#else
+    PyObject *type = NULL, *value = NULL, *tb = NULL;
+    PyErr_Fetch(&type, &value, &tb);
+    if (!type) {
+        memset(exc, 0, sizeof(*exc));
+        return false;
+    }
+    PyErr_NormalizeException(&type, &value, &tb);
+    Py_XINCREF(type);
+    Py_XINCREF(value);
+    Py_XINCREF(tb);
+    PyErr_Restore(type, value, tb);
+    bool found = ic_py_fetch(exc);
+    PyErr_Restore(type, value, tb);
+    return found;
+#endif
+}
+
+void ic_py_exc_format(const struct ic_py_exc *exc, char *buf, size_t size)
+{
+    if (exc->message[0])
+        snprintf(buf, size, "%s: %s", exc->type, exc->message);
+    else
+        snprintf(buf, size, "%s", exc->type);
+}
+
+void ic_py_collect(bool full)
+{
+    PyObject *gc = NULL, *result = NULL;
+
+    gc = PyImport_ImportModule("gc");
+    if (gc)
+        result = full ? PyObject_CallMethod(gc, "collect", NULL)
+                      : PyObject_CallMethod(gc, "collect", "i", 1);
+    if (!result)
+        PyErr_Clear();
+    Py_XDECREF(result);
+    Py_XDECREF(gc);
+}
+
+char *ic_py_json_dumps(PyObject *obj)
+{
+    PyObject *json = NULL, *dumps = NULL, *kwargs = NULL, *text = NULL, *args = NULL;
+    char *copy = NULL;
+
+    json = PyImport_ImportModule("json");
+    if (!json)
+        goto cleanup;
+    dumps = PyObject_GetAttrString(json, "dumps");
+    args = PyTuple_Pack(1, obj);
+    kwargs = Py_BuildValue("{s:O}", "default", (PyObject *)&PyUnicode_Type);
+    if (!dumps || !args || !kwargs)
+        goto cleanup;
+    text = PyObject_Call(dumps, args, kwargs);
+    if (!text)
+        goto cleanup;
+    const char *utf8 = PyUnicode_AsUTF8(text);
+    if (!utf8)
+        goto cleanup;
+    copy = strdup(utf8);
+    if (!copy)
+        PyErr_NoMemory();
+
+cleanup:
+    Py_XDECREF(json);
+    Py_XDECREF(dumps);
+    Py_XDECREF(args);
+    Py_XDECREF(kwargs);
+    Py_XDECREF(text);
+    return copy;
+}
+
+void ic_py_repr(PyObject *obj, char *buf, size_t size)
+{
+    PyObject *text = PyObject_Repr(obj);
+    const char *utf8 = text ? PyUnicode_AsUTF8(text) : NULL;
+    if (utf8) {
+        snprintf(buf, size, "%s", utf8);
+    } else {
+        PyErr_Clear();
+        snprintf(buf, size, "<repr failed>");
+    }
+    Py_XDECREF(text);
+}
+
+int ic_py_str_copy(PyObject *obj, char *buf, size_t size)
+{
+    if (!obj || !PyUnicode_Check(obj))
+        return IC_EINVAL;
+    const char *utf8 = PyUnicode_AsUTF8(obj);
+    if (!utf8) {
+        PyErr_Clear();
+        return IC_EINVAL;
+    }
+    snprintf(buf, size, "%s", utf8);
+    return 0;
+}

@@ -1,0 +1,91 @@
+/*
+ * ic_python: the embedded CPython interpreter. This module owns interpreter start-up and
+ * shut-down, the GIL, and the turning of Python exceptions into C data.
+ *
+ * Contract
+ * - ic_py_init starts the interpreter of one Python environment (a virtual environment or an
+ *   installation) through PyConfig, in isolated mode: PYTHON* environment variables and the
+ *   user site are ignored, signal handlers are not installed (the supervisor owns signals).
+ *   It returns with the GIL released. The interpreter lives until ic_py_finalize.
+ * - Code that touches Python objects runs between ic_py_enter() and ic_py_leave(), which
+ *   take and drop the GIL. Other modules never call PyGILState_* or PyEval_* themselves.
+ * - Exceptions: a Python C-API call that fails leaves an exception pending; the caller turns
+ *   it into a `struct ic_py_exc` with ic_py_fetch (which clears it) and decides what it means.
+ *   Nothing here prints exceptions.
+ * - ic_py_check_interpreter runs before any interpreter exists: it asks the candidate
+ *   interpreter for its version in a child process, so a mismatch is an error message, never
+ *   a crash inside an incompatible libpython.
+ */
+#ifndef IC_PYTHON_H
+#define IC_PYTHON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct _object PyObject;
+
+struct ic_py_config {
+    const char *python;         /* path of the environment's python executable */
+    const char *const *sys_path; /* directories put first on sys.path, NULL-terminated, or NULL */
+};
+
+/* Checks that `python` exists, runs, and has the major.minor version libpython was built
+ * for; writes its full version ("3.13.0") into `version`. On failure writes a message that
+ * says what to do into err. IC_EENV on a mismatch or an interpreter that does not run. */
+int ic_py_check_interpreter(const char *python, char *version, size_t version_size, char *err,
+                            size_t err_size);
+
+/* The "3.13" version interopcheck was built against, and its libpython's full version. */
+const char *ic_py_build_version(void);
+const char *ic_py_runtime_version(void);
+
+/* Starts the interpreter. On failure writes the reason into err and returns IC_EPYTHON;
+ * the process should then exit, since CPython cannot be initialised twice reliably. */
+int ic_py_init(const struct ic_py_config *config, char *err, size_t err_size);
+
+/* Finalises the interpreter (GIL must not be held). Safe to call when init failed. */
+void ic_py_finalize(void);
+
+void ic_py_enter(void);
+void ic_py_leave(void);
+
+/* A fetched Python exception. */
+struct ic_py_exc {
+    char type[64];      /* qualified class name, e.g. "BufferError" or "jax.errors.JaxRuntimeError" */
+    char message[1024]; /* str(exc), truncated */
+    char where[256];    /* innermost traceback frame "file:line in func", or "" */
+    bool buffer_error;  /* isinstance(exc, BufferError) */
+    bool type_error;
+    bool value_error;
+    bool attribute_error;
+    bool not_implemented;
+};
+
+/* Moves the pending exception into `exc` and clears it. Returns false (and fills `exc` with
+ * an "unknown error" text) when no exception was pending. */
+bool ic_py_fetch(struct ic_py_exc *exc);
+
+/* Describes the pending exception in `exc` without clearing it, so that it still reaches
+ * the caller's caller (a proxy records a producer's exception, then lets it propagate to the
+ * consumer). Returns false when none is pending. */
+bool ic_py_peek(struct ic_py_exc *exc);
+
+/* Formats "Type: message" into buf. */
+void ic_py_exc_format(const struct ic_py_exc *exc, char *buf, size_t size);
+
+/* Runs the cyclic garbage collector so that deleters of released arrays have run. `full`
+ * collects every generation (tens of milliseconds once large libraries are loaded); otherwise
+ * only the young generations, where a case's own objects are. */
+void ic_py_collect(bool full);
+
+/* json.dumps(obj) as a malloc'd string the caller frees; NULL with an exception pending. */
+char *ic_py_json_dumps(PyObject *obj);
+
+/* Writes repr(obj), truncated, into buf; "<repr failed>" when repr raises (the exception is
+ * cleared). */
+void ic_py_repr(PyObject *obj, char *buf, size_t size);
+
+/* Copies str `obj` as UTF-8 into buf (truncated). Returns IC_EINVAL when obj is no str. */
+int ic_py_str_copy(PyObject *obj, char *buf, size_t size);
+
+#endif

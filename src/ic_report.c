@@ -1,0 +1,301 @@
+#include "ic_report.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "ic_error.h"
+#include "ic_stream.h"
+
+static const char *const ic_library_state_names[] = {
+    [IC_LIBRARY_FOUND] = "not_loaded",
+    [IC_LIBRARY_LOADED] = "loaded",
+    [IC_LIBRARY_IMPORT_ERROR] = "import_error",
+    [IC_LIBRARY_IMPORT_CRASH] = "import_crash",
+    [IC_LIBRARY_INVALID] = "invalid_probe",
+};
+
+static cJSON *ic_protocol_names(uint32_t set)
+{
+    cJSON *list = cJSON_CreateArray();
+    for (int p = 0; list && p < IC_PROTOCOL_COUNT; p++) {
+        if ((set & (1u << p)) && !cJSON_AddItemToArray(list, cJSON_CreateString(ic_protocol_id(p)))) {
+            cJSON_Delete(list);
+            return NULL;
+        }
+    }
+    return list;
+}
+
+cJSON *ic_report_libraries(const struct ic_catalog *catalog)
+{
+    cJSON *libs = cJSON_CreateArray();
+    for (int i = 0; libs && i < catalog->count; i++) {
+        const struct ic_library *lib = &catalog->libs[i];
+        cJSON *item = cJSON_CreateObject();
+        if (!item || !cJSON_AddItemToArray(libs, item)) {
+            cJSON_Delete(item);
+            goto fail;
+        }
+        bool loaded = lib->state == IC_LIBRARY_LOADED;
+        if (!cJSON_AddStringToObject(item, "name", lib->name) ||
+            !(loaded ? cJSON_AddStringToObject(item, "version", lib->version)
+                     : cJSON_AddNullToObject(item, "version")) ||
+            !cJSON_AddStringToObject(item, "status", ic_library_state_names[lib->state]) ||
+            !(lib->error[0] ? cJSON_AddStringToObject(item, "error", lib->error)
+                            : cJSON_AddNullToObject(item, "error")) ||
+            !cJSON_AddStringToObject(item, "probe", lib->path) ||
+            !cJSON_AddNumberToObject(item, "import_ms", lib->load_ms))
+            goto fail;
+        if (loaded) {
+            cJSON *exports = ic_protocol_names(lib->exports);
+            cJSON *imports = ic_protocol_names(lib->imports);
+            cJSON *dtypes = cJSON_CreateArray();
+            cJSON *layouts = cJSON_CreateArray();
+            cJSON_AddItemToObject(item, "exports", exports);
+            cJSON_AddItemToObject(item, "imports", imports);
+            cJSON_AddItemToObject(item, "dtypes", dtypes);
+            cJSON_AddItemToObject(item, "layouts", layouts);
+            if (!exports || !imports || !dtypes || !layouts)
+                goto fail;
+            for (int d = IC_DTYPE_FIRST; d < IC_DTYPE_END; d++) {
+                if (lib->dtypes & (1u << d))
+                    cJSON_AddItemToArray(dtypes, cJSON_CreateString(ic_dtype_name(d)));
+            }
+            for (int l = 0; l < IC_LAYOUT_COUNT; l++) {
+                if (lib->layouts & (1u << l))
+                    cJSON_AddItemToArray(layouts, cJSON_CreateString(ic_layout_name(l)));
+            }
+            cJSON *calls = cJSON_AddObjectToObject(item, "calls");
+            for (int p = 0; calls && p < IC_PROTOCOL_COUNT; p++) {
+                const char *exp = ic_library_call(lib, false, p);
+                const char *imp = ic_library_call(lib, true, p);
+                if (!exp && !imp)
+                    continue;
+                cJSON *entry = cJSON_AddObjectToObject(calls, ic_protocol_id(p));
+                if (entry && exp)
+                    cJSON_AddStringToObject(entry, "export", exp);
+                if (entry && imp)
+                    cJSON_AddStringToObject(entry, "import", imp);
+            }
+        }
+    }
+    return libs;
+fail:
+    cJSON_Delete(libs);
+    return NULL;
+}
+
+void ic_report_count(const struct ic_plan *plan, size_t counts[IC_OUTCOME_COUNT])
+{
+    memset(counts, 0, sizeof(size_t) * IC_OUTCOME_COUNT);
+    for (size_t i = 0; i < plan->count; i++) {
+        if (plan->items[i].done)
+            counts[plan->items[i].result.outcome]++;
+    }
+}
+
+static cJSON *ic_outcome_counts(const size_t counts[IC_OUTCOME_COUNT])
+{
+    cJSON *json = cJSON_CreateObject();
+    for (int o = 0; json && o < IC_OUTCOME_COUNT; o++) {
+        if (!cJSON_AddNumberToObject(json, ic_outcome_name(o), (double)counts[o])) {
+            cJSON_Delete(json);
+            return NULL;
+        }
+    }
+    return json;
+}
+
+/* Summary of one protocol: a cell per (producer, consumer) that has cases, and a gap entry
+ * with its reason for each pair of usable probes without any. */
+static cJSON *ic_protocol_summary(const struct ic_catalog *catalog, const struct ic_plan *plan,
+                                  enum ic_protocol protocol)
+{
+    cJSON *summary = cJSON_CreateObject();
+    cJSON *cells = summary ? cJSON_AddArrayToObject(summary, "cells") : NULL;
+    cJSON *gaps = summary ? cJSON_AddArrayToObject(summary, "gaps") : NULL;
+    size_t totals[IC_OUTCOME_COUNT] = {0};
+    if (!cells || !gaps)
+        goto fail;
+
+    /* Cases of a pair are contiguous in the plan (ic_plan.h), so one pass finds the cells. */
+    size_t i = 0;
+    while (i < plan->count) {
+        const struct ic_case *c = &plan->items[i].c;
+        if (c->protocol != protocol) {
+            i++;
+            continue;
+        }
+        size_t counts[IC_OUTCOME_COUNT] = {0};
+        size_t j = i;
+        for (; j < plan->count; j++) {
+            const struct ic_planned *item = &plan->items[j];
+            if (item->c.protocol != protocol || strcmp(item->c.producer, c->producer) != 0 ||
+                strcmp(item->c.consumer, c->consumer) != 0)
+                break;
+            if (item->done) {
+                counts[item->result.outcome]++;
+                totals[item->result.outcome]++;
+            }
+        }
+        cJSON *cell = cJSON_CreateObject();
+        if (!cell || !cJSON_AddItemToArray(cells, cell) ||
+            !cJSON_AddStringToObject(cell, "producer", c->producer) ||
+            !cJSON_AddStringToObject(cell, "consumer", c->consumer) ||
+            !cJSON_AddNumberToObject(cell, "total", (double)(j - i)))
+            goto fail;
+        cJSON *outcomes = ic_outcome_counts(counts);
+        if (!outcomes)
+            goto fail;
+        cJSON_AddItemToObject(cell, "outcomes", outcomes);
+        i = j;
+    }
+
+    char reason[1200];
+    for (int p = 0; p < catalog->count; p++) {
+        /* Not part of this run, or no library at all (an unusable probe file). */
+        if (catalog->libs[p].state == IC_LIBRARY_FOUND ||
+            catalog->libs[p].state == IC_LIBRARY_INVALID)
+            continue;
+        for (int c = 0; c <= catalog->count; c++) {
+            const char *consumer = c < catalog->count ? catalog->libs[c].name : IC_REFERENCE_CONSUMER;
+            if (c < catalog->count && (catalog->libs[c].state == IC_LIBRARY_FOUND ||
+                                       catalog->libs[c].state == IC_LIBRARY_INVALID))
+                continue;
+            const char *why = ic_plan_pair_gap(catalog, protocol, catalog->libs[p].name, consumer,
+                                               reason, sizeof(reason));
+            if (!why)
+                continue;
+            cJSON *gap = cJSON_CreateObject();
+            if (!gap || !cJSON_AddItemToArray(gaps, gap) ||
+                !cJSON_AddStringToObject(gap, "producer", catalog->libs[p].name) ||
+                !cJSON_AddStringToObject(gap, "consumer", consumer) ||
+                !cJSON_AddStringToObject(gap, "reason", why))
+                goto fail;
+        }
+    }
+    cJSON *outcomes = ic_outcome_counts(totals);
+    if (!outcomes)
+        goto fail;
+    cJSON_AddItemToObject(summary, "outcomes", outcomes);
+    return summary;
+fail:
+    cJSON_Delete(summary);
+    return NULL;
+}
+
+static cJSON *ic_platform(void)
+{
+    struct utsname names;
+    cJSON *json = cJSON_CreateObject();
+    if (!json)
+        return NULL;
+    if (uname(&names) == 0) {
+        cJSON_AddStringToObject(json, "system", names.sysname);
+        cJSON_AddStringToObject(json, "release", names.release);
+        cJSON_AddStringToObject(json, "machine", names.machine);
+    }
+    char host[256];
+    if (gethostname(host, sizeof(host)) == 0) {
+        host[sizeof(host) - 1] = '\0';
+        cJSON_AddStringToObject(json, "host", host);
+    }
+    return json;
+}
+
+cJSON *ic_report_build(const cJSON *tool, const cJSON *run, const cJSON *python,
+                       const struct ic_catalog *catalog, const struct ic_plan *plan)
+{
+    cJSON *report = cJSON_CreateObject();
+    cJSON *environment, *cases, *summary, *protocols;
+    size_t counts[IC_OUTCOME_COUNT];
+    if (!report)
+        return NULL;
+    if (!cJSON_AddStringToObject(report, "schema", "interopcheck-report") ||
+        !cJSON_AddNumberToObject(report, "schema_version", IC_REPORT_SCHEMA_VERSION))
+        goto fail;
+    cJSON_AddItemToObject(report, "tool", cJSON_Duplicate(tool, true));
+    cJSON_AddItemToObject(report, "run", cJSON_Duplicate(run, true));
+    environment = cJSON_AddObjectToObject(report, "environment");
+    if (!environment)
+        goto fail;
+    cJSON_AddItemToObject(environment, "platform", ic_platform());
+    cJSON_AddItemToObject(environment, "python", cJSON_Duplicate(python, true));
+    cJSON_AddItemToObject(environment, "libraries", ic_report_libraries(catalog));
+
+    cases = cJSON_AddArrayToObject(report, "cases");
+    if (!cases)
+        goto fail;
+    for (size_t i = 0; i < plan->count; i++) {
+        const struct ic_planned *item = &plan->items[i];
+        if (!item->done)
+            continue;
+        cJSON *json = ic_case_to_json(&item->c, &item->result);
+        if (!json || !cJSON_AddItemToArray(cases, json)) {
+            cJSON_Delete(json);
+            goto fail;
+        }
+    }
+
+    summary = cJSON_AddObjectToObject(report, "summary");
+    if (!summary)
+        goto fail;
+    ic_report_count(plan, counts);
+    size_t total = 0;
+    for (int o = 0; o < IC_OUTCOME_COUNT; o++)
+        total += counts[o];
+    cJSON_AddNumberToObject(summary, "total", (double)total);
+    cJSON_AddItemToObject(summary, "outcomes", ic_outcome_counts(counts));
+    protocols = cJSON_AddObjectToObject(summary, "protocols");
+    if (!protocols)
+        goto fail;
+    for (int p = 0; p < IC_PROTOCOL_COUNT; p++) {
+        cJSON *item = ic_protocol_summary(catalog, plan, (enum ic_protocol)p);
+        if (!item)
+            goto fail;
+        cJSON_AddItemToObject(protocols, ic_protocol_id(p), item);
+    }
+    return report;
+fail:
+    cJSON_Delete(report);
+    return NULL;
+}
+
+int ic_json_write_atomic(const char *path, const cJSON *json, char *err, size_t err_size)
+{
+    char tmp[1100];
+    char *text = cJSON_Print(json);
+    FILE *file = NULL;
+    int rc = IC_EIO;
+
+    if (!text) {
+        snprintf(err, err_size, "out of memory while formatting %s", path);
+        return IC_ENOMEM;
+    }
+    snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+    file = fopen(tmp, "w");
+    if (!file) {
+        snprintf(err, err_size, "cannot write %s: %s", tmp, strerror(errno));
+        goto done;
+    }
+    if (fputs(text, file) < 0 || fputc('\n', file) < 0 || fflush(file) != 0 ||
+        fsync(fileno(file)) != 0) {
+        snprintf(err, err_size, "cannot write %s: %s", tmp, strerror(errno));
+        fclose(file);
+        unlink(tmp);
+        goto done;
+    }
+    if (fclose(file) != 0 || rename(tmp, path) != 0) {
+        snprintf(err, err_size, "cannot move %s to %s: %s", tmp, path, strerror(errno));
+        unlink(tmp);
+        goto done;
+    }
+    rc = 0;
+done:
+    cJSON_free(text);
+    return rc;
+}

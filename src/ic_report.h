@@ -1,0 +1,39 @@
+/*
+ * ic_report: the report stage. The JSON matrix of a run (schema: reports/schema/), written
+ * atomically.
+ *
+ * Contract
+ * - The report holds the tool and build facts, the run's settings, the environment (platform,
+ *   Python, every library's version or import error), every case of the plan with its
+ *   outcome and checks, and a summary per protocol: producer x consumer outcome counts, and
+ *   for each cell without cases the reason (one side lacks the protocol or the library).
+ * - Pointers and 64-bit integers are strings; counts and durations are JSON numbers.
+ * - ic_json_write_atomic writes to a temporary file next to the target and renames it over
+ *   the target, so a reader never sees half a report.
+ */
+#ifndef IC_REPORT_H
+#define IC_REPORT_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "ic_catalog.h"
+#include "ic_plan.h"
+
+#define IC_REPORT_SCHEMA_VERSION 1
+
+/* Builds the report. `tool` and `run` are objects made by the caller and copied in;
+ * `python` describes the interpreter. NULL when memory runs out. */
+cJSON *ic_report_build(const cJSON *tool, const cJSON *run, const cJSON *python,
+                       const struct ic_catalog *catalog, const struct ic_plan *plan);
+
+/* The environment's "libraries" array, also used by `interopcheck list --json`. */
+cJSON *ic_report_libraries(const struct ic_catalog *catalog);
+
+/* Counts of each outcome in `plan`. */
+void ic_report_count(const struct ic_plan *plan, size_t counts[IC_OUTCOME_COUNT]);
+
+int ic_json_write_atomic(const char *path, const cJSON *json, char *err, size_t err_size);
+
+#endif

@@ -1,0 +1,192 @@
+#include "ic_session.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ic_config.h"
+#include "ic_error.h"
+#include "ic_python.h"
+
+static int ic_resolve_python(const struct ic_options *opts, char *out, size_t size, char *err,
+                             size_t err_size)
+{
+    const char *choice = opts->python;
+    const char *origin = "--python";
+    char joined[4096];
+    const char *venv = getenv("VIRTUAL_ENV");
+    if (!choice && venv && venv[0]) {
+        snprintf(joined, sizeof(joined), "%s/bin/python", venv);
+        choice = joined;
+        origin = "$VIRTUAL_ENV";
+    }
+    if (!choice) {
+        choice = IC_BUILD_PYTHON;
+        origin = "the build";
+    }
+    struct stat st;
+    if (stat(choice, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(out, size, "%s/bin/python", choice);
+    } else {
+        snprintf(out, size, "%s", choice);
+    }
+    if (access(out, X_OK) != 0) {
+        snprintf(err, err_size,
+                 "no Python interpreter at '%s' (from %s): pass --python with the bin/python of "
+                 "the environment to test, or run scripts/setup",
+                 out, origin);
+        return IC_EENV;
+    }
+    /* Keep the venv's own path (not the symlink's target): it decides sys.prefix. */
+    if (out[0] != '/') {
+        char cwd[2048];
+        char relative[4096];
+        snprintf(relative, sizeof(relative), "%s", out);
+        if (getcwd(cwd, sizeof(cwd)))
+            snprintf(out, size, "%s/%s", cwd, relative);
+    }
+    return 0;
+}
+
+static int ic_add_dir(struct ic_session *session, const char *dir, char *err, size_t err_size)
+{
+    char resolved[PATH_MAX];
+    if (!realpath(dir, resolved)) {
+        snprintf(err, err_size, "probe directory '%s': %s", dir, strerror(errno));
+        return IC_EENV;
+    }
+    if (session->ndirs == (int)(sizeof(session->dirs) / sizeof(session->dirs[0]))) {
+        snprintf(err, err_size, "too many probe directories");
+        return IC_ERANGE;
+    }
+    session->dirs[session->ndirs] = strdup(resolved);
+    if (!session->dirs[session->ndirs])
+        return IC_ENOMEM;
+    session->ndirs++;
+    return 0;
+}
+
+int ic_session_open(struct ic_session *session, const struct ic_options *opts, char *err,
+                    size_t err_size)
+{
+    int rc;
+    memset(session, 0, sizeof(*session));
+    session->opts = opts;
+
+    rc = ic_resolve_python(opts, session->python, sizeof(session->python), err, err_size);
+    if (rc < 0)
+        goto fail;
+    rc = ic_py_check_interpreter(session->python, session->python_version,
+                                 sizeof(session->python_version), err, err_size);
+    if (rc < 0)
+        goto fail;
+    ssize_t n = readlink("/proc/self/exe", session->self_exe, sizeof(session->self_exe) - 1);
+    if (n <= 0) {
+        snprintf(err, err_size, "cannot find this program's path: %s", strerror(errno));
+        rc = IC_EENV;
+        goto fail;
+    }
+    session->self_exe[n] = '\0';
+
+    rc = ic_add_dir(session, IC_PROBE_DIR, err, err_size);
+    const char *path = getenv("INTEROPCHECK_PROBE_PATH");
+    if (rc == 0 && path && path[0]) {
+        char *copy = strdup(path);
+        if (!copy) {
+            rc = IC_ENOMEM;
+            goto fail;
+        }
+        for (char *save = NULL, *dir = strtok_r(copy, ":", &save); dir && rc == 0;
+             dir = strtok_r(NULL, ":", &save))
+            rc = ic_add_dir(session, dir, err, err_size);
+        free(copy);
+    }
+    for (int i = 0; rc == 0 && i < opts->nprobe_dirs; i++)
+        rc = ic_add_dir(session, opts->probe_dirs[i], err, err_size);
+    if (rc < 0)
+        goto fail;
+    rc = ic_catalog_scan(&session->catalog, (const char *const *)session->dirs, session->ndirs,
+                         err, err_size);
+    if (rc < 0)
+        goto fail;
+
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    session->jobs = opts->jobs > 0 ? opts->jobs : (cpus > 0 ? (int)cpus : 1);
+    session->progress = !opts->quiet && isatty(STDERR_FILENO);
+    struct ic_supervisor_config config = {
+        .self_exe = session->self_exe,
+        .python = session->python,
+        .jobs = session->jobs,
+        .case_timeout_s = opts->timeout_s,
+        .load_timeout_s = opts->import_timeout_s,
+        .seed = opts->seed,
+    };
+    rc = ic_pool_create(&config, &session->catalog, &session->pool);
+    if (rc < 0) {
+        snprintf(err, err_size, "%s", ic_strerror(rc));
+        goto fail;
+    }
+    return 0;
+
+fail:
+    ic_session_close(session);
+    return rc;
+}
+
+static void ic_discover_progress(void *context, const struct ic_library *lib)
+{
+    const struct ic_session *session = context;
+    if (session->progress)
+        fprintf(stderr, "\r\033[Kimporting %s ...", lib->name);
+}
+
+int ic_session_discover(struct ic_session *session, uint64_t wanted)
+{
+    int rc = ic_pool_discover(session->pool, wanted, ic_discover_progress, session);
+    if (session->progress)
+        fprintf(stderr, "\r\033[K");
+    return rc;
+}
+
+void ic_session_close(struct ic_session *session)
+{
+    ic_pool_destroy(session->pool);
+    session->pool = NULL;
+    ic_catalog_release(&session->catalog);
+    for (int i = 0; i < session->ndirs; i++)
+        free(session->dirs[i]);
+    session->ndirs = 0;
+}
+
+cJSON *ic_session_tool_json(void)
+{
+    cJSON *tool = cJSON_CreateObject();
+    cJSON *build = tool ? cJSON_AddObjectToObject(tool, "build") : NULL;
+    if (!build || !cJSON_AddStringToObject(tool, "name", "interopcheck") ||
+        !cJSON_AddStringToObject(tool, "version", IC_VERSION) ||
+        !cJSON_AddStringToObject(build, "dlpack_header_version", IC_DLPACK_VERSION) ||
+        !cJSON_AddStringToObject(build, "dlpack_header", IC_DLPACK_HEADER) ||
+        !cJSON_AddStringToObject(build, "python", IC_BUILD_PYTHON_VERSION) ||
+        !cJSON_AddStringToObject(build, "python_executable", IC_BUILD_PYTHON) ||
+        !cJSON_AddStringToObject(build, "compiler", IC_COMPILER) ||
+        !cJSON_AddStringToObject(build, "build_type", IC_BUILD_TYPE)) {
+        cJSON_Delete(tool);
+        return NULL;
+    }
+    return tool;
+}
+
+cJSON *ic_session_python_json(const struct ic_session *session)
+{
+    cJSON *python = cJSON_CreateObject();
+    if (!python || !cJSON_AddStringToObject(python, "executable", session->python) ||
+        !cJSON_AddStringToObject(python, "version", session->python_version)) {
+        cJSON_Delete(python);
+        return NULL;
+    }
+    return python;
+}

@@ -1,0 +1,56 @@
+/*
+ * ic_session: the discover stage as the commands use it. It chooses the Python
+ * environment, checks it, finds the probe directories, scans them, and loads the libraries
+ * a command needs through the worker pool.
+ *
+ * Contract
+ * - ic_session_open only reads the environment and the file system; it starts no worker. A
+ *   failure leaves a message in err that says what to do, and the session closed.
+ * - The interpreter is, in order: --python (a bin/python, or an environment directory), the
+ *   active virtual environment ($VIRTUAL_ENV), the Python interopcheck was built with.
+ * - Probe directories are, in order: the built-in one, each directory of
+ *   $INTEROPCHECK_PROBE_PATH, each --probe-dir; later ones override earlier ones.
+ * - The session owns the catalog and the pool; ic_session_close releases both.
+ */
+#ifndef IC_SESSION_H
+#define IC_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "ic_catalog.h"
+#include "ic_options.h"
+#include "ic_supervisor.h"
+
+struct ic_session {
+    const struct ic_options *opts;
+    char python[4096];
+    char python_version[32];
+    char self_exe[4096];
+    char *dirs[2 * IC_MAX_LIST + 1];
+    int ndirs;
+    int jobs;
+    bool progress; /* a terminal is watching stderr */
+    struct ic_catalog catalog;
+    struct ic_pool *pool;
+};
+
+int ic_session_open(struct ic_session *session, const struct ic_options *opts, char *err,
+                    size_t err_size);
+
+/* Loads the libraries whose catalog bit is set in `wanted`, with a progress line on a
+ * terminal. */
+int ic_session_discover(struct ic_session *session, uint64_t wanted);
+
+void ic_session_close(struct ic_session *session);
+
+/* The "tool" object of reports: version and build facts. */
+cJSON *ic_session_tool_json(void);
+
+/* The "python" object of reports: executable and version. */
+cJSON *ic_session_python_json(const struct ic_session *session);
+
+#endif

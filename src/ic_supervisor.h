@@ -1,0 +1,63 @@
+/*
+ * ic_supervisor: the run stage. It starts worker processes (this binary in worker mode),
+ * hands them libraries to load and cases to run, and turns a worker that dies or hangs into
+ * the outcome of the one case it was running.
+ *
+ * Contract
+ * - Workers import each library once and run many cases. A worker that crashes (any
+ *   signal) or passes the case timeout costs that case alone: it is recorded as `crash` with
+ *   the signal's name or `timeout`, the worker is replaced, and the next case goes on.
+ * - Discovery loads each wanted library in a worker and records its info or its import
+ *   error in the catalog. A library whose import crashes the worker is retried alone; if
+ *   alone it imports, it is ordered before the libraries loaded earlier (some pairs of
+ *   libraries only coexist in one order), and every later worker follows that order.
+ * - Results are delivered through the callback as they arrive, in completion order; the
+ *   callback owns nothing it is given beyond the call.
+ * - The pool owns its processes: ic_pool_destroy stops and reaps them all. The supervisor
+ *   never loads Python itself.
+ */
+#ifndef IC_SUPERVISOR_H
+#define IC_SUPERVISOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ic_case.h"
+#include "ic_catalog.h"
+#include "ic_result.h"
+
+struct ic_supervisor_config {
+    const char *self_exe; /* this binary, started again in worker mode */
+    const char *python;   /* the interpreter workers embed */
+    int jobs;             /* workers running cases at once */
+    double case_timeout_s;
+    double load_timeout_s; /* importing one library */
+    uint64_t seed;
+};
+
+struct ic_pool;
+
+int ic_pool_create(const struct ic_supervisor_config *config, struct ic_catalog *catalog,
+                   struct ic_pool **ret);
+void ic_pool_destroy(struct ic_pool *pool);
+
+/* Progress of discovery: called before each library is loaded. */
+typedef void (*ic_discover_progress_fn)(void *context, const struct ic_library *lib);
+
+/* Loads the libraries whose bit is set in `wanted` (bit = catalog index) and fills the
+ * catalog: state, version, info or error, and the import order. */
+int ic_pool_discover(struct ic_pool *pool, uint64_t wanted, ic_discover_progress_fn progress,
+                     void *context);
+
+/* Called once per case with its index in `cases`. */
+typedef void (*ic_result_fn)(void *context, size_t index, const struct ic_result *res);
+
+/* Runs `cases` on the pool's workers. Returns 0 when every case has a result (whatever its
+ * outcome), negative when the supervisor itself failed (no process could be started). */
+int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
+                ic_result_fn on_result, void *context);
+
+/* "SIGSEGV" for 11; "signal N" for a number without a name. */
+const char *ic_signal_name(int sig, char *buf, size_t size);
+
+#endif

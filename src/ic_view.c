@@ -1,0 +1,203 @@
+#include "ic_view.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "ic_error.h"
+
+int ic_view_set_c_strides(struct ic_view *view)
+{
+    int64_t stride = view->itemsize;
+    for (int i = view->ndim - 1; i >= 0; i--) {
+        view->strides[i] = stride;
+        int64_t extent = view->shape[i] > 1 ? view->shape[i] : 1;
+        if (__builtin_mul_overflow(stride, extent, &stride))
+            return IC_ERANGE;
+    }
+    return 0;
+}
+
+int ic_view_numel(const struct ic_view *view, int64_t *ret_numel)
+{
+    int64_t numel = 1;
+    for (int i = 0; i < view->ndim; i++) {
+        if (view->shape[i] < 0)
+            return IC_ERANGE;
+        if (__builtin_mul_overflow(numel, view->shape[i], &numel))
+            return IC_ERANGE;
+    }
+    *ret_numel = numel;
+    return 0;
+}
+
+int ic_view_span(const struct ic_view *view, int64_t *ret_lo, int64_t *ret_hi)
+{
+    int64_t numel;
+    int rc = ic_view_numel(view, &numel);
+    if (rc < 0)
+        return rc;
+    if (numel == 0) {
+        *ret_lo = 0;
+        *ret_hi = 0;
+        return 0;
+    }
+    int64_t lo = 0, hi = 0;
+    for (int i = 0; i < view->ndim; i++) {
+        int64_t reach;
+        if (__builtin_mul_overflow(view->strides[i], view->shape[i] - 1, &reach))
+            return IC_ERANGE;
+        if (reach < 0) {
+            if (__builtin_add_overflow(lo, reach, &lo))
+                return IC_ERANGE;
+        } else if (__builtin_add_overflow(hi, reach, &hi)) {
+            return IC_ERANGE;
+        }
+    }
+    if (__builtin_add_overflow(hi, (int64_t)view->itemsize, &hi))
+        return IC_ERANGE;
+    *ret_lo = lo;
+    *ret_hi = hi;
+    return 0;
+}
+
+bool ic_view_is_c_contiguous(const struct ic_view *view)
+{
+    int64_t expected = view->itemsize;
+    for (int i = 0; i < view->ndim; i++) {
+        if (view->shape[i] == 0)
+            return true;
+    }
+    for (int i = view->ndim - 1; i >= 0; i--) {
+        if (view->shape[i] == 1)
+            continue;
+        if (view->strides[i] != expected)
+            return false;
+        expected *= view->shape[i];
+    }
+    return true;
+}
+
+int64_t ic_view_offset_of(const struct ic_view *view, int64_t index)
+{
+    int64_t offset = 0;
+    for (int i = view->ndim - 1; i >= 0; i--) {
+        int64_t extent = view->shape[i];
+        offset += (index % extent) * view->strides[i];
+        index /= extent;
+    }
+    return offset;
+}
+
+void ic_view_format_index(const struct ic_view *view, int64_t index, char *buf, int size)
+{
+    int64_t coords[IC_MAX_NDIM];
+    for (int i = view->ndim - 1; i >= 0; i--) {
+        coords[i] = view->shape[i] > 0 ? index % view->shape[i] : 0;
+        index = view->shape[i] > 0 ? index / view->shape[i] : 0;
+    }
+    int used = snprintf(buf, (size_t)size, "[");
+    for (int i = 0; i < view->ndim && used < size; i++)
+        used += snprintf(buf + used, (size_t)(size - used), "%s%lld", i ? "," : "",
+                         (long long)coords[i]);
+    if (used < size)
+        snprintf(buf + used, (size_t)(size - used), "]");
+}
+
+static void ic_format_tuple(const int64_t *values, int n, char *buf, int size)
+{
+    int used = snprintf(buf, (size_t)size, "(");
+    for (int i = 0; i < n && used < size; i++)
+        used += snprintf(buf + used, (size_t)(size - used), "%s%lld", i ? ", " : "",
+                         (long long)values[i]);
+    if (used < size)
+        snprintf(buf + used, (size_t)(size - used), n == 1 ? ",)" : ")");
+}
+
+void ic_view_format_shape(const struct ic_view *view, char *buf, int size)
+{
+    ic_format_tuple(view->shape, view->ndim, buf, size);
+}
+
+void ic_view_format_strides(const struct ic_view *view, char *buf, int size)
+{
+    ic_format_tuple(view->strides, view->ndim, buf, size);
+}
+
+static bool ic_same_shape(const struct ic_view *a, const struct ic_view *b)
+{
+    if (a->ndim != b->ndim)
+        return false;
+    for (int i = 0; i < a->ndim; i++) {
+        if (a->shape[i] != b->shape[i])
+            return false;
+    }
+    return true;
+}
+
+static bool ic_element_equal(const unsigned char *x, const unsigned char *y, int itemsize,
+                             bool as_bool)
+{
+    if (as_bool)
+        return (x[0] != 0) == (y[0] != 0);
+    return memcmp(x, y, (size_t)itemsize) == 0;
+}
+
+int ic_view_compare(const struct ic_view *a, const struct ic_view *b,
+                    struct ic_compare_result *ret)
+{
+    if (!ic_same_shape(a, b) || a->itemsize != b->itemsize || a->itemsize <= 0)
+        return IC_EINVAL;
+    int64_t numel;
+    int rc = ic_view_numel(a, &numel);
+    if (rc < 0)
+        return rc;
+    bool as_bool = a->dtype == IC_DTYPE_BOOL && b->dtype == IC_DTYPE_BOOL;
+    struct ic_compare_result result = {.compared = numel, .mismatches = 0, .first_mismatch = -1};
+    /* Walk both views with an odometer rather than dividing per element: the compare of a
+     * large array must stay near memory speed. */
+    int64_t index[IC_MAX_NDIM] = {0};
+    const unsigned char *pa = (const unsigned char *)a->data;
+    const unsigned char *pb = (const unsigned char *)b->data;
+    for (int64_t n = 0; n < numel; n++) {
+        if (!ic_element_equal(pa, pb, a->itemsize, as_bool)) {
+            if (result.mismatches == 0)
+                result.first_mismatch = n;
+            result.mismatches++;
+        }
+        for (int d = a->ndim - 1; d >= 0; d--) {
+            if (++index[d] < a->shape[d]) {
+                pa += a->strides[d];
+                pb += b->strides[d];
+                break;
+            }
+            pa -= a->strides[d] * (a->shape[d] - 1);
+            pb -= b->strides[d] * (b->shape[d] - 1);
+            index[d] = 0;
+        }
+    }
+    *ret = result;
+    return 0;
+}
+
+int ic_view_compare_addresses(const struct ic_view *a, const struct ic_view *b,
+                              struct ic_compare_result *ret)
+{
+    if (!ic_same_shape(a, b))
+        return IC_EINVAL;
+    int64_t numel;
+    int rc = ic_view_numel(a, &numel);
+    if (rc < 0)
+        return rc;
+    struct ic_compare_result result = {.compared = numel, .mismatches = 0, .first_mismatch = -1};
+    for (int64_t n = 0; n < numel; n++) {
+        uintptr_t xa = a->data + (uintptr_t)ic_view_offset_of(a, n);
+        uintptr_t xb = b->data + (uintptr_t)ic_view_offset_of(b, n);
+        if (xa != xb) {
+            if (result.mismatches == 0)
+                result.first_mismatch = n;
+            result.mismatches++;
+        }
+    }
+    *ret = result;
+    return 0;
+}

@@ -1,0 +1,91 @@
+/*
+ * ic_view: the one description of an array that every protocol parser produces, and the
+ * host-side operations on it (element addressing, span, contiguity, strided compare).
+ *
+ * Contract
+ * - A view describes memory; it never owns it. `data` is the address of the first element
+ *   (a DLPack byte_offset or an array-interface offset is already applied). Strides are in
+ *   bytes, may be zero or negative, and are always filled (a parser that reads "no strides"
+ *   writes the C-contiguous ones).
+ * - Views are plain values: copy them with `=`. No function here allocates.
+ * - Arithmetic is overflow-checked; a view whose addressed span does not fit in int64 is
+ *   rejected with IC_ERANGE rather than wrapped.
+ * - The compare functions read host memory through both views' strides. They must only be
+ *   called on views whose memory is host-accessible and alive; callers (ic_exchange) keep the
+ *   owning Python objects referenced while comparing.
+ */
+#ifndef IC_VIEW_H
+#define IC_VIEW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ic_dtype.h"
+
+/* NumPy's NPY_MAXDIMS; protocols.md DLPack rule 12 and buffer rule 1 use the same bound. */
+#define IC_MAX_NDIM 64
+
+/* Device types use DLPack's numbering (protocols.md §2.2), which Arrow shares. */
+enum {
+    IC_DEVICE_CPU = 1,
+    IC_DEVICE_CUDA = 2,
+    IC_DEVICE_CUDA_HOST = 3,
+    IC_DEVICE_CUDA_MANAGED = 13,
+};
+
+struct ic_view {
+    uintptr_t data; /* first element; 0 is allowed only when the view has no elements */
+    int32_t device_type;
+    int64_t device_id;
+    enum ic_dtype dtype; /* IC_DTYPE_INVALID when the source carries no dtype (raw bytes) */
+    int itemsize;        /* bytes per element, also for raw-byte views */
+    int ndim;
+    int64_t shape[IC_MAX_NDIM];
+    int64_t strides[IC_MAX_NDIM]; /* bytes */
+    bool readonly;
+    bool readonly_known; /* false when the source cannot say (legacy DLPack) */
+};
+
+/* Fill `view` with C-contiguous strides for its shape and itemsize. IC_ERANGE on overflow. */
+int ic_view_set_c_strides(struct ic_view *view);
+
+/* Number of elements, overflow-checked. */
+int ic_view_numel(const struct ic_view *view, int64_t *ret_numel);
+
+/* Lowest and highest byte offsets, relative to `data`, that the view addresses (the highest
+ * one is the first byte past the last element). Both are 0 for an empty view. */
+int ic_view_span(const struct ic_view *view, int64_t *ret_lo, int64_t *ret_hi);
+
+/* True when the elements are laid out C-contiguously; strides of dimensions of size 1 are
+ * ignored (protocols.md DLPack rule 15), and an empty view is contiguous. */
+bool ic_view_is_c_contiguous(const struct ic_view *view);
+
+/* Byte offset of the element at the C-order linear `index`. The caller ensures
+ * 0 <= index < numel. */
+int64_t ic_view_offset_of(const struct ic_view *view, int64_t index);
+
+/* Writes a multi-index in "[i,j,k]" form for the C-order linear `index` into buf. */
+void ic_view_format_index(const struct ic_view *view, int64_t index, char *buf, int size);
+
+/* Writes "(2, 3, 4)" style text of the shape / byte strides. */
+void ic_view_format_shape(const struct ic_view *view, char *buf, int size);
+void ic_view_format_strides(const struct ic_view *view, char *buf, int size);
+
+struct ic_compare_result {
+    int64_t compared;       /* elements compared */
+    int64_t mismatches;     /* elements whose bytes differ */
+    int64_t first_mismatch; /* C-order linear index of the first one, -1 when none */
+};
+
+/* Compares the bytes of every element of `a` and `b` in C order, each read through its own
+ * strides. The views must have the same shape and itemsize (IC_EINVAL otherwise). Bool
+ * elements compare as truth values, since any non-zero byte is a true bool. */
+int ic_view_compare(const struct ic_view *a, const struct ic_view *b,
+                    struct ic_compare_result *ret);
+
+/* Compares the element addresses of `a` and `b` (same shape required): the number of
+ * elements whose address differs and the first such index. Empty views compare equal. */
+int ic_view_compare_addresses(const struct ic_view *a, const struct ic_view *b,
+                              struct ic_compare_result *ret);
+
+#endif

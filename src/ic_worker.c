@@ -1,0 +1,229 @@
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "ic_worker.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ic_error.h"
+#include "ic_exchange.h"
+#include "ic_ipc.h"
+#include "ic_probe.h"
+#include "ic_python.h"
+
+#define IC_WORKER_MAX_PROBES 128
+
+struct ic_worker {
+    int fd;
+    struct ic_probe probes[IC_WORKER_MAX_PROBES];
+    int count;
+};
+
+static double ic_worker_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static struct ic_probe *ic_worker_find(struct ic_worker *w, const char *name)
+{
+    for (int i = 0; i < w->count; i++) {
+        if (strcmp(w->probes[i].name, name) == 0)
+            return &w->probes[i];
+    }
+    return NULL;
+}
+
+static cJSON *ic_exc_to_json(const struct ic_py_exc *exc)
+{
+    cJSON *json = cJSON_CreateObject();
+    if (json && (!cJSON_AddStringToObject(json, "type", exc->type) ||
+                 !cJSON_AddStringToObject(json, "message", exc->message) ||
+                 !cJSON_AddStringToObject(json, "where", exc->where))) {
+        cJSON_Delete(json);
+        return NULL;
+    }
+    return json;
+}
+
+/* Loads a probe and reports it; a probe that fails to load is reported, not fatal. Returns
+ * 0 when the probe is loaded, IC_EPROBE when it failed, IC_EIO when the supervisor is gone. */
+static int ic_worker_load(struct ic_worker *w, const char *name, const char *path)
+{
+    struct ic_py_exc exc;
+    char *info = NULL;
+    int rc;
+    double start = ic_worker_now_ms();
+
+    if (ic_worker_find(w, name))
+        return 0;
+    if (w->count == IC_WORKER_MAX_PROBES)
+        return IC_ERANGE;
+    ic_py_enter();
+    rc = ic_probe_load(&w->probes[w->count], name, path, &info, &exc);
+    ic_py_leave();
+
+    cJSON *msg = cJSON_CreateObject();
+    if (!msg) {
+        free(info);
+        return IC_ENOMEM;
+    }
+    cJSON_AddStringToObject(msg, "ev", "loaded");
+    cJSON_AddStringToObject(msg, "probe", name);
+    cJSON_AddBoolToObject(msg, "ok", rc == 0);
+    cJSON_AddNumberToObject(msg, "ms", ic_worker_now_ms() - start);
+    if (rc == 0) {
+        w->count++;
+        cJSON *parsed = cJSON_Parse(info);
+        if (parsed)
+            cJSON_AddItemToObject(msg, "info", parsed);
+    } else {
+        cJSON *error = ic_exc_to_json(&exc);
+        if (error)
+            cJSON_AddItemToObject(msg, "error", error);
+    }
+    free(info);
+    int sent = ic_ipc_send(w->fd, msg);
+    cJSON_Delete(msg);
+    if (sent < 0)
+        return sent;
+    return rc == 0 ? 0 : IC_EPROBE;
+}
+
+static int ic_worker_send_end(struct ic_worker *w, const char *id, const struct ic_result *res)
+{
+    cJSON *msg = cJSON_CreateObject();
+    cJSON *result = ic_result_to_json(res);
+    if (!msg || !result) {
+        cJSON_Delete(msg);
+        cJSON_Delete(result);
+        return IC_ENOMEM;
+    }
+    cJSON_AddStringToObject(msg, "ev", "end");
+    cJSON_AddStringToObject(msg, "case", id);
+    cJSON_AddItemToObject(msg, "result", result);
+    int rc = ic_ipc_send(w->fd, msg);
+    cJSON_Delete(msg);
+    return rc;
+}
+
+static int ic_worker_run(struct ic_worker *w, const cJSON *msg)
+{
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "case");
+    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(msg, "seed");
+    const cJSON *load = cJSON_GetObjectItemCaseSensitive(msg, "load");
+    struct ic_case c;
+    struct ic_result res;
+
+    if (!cJSON_IsString(id) || !cJSON_IsString(seed) || ic_case_parse_id(id->valuestring, &c) < 0)
+        return IC_EPROTO;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, load)
+    {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(item, "probe");
+        const cJSON *path = cJSON_GetObjectItemCaseSensitive(item, "path");
+        if (!cJSON_IsString(name) || !cJSON_IsString(path))
+            return IC_EPROTO;
+        int rc = ic_worker_load(w, name->valuestring, path->valuestring);
+        if (rc == IC_EIO || rc == IC_ENOMEM)
+            return rc;
+    }
+
+    cJSON *begin = cJSON_CreateObject();
+    if (!begin)
+        return IC_ENOMEM;
+    cJSON_AddStringToObject(begin, "ev", "begin");
+    cJSON_AddStringToObject(begin, "case", id->valuestring);
+    int rc = ic_ipc_send(w->fd, begin);
+    cJSON_Delete(begin);
+    if (rc < 0)
+        return rc;
+
+    struct ic_probe *producer = ic_worker_find(w, c.producer);
+    struct ic_probe *consumer = ic_worker_find(w, c.consumer);
+    bool reference = strcmp(c.consumer, IC_REFERENCE_CONSUMER) == 0;
+    if (!producer || (!consumer && !reference)) {
+        memset(&res, 0, sizeof(res));
+        ic_result_set(&res, IC_OUTCOME_ERROR, NULL, "the worker could not load the %s probe",
+                      producer ? c.consumer : c.producer);
+    } else {
+        /* 64-bit seeds travel as strings: JSON numbers are doubles. */
+        uint64_t run_seed = strtoull(seed->valuestring, NULL, 10);
+        ic_py_enter();
+        rc = ic_exchange_run(&c, producer, reference ? NULL : consumer, run_seed, &res);
+        ic_py_leave();
+        if (rc < 0)
+            return rc;
+    }
+    return ic_worker_send_end(w, id->valuestring, &res);
+}
+
+int ic_worker_main(const struct ic_worker_config *config)
+{
+    struct ic_worker *w = calloc(1, sizeof(*w));
+    struct ic_linebuf in = {0};
+    char err[2048];
+    int status = 1;
+
+    if (!w)
+        return 1;
+    w->fd = config->fd;
+    struct ic_py_config pyconfig = {.python = config->python, .sys_path = NULL};
+    if (ic_py_init(&pyconfig, err, sizeof(err)) < 0) {
+        fprintf(stderr, "interopcheck worker: %s\n", err);
+        goto done;
+    }
+    struct ic_py_exc exc;
+    ic_py_enter();
+    int rc = ic_probe_kit_load(config->kit_path, &exc);
+    ic_py_leave();
+    if (rc < 0) {
+        fprintf(stderr, "interopcheck worker: cannot load %s: %s: %s\n", config->kit_path,
+                exc.type, exc.message);
+        goto done;
+    }
+
+    for (;;) {
+        int error = 0;
+        cJSON *msg = ic_ipc_receive(w->fd, &in, &error);
+        if (!msg) {
+            status = error == 0 ? 0 : 1; /* end of file: the supervisor is done with us */
+            break;
+        }
+        const cJSON *op = cJSON_GetObjectItemCaseSensitive(msg, "op");
+        rc = IC_EPROTO;
+        if (cJSON_IsString(op) && strcmp(op->valuestring, "quit") == 0) {
+            cJSON_Delete(msg);
+            status = 0;
+            break;
+        } else if (cJSON_IsString(op) && strcmp(op->valuestring, "load") == 0) {
+            const cJSON *name = cJSON_GetObjectItemCaseSensitive(msg, "probe");
+            const cJSON *path = cJSON_GetObjectItemCaseSensitive(msg, "path");
+            if (cJSON_IsString(name) && cJSON_IsString(path)) {
+                rc = ic_worker_load(w, name->valuestring, path->valuestring);
+                if (rc == IC_EPROBE)
+                    rc = 0;
+            }
+        } else if (cJSON_IsString(op) && strcmp(op->valuestring, "run") == 0) {
+            rc = ic_worker_run(w, msg);
+        }
+        cJSON_Delete(msg);
+        if (rc < 0) {
+            fprintf(stderr, "interopcheck worker: %s\n", ic_strerror(rc));
+            break;
+        }
+    }
+
+done:
+    ic_linebuf_release(&in);
+    fflush(stdout);
+    fflush(stderr);
+    /* No ic_py_finalize: interpreter shutdown runs the libraries' teardown, which is not
+     * under test and would only add noise after the last result was sent. */
+    free(w);
+    return status;
+}

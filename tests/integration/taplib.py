@@ -1,0 +1,84 @@
+"""A small TAP producer for interopcheck's Python integration tests.
+
+Each check prints "ok N - name" or "not ok N - name" at once (so a test that dies midway keeps
+what it printed), details go out as "# " comments, and finish() prints the plan and returns
+the exit status. Meson runs these scripts with protocol 'tap'.
+"""
+import json
+import os
+import subprocess
+import sys
+
+
+class Tap:
+    def __init__(self):
+        self.count = 0
+        self.failed = 0
+
+    def ok(self, condition, name, detail=None):
+        self.count += 1
+        if not condition:
+            self.failed += 1
+        print(f"{'' if condition else 'not '}ok {self.count} - {name}", flush=True)
+        if not condition and detail is not None:
+            for line in str(detail).splitlines()[:40]:
+                print(f"#   {line}", flush=True)
+        return bool(condition)
+
+    def skip(self, reason):
+        self.count += 1
+        print(f"ok {self.count} # SKIP {reason}", flush=True)
+
+    def diag(self, text):
+        for line in str(text).splitlines():
+            print(f"# {line}", flush=True)
+
+    def finish(self):
+        print(f"1..{self.count}", flush=True)
+        return 1 if self.failed else 0
+
+
+def run(binary, *args, env=None, timeout=600):
+    """Runs the interopcheck binary; returns the CompletedProcess (text mode)."""
+    full_env = dict(os.environ)
+    full_env.pop("INTEROPCHECK_PROBE_PATH", None)
+    if env:
+        full_env.update(env)
+    return subprocess.run([binary, *args], capture_output=True, text=True, env=full_env,
+                          timeout=timeout)
+
+
+def load_report(path):
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def cases_by_id(report):
+    return {case["id"]: case for case in report["cases"]}
+
+
+def source_root():
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def schema_errors(report):
+    """Validation errors of a report against reports/schema (jsonschema, draft 2020-12)."""
+    import jsonschema
+
+    path = os.path.join(source_root(), "reports", "schema", "interopcheck-report-v1.schema.json")
+    with open(path, encoding="utf-8") as handle:
+        schema = json.load(handle)
+    validator = jsonschema.Draft202012Validator(schema,
+                                                format_checker=jsonschema.FormatChecker())
+    return [f"{e.json_path}: {e.message[:200]}" for e in validator.iter_errors(report)]
+
+
+def main(test):
+    tap = Tap()
+    try:
+        test(tap, sys.argv[1:])
+    except Exception as exc:  # a broken test must show as a failure, not vanish
+        import traceback
+
+        tap.ok(False, f"the test itself raised {type(exc).__name__}", traceback.format_exc())
+    sys.exit(tap.finish())

@@ -1,0 +1,135 @@
+"""Integration test of the command line: help, version, usage and environment errors with exit
+status 2, `list`, probe directories added at run time, and the progress line on a terminal.
+
+Usage: test_cli.py INTEROPCHECK_BINARY
+"""
+import glob
+import json
+import os
+import pty
+import subprocess
+import tempfile
+
+import taplib
+
+
+def other_python(current_version):
+    """An installed interpreter of another minor version, or None."""
+    candidates = glob.glob(os.path.expanduser("~/.pyenv/versions/3.*/bin/python3")) + \
+        ["/usr/bin/python3"]
+    for path in candidates:
+        try:
+            out = subprocess.run([path, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                 capture_output=True, text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if out and out != current_version:
+            return path, out
+    return None, None
+
+
+def main(tap, args):
+    binary = args[0]
+
+    proc = taplib.run(binary, "--help")
+    tap.ok(proc.returncode == 0 and "--all" in proc.stdout and "--probe-dir" in proc.stdout
+           and "Exit status" in proc.stdout, "--help explains options and exit status",
+           proc.stdout[:500])
+
+    proc = taplib.run(binary, "--version")
+    tap.ok(proc.returncode == 0 and "DLPack header 1." in proc.stdout,
+           "--version names the DLPack header version of the build", proc.stdout)
+
+    proc = taplib.run(binary)
+    tap.ok(proc.returncode == 2 and "--all" in proc.stderr,
+           "no selection is a usage error (exit 2) that suggests --all", proc.stderr)
+
+    proc = taplib.run(binary, "--dtype", "float128")
+    tap.ok(proc.returncode == 2 and "float128" in proc.stderr and "float32" in proc.stderr,
+           "an unknown dtype is a usage error that lists the valid ones", proc.stderr)
+
+    proc = taplib.run(binary, "--producer", "no_such_library")
+    tap.ok(proc.returncode == 2 and "no probe named 'no_such_library'" in proc.stderr
+           and "numpy" in proc.stderr, "an unknown library is a usage error that lists probes",
+           proc.stderr)
+
+    proc = taplib.run(binary, "--all", "--bogus")
+    tap.ok(proc.returncode == 2 and "--bogus" in proc.stderr, "an unknown option is exit 2",
+           proc.stderr)
+
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout
+    built = version.split("built with Python ")[1].split()[0]
+    path, other = other_python(built)
+    if path:
+        proc = taplib.run(binary, "list", "--python", path)
+        tap.ok(proc.returncode == 2 and f"Python {other}" in proc.stderr and "meson setup" in
+               proc.stderr, f"an interpreter of Python {other} is refused with what to rebuild",
+               proc.stderr)
+    else:
+        tap.skip("no interpreter of another Python version is installed")
+
+    proc = taplib.run(binary, "list", "--python", "/nonexistent/bin/python")
+    tap.ok(proc.returncode == 2 and "/nonexistent/bin/python" in proc.stderr,
+           "a missing interpreter is an environment error naming the path", proc.stderr)
+
+    proc = taplib.run(binary, "list")
+    lines = proc.stdout.splitlines()
+    numpy_line = next((line for line in lines if line.startswith("numpy ")), "")
+    tap.ok(proc.returncode == 0 and "exports:" in numpy_line and "dlpack" in numpy_line,
+           "list shows numpy with its version and exports", proc.stdout[:2000])
+    tap.ok(any(line.startswith("interopcheck ") for line in lines),
+           "list shows interopcheck's own consumer", proc.stdout[-800:])
+
+    proc = taplib.run(binary, "list", "--json")
+    try:
+        listed = json.loads(proc.stdout)
+        libs = {lib["name"]: lib for lib in listed["libraries"]}
+        good = libs["numpy"]["status"] == "loaded" and "dlpack" in libs["numpy"]["exports"] \
+            and "numpy.from_dlpack" in json.dumps(libs["numpy"]["calls"])
+    except (ValueError, KeyError) as exc:
+        good, listed = False, exc
+    tap.ok(good, "list --json gives each library's protocols and calls", str(listed)[:800])
+
+    probes = os.path.join(taplib.source_root(), "tests", "probes")
+    proc = taplib.run(binary, "list", env={"INTEROPCHECK_PROBE_PATH": probes})
+    tap.ok(any(line.startswith("badlib ") for line in proc.stdout.splitlines()),
+           "INTEROPCHECK_PROBE_PATH adds a probe directory without rebuilding", proc.stdout[-1500:])
+
+    with tempfile.TemporaryDirectory() as override:
+        source = os.path.join(taplib.source_root(), "probes", "numpy.py")
+        with open(source, encoding="utf-8") as handle:
+            text = handle.read()
+        patched = text.replace('"version": np.__version__', '"version": "9.9.9-patched"')
+        with open(os.path.join(override, "numpy.py"), "w", encoding="utf-8") as handle:
+            handle.write(patched)
+        proc = taplib.run(binary, "list", "--probe-dir", override)
+        numpy_line = next((l for l in proc.stdout.splitlines() if l.startswith("numpy ")), "")
+        tap.ok(patched != text and "9.9.9-patched" in numpy_line,
+               "a --probe-dir probe replaces the built-in probe of the same name", numpy_line)
+
+    # The progress line appears on a terminal only.
+    with tempfile.TemporaryDirectory() as workdir:
+        controller, terminal = pty.openpty()
+        proc = subprocess.Popen([binary, "--producer", "numpy", "--consumer", "numpy",
+                                 "--protocol", "dlpack", "--dtype", "float32", "-o",
+                                 os.path.join(workdir, "r.json")],
+                                stdout=subprocess.PIPE, stderr=terminal, text=True)
+        os.close(terminal)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(controller, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+        proc.wait(timeout=300)
+        os.close(controller)
+        tap.ok(proc.returncode == 0 and b"\r" in seen and b"/" in seen,
+               "a terminal gets a progress line (cases done of total)", seen[-300:])
+        tap.ok("report: " in proc.stdout.read(), "the run says where the report went")
+
+
+if __name__ == "__main__":
+    taplib.main(main)

@@ -1,0 +1,77 @@
+"""A deliberately broken array library, for interopcheck's own integration tests.
+
+Its arrays wrap NumPy arrays. What goes wrong depends on the dtype, so one run exercises every
+outcome the driver must tell apart:
+
+  float32   exports and imports correctly                       -> pass
+  int8      __dlpack__ refuses with BufferError                 -> unsupported
+  int16     __dlpack__ refuses with ValueError                  -> fail (dlpack 2.3 errors)
+  uint8     __dlpack__ exports another array's memory           -> fail (contents)
+  float64   consume() kills the worker with SIGSEGV             -> crash
+  complex64 consume() never returns                             -> timeout
+
+It is loaded only with --probe-dir tests/probes; the built-in probe set never sees it.
+"""
+
+import os
+import signal
+import time
+
+import _probekit
+
+np = None
+
+
+class BadArray:
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        kind = self.array.dtype.name
+        if kind == "int8":
+            raise BufferError("badlib cannot export int8")
+        if kind == "int16":
+            raise ValueError("badlib cannot export int16")
+        source = np.zeros_like(self.array) if kind == "uint8" else self.array
+        return source.__dlpack__(stream=stream, max_version=max_version)
+
+
+def load():
+    global np
+    import numpy as _np
+
+    np = _np
+    return {
+        "version": "0.0.1",
+        "devices": ["cpu"],
+        "dtypes": ["float32", "int8", "int16", "uint8", "float64", "complex64"],
+        "layouts": ["contiguous", "scalar"],
+        "notes": {"bool": "badlib has only the dtypes of its test plan"},
+        "readonly": False,
+        "exports": {"dlpack": {"call": "BadArray.__dlpack__"}},
+        "imports": {
+            "dlpack": {"call": "numpy.from_dlpack(obj)", "zero_copy": True, "typed": True,
+                       "readonly": True},
+        },
+    }
+
+
+def build(data, dtype, ops, readonly=False):
+    if ops and ops[0][0] == "reshape" and not ops[0][1]:
+        raise RuntimeError("badlib's build() fails on 0-d arrays")  # an error of the probe
+    return BadArray(_probekit.apply_ops(_probekit.numpy_from_bytes(data, dtype), ops))
+
+
+def describe(x):
+    return _probekit.numpy_like_description(x.array if isinstance(x, BadArray) else x)
+
+
+def consume(obj, protocol, dtype):
+    if dtype == "float64":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if dtype == "complex64":
+        time.sleep(3600)
+    return np.from_dlpack(obj)

@@ -1,0 +1,44 @@
+/*
+ * tap.h: a minimal TAP producer for interopcheck's C unit tests.
+ *
+ * Each test binary prints "ok N - name" or "not ok N - name" per assertion and "1..N" at
+ * the end; Meson runs the binaries with protocol 'tap', and .ci/run counts the lines. A
+ * failing assertion prints the expression and location as a TAP comment and the test goes
+ * on, so one run shows every failure. tap_done() returns the exit status.
+ */
+#ifndef IC_TAP_H
+#define IC_TAP_H
+
+#include <stdio.h>
+
+static int tap_count;
+static int tap_failed;
+
+#define TAP_OK(cond, ...)                                                                          \
+    do {                                                                                           \
+        int tap_pass_ = (cond) ? 1 : 0;                                                            \
+        tap_count++;                                                                               \
+        if (!tap_pass_)                                                                            \
+            tap_failed++;                                                                          \
+        printf("%sok %d - ", tap_pass_ ? "" : "not ", tap_count);                                  \
+        printf(__VA_ARGS__);                                                                       \
+        printf("\n");                                                                              \
+        if (!tap_pass_)                                                                            \
+            printf("#   failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);                         \
+        fflush(stdout);                                                                            \
+    } while (0)
+
+#define TAP_DIAG(...)                                                                              \
+    do {                                                                                           \
+        printf("# ");                                                                              \
+        printf(__VA_ARGS__);                                                                       \
+        printf("\n");                                                                              \
+    } while (0)
+
+static inline int tap_done(void)
+{
+    printf("1..%d\n", tap_count);
+    return tap_failed ? 1 : 0;
+}
+
+#endif

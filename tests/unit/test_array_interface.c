@@ -1,0 +1,403 @@
+/* Unit tests of ic_array_interface: the typestr grammar, and the dict validator on dicts
+ * built here around a C array (a real pointer) or a bytearray, valid and broken one rule at
+ * a time; then the proxy and the reference consumer with a Python-defined producer. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <string.h>
+
+#include "ic_array_interface.h"
+#include "ic_error.h"
+#include "ic_export.h"
+#include "ic_protocol.h"
+#include "ic_proxy.h"
+#include "tap.h"
+#include "test_python.h"
+
+static double host_data[6] = {0, 1, 2, 3, 4, 5};
+
+static void test_typestr(void)
+{
+    struct ic_typestr t;
+    char why[96];
+    bool little = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+
+    TAP_OK(ic_typestr_parse("<f8", &t, why, sizeof(why)) == 0 && t.kind == 'f' && t.itemsize == 8 &&
+               t.native == little && t.dtype == (little ? IC_DTYPE_FLOAT64 : IC_DTYPE_INVALID),
+           "<f8 is float64");
+    TAP_OK(ic_typestr_parse("|b1", &t, why, sizeof(why)) == 0 && t.native &&
+               t.dtype == IC_DTYPE_BOOL,
+           "|b1 is bool");
+    TAP_OK(ic_typestr_parse(">i4", &t, why, sizeof(why)) == 0 && t.itemsize == 4 &&
+               t.native == !little && (little ? t.dtype == IC_DTYPE_INVALID : true),
+           ">i4 is a non-native int32 on a little-endian host");
+    TAP_OK(ic_typestr_parse("<M8[ns]", &t, why, sizeof(why)) == 0 && t.kind == 'M' &&
+               t.itemsize == 8 && strcmp(t.unit, "ns") == 0 && t.dtype == IC_DTYPE_INVALID,
+           "<M8[ns] is a datetime with unit ns");
+    TAP_OK(ic_typestr_parse("<m8[2s]", &t, why, sizeof(why)) == 0 && strcmp(t.unit, "2s") == 0,
+           "<m8[2s] has a unit multiplier");
+    TAP_OK(ic_typestr_parse("<U5", &t, why, sizeof(why)) == 0 && t.count == 5 && t.itemsize == 20,
+           "<U5 counts characters: 20 bytes");
+    TAP_OK(ic_typestr_parse("|O", &t, why, sizeof(why)) == 0 &&
+               t.itemsize == (int64_t)sizeof(void *),
+           "|O has the pointer size");
+    TAP_OK(ic_typestr_parse("|V0", &t, why, sizeof(why)) == 0 && t.itemsize == 0,
+           "|V0 (NumPy's empty void) parses");
+    TAP_OK(ic_typestr_parse("<c16", &t, why, sizeof(why)) == 0 &&
+               t.dtype == (little ? IC_DTYPE_COMPLEX128 : IC_DTYPE_INVALID),
+           "<c16 is complex128");
+    TAP_OK(ic_typestr_parse("=f4", &t, why, sizeof(why)) == 0 && !t.standard_order && t.native,
+           "=f4 parses but is not one of the protocol's byte orders");
+
+    static const char *const garbage[] = {"",         "f8",      "<x4",    "<f3",
+                                          "<i",       "<f8junk", "<M8[",   "|b2",
+                                          "bfloat16", "<i16",    "<M8[ns", "<S99999999999999999"};
+    for (size_t i = 0; i < sizeof(garbage) / sizeof(garbage[0]); i++) {
+        why[0] = '\0';
+        int rc = ic_typestr_parse(garbage[i], &t, why, sizeof(why));
+        TAP_OK(rc == IC_EINVAL && why[0], "\"%s\" is rejected (%s)", garbage[i], why);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The dict
+ */
+
+struct checked {
+    struct ic_diag diag;
+    struct ic_view view;
+    bool have_view;
+};
+
+static struct checked check(PyObject *value, PyObject *owner)
+{
+    struct checked out;
+    ic_diag_init(&out.diag);
+    out.have_view = false;
+    ic_array_interface_check(value, owner, &out.diag, &out.view, &out.have_view);
+    Py_XDECREF(value); /* every test dict is built for one check */
+    return out;
+}
+
+static bool has_error(const struct ic_diag *diag, const char *rule)
+{
+    return ic_export_diag_has_error(diag, rule);
+}
+
+static bool has_warning(const struct ic_diag *diag, const char *rule)
+{
+    for (int i = 0; i < diag->count; i++) {
+        if (diag->items[i].severity == IC_SEV_WARNING && strcmp(diag->items[i].rule, rule) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void show(const char *what, const struct ic_diag *diag)
+{
+    char text[1024];
+    ic_diag_format(diag, text, sizeof(text));
+    TAP_DIAG("%s: %s", what, text[0] ? text : "(no findings)");
+}
+
+/* The valid base dict: a 2x3 float64 array over host_data. */
+static PyObject *base_dict(void)
+{
+    return Py_BuildValue("{s:(ii),s:s,s:(KO),s:i}", "shape", 2, 3, "typestr", "<f8", "data",
+                         (unsigned long long)(uintptr_t)host_data, Py_False, "version", 3);
+}
+
+static PyObject *with(PyObject *dict, const char *key, PyObject *value)
+{
+    if (value)
+        PyDict_SetItemString(dict, key, value);
+    else
+        PyDict_DelItemString(dict, key);
+    Py_XDECREF(value);
+    return dict;
+}
+
+static void test_dict(void)
+{
+    struct checked c = check(base_dict(), NULL);
+    TAP_OK(c.diag.count == 0 && c.have_view, "the base dict is valid");
+    TAP_OK(c.view.data == (uintptr_t)host_data && c.view.ndim == 2 && c.view.strides[0] == 24 &&
+               c.view.strides[1] == 8 && c.view.itemsize == 8 && !c.view.readonly &&
+               c.view.readonly_known && c.view.device_type == IC_DEVICE_CPU,
+           "its view: the pointer, C strides (24, 8), writable, CPU");
+
+    c = check(with(base_dict(), "data",
+                   Py_BuildValue("(KO)", (unsigned long long)(uintptr_t)host_data, Py_True)),
+              NULL);
+    TAP_OK(c.diag.count == 0 && c.view.readonly, "data[1] True makes it read-only");
+    c = check(with(base_dict(), "strides", Py_BuildValue("(ii)", 8, 16)), NULL);
+    TAP_OK(c.diag.count == 0 && c.view.strides[0] == 8 && c.view.strides[1] == 16,
+           "explicit (Fortran) strides are used");
+    c = check(with(base_dict(), "strides", Py_NewRef(Py_None)), NULL);
+    TAP_OK(c.diag.count == 0 && c.view.strides[0] == 24, "strides None means C strides");
+
+    /* 4.5.1 */
+    c = check(PyList_New(0), NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.1") && !c.have_view, "a list is no dict");
+    c = check(with(base_dict(), "version", NULL), NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.1"), "a missing version is an error");
+    c = check(with(base_dict(), "version", PyLong_FromLong(2)), NULL);
+    TAP_OK(has_warning(&c.diag, "array_interface 4.5.1") && c.diag.errors == 0,
+           "version 2 is only a warning");
+    c = check(with(base_dict(), "version", PyUnicode_FromString("3")), NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.1"), "a str version is an error");
+    c = check(with(base_dict(), "shape", NULL), NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.1") && !c.have_view,
+           "a missing shape is an error");
+    c = check(with(base_dict(), "typestr", NULL), NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.1"), "a missing typestr is an error");
+
+    /* 4.5.2 */
+    c = check(with(base_dict(), "shape", Py_BuildValue("[ii]", 2, 3)), NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.2"), "a list shape is an error");
+    c = check(with(base_dict(), "shape", Py_BuildValue("(ii)", 2, -3)), NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.2") && !c.have_view,
+           "a negative extent is an error");
+    PyObject *big = PyLong_FromString("1180591620717411303424", NULL, 10); /* 2**70 */
+    c = check(with(base_dict(), "shape", Py_BuildValue("(N)", big)), NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.2"), "an extent of 2**70 does not fit in int64");
+    show("2**70", &c.diag);
+    c = check(with(base_dict(), "shape", Py_BuildValue("(LL)", (long long)(INT64_MAX / 2), 4LL)),
+              NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.2"), "an overflowing element count is an error");
+    c = check(with(base_dict(), "strides", Py_BuildValue("(i)", 8)), NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.2"),
+           "one stride for two dimensions is an error");
+    c = check(with(base_dict(), "strides", Py_BuildValue("(is)", 24, "8")), NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.2"), "a str stride is an error");
+    c = check(with(base_dict(), "strides", Py_BuildValue("(Li)", (long long)INT64_MAX, 8)), NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.2"), "a span that overflows is an error");
+
+    /* 4.5.3 */
+    c = check(with(base_dict(), "typestr", PyUnicode_FromString("<f3")), NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.3") && !c.have_view, "typestr <f3 is an error");
+    show("<f3", &c.diag);
+    c = check(with(base_dict(), "typestr", PyUnicode_FromString("bfloat16")), NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.3"), "typestr bfloat16 is an error");
+    c = check(with(base_dict(), "typestr", PyLong_FromLong(8)), NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.3"), "an int typestr is an error");
+    c = check(with(base_dict(), "typestr", PyBytes_FromString("<f8")), NULL);
+    TAP_OK(has_warning(&c.diag, "array_interface 4.5.3") && c.diag.errors == 0,
+           "a bytes typestr is a warning");
+    c = check(with(base_dict(), "descr", Py_BuildValue("[(ss)]", "", "<f8")), NULL);
+    TAP_OK(c.diag.count == 0, "the default descr matches");
+    c = check(with(base_dict(), "descr", Py_BuildValue("[(ss)]", "", "<f4")), NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.3"),
+           "a 4-byte descr for an 8-byte typestr is an error");
+    PyObject *record = with(base_dict(), "typestr", PyUnicode_FromString("|V8"));
+    c = check(
+        with(record, "descr", Py_BuildValue("[(ss),((ss)s)]", "a", "<f4", "title", "b", "<i4")),
+        NULL);
+    TAP_OK(c.diag.count == 0 && c.view.dtype == IC_DTYPE_INVALID && c.view.itemsize == 8,
+           "a two-field record descr with a titled field totals 8 bytes");
+    c = check(with(base_dict(), "descr", Py_BuildValue("[(ssi)]", "", "<f4", 2)), NULL);
+    TAP_OK(c.diag.count == 0, "a sub-array field (f4, 2) totals 8 bytes");
+    c = check(with(base_dict(), "descr", PyUnicode_FromString("<f8")), NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.3"), "a str descr is an error");
+
+    /* 4.5.4 */
+    c = check(with(base_dict(), "data", Py_BuildValue("(KO)", 0ULL, Py_False)), NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.4") && !c.have_view,
+           "pointer 0 with 48 bytes is an error");
+    PyObject *empty = with(base_dict(), "shape", Py_BuildValue("(ii)", 0, 3));
+    c = check(with(empty, "data", Py_BuildValue("(KO)", 0ULL, Py_False)), NULL);
+    TAP_OK(c.diag.count == 0 && c.have_view, "pointer 0 for an empty array is fine");
+    c = check(with(base_dict(), "data", Py_BuildValue("(KOi)", 8ULL, Py_False, 1)), NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.4"), "a 3-tuple data is an error");
+    c = check(with(base_dict(), "data", Py_BuildValue("(iO)", -8, Py_False)), NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.4"), "a negative pointer is an error");
+    c = check(with(base_dict(), "data", PyLong_FromLong(5)), NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.4"), "an int data is an error");
+    c = check(with(base_dict(), "data",
+                   Py_BuildValue("(Ki)", (unsigned long long)(uintptr_t)host_data, 1)),
+              NULL);
+    TAP_OK(has_warning(&c.diag, "array_interface 4.5.4") && c.diag.errors == 0 && c.view.readonly,
+           "an int readonly flag is a warning and read as true");
+    c = check(with(base_dict(), "offset", PyLong_FromLong(8)), NULL);
+    TAP_OK(has_warning(&c.diag, "array_interface 4.5.4") && c.diag.errors == 0 &&
+               c.view.data == (uintptr_t)host_data,
+           "offset with a tuple is ignored, with a warning");
+
+    PyObject *bytes = PyByteArray_FromStringAndSize(NULL, 48);
+    char *start = PyByteArray_AsString(bytes);
+    PyObject *d = Py_BuildValue("{s:(i),s:s,s:O,s:i,s:i}", "shape", 5, "typestr", "<f8", "data",
+                                bytes, "offset", 8, "version", 3);
+    c = check(d, NULL);
+    TAP_OK(c.diag.count == 0 && c.view.data == (uintptr_t)start + 8 && !c.view.readonly,
+           "buffer data with offset 8 starts 8 bytes in");
+    d = Py_BuildValue("{s:(i),s:s,s:O,s:i,s:i}", "shape", 6, "typestr", "<f8", "data", bytes,
+                      "offset", 8, "version", 3);
+    c = check(d, NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.4"),
+           "6 doubles after offset 8 overrun 48 bytes");
+    show("overrun", &c.diag);
+    d = Py_BuildValue("{s:(i),s:s,s:O,s:i,s:i}", "shape", 5, "typestr", "<f8", "data", bytes,
+                      "offset", -8, "version", 3);
+    c = check(d, NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.4"), "a negative offset is an error");
+    d = Py_BuildValue("{s:(i),s:s,s:i}", "shape", 6, "typestr", "<f8", "version", 3);
+    c = check(d, bytes);
+    TAP_OK(c.diag.count == 0 && c.view.data == (uintptr_t)start,
+           "no data: the owner's buffer is the data");
+    d = Py_BuildValue("{s:(i),s:s,s:O,s:i}", "shape", 6, "typestr", "<f8", "data", Py_None,
+                      "version", 3);
+    PyObject *not_a_buffer = PyLong_FromLong(1);
+    c = check(d, not_a_buffer);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.4"),
+           "data None with an owner that exports no buffer is an error");
+    Py_DECREF(not_a_buffer);
+    PyObject *frozen = PyBytes_FromStringAndSize(NULL, 48);
+    d = Py_BuildValue("{s:(i),s:s,s:O,s:i}", "shape", 6, "typestr", "<f8", "data", frozen,
+                      "version", 3);
+    c = check(d, NULL);
+    TAP_OK(c.diag.count == 0 && c.view.readonly, "bytes data is read-only");
+    Py_DECREF(frozen);
+    Py_DECREF(bytes);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Masks, the proxy and the reference consumer need Python objects with the attribute
+ */
+
+static const char producers_code[] = "class Iface:\n"
+                                     "    def __init__(self, d):\n"
+                                     "        self.d = d\n"
+                                     "    @property\n"
+                                     "    def __array_interface__(self):\n"
+                                     "        return self.d\n"
+                                     "\n"
+                                     "class Failing:\n"
+                                     "    @property\n"
+                                     "    def __array_interface__(self):\n"
+                                     "        raise RuntimeError('no interface today')\n";
+
+static PyObject *ns;
+
+static PyObject *make(const char *class_name, PyObject *arg)
+{
+    PyObject *cls = PyDict_GetItemString(ns, class_name); /* borrowed */
+    PyObject *obj = arg ? PyObject_CallOneArg(cls, arg) : PyObject_CallNoArgs(cls);
+    Py_XDECREF(arg);
+    if (!obj)
+        abort();
+    return obj;
+}
+
+static void test_mask(void)
+{
+    static unsigned char valid[3] = {1, 0, 1};
+    PyObject *mask_dict =
+        Py_BuildValue("{s:(i),s:s,s:(KO),s:i}", "shape", 3, "typestr", "|b1", "data",
+                      (unsigned long long)(uintptr_t)valid, Py_False, "version", 3);
+    struct checked c = check(with(base_dict(), "mask", make("Iface", mask_dict)), NULL);
+    TAP_OK(has_warning(&c.diag, "array_interface 4.5.5") && c.diag.errors == 0 && c.have_view,
+           "a (3,) mask broadcasts to (2, 3): only the NumPy-ignores-it warning");
+    mask_dict = Py_BuildValue("{s:(i),s:s,s:(KO),s:i}", "shape", 4, "typestr", "|b1", "data",
+                              (unsigned long long)(uintptr_t)valid, Py_False, "version", 3);
+    c = check(with(base_dict(), "mask", make("Iface", mask_dict)), NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.5"), "a (4,) mask does not broadcast");
+    c = check(with(base_dict(), "mask", PyLong_FromLong(1)), NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.5"), "an int mask is an error");
+    mask_dict = Py_BuildValue("{s:(i),s:s,s:i}", "shape", 3, "typestr", "|b7", "version", 3);
+    c = check(with(base_dict(), "mask", make("Iface", mask_dict)), NULL);
+    TAP_OK(has_error(&c.diag, "array_interface 4.5.5"),
+           "a mask with an invalid interface is an error");
+    show("invalid mask", &c.diag);
+    c = check(with(base_dict(), "mask", Py_NewRef(Py_None)), NULL);
+    TAP_OK(c.diag.count == 0, "mask None is fine");
+}
+
+static void test_ops(void)
+{
+    struct ic_export_record rec;
+    PyObject *dict = base_dict();
+    PyObject *target = make("Iface", Py_NewRef(dict));
+
+    ic_export_record_init(&rec, IC_PROTOCOL_ARRAY_INTERFACE, IC_VARIANT_NONE);
+    PyObject *proxy = ic_array_interface_ops.proxy_new(target, &rec);
+    PyObject *got = PyObject_GetAttrString(proxy, "__array_interface__");
+    TAP_OK(got == dict, "the proxy returns the producer's dict unchanged");
+    TAP_OK(rec.export_calls == 1 && rec.have_view && rec.view.data == (uintptr_t)host_data &&
+               rec.diag.count == 0 && rec.zero_copy_known,
+           "and records the export (%s)", rec.detail);
+    Py_XDECREF(got);
+    got = PyObject_GetAttrString(proxy, "__array_interface__");
+    TAP_OK(rec.export_calls == 2, "each read is counted");
+    Py_XDECREF(got);
+    TAP_OK(!PyObject_HasAttrString(proxy, "__array_struct__") &&
+               !PyObject_HasAttrString(proxy, "__dlpack__") && !PyObject_CheckBuffer(proxy),
+           "the proxy offers nothing else");
+    ic_proxy_detach(proxy);
+    Py_DECREF(proxy);
+
+    PyObject *handle = NULL;
+    ic_export_record_init(&rec, IC_PROTOCOL_ARRAY_INTERFACE, IC_VARIANT_NONE);
+    TAP_OK(ic_array_interface_ops.reference_consume(target, &rec, &handle) == 0 && handle == dict,
+           "the reference consumer's handle is the dict");
+    TAP_OK(rec.have_view && rec.diag.errors == 0 && strcmp(rec.request, "__array_interface__") == 0,
+           "and its view is recorded");
+    Py_XDECREF(handle);
+    Py_DECREF(target);
+
+    PyObject *broken = PyDict_Copy(dict);
+    PyDict_DelItemString(broken, "version");
+    target = make("Iface", broken);
+    ic_export_record_init(&rec, IC_PROTOCOL_ARRAY_INTERFACE, IC_VARIANT_NONE);
+    proxy = ic_array_interface_ops.proxy_new(target, &rec);
+    got = PyObject_GetAttrString(proxy, "__array_interface__");
+    TAP_OK(got && ic_export_diag_has_error(&rec.diag, "array_interface 4.5.1"),
+           "a broken dict passes through the proxy and is recorded as an error");
+    Py_XDECREF(got);
+    ic_proxy_detach(proxy);
+    Py_DECREF(proxy);
+    Py_DECREF(target);
+
+    target = make("Failing", NULL);
+    ic_export_record_init(&rec, IC_PROTOCOL_ARRAY_INTERFACE, IC_VARIANT_NONE);
+    proxy = ic_array_interface_ops.proxy_new(target, &rec);
+    got = PyObject_GetAttrString(proxy, "__array_interface__");
+    bool runtime_error = !got && PyErr_ExceptionMatches(PyExc_RuntimeError);
+    PyErr_Clear();
+    TAP_OK(runtime_error && rec.producer_raised &&
+               strcmp(rec.producer_exc_type, "RuntimeError") == 0,
+           "the producer's exception reaches the consumer and is recorded");
+    ic_proxy_detach(proxy);
+    Py_DECREF(proxy);
+    handle = NULL;
+    ic_export_record_init(&rec, IC_PROTOCOL_ARRAY_INTERFACE, IC_VARIANT_NONE);
+    TAP_OK(ic_array_interface_ops.reference_consume(target, &rec, &handle) == 0 && !handle &&
+               rec.producer_raised && !PyErr_Occurred(),
+           "the reference consumer records it and leaves nothing pending");
+    Py_DECREF(target);
+    Py_DECREF(dict);
+
+    TAP_OK(ic_protocol_ops(IC_PROTOCOL_ARRAY_INTERFACE) == &ic_array_interface_ops &&
+               strcmp(ic_array_interface_ops.id, ic_protocol_id(IC_PROTOCOL_ARRAY_INTERFACE)) == 0,
+           "the ops are registered under their id");
+}
+
+int main(void)
+{
+    test_typestr();
+    if (test_python_start() < 0)
+        return 1;
+    ns = PyDict_New();
+    PyDict_SetItemString(ns, "__builtins__", PyEval_GetBuiltins());
+    PyObject *result = PyRun_String(producers_code, Py_file_input, ns, ns);
+    if (!result) {
+        printf("Bail out! cannot define the producers\n");
+        return 1;
+    }
+    Py_DECREF(result);
+    test_dict();
+    test_mask();
+    test_ops();
+    Py_CLEAR(ns);
+    test_python_stop();
+    return tap_done();
+}

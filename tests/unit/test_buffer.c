@@ -1,0 +1,608 @@
+/* Unit tests of ic_buffer: the format parser, the request names, the validator on Py_buffer
+ * structs filled by hand (one broken rule at a time), and the proxy and reference consumer
+ * with CPython's exporters (bytearray, bytes, array.array) and with a C exporter of this test
+ * that breaks the rules on purpose. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <string.h>
+
+#include "ic_buffer.h"
+#include "ic_error.h"
+#include "ic_export.h"
+#include "ic_protocol.h"
+#include "ic_proxy.h"
+#include "tap.h"
+#include "test_python.h"
+
+static bool has_error(const struct ic_diag *diag, const char *rule)
+{
+    return ic_export_diag_has_error(diag, rule);
+}
+
+static bool has_warning(const struct ic_diag *diag, const char *rule)
+{
+    for (int i = 0; i < diag->count; i++) {
+        if (diag->items[i].severity == IC_SEV_WARNING && strcmp(diag->items[i].rule, rule) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void show(const char *what, const struct ic_diag *diag)
+{
+    char text[1024];
+    ic_diag_format(diag, text, sizeof(text));
+    TAP_DIAG("%s: %s", what, text[0] ? text : "(no findings)");
+}
+
+static void test_format(void)
+{
+    struct ic_buffer_format f;
+    bool little = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+
+    TAP_OK(ic_buffer_format_parse("f", &f) == 0 && f.itemsize == 4 && f.dtype == IC_DTYPE_FLOAT32,
+           "f is float32");
+    TAP_OK(ic_buffer_format_parse("<d", &f) == 0 && f.itemsize == 8 &&
+               f.dtype == (little ? IC_DTYPE_FLOAT64 : IC_DTYPE_INVALID),
+           "<d is float64 on a little-endian host");
+    TAP_OK(ic_buffer_format_parse(">i", &f) == 0 && f.itemsize == 4 && f.native_order == !little,
+           ">i is a big-endian int32");
+    TAP_OK(ic_buffer_format_parse("=l", &f) == 0 && f.itemsize == 4 && f.dtype == IC_DTYPE_INT32,
+           "=l has the standard size 4");
+    TAP_OK(ic_buffer_format_parse("l", &f) == 0 && f.itemsize == (int64_t)sizeof(long) &&
+               f.dtype == (sizeof(long) == 8 ? IC_DTYPE_INT64 : IC_DTYPE_INT32),
+           "l has the native size of long (%lld)", (long long)f.itemsize);
+    TAP_OK(ic_buffer_format_parse("@L", &f) == 0 &&
+               f.dtype == (sizeof(long) == 8 ? IC_DTYPE_UINT64 : IC_DTYPE_UINT32),
+           "@L is unsigned long");
+    TAP_OK(ic_buffer_format_parse("q", &f) == 0 && f.dtype == IC_DTYPE_INT64, "q is int64");
+    TAP_OK(ic_buffer_format_parse("?", &f) == 0 && f.itemsize == 1 && f.dtype == IC_DTYPE_BOOL,
+           "? is bool");
+    TAP_OK(ic_buffer_format_parse("e", &f) == 0 && f.dtype == IC_DTYPE_FLOAT16, "e is float16");
+    TAP_OK(ic_buffer_format_parse("Zf", &f) == 0 && f.itemsize == 8 &&
+               f.dtype == IC_DTYPE_COMPLEX64,
+           "Zf is complex64");
+    TAP_OK(ic_buffer_format_parse("<Zd", &f) == 0 && f.itemsize == 16 &&
+               f.dtype == (little ? IC_DTYPE_COMPLEX128 : IC_DTYPE_INVALID),
+           "<Zd is complex128");
+    TAP_OK(ic_buffer_format_parse("B", &f) == 0 && f.dtype == IC_DTYPE_UINT8, "B is uint8");
+    TAP_OK(ic_buffer_format_parse(">B", &f) == 0 && f.dtype == IC_DTYPE_UINT8,
+           "byte order does not matter for one byte");
+    TAP_OK(ic_buffer_format_parse("1f", &f) == 0 && f.itemsize == 4, "1f is one float");
+    TAP_OK(ic_buffer_format_parse("c", &f) == 0 && f.dtype == IC_DTYPE_INVALID && f.itemsize == 1,
+           "c is a 1-byte char the tester does not exchange");
+    TAP_OK(ic_buffer_format_parse("3f", &f) == 0 && f.count == 3 && f.itemsize == 12 &&
+               f.dtype == IC_DTYPE_INVALID,
+           "3f is 12 bytes and no dtype");
+    TAP_OK(ic_buffer_format_parse("2w", &f) == 0 && f.itemsize == 8, "2w (NumPy's <U2) is 8 bytes");
+    TAP_OK(ic_buffer_format_parse("0s", &f) == 0 && f.itemsize == 0, "0s is 0 bytes");
+    TAP_OK(ic_buffer_format_parse("ff", &f) == IC_EUNSUPPORTED, "ff is compound");
+    TAP_OK(ic_buffer_format_parse("T{i:x:}", &f) == IC_EUNSUPPORTED, "T{...} is compound");
+    TAP_OK(ic_buffer_format_parse("y", &f) == IC_EINVAL, "y is no format code");
+    TAP_OK(ic_buffer_format_parse("=n", &f) == IC_EINVAL, "n has no standard size");
+    TAP_OK(ic_buffer_format_parse("", &f) == IC_EINVAL, "an empty format is invalid");
+
+    char name[64];
+    ic_buffer_flags_name(PyBUF_RECORDS_RO, name, sizeof(name));
+    TAP_OK(strcmp(name, "PyBUF_RECORDS_RO") == 0, "RECORDS_RO is named (%s)", name);
+    ic_buffer_flags_name(PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, name, sizeof(name));
+    TAP_OK(strcmp(name, "PyBUF_C_CONTIGUOUS | PyBUF_FORMAT") == 0, "composed name (%s)", name);
+    ic_buffer_flags_name(PyBUF_ND | PyBUF_WRITABLE, name, sizeof(name));
+    TAP_OK(strcmp(name, "PyBUF_CONTIG") == 0, "ND | WRITABLE is PyBUF_CONTIG (%s)", name);
+    ic_buffer_flags_name(PyBUF_SIMPLE, name, sizeof(name));
+    TAP_OK(strcmp(name, "PyBUF_SIMPLE") == 0, "0 is PyBUF_SIMPLE (%s)", name);
+    ic_buffer_flags_name(PyBUF_ANY_CONTIGUOUS | PyBUF_WRITABLE | PyBUF_FORMAT, name, sizeof(name));
+    TAP_OK(strcmp(name, "PyBUF_ANY_CONTIGUOUS | PyBUF_WRITABLE | PyBUF_FORMAT") == 0,
+           "composed name (%s)", name);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Hand-filled buffers
+ */
+
+static float data[6];
+static Py_ssize_t shape23[2] = {2, 3}, c_strides[2] = {12, 4}, f_strides[2] = {4, 8};
+
+static Py_buffer good_buffer(void)
+{
+    Py_buffer b = {.buf = data,
+                   .obj = Py_None,
+                   .len = 24,
+                   .itemsize = 4,
+                   .readonly = 0,
+                   .ndim = 2,
+                   .format = "f",
+                   .shape = shape23,
+                   .strides = c_strides,
+                   .suboffsets = NULL,
+                   .internal = NULL};
+    return b;
+}
+
+struct checked {
+    struct ic_diag diag;
+    struct ic_view view;
+    bool have_view;
+};
+
+static struct checked check(Py_buffer b, int flags)
+{
+    struct checked out;
+    ic_diag_init(&out.diag);
+    out.have_view = false;
+    ic_buffer_check(&b, flags, &out.diag, &out.view, &out.have_view);
+    return out;
+}
+
+static void test_rules(void)
+{
+    struct checked c = check(good_buffer(), PyBUF_RECORDS_RO);
+    TAP_OK(c.diag.count == 0 && c.have_view, "a correct RECORDS_RO buffer has no findings");
+    TAP_OK(c.view.data == (uintptr_t)data && c.view.ndim == 2 && c.view.strides[0] == 12 &&
+               c.view.dtype == IC_DTYPE_FLOAT32 && !c.view.readonly && c.view.readonly_known,
+           "its view is float32 (2, 3) with strides (12, 4)");
+    c = check(good_buffer(), PyBUF_RECORDS);
+    TAP_OK(c.diag.count == 0, "and a correct writable RECORDS buffer");
+    Py_buffer b = good_buffer();
+    b.strides = NULL;
+    b.format = NULL;
+    c = check(b, PyBUF_ND);
+    TAP_OK(c.diag.count == 0 && c.view.strides[0] == 12 && c.view.dtype == IC_DTYPE_INVALID,
+           "an ND buffer has C strides and, without FORMAT, no dtype");
+    b = good_buffer();
+    b.ndim = 1;
+    b.shape = b.strides = NULL;
+    b.format = NULL;
+    b.itemsize = 1;
+    c = check(b, PyBUF_SIMPLE);
+    TAP_OK(c.diag.count == 0 && c.view.ndim == 1 && c.view.shape[0] == 24 && c.view.itemsize == 1,
+           "a SIMPLE buffer is 24 raw bytes");
+
+    /* 5.1.1 */
+    b = good_buffer();
+    b.obj = NULL;
+    c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(has_error(&c.diag, "buffer 5.1.1"), "obj NULL after a successful get is an error");
+    b = good_buffer();
+    b.ndim = 65;
+    c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(has_error(&c.diag, "buffer 5.1.1") && !c.have_view, "ndim 65 is an error");
+    b = good_buffer();
+    b.ndim = 0;
+    c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(has_error(&c.diag, "buffer 5.1.1"), "ndim 0 with shape and strides is an error");
+    b = good_buffer();
+    b.ndim = 0;
+    b.shape = b.strides = NULL;
+    b.format = NULL;
+    c = check(b, PyBUF_SIMPLE);
+    TAP_OK(has_warning(&c.diag, "buffer 5.1.1") && c.diag.errors == 0 && c.view.shape[0] == 6,
+           "NumPy's ndim 0 for a SIMPLE request is a warning; the view is 6 raw items");
+
+    /* 5.1.2 */
+    b = good_buffer();
+    b.len = 20;
+    c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(has_error(&c.diag, "buffer 5.1.2") && !c.have_view, "len 20 for 2x3 floats is an error");
+    show("bad len", &c.diag);
+    b = good_buffer();
+    b.itemsize = 0;
+    c = check(b, PyBUF_STRIDED_RO);
+    TAP_OK(has_error(&c.diag, "buffer 5.1.2"), "itemsize 0 is an error");
+    Py_ssize_t negative[2] = {2, -3};
+    b = good_buffer();
+    b.shape = negative;
+    c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(has_error(&c.diag, "buffer 5.1.2"), "a negative extent is an error");
+
+    /* 5.1.3 */
+    b = good_buffer();
+    b.format = NULL;
+    c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(has_error(&c.diag, "buffer 5.1.3"), "FORMAT requested but format NULL is an error");
+    c = check(good_buffer(), PyBUF_STRIDED_RO);
+    TAP_OK(has_error(&c.diag, "buffer 5.1.3"), "a format without FORMAT requested is an error");
+    b = good_buffer();
+    b.format = "d";
+    c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(has_error(&c.diag, "buffer 5.1.3") && c.view.dtype == IC_DTYPE_INVALID,
+           "format d with itemsize 4 is an error");
+    b.format = "y";
+    c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(has_error(&c.diag, "buffer 5.1.3"), "format y is an error");
+    b.format = "2h";
+    c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(c.diag.count == 0 && c.view.dtype == IC_DTYPE_INVALID, "format 2h is 4 bytes");
+    b.format = "3h";
+    c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(has_error(&c.diag, "buffer 5.1.3"), "format 3h is 6 bytes, not 4");
+    b.format = "hh";
+    c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(c.diag.count == 0, "format hh is 4 bytes by the struct module");
+    b.format = "T{h:a:h:b:}";
+    c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(has_warning(&c.diag, "buffer 5.1.3") && c.diag.errors == 0,
+           "a T{} format the struct module cannot size is a warning");
+
+    /* 5.1.4 */
+    b = good_buffer();
+    b.shape = NULL;
+    b.strides = NULL;
+    c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(has_error(&c.diag, "buffer 5.1.4"), "ND requested but shape NULL is an error");
+    b = good_buffer();
+    b.strides = NULL;
+    b.format = NULL;
+    c = check(b, PyBUF_SIMPLE);
+    TAP_OK(has_error(&c.diag, "buffer 5.1.4"), "a shape for a SIMPLE request is an error");
+    b = good_buffer();
+    b.format = NULL;
+    c = check(b, PyBUF_ND);
+    TAP_OK(has_error(&c.diag, "buffer 5.1.4"), "strides when only ND was requested is an error");
+    b = good_buffer();
+    b.strides = NULL;
+    c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(has_error(&c.diag, "buffer 5.1.4"), "STRIDES requested but strides NULL is an error");
+    Py_ssize_t suboffsets[2] = {-1, -1};
+    b = good_buffer();
+    b.suboffsets = suboffsets;
+    c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(has_error(&c.diag, "buffer 5.1.4"), "suboffsets without INDIRECT are an error");
+    c = check(b, PyBUF_FULL_RO);
+    TAP_OK(has_warning(&c.diag, "buffer 5.1.4") && c.diag.errors == 0 && c.have_view,
+           "all-negative suboffsets are a warning");
+
+    /* 5.1.5 */
+    b = good_buffer();
+    b.readonly = 1;
+    c = check(b, PyBUF_RECORDS);
+    TAP_OK(has_error(&c.diag, "buffer 5.1.5"), "read-only for a WRITABLE request is an error");
+    c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(c.diag.count == 0 && c.view.readonly, "read-only for a _RO request is fine");
+
+    /* 5.1.6 */
+    b = good_buffer();
+    b.strides = f_strides;
+    c = check(b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
+    TAP_OK(has_error(&c.diag, "buffer 5.1.6"), "Fortran strides for a C_CONTIGUOUS request");
+    c = check(good_buffer(), PyBUF_F_CONTIGUOUS | PyBUF_FORMAT);
+    TAP_OK(has_error(&c.diag, "buffer 5.1.6"), "C strides for an F_CONTIGUOUS request");
+    c = check(b, PyBUF_ANY_CONTIGUOUS | PyBUF_FORMAT);
+    TAP_OK(c.diag.count == 0, "Fortran strides answer ANY_CONTIGUOUS");
+    Py_ssize_t reversed[2] = {-12, 4};
+    b = good_buffer();
+    b.strides = reversed;
+    b.buf = data + 3;
+    c = check(b, PyBUF_ANY_CONTIGUOUS | PyBUF_FORMAT);
+    TAP_OK(has_error(&c.diag, "buffer 5.1.6"), "flipped rows do not answer ANY_CONTIGUOUS");
+    c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(c.diag.count == 0 && c.have_view, "but are fine for a strided request");
+
+    /* 5.1.7 */
+    Py_ssize_t odd[2] = {12, 6};
+    b = good_buffer();
+    b.strides = odd;
+    c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(has_warning(&c.diag, "buffer 5.1.7") && c.diag.errors == 0,
+           "a stride that is not a multiple of itemsize is a warning");
+    Py_ssize_t far[2] = {PY_SSIZE_T_MAX, 4};
+    b = good_buffer();
+    b.strides = far;
+    c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(has_error(&c.diag, "buffer 5.1.7") && !c.have_view, "an overflowing span is an error");
+}
+
+/* ---------------------------------------------------------------------------------------
+ * A C exporter that breaks rules on purpose
+ */
+
+enum exporter_mode {
+    MODE_GOOD,
+    MODE_BAD_LEN,
+    MODE_BAD_FORMAT,
+    MODE_ALWAYS_READONLY, /* read-only even when WRITABLE was requested */
+    MODE_ALWAYS_STRIDES,  /* strides even when only ND was requested */
+    MODE_FORTRAN,         /* Fortran strides whatever was requested */
+    MODE_FAIL_KEEP_OBJ,   /* BufferError, but view->obj left set */
+    MODE_FAIL_SILENT,     /* -1 without an exception */
+    MODE_FAIL_VALUE_ERROR,
+};
+
+struct exporter {
+    PyObject_HEAD enum exporter_mode mode;
+    int exports; /* gets not yet released */
+    float data[6];
+    Py_ssize_t shape[2];
+    Py_ssize_t strides[2];
+};
+
+static int exporter_getbuffer(PyObject *self, Py_buffer *view, int flags)
+{
+    struct exporter *e = (struct exporter *)self;
+    switch (e->mode) {
+    case MODE_FAIL_KEEP_OBJ:
+        PyErr_SetString(PyExc_BufferError, "refused");
+        view->obj = self; /* the bug under test (borrowed: nobody releases it) */
+        return -1;
+    case MODE_FAIL_SILENT:
+        view->obj = NULL;
+        return -1;
+    case MODE_FAIL_VALUE_ERROR:
+        PyErr_SetString(PyExc_ValueError, "refused the NumPy way");
+        view->obj = NULL;
+        return -1;
+    default:
+        break;
+    }
+    bool nd = (flags & PyBUF_ND) == PyBUF_ND, strided = (flags & PyBUF_STRIDES) == PyBUF_STRIDES;
+    e->shape[0] = 2;
+    e->shape[1] = 3;
+    e->strides[0] = e->mode == MODE_FORTRAN ? 4 : 12;
+    e->strides[1] = e->mode == MODE_FORTRAN ? 8 : 4;
+    view->buf = e->data;
+    view->obj = Py_NewRef(self);
+    view->len = e->mode == MODE_BAD_LEN ? 20 : 24;
+    view->itemsize = 4;
+    view->readonly = e->mode == MODE_ALWAYS_READONLY;
+    view->ndim = nd ? 2 : 1;
+    view->format = (flags & PyBUF_FORMAT) ? (e->mode == MODE_BAD_FORMAT ? "d" : "f") : NULL;
+    view->shape = nd ? e->shape : NULL;
+    view->strides = strided || (nd && e->mode == MODE_ALWAYS_STRIDES) ? e->strides : NULL;
+    view->suboffsets = NULL;
+    view->internal = NULL;
+    e->exports++;
+    return 0;
+}
+
+static void exporter_releasebuffer(PyObject *self, Py_buffer *view)
+{
+    (void)view;
+    ((struct exporter *)self)->exports--;
+}
+
+static PyObject *exporter_type;
+
+static struct exporter *exporter_new(enum exporter_mode mode)
+{
+    if (!exporter_type) {
+        PyType_Slot slots[] = {
+            {Py_bf_getbuffer, (void *)exporter_getbuffer},
+            {Py_bf_releasebuffer, (void *)exporter_releasebuffer},
+            {0, NULL},
+        };
+        PyType_Spec spec = {"test_buffer.Exporter", (int)sizeof(struct exporter), 0,
+                            Py_TPFLAGS_DEFAULT, slots};
+        exporter_type = PyType_FromSpec(&spec);
+        if (!exporter_type)
+            abort();
+    }
+    struct exporter *e = (struct exporter *)PyType_GenericAlloc((PyTypeObject *)exporter_type, 0);
+    if (!e)
+        abort();
+    e->mode = mode;
+    return e;
+}
+
+/* Asks `obj` for a buffer with `flags` and releases it at once; returns the get's result. */
+static int get_and_release(PyObject *obj, int flags)
+{
+    Py_buffer view;
+    memset(&view, 0, sizeof(view));
+    if (PyObject_GetBuffer(obj, &view, flags) < 0)
+        return -1;
+    PyBuffer_Release(&view);
+    return 0;
+}
+
+static void test_proxy(void)
+{
+    struct ic_export_record rec;
+    PyObject *target = PyByteArray_FromStringAndSize("abcdefgh", 8);
+
+    ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_NONE);
+    PyObject *proxy = ic_buffer_ops.proxy_new(target, &rec);
+    PyObject *view = PyMemoryView_FromObject(proxy);
+    TAP_OK(view && ((struct ic_proxy *)proxy)->acquired == 1 && rec.acquired == 1,
+           "memoryview(proxy) gets one buffer through the proxy");
+    TAP_OK(strcmp(rec.request, "PyBUF_FULL_RO") == 0 && rec.have_view && rec.diag.count == 0 &&
+               rec.view.itemsize == 1 && rec.view.shape[0] == 8,
+           "memoryview asks PyBUF_FULL_RO and gets 8 bytes (%s)", rec.detail);
+    Py_buffer inner;
+    TAP_OK(PyObject_GetBuffer(view, &inner, PyBUF_SIMPLE) == 0 &&
+               inner.buf == PyByteArray_AsString(target),
+           "the consumer sees the producer's memory");
+    PyBuffer_Release(&inner);
+    PyObject *released = PyObject_CallMethod(view, "release", NULL);
+    TAP_OK(released && ((struct ic_proxy *)proxy)->released == 1 && rec.released == 1,
+           "memoryview.release() releases through the proxy");
+    Py_XDECREF(released);
+    Py_XDECREF(view);
+    ic_buffer_ops.finish(proxy, &rec);
+    TAP_OK(rec.lifetime_checked && rec.lifetime.count == 0, "one get, one release: no finding");
+
+    /* a consumer that gets twice and releases once */
+    Py_buffer first, second;
+    TAP_OK(PyObject_GetBuffer(proxy, &first, PyBUF_RECORDS) == 0 &&
+               PyObject_GetBuffer(proxy, &second, PyBUF_RECORDS_RO) == 0,
+           "a consumer can get the buffer several times (writable, then read-only)");
+    TAP_OK(first.obj == proxy && first.buf == PyByteArray_AsString(target),
+           "the consumer's buffer names the proxy as obj");
+    PyBuffer_Release(&first);
+    ic_buffer_ops.finish(proxy, &rec);
+    TAP_OK(has_error(&rec.lifetime, "buffer 5.1.9"), "a get without a release is an error");
+    show("leak", &rec.lifetime);
+    PyBuffer_Release(&second);
+    ic_proxy_detach(proxy);
+    TAP_OK(((struct ic_proxy *)proxy)->released == 3, "a release after detaching is still counted");
+    Py_DECREF(proxy);
+    Py_DECREF(target);
+
+    /* a read-only exporter refuses a writable request with BufferError */
+    target = PyBytes_FromString("abcd");
+    ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_NONE);
+    proxy = ic_buffer_ops.proxy_new(target, &rec);
+    bool refused =
+        get_and_release(proxy, PyBUF_WRITABLE) < 0 && PyErr_ExceptionMatches(PyExc_BufferError);
+    PyErr_Clear();
+    TAP_OK(refused && rec.producer_raised && rec.diag.count == 0,
+           "bytes refuses PyBUF_WRITABLE with BufferError: conformant, recorded");
+    TAP_OK(get_and_release(proxy, PyBUF_CONTIG_RO) == 0 && rec.view.readonly,
+           "and then gives a read-only buffer");
+    ic_proxy_detach(proxy);
+    Py_DECREF(proxy);
+    Py_DECREF(target);
+
+    /* array.array has a format */
+    PyObject *array = PyImport_ImportModule("array");
+    target = array ? PyObject_CallMethod(array, "array", "s[ddd]", "d", 1.0, 2.0, 3.0) : NULL;
+    ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_NONE);
+    proxy = ic_buffer_ops.proxy_new(target, &rec);
+    TAP_OK(get_and_release(proxy, PyBUF_RECORDS_RO) == 0 && rec.view.dtype == IC_DTYPE_FLOAT64 &&
+               rec.view.shape[0] == 3 && rec.diag.count == 0,
+           "array.array('d') is float64 (3,)");
+    ic_proxy_detach(proxy);
+    Py_DECREF(proxy);
+    Py_XDECREF(target);
+    Py_XDECREF(array);
+
+    /* the broken exporter, through the proxy */
+    static const struct {
+        enum exporter_mode mode;
+        int flags;
+        const char *rule;
+        const char *what;
+    } broken[] = {
+        {MODE_BAD_LEN, PyBUF_RECORDS_RO, "buffer 5.1.2", "len that does not match shape"},
+        {MODE_BAD_FORMAT, PyBUF_RECORDS_RO, "buffer 5.1.3", "format d with itemsize 4"},
+        {MODE_ALWAYS_READONLY, PyBUF_RECORDS, "buffer 5.1.5", "read-only for PyBUF_RECORDS"},
+        {MODE_ALWAYS_STRIDES, PyBUF_CONTIG_RO, "buffer 5.1.4", "strides for PyBUF_CONTIG_RO"},
+        {MODE_FORTRAN, PyBUF_C_CONTIGUOUS, "buffer 5.1.6", "Fortran data for PyBUF_C_CONTIGUOUS"},
+    };
+    for (size_t i = 0; i < sizeof(broken) / sizeof(broken[0]); i++) {
+        struct exporter *e = exporter_new(broken[i].mode);
+        ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_NONE);
+        proxy = ic_buffer_ops.proxy_new((PyObject *)e, &rec);
+        int rc = get_and_release(proxy, broken[i].flags);
+        TAP_OK(rc == 0 && has_error(&rec.diag, broken[i].rule) && e->exports == 0,
+               "proxy: %s is %s", broken[i].what, broken[i].rule);
+        ic_buffer_ops.finish(proxy, &rec);
+        TAP_OK(rec.lifetime.count == 0, "proxy: and the inner buffer was released once");
+        ic_proxy_detach(proxy);
+        Py_DECREF(proxy);
+        Py_DECREF(e);
+    }
+
+    struct exporter *e = exporter_new(MODE_FAIL_KEEP_OBJ);
+    ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_NONE);
+    proxy = ic_buffer_ops.proxy_new((PyObject *)e, &rec);
+    refused =
+        get_and_release(proxy, PyBUF_RECORDS_RO) < 0 && PyErr_ExceptionMatches(PyExc_BufferError);
+    PyErr_Clear();
+    TAP_OK(refused && has_error(&rec.diag, "buffer 5.1.8") && rec.producer_raised,
+           "a failure that leaves obj set is an error; the BufferError reaches the consumer");
+    ic_proxy_detach(proxy);
+    Py_DECREF(proxy);
+    Py_DECREF(e);
+
+    e = exporter_new(MODE_FAIL_SILENT);
+    ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_NONE);
+    proxy = ic_buffer_ops.proxy_new((PyObject *)e, &rec);
+    refused =
+        get_and_release(proxy, PyBUF_RECORDS_RO) < 0 && PyErr_ExceptionMatches(PyExc_SystemError);
+    PyErr_Clear();
+    TAP_OK(refused && has_error(&rec.diag, "buffer 5.1.8"),
+           "a failure without an exception is an error; the consumer gets a SystemError");
+    ic_proxy_detach(proxy);
+    Py_DECREF(proxy);
+    Py_DECREF(e);
+
+    e = exporter_new(MODE_FAIL_VALUE_ERROR);
+    ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_NONE);
+    proxy = ic_buffer_ops.proxy_new((PyObject *)e, &rec);
+    refused =
+        get_and_release(proxy, PyBUF_RECORDS_RO) < 0 && PyErr_ExceptionMatches(PyExc_ValueError);
+    PyErr_Clear();
+    TAP_OK(refused && has_warning(&rec.diag, "buffer 5.1.8") && rec.diag.errors == 0 &&
+               strcmp(rec.producer_exc_type, "ValueError") == 0,
+           "a ValueError refusal (NumPy's) is a warning");
+    ic_proxy_detach(proxy);
+    Py_DECREF(proxy);
+    Py_DECREF(e);
+}
+
+static void test_reference_consumer(void)
+{
+    struct ic_export_record rec;
+    PyObject *handle = NULL;
+    struct exporter *e = exporter_new(MODE_GOOD);
+
+    ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_NONE);
+    TAP_OK(ic_buffer_ops.reference_consume((PyObject *)e, &rec, &handle) == 0 && handle &&
+               e->exports == 1,
+           "plain: the reference consumer holds one buffer");
+    TAP_OK(strcmp(rec.request, "PyBUF_RECORDS_RO") == 0 && rec.diag.count == 0 &&
+               rec.view.dtype == IC_DTYPE_FLOAT32 && rec.view.data == (uintptr_t)e->data,
+           "plain: PyBUF_RECORDS_RO, float32 at the exporter's data");
+    Py_CLEAR(handle);
+    TAP_OK(e->exports == 0 && rec.released == 1, "releasing the handle releases the buffer");
+    ic_buffer_ops.finish((PyObject *)e, &rec);
+    TAP_OK(rec.lifetime.count == 0, "plain: no lifetime finding");
+
+    ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_BUF_CONTIG);
+    ic_buffer_ops.reference_consume((PyObject *)e, &rec, &handle);
+    TAP_OK(handle && strcmp(rec.request, "PyBUF_C_CONTIGUOUS | PyBUF_FORMAT") == 0 &&
+               rec.diag.count == 0,
+           "contig: a C-contiguous exporter answers (%s)", rec.request);
+    Py_CLEAR(handle);
+    ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_BUF_WRITABLE);
+    ic_buffer_ops.reference_consume((PyObject *)e, &rec, &handle);
+    TAP_OK(handle && strcmp(rec.request, "PyBUF_RECORDS") == 0 && !rec.view.readonly &&
+               rec.diag.count == 0,
+           "writable: a writable exporter answers PyBUF_RECORDS");
+    Py_CLEAR(handle);
+    Py_DECREF(e);
+
+    e = exporter_new(MODE_FORTRAN);
+    ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_BUF_CONTIG);
+    ic_buffer_ops.reference_consume((PyObject *)e, &rec, &handle);
+    TAP_OK(handle && has_error(&rec.diag, "buffer 5.1.6"),
+           "contig: Fortran data for a C_CONTIGUOUS request is an error");
+    Py_CLEAR(handle);
+    Py_DECREF(e);
+
+    e = exporter_new(MODE_ALWAYS_READONLY);
+    ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_BUF_WRITABLE);
+    ic_buffer_ops.reference_consume((PyObject *)e, &rec, &handle);
+    TAP_OK(handle && has_error(&rec.diag, "buffer 5.1.5"),
+           "writable: a read-only answer to PyBUF_RECORDS is an error");
+    Py_CLEAR(handle);
+    Py_DECREF(e);
+
+    PyObject *frozen = PyBytes_FromString("abcd");
+    ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_BUF_WRITABLE);
+    TAP_OK(ic_buffer_ops.reference_consume(frozen, &rec, &handle) == 0 && !handle &&
+               rec.producer_raised && strcmp(rec.producer_exc_type, "BufferError") == 0 &&
+               !PyErr_Occurred(),
+           "writable: bytes refuses with BufferError, recorded, nothing pending");
+    ic_buffer_ops.finish(frozen, &rec);
+    TAP_OK(rec.lifetime.count == 0, "a refusal leaves nothing to release");
+    Py_DECREF(frozen);
+
+    TAP_OK(ic_protocol_ops(IC_PROTOCOL_BUFFER) == &ic_buffer_ops &&
+               strcmp(ic_buffer_ops.id, ic_protocol_id(IC_PROTOCOL_BUFFER)) == 0,
+           "the ops are registered under their id");
+}
+
+int main(void)
+{
+    test_format();
+    if (test_python_start() < 0)
+        return 1;
+    test_rules();
+    test_proxy();
+    test_reference_consumer();
+    Py_CLEAR(exporter_type);
+    test_python_stop();
+    return tap_done();
+}

@@ -1,0 +1,1047 @@
+/* Unit tests of ic_dlpack: the tensor and capsule validators on hand-built DLPack structs and
+ * capsules, the deleter watch, the proxy end to end with a C consumer, and every variant of
+ * the reference consumer against Python-defined producers that behave and misbehave. The
+ * producers make their capsules through a C function of this test (make_capsule), whose
+ * deleter counts its calls and poisons the struct it frees. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ic_dlpack.h"
+#include "ic_error.h"
+#include "ic_export.h"
+#include "ic_protocol.h"
+#include "ic_proxy.h"
+#include "tap.h"
+#include "test_python.h"
+
+/* ---------------------------------------------------------------------------------------
+ * A test producer in C
+ */
+
+static int deleter_calls; /* calls of the producer's own deleter (after any instrumentation) */
+
+/* One allocation: the managed struct first (so the struct pointer frees the block), then
+ * the arrays it points to. */
+struct test_tensor {
+    union {
+        DLManagedTensor legacy;
+        DLManagedTensorVersioned versioned;
+    } managed;
+    int64_t shape[4];
+    int64_t strides[4];
+    float data[16];
+    /* A broken producer's capsule destructor reads the struct after the deleter ran: its
+     * blocks are poisoned but kept, with the deleter field intact, so that the test sees the
+     * second call instead of undefined behaviour. */
+    bool keep;
+};
+
+static void test_tensor_free(void *block)
+{
+    struct test_tensor *t = block;
+    deleter_calls++;
+    if (t->keep) {
+        memset(t->data, 0xA5, sizeof(t->data));
+        return;
+    }
+    memset(t, 0xA5, sizeof(*t)); /* reads after the deleter see garbage */
+    free(t);
+}
+
+static void test_deleter_legacy(DLManagedTensor *managed)
+{
+    test_tensor_free(managed);
+}
+
+static void test_deleter_versioned(DLManagedTensorVersioned *managed)
+{
+    test_tensor_free(managed);
+}
+
+struct tensor_spec {
+    bool versioned;
+    uint32_t major, minor;
+    uint64_t flags;
+    int32_t ndim;
+    int64_t shape[4];
+    bool no_strides;
+    DLDataType dtype;
+    DLDevice device;
+    uint64_t byte_offset;
+};
+
+static struct tensor_spec spec_default(void)
+{
+    struct tensor_spec spec = {
+        .versioned = true,
+        .major = 1,
+        .minor = 3,
+        .ndim = 2,
+        .shape = {2, 3},
+        .dtype = {kDLFloat, 32, 1},
+        .device = {kDLCPU, 0},
+    };
+    return spec;
+}
+
+static struct test_tensor *test_tensor_new(const struct tensor_spec *spec)
+{
+    struct test_tensor *t = calloc(1, sizeof(*t));
+    if (!t)
+        abort();
+    for (int i = 0; i < 16; i++)
+        t->data[i] = (float)i;
+    int64_t stride = 1;
+    for (int i = spec->ndim - 1; i >= 0 && i < 4; i--) {
+        t->shape[i] = spec->shape[i];
+        t->strides[i] = stride;
+        stride *= spec->shape[i] > 1 ? spec->shape[i] : 1;
+    }
+    DLTensor *dl = spec->versioned ? &t->managed.versioned.dl_tensor : &t->managed.legacy.dl_tensor;
+    dl->data = t->data;
+    dl->device = spec->device;
+    dl->ndim = spec->ndim;
+    dl->dtype = spec->dtype;
+    dl->shape = t->shape;
+    dl->strides = spec->no_strides ? NULL : t->strides;
+    dl->byte_offset = spec->byte_offset;
+    if (spec->versioned) {
+        t->managed.versioned.version.major = spec->major;
+        t->managed.versioned.version.minor = spec->minor;
+        t->managed.versioned.flags = spec->flags;
+        t->managed.versioned.deleter = test_deleter_versioned;
+    } else {
+        t->managed.legacy.deleter = test_deleter_legacy;
+    }
+    return t;
+}
+
+static char versioned_marker; /* capsule context: the capsule holds a versioned struct */
+
+/* The producer's capsule destructor as protocols.md §2.3 describes it. */
+static void test_capsule_destructor(PyObject *capsule)
+{
+    const char *name = PyCapsule_GetName(capsule);
+    if (!name || strncmp(name, "used_", 5) == 0)
+        return;
+    void *pointer = PyCapsule_GetPointer(capsule, name);
+    if (!pointer) {
+        PyErr_Clear();
+        return;
+    }
+    if (PyCapsule_GetContext(capsule) == &versioned_marker) {
+        DLManagedTensorVersioned *managed = pointer;
+        if (managed->deleter)
+            managed->deleter(managed);
+    } else {
+        DLManagedTensor *managed = pointer;
+        if (managed->deleter)
+            managed->deleter(managed);
+    }
+}
+
+/* A broken producer: its destructor calls the deleter even after the capsule was consumed. */
+static void buggy_capsule_destructor(PyObject *capsule)
+{
+    const char *name = PyCapsule_GetName(capsule);
+    void *pointer = name ? PyCapsule_GetPointer(capsule, name) : NULL;
+    if (!pointer) {
+        PyErr_Clear();
+        return;
+    }
+    if (PyCapsule_GetContext(capsule) == &versioned_marker) {
+        DLManagedTensorVersioned *managed = pointer;
+        managed->deleter(managed);
+    } else {
+        DLManagedTensor *managed = pointer;
+        managed->deleter(managed);
+    }
+}
+
+static PyObject *capsule_new(const struct tensor_spec *spec, const char *name,
+                             PyCapsule_Destructor destructor)
+{
+    struct test_tensor *t = test_tensor_new(spec);
+    t->keep = destructor == buggy_capsule_destructor;
+    if (!name)
+        name = spec->versioned ? "dltensor_versioned" : "dltensor";
+    PyObject *capsule = PyCapsule_New(t, name, destructor);
+    if (!capsule)
+        abort();
+    if (spec->versioned)
+        PyCapsule_SetContext(capsule, &versioned_marker);
+    return capsule;
+}
+
+/* make_capsule(versioned=True, major=1, minor=3, flags=0, device_type=1, device_id=0,
+ * buggy=False) for the Python producers. */
+static PyObject *py_make_capsule(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"versioned",   "major",     "minor", "flags",
+                               "device_type", "device_id", "buggy", NULL};
+    struct tensor_spec spec = spec_default();
+    int versioned = 1, buggy = 0, device_type = kDLCPU, device_id = 0;
+    unsigned int major = 1, minor = 3;
+    unsigned long long flags = 0;
+    (void)self;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|pIIKiip", keywords, &versioned, &major, &minor,
+                                     &flags, &device_type, &device_id, &buggy))
+        return NULL;
+    spec.versioned = versioned;
+    spec.major = major;
+    spec.minor = minor;
+    spec.flags = flags;
+    spec.device.device_type = (DLDeviceType)device_type;
+    spec.device.device_id = device_id;
+    return capsule_new(&spec, NULL, buggy ? buggy_capsule_destructor : test_capsule_destructor);
+}
+
+static PyMethodDef make_capsule_def = {"make_capsule", (PyCFunction)(void (*)(void))py_make_capsule,
+                                       METH_VARARGS | METH_KEYWORDS, NULL};
+
+static const char producers_code[] =
+    "class Good:\n"
+    "    def __init__(self, readonly=False):\n"
+    "        self.readonly = readonly\n"
+    "    def __dlpack_device__(self):\n"
+    "        return (1, 0)\n"
+    "    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):\n"
+    "        if stream is not None:\n"
+    "            raise BufferError('stream must be None for CPU arrays')\n"
+    "        if dl_device is not None and tuple(dl_device) != (1, 0):\n"
+    "            raise BufferError('unsupported device')\n"
+    "        if max_version is None or max_version[0] < 1:\n"
+    "            if self.readonly:\n"
+    "                raise BufferError('read-only arrays need a versioned capsule')\n"
+    "            return make_capsule(versioned=False)\n"
+    "        flags = (1 if self.readonly else 0) | (2 if copy else 0)\n"
+    "        return make_capsule(versioned=True, flags=flags)\n"
+    "\n"
+    "class Old:\n"
+    "    def __dlpack_device__(self):\n"
+    "        return (1, 0)\n"
+    "    def __dlpack__(self, stream=None):\n"
+    "        return make_capsule(versioned=False)\n"
+    "\n"
+    "class Bad:\n"
+    "    '''Exports the capsule it was told to make, whatever the consumer asked.'''\n"
+    "    def __init__(self, **capsule):\n"
+    "        self.capsule = capsule\n"
+    "    def __dlpack_device__(self):\n"
+    "        return [1, 0]\n"
+    "    def __dlpack__(self, **kwargs):\n"
+    "        return make_capsule(**self.capsule)\n"
+    "\n"
+    "class Raises:\n"
+    "    def __dlpack_device__(self):\n"
+    "        return (1, 0)\n"
+    "    def __dlpack__(self, **kwargs):\n"
+    "        raise RuntimeError('the producer fails')\n";
+
+static PyObject *producers; /* the namespace holding the classes above */
+
+static int producers_init(void)
+{
+    PyObject *function = NULL, *result = NULL;
+    int rc = -1;
+
+    producers = PyDict_New();
+    function = PyCFunction_New(&make_capsule_def, NULL);
+    if (!producers || !function ||
+        PyDict_SetItemString(producers, "__builtins__", PyEval_GetBuiltins()) < 0 ||
+        PyDict_SetItemString(producers, "make_capsule", function) < 0)
+        goto cleanup;
+    result = PyRun_String(producers_code, Py_file_input, producers, producers);
+    if (result)
+        rc = 0;
+
+cleanup:
+    if (rc < 0) {
+        struct ic_py_exc exc;
+        ic_py_fetch(&exc);
+        printf("Bail out! cannot define the producers: %s: %s\n", exc.type, exc.message);
+    }
+    Py_XDECREF(function);
+    Py_XDECREF(result);
+    return rc;
+}
+
+/* An instance made by evaluating `expression` in the producers' namespace. */
+static PyObject *producer(const char *expression)
+{
+    PyObject *obj = PyRun_String(expression, Py_eval_input, producers, producers);
+    if (!obj) {
+        struct ic_py_exc exc;
+        ic_py_fetch(&exc);
+        printf("# cannot evaluate %s: %s\n", expression, exc.message);
+        abort();
+    }
+    return obj;
+}
+
+static bool has_error(const struct ic_diag *diag, const char *rule)
+{
+    return ic_export_diag_has_error(diag, rule);
+}
+
+static bool has_warning(const struct ic_diag *diag, const char *rule)
+{
+    for (int i = 0; i < diag->count; i++) {
+        if (diag->items[i].severity == IC_SEV_WARNING && strcmp(diag->items[i].rule, rule) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void show(const char *what, const struct ic_diag *diag)
+{
+    char text[2048];
+    ic_diag_format(diag, text, sizeof(text));
+    TAP_DIAG("%s: %s", what, text[0] ? text : "(no findings)");
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Tensor level
+ */
+
+struct checked {
+    struct ic_diag diag;
+    struct ic_view view;
+    bool have_view;
+};
+
+static struct checked check_tensor(const DLTensor *tensor, struct ic_dlpack_header header)
+{
+    struct checked out;
+    ic_diag_init(&out.diag);
+    memset(&out.view, 0, sizeof(out.view));
+    out.have_view = false;
+    ic_dlpack_check_tensor(tensor, &header, &out.diag, &out.view, &out.have_view);
+    return out;
+}
+
+static const struct ic_dlpack_header v13 = {true, 1, 3, 0};
+static const struct ic_dlpack_header v10 = {true, 1, 0, 0};
+static const struct ic_dlpack_header legacy = {false, 0, 0, 0};
+
+static void test_tensor_rules(void)
+{
+    float data[16] = {0};
+    int64_t shape[2] = {2, 3}, strides[2] = {3, 1};
+    DLTensor base = {.data = data,
+                     .device = {kDLCPU, 0},
+                     .ndim = 2,
+                     .dtype = {kDLFloat, 32, 1},
+                     .shape = shape,
+                     .strides = strides,
+                     .byte_offset = 0};
+    struct checked c = check_tensor(&base, v13);
+    TAP_OK(c.diag.count == 0 && c.have_view, "a valid 2x3 float32 tensor has no findings");
+    TAP_OK(c.view.data == (uintptr_t)data && c.view.strides[0] == 12 && c.view.strides[1] == 4 &&
+               c.view.dtype == IC_DTYPE_FLOAT32 && c.view.itemsize == 4,
+           "the view has byte strides (12, 4) and dtype float32");
+    TAP_OK(c.view.readonly_known && !c.view.readonly,
+           "a versioned tensor without READ_ONLY is writable");
+
+    struct ic_dlpack_header ro = v13;
+    ro.flags = DLPACK_FLAG_BITMASK_READ_ONLY;
+    c = check_tensor(&base, ro);
+    TAP_OK(c.view.readonly && c.view.readonly_known, "READ_ONLY makes the view read-only");
+    c = check_tensor(&base, legacy);
+    TAP_OK(c.diag.count == 0 && !c.view.readonly_known, "a legacy tensor cannot say read-only");
+
+    DLTensor t = base;
+    t.strides = NULL;
+    c = check_tensor(&t, v13);
+    TAP_OK(has_error(&c.diag, "dlpack 2.5.13"), "strides NULL in a 1.3 capsule is an error");
+    show("strides NULL, 1.3", &c.diag);
+    c = check_tensor(&t, v10);
+    TAP_OK(c.diag.count == 0 && c.have_view && c.view.strides[0] == 12,
+           "strides NULL in a 1.0 capsule means C-contiguous");
+    c = check_tensor(&t, legacy);
+    TAP_OK(c.diag.count == 0 && c.have_view && c.view.strides[1] == 4,
+           "strides NULL in a legacy capsule means C-contiguous");
+
+    t = base;
+    t.ndim = -1;
+    c = check_tensor(&t, v13);
+    TAP_OK(has_error(&c.diag, "dlpack 2.5.12") && !c.have_view, "negative ndim is an error");
+    t.ndim = 65;
+    c = check_tensor(&t, v13);
+    TAP_OK(has_error(&c.diag, "dlpack 2.5.12"), "ndim 65 is an error");
+
+    /* ndim 0: shape and strides point nowhere valid and must not be read */
+    t = base;
+    t.ndim = 0;
+    t.shape = (int64_t *)(uintptr_t)8;
+    t.strides = (int64_t *)(uintptr_t)8;
+    c = check_tensor(&t, v13);
+    TAP_OK(c.diag.count == 0 && c.have_view && c.view.ndim == 0,
+           "a 0-d tensor is valid and its shape/strides are never read");
+    t.shape = NULL;
+    c = check_tensor(&t, v13);
+    TAP_OK(c.diag.count == 0, "a 0-d tensor may have shape NULL");
+
+    t = base;
+    t.shape = NULL;
+    c = check_tensor(&t, v13);
+    TAP_OK(has_error(&c.diag, "dlpack 2.5.13") && !c.have_view,
+           "shape NULL with ndim 2 is an error");
+
+    int64_t negative[2] = {2, -3};
+    t = base;
+    t.shape = negative;
+    c = check_tensor(&t, v13);
+    TAP_OK(has_error(&c.diag, "dlpack 2.5.14") && !c.have_view, "a negative extent is an error");
+
+    int64_t huge[2] = {INT64_MAX / 2, 4};
+    t = base;
+    t.shape = huge;
+    c = check_tensor(&t, v13);
+    TAP_OK(has_error(&c.diag, "dlpack 2.5.14") && !c.have_view, "an overflowing shape is an error");
+    show("overflowing shape", &c.diag);
+
+    int64_t far[2] = {INT64_MAX / 2, 1};
+    t = base;
+    t.strides = far;
+    c = check_tensor(&t, v13);
+    TAP_OK(has_error(&c.diag, "dlpack 2.5.15"),
+           "element strides whose bytes overflow are an error");
+
+    t = base;
+    t.byte_offset = 8;
+    c = check_tensor(&t, v13);
+    TAP_OK(c.have_view && c.view.data == (uintptr_t)data + 8,
+           "byte_offset 8 is applied to view.data");
+
+    t = base;
+    t.data = (void *)(UINTPTR_MAX - 4);
+    t.byte_offset = 16;
+    c = check_tensor(&t, v13);
+    TAP_OK(has_error(&c.diag, "dlpack 2.5.17"), "data + byte_offset wrapping around is an error");
+
+    t = base;
+    t.byte_offset = 1;
+    c = check_tensor(&t, v13);
+    TAP_OK(has_warning(&c.diag, "dlpack 2.5.17") && c.diag.errors == 0,
+           "a float32 element at an odd address is only a warning");
+
+    t = base;
+    t.dtype = (DLDataType){kDLBool, 16, 1};
+    c = check_tensor(&t, v13);
+    TAP_OK(has_error(&c.diag, "dlpack 2.5.18") && !c.have_view, "bool with 16 bits is an error");
+    t.dtype = (DLDataType){kDLComplex, 32, 1};
+    c = check_tensor(&t, v13);
+    TAP_OK(has_error(&c.diag, "dlpack 2.5.18"), "complex with 32 bits is an error");
+    t.dtype = (DLDataType){17, 8, 1};
+    c = check_tensor(&t, v13);
+    TAP_OK(has_error(&c.diag, "dlpack 2.5.18"), "fp4 (code 17) with 8 bits is an error");
+    t.dtype = (DLDataType){15, 8, 1};
+    c = check_tensor(&t, v13);
+    TAP_OK(has_error(&c.diag, "dlpack 2.5.18"), "fp6 (code 15) with 8 bits is an error");
+    t.dtype = (DLDataType){40, 8, 1};
+    c = check_tensor(&t, v13);
+    TAP_OK(has_error(&c.diag, "dlpack 2.5.18"), "type code 40 is an error");
+    t.dtype = (DLDataType){kDLFloat, 32, 0};
+    c = check_tensor(&t, v13);
+    TAP_OK(has_error(&c.diag, "dlpack 2.5.18"), "lanes 0 is an error");
+    t.dtype = (DLDataType){kDLFloat, 32, 4};
+    c = check_tensor(&t, v13);
+    TAP_OK(has_warning(&c.diag, "dlpack 2.5.18") && c.diag.errors == 0, "lanes 4 is a warning");
+    t.dtype = (DLDataType){10, 8, 1}; /* kDLFloat8_e4m3fn */
+    c = check_tensor(&t, v13);
+    TAP_OK(c.diag.count == 0 && c.have_view && c.view.dtype == IC_DTYPE_INVALID &&
+               c.view.itemsize == 1,
+           "float8_e4m3fn is legal: no finding, a view of 1-byte items, dtype invalid");
+    t.dtype = (DLDataType){17, 4, 1};
+    c = check_tensor(&t, v13);
+    TAP_OK(c.diag.errors == 0 && has_warning(&c.diag, "dlpack 2.5.21") && !c.have_view,
+           "packed fp4 is legal but has no byte-strided view");
+    struct ic_dlpack_header padded = v13;
+    padded.flags = DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED;
+    c = check_tensor(&t, padded);
+    TAP_OK(c.diag.count == 0 && c.have_view && c.view.itemsize == 1,
+           "padded fp4 is a view of 1-byte items");
+    t = base;
+    c = check_tensor(&t, padded);
+    TAP_OK(has_warning(&c.diag, "dlpack 2.5.21") && c.diag.errors == 0,
+           "the padded flag on float32 is a warning");
+
+    t = base;
+    t.device = (DLDevice){(DLDeviceType)5, 0};
+    c = check_tensor(&t, v13);
+    TAP_OK(has_error(&c.diag, "dlpack 2.5.19"), "device type 5 is an error");
+    t.device = (DLDevice){kDLCUDA, -1};
+    c = check_tensor(&t, v13);
+    TAP_OK(has_error(&c.diag, "dlpack 2.5.19"), "device_id -1 is an error");
+    t.device = (DLDevice){kDLCPU, 1};
+    c = check_tensor(&t, v13);
+    TAP_OK(has_warning(&c.diag, "dlpack 2.5.19") && c.diag.errors == 0,
+           "CPU device_id 1 is a warning");
+    t.device = (DLDevice){(DLDeviceType)18, 0}; /* kDLTrn */
+    c = check_tensor(&t, v13);
+    TAP_OK(c.diag.count == 0 && c.view.device_type == 18, "device type 18 (Trainium) is known");
+
+    t = base;
+    t.data = NULL;
+    c = check_tensor(&t, v13);
+    TAP_OK(has_error(&c.diag, "dlpack 2.5.16") && !c.have_view,
+           "data NULL with 6 elements is an error");
+    int64_t empty[2] = {0, 3};
+    t.shape = empty;
+    c = check_tensor(&t, v13);
+    TAP_OK(c.diag.count == 0 && c.have_view, "data NULL with 0 elements is fine");
+
+    TAP_OK(ic_dlpack_check_tensor(NULL, &v13, &c.diag, &c.view, &c.have_view) == IC_EINVAL,
+           "a NULL tensor is IC_EINVAL");
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Capsule level
+ */
+
+struct capsule_checked {
+    struct ic_diag diag;
+    struct ic_view view;
+    bool have_view;
+    struct ic_dlpack_capsule info;
+};
+
+static struct capsule_checked check_capsule(PyObject *capsule)
+{
+    struct capsule_checked out;
+    ic_diag_init(&out.diag);
+    out.have_view = false;
+    ic_dlpack_check_capsule(capsule, &out.info, &out.diag, &out.view, &out.have_view);
+    return out;
+}
+
+static void test_capsule_rules(void)
+{
+    struct tensor_spec spec = spec_default();
+    int before = deleter_calls;
+    PyObject *capsule = capsule_new(&spec, NULL, test_capsule_destructor);
+    struct capsule_checked c = check_capsule(capsule);
+    char detail[96];
+    ic_dlpack_describe(&c.info, detail, sizeof(detail));
+    TAP_OK(c.diag.count == 0 && c.info.usable && c.info.readable && c.have_view,
+           "a fresh versioned capsule is valid");
+    TAP_OK(strcmp(detail, "dltensor_versioned 1.3 flags=0x0") == 0, "described as %s", detail);
+    TAP_OK(deleter_calls == before, "checking calls no deleter");
+    Py_DECREF(capsule);
+    TAP_OK(deleter_calls == before + 1, "the unconsumed capsule's destructor calls the deleter");
+
+    spec.versioned = false;
+    capsule = capsule_new(&spec, NULL, test_capsule_destructor);
+    c = check_capsule(capsule);
+    ic_dlpack_describe(&c.info, detail, sizeof(detail));
+    TAP_OK(c.diag.count == 0 && !c.info.header.versioned && strcmp(detail, "dltensor") == 0,
+           "a fresh legacy capsule is valid");
+    Py_DECREF(capsule);
+
+    spec = spec_default();
+    capsule = capsule_new(&spec, "used_dltensor_versioned", NULL);
+    DLManagedTensorVersioned *managed = PyCapsule_GetPointer(capsule, "used_dltensor_versioned");
+    before = deleter_calls;
+    c = check_capsule(capsule);
+    TAP_OK(has_error(&c.diag, "dlpack 2.5.1") && c.info.used && !c.info.usable,
+           "a used_ capsule is rejected");
+    TAP_OK(deleter_calls == before, "a used_ capsule's deleter is not called");
+    Py_DECREF(capsule);
+    managed->deleter(managed);
+
+    capsule = capsule_new(&spec, "dltensor_v2", NULL);
+    managed = PyCapsule_GetPointer(capsule, "dltensor_v2");
+    c = check_capsule(capsule);
+    TAP_OK(has_error(&c.diag, "dlpack 2.5.1") && !c.info.usable, "a wrong name is rejected");
+    Py_DECREF(capsule);
+    managed->deleter(managed);
+
+    /* a name on the heap (rule 2.5.7) */
+    char *heap_name = strdup("dltensor_versioned");
+    capsule = capsule_new(&spec, heap_name, test_capsule_destructor);
+    c = check_capsule(capsule);
+    TAP_OK(has_warning(&c.diag, "dlpack 2.5.7") && c.diag.errors == 0 && c.info.readable,
+           "a heap-allocated capsule name is a warning");
+    show("heap name", &c.diag);
+    Py_DECREF(capsule);
+    free(heap_name);
+
+    PyObject *number = PyLong_FromLong(7);
+    c = check_capsule(number);
+    TAP_OK(has_error(&c.diag, "dlpack 2.5.1"), "an int is no capsule");
+    Py_DECREF(number);
+
+    struct test_tensor *block = test_tensor_new(&spec);
+    capsule = PyCapsule_New(block, NULL, NULL);
+    c = check_capsule(capsule);
+    TAP_OK(has_error(&c.diag, "dlpack 2.5.1"), "an unnamed capsule is rejected");
+    Py_DECREF(capsule);
+    block->managed.versioned.deleter(&block->managed.versioned);
+
+    /* Major version 2: only the deleter may be used. The tensor is poisoned so that any read
+     * of it would produce tensor findings (or crash). */
+    spec = spec_default();
+    spec.major = 2;
+    capsule = capsule_new(&spec, NULL, test_capsule_destructor);
+    managed = PyCapsule_GetPointer(capsule, "dltensor_versioned");
+    managed->dl_tensor.ndim = -7;
+    managed->dl_tensor.shape = (int64_t *)(uintptr_t)8;
+    managed->dl_tensor.dtype.code = 99;
+    before = deleter_calls;
+    c = check_capsule(capsule);
+    TAP_OK(has_error(&c.diag, "dlpack 2.5.3") && c.diag.count == 1 && c.info.usable &&
+               !c.info.readable && !c.have_view,
+           "major version 2 is rejected and nothing past the flags is read");
+    show("major 2", &c.diag);
+    Py_DECREF(capsule);
+    TAP_OK(deleter_calls == before + 1, "the major-2 capsule's deleter still runs once");
+
+    spec = spec_default();
+    spec.flags = DLPACK_FLAG_BITMASK_READ_ONLY | (1u << 5);
+    capsule = capsule_new(&spec, NULL, test_capsule_destructor);
+    c = check_capsule(capsule);
+    TAP_OK(has_warning(&c.diag, "dlpack 2.5.9") && c.diag.errors == 0 && c.view.readonly,
+           "an undefined flag bit is a warning; READ_ONLY still applies");
+    Py_DECREF(capsule);
+
+    spec = spec_default();
+    spec.no_strides = true;
+    capsule = capsule_new(&spec, NULL, test_capsule_destructor);
+    c = check_capsule(capsule);
+    TAP_OK(has_error(&c.diag, "dlpack 2.5.13"), "a 1.3 capsule with strides NULL is an error");
+    Py_DECREF(capsule);
+    spec.minor = 1;
+    capsule = capsule_new(&spec, NULL, test_capsule_destructor);
+    c = check_capsule(capsule);
+    TAP_OK(c.diag.count == 0, "a 1.1 capsule with strides NULL is fine");
+    Py_DECREF(capsule);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The deleter watch
+ */
+
+static void *call_deleter_thread(void *arg)
+{
+    DLManagedTensor *managed = arg;
+    managed->deleter(managed);
+    return NULL;
+}
+
+static void test_watch(void)
+{
+    struct tensor_spec spec = spec_default();
+    spec.versioned = false;
+    struct test_tensor *block = test_tensor_new(&spec);
+    DLManagedTensor *managed = &block->managed.legacy;
+    int id = -1, again = -1;
+    struct ic_dlpack_watch_state state;
+    int before = deleter_calls, unmatched = ic_dlpack_watch_unmatched();
+
+    TAP_OK(ic_dlpack_watch(managed, false, &id) == 0 && id > 0, "a legacy struct is watched");
+    TAP_OK(ic_dlpack_watch(managed, false, &again) == 0 && again == id,
+           "watching it again returns the same id");
+    void (*deleter)(DLManagedTensor *) = managed->deleter;
+    deleter(managed);
+    deleter(managed); /* a double call: counted, not forwarded */
+    TAP_OK(ic_dlpack_watch_state(id, &state) == 0 && state.calls == 2 && state.forwarded &&
+               state.had_deleter,
+           "two calls are counted");
+    TAP_OK(deleter_calls == before + 1, "the producer's deleter ran once");
+    ic_dlpack_watch_release(id);
+    TAP_OK(ic_dlpack_watch_state(id, &state) == IC_ENOTFOUND,
+           "a released entry whose deleter ran is gone");
+    deleter(managed);
+    TAP_OK(ic_dlpack_watch_unmatched() == unmatched + 1 && deleter_calls == before + 1,
+           "a call after retirement is unmatched and not forwarded");
+
+    /* released before the deleter runs: the entry retires itself on the call */
+    block = test_tensor_new(&spec);
+    managed = &block->managed.legacy;
+    TAP_OK(ic_dlpack_watch(managed, false, &id) == 0, "a second struct is watched");
+    ic_dlpack_watch_release(id);
+    TAP_OK(ic_dlpack_watch_state(id, &state) == 0 && state.calls == 0,
+           "a released entry lives until its deleter runs");
+    pthread_t thread;
+    before = deleter_calls;
+    pthread_create(&thread, NULL, call_deleter_thread, managed);
+    pthread_join(thread, NULL);
+    TAP_OK(deleter_calls == before + 1, "the deleter forwarded from another thread");
+    TAP_OK(ic_dlpack_watch_state(id, &state) == IC_ENOTFOUND, "and the released entry retired");
+
+    /* a struct with no deleter: calls are still counted */
+    spec.versioned = true;
+    block = test_tensor_new(&spec);
+    block->managed.versioned.deleter = NULL;
+    TAP_OK(ic_dlpack_watch(&block->managed.versioned, true, &id) == 0 &&
+               block->managed.versioned.deleter != NULL,
+           "a NULL deleter is instrumented too");
+    block->managed.versioned.deleter(&block->managed.versioned);
+    TAP_OK(ic_dlpack_watch_state(id, &state) == 0 && state.calls == 1 && !state.had_deleter &&
+               !state.forwarded,
+           "its call is counted and nothing is forwarded");
+    ic_dlpack_watch_release(id);
+    free(block);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The proxy, end to end with a consumer written here
+ */
+
+static PyObject *call_dlpack(PyObject *obj, PyObject *kwargs)
+{
+    PyObject *method = PyObject_GetAttrString(obj, "__dlpack__"), *no_args = PyTuple_New(0);
+    PyObject *capsule = method && no_args ? PyObject_Call(method, no_args, kwargs) : NULL;
+    Py_XDECREF(method);
+    Py_XDECREF(no_args);
+    return capsule;
+}
+
+static PyObject *max_version_kwargs(const char *extra_key, PyObject *extra_value)
+{
+    PyObject *kwargs = Py_BuildValue("{s:(ii)}", "max_version", 1, 3);
+    if (extra_key)
+        PyDict_SetItemString(kwargs, extra_key, extra_value);
+    return kwargs;
+}
+
+/* A consumer that renames (or not) and calls the deleter `calls` times. */
+static void run_proxy_consumer(const char *producer_expr, bool rename, int calls,
+                               struct ic_export_record *rec, int *ret_producer_deleter_calls)
+{
+    PyObject *target = producer(producer_expr);
+    PyObject *proxy = ic_dlpack_ops.proxy_new(target, rec);
+    PyObject *kwargs = max_version_kwargs(NULL, NULL);
+    PyObject *device = PyObject_CallMethod(proxy, "__dlpack_device__", NULL);
+    int before = deleter_calls;
+    void (*deleter)(DLManagedTensorVersioned *) = NULL;
+    DLManagedTensorVersioned *managed = NULL;
+
+    PyObject *capsule = call_dlpack(proxy, kwargs);
+    if (capsule && rename) {
+        managed = PyCapsule_GetPointer(capsule, "dltensor_versioned");
+        PyCapsule_SetName(capsule, "used_dltensor_versioned");
+        deleter = managed->deleter;
+        for (int i = 0; i < calls; i++)
+            deleter(managed);
+    }
+    Py_XDECREF(capsule);
+    ic_dlpack_ops.observe(proxy, rec);
+    ic_dlpack_ops.finish(proxy, rec);
+    if (rename && calls == 0 && deleter)
+        deleter(managed); /* the leaked tensor, freed now through the orphaned entry */
+    *ret_producer_deleter_calls = deleter_calls - before;
+    ic_proxy_detach(proxy);
+    Py_XDECREF(device);
+    Py_DECREF(kwargs);
+    Py_DECREF(proxy);
+    Py_DECREF(target);
+}
+
+static void test_proxy(void)
+{
+    struct ic_export_record rec;
+    int producer_calls = 0;
+
+    ic_export_record_init(&rec, IC_PROTOCOL_DLPACK, IC_VARIANT_NONE);
+    run_proxy_consumer("Good()", true, 1, &rec, &producer_calls);
+    TAP_OK(rec.export_calls == 1 && strcmp(rec.request, "__dlpack__(max_version=(1, 3))") == 0,
+           "the proxy records the request (%s)", rec.request);
+    TAP_OK(rec.have_view && rec.view.dtype == IC_DTYPE_FLOAT32 && rec.diag.errors == 0 &&
+               strcmp(rec.detail, "dltensor_versioned 1.3 flags=0x0") == 0,
+           "the first export fills the view and detail (%s)", rec.detail);
+    TAP_OK(rec.consumed && rec.lifetime_checked && rec.lifetime.count == 0 && producer_calls == 1,
+           "rename + one deleter call: no lifetime finding");
+    TAP_OK(rec.watch_count == 1 && rec.zero_copy_known && !rec.copy_flagged,
+           "one watched deleter; zero copy is known");
+
+    ic_export_record_init(&rec, IC_PROTOCOL_DLPACK, IC_VARIANT_NONE);
+    run_proxy_consumer("Good()", true, 2, &rec, &producer_calls);
+    TAP_OK(has_error(&rec.lifetime, "dlpack 2.5.5") && producer_calls == 1,
+           "two deleter calls: a finding, and the producer's deleter ran once");
+    show("double call", &rec.lifetime);
+
+    ic_export_record_init(&rec, IC_PROTOCOL_DLPACK, IC_VARIANT_NONE);
+    run_proxy_consumer("Good()", true, 0, &rec, &producer_calls);
+    TAP_OK(has_error(&rec.lifetime, "dlpack 2.5.5"),
+           "a consumed tensor whose deleter never ran leaks");
+    TAP_OK(producer_calls == 1, "a late call after finish still reaches the producer once");
+
+    ic_export_record_init(&rec, IC_PROTOCOL_DLPACK, IC_VARIANT_NONE);
+    run_proxy_consumer("Good()", false, 0, &rec, &producer_calls);
+    TAP_OK(!rec.consumed && rec.lifetime.count == 0 && producer_calls == 1,
+           "an unconsumed capsule: the destructor calls the deleter once at finish");
+
+    ic_export_record_init(&rec, IC_PROTOCOL_DLPACK, IC_VARIANT_NONE);
+    run_proxy_consumer("Bad(buggy=True)", true, 1, &rec, &producer_calls);
+    TAP_OK(has_error(&rec.lifetime, "dlpack 2.5.5") && producer_calls == 1,
+           "a destructor that calls the deleter after the rename: double call found");
+    TAP_OK(has_error(&rec.diag, "dlpack 2.5.8"), "__dlpack_device__ returning a list is an error");
+
+    /* requests that the export must answer */
+    PyObject *target = producer("Bad()"), *capsule = NULL, *kwargs = NULL;
+    ic_export_record_init(&rec, IC_PROTOCOL_DLPACK, IC_VARIANT_NONE);
+    PyObject *proxy = ic_dlpack_ops.proxy_new(target, &rec);
+    capsule = call_dlpack(proxy, NULL);
+    TAP_OK(capsule && has_error(&rec.diag, "dlpack 2.3 max_version"),
+           "a versioned capsule for a request without max_version is an error");
+    Py_XDECREF(capsule);
+    PyObject *stream = PyLong_FromLong(1);
+    kwargs = max_version_kwargs("stream", stream);
+    capsule = call_dlpack(proxy, kwargs);
+    TAP_OK(capsule && has_error(&rec.diag, "dlpack 2.5.11"),
+           "a CPU export that accepted stream=1 is an error");
+    Py_XDECREF(capsule);
+    Py_DECREF(kwargs);
+    Py_DECREF(stream);
+    kwargs = max_version_kwargs("copy", Py_True);
+    capsule = call_dlpack(proxy, kwargs);
+    TAP_OK(capsule && has_error(&rec.diag, "dlpack 2.5.9") && rec.copy_expected,
+           "copy=True without IS_COPIED is an error");
+    Py_XDECREF(capsule);
+    Py_DECREF(kwargs);
+    TAP_OK(rec.export_calls == 3 && rec.watch_count == 3, "three exports, three watched deleters");
+    ic_dlpack_ops.finish(proxy, &rec);
+    TAP_OK(rec.lifetime.errors == 0, "their capsules were destroyed, each deleter ran once");
+    ic_proxy_detach(proxy);
+    Py_DECREF(proxy);
+    Py_DECREF(target);
+
+    target = producer("Good()");
+    ic_export_record_init(&rec, IC_PROTOCOL_DLPACK, IC_VARIANT_NONE);
+    proxy = ic_dlpack_ops.proxy_new(target, &rec);
+    kwargs = max_version_kwargs("copy", Py_True);
+    capsule = call_dlpack(proxy, kwargs);
+    TAP_OK(capsule && rec.diag.errors == 0 && rec.copy_flagged && rec.copy_expected,
+           "copy=True with IS_COPIED is conformant and flagged");
+    Py_XDECREF(capsule);
+    Py_DECREF(kwargs);
+    ic_dlpack_ops.finish(proxy, &rec);
+    ic_proxy_detach(proxy);
+    Py_DECREF(proxy);
+    Py_DECREF(target);
+
+    target = producer("Raises()");
+    ic_export_record_init(&rec, IC_PROTOCOL_DLPACK, IC_VARIANT_NONE);
+    proxy = ic_dlpack_ops.proxy_new(target, &rec);
+    capsule = call_dlpack(proxy, NULL);
+    bool runtime_error = !capsule && PyErr_ExceptionMatches(PyExc_RuntimeError);
+    PyErr_Clear();
+    TAP_OK(runtime_error && rec.producer_raised &&
+               strcmp(rec.producer_exc_type, "RuntimeError") == 0,
+           "the producer's exception reaches the consumer unchanged and is recorded");
+    ic_proxy_detach(proxy);
+    Py_DECREF(proxy);
+    Py_DECREF(target);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The reference consumer
+ */
+
+struct consumed {
+    struct ic_export_record rec;
+    int rc;
+    bool handle;
+    int producer_calls; /* producer deleter calls once the handle was dropped */
+};
+
+static struct consumed consume(const char *producer_expr, enum ic_variant variant)
+{
+    struct consumed out;
+    PyObject *target = producer(producer_expr), *handle = NULL;
+    int before = deleter_calls;
+
+    ic_export_record_init(&out.rec, IC_PROTOCOL_DLPACK, variant);
+    out.rc = ic_dlpack_ops.reference_consume(target, &out.rec, &handle);
+    out.handle = handle != NULL;
+    TAP_OK(!PyErr_Occurred(), "%s / %s leaves no exception pending", producer_expr,
+           ic_variant_info(variant)->id[0] ? ic_variant_info(variant)->id : "plain");
+    Py_XDECREF(handle);
+    ic_dlpack_ops.finish(target, &out.rec);
+    out.producer_calls = deleter_calls - before;
+    Py_DECREF(target);
+    return out;
+}
+
+static void test_reference_consumer(void)
+{
+    struct consumed c = consume("Good()", IC_VARIANT_NONE);
+    TAP_OK(c.rc == 0 && c.handle && c.rec.consumed && c.rec.diag.errors == 0 &&
+               c.rec.lifetime.count == 0 && c.producer_calls == 1,
+           "plain: a good producer is imported, and the handle runs the deleter once");
+    TAP_OK(strcmp(c.rec.request, "__dlpack__(max_version=(1, 3))") == 0, "plain request %s",
+           c.rec.request);
+    c = consume("Bad()", IC_VARIANT_NONE);
+    TAP_OK(c.handle && has_error(&c.rec.diag, "dlpack 2.5.8"),
+           "plain: __dlpack_device__ returning a list is an error");
+    c = consume("Old()", IC_VARIANT_NONE);
+    TAP_OK(c.handle && has_warning(&c.rec.diag, "dlpack 2.3 max_version") &&
+               c.rec.export_calls == 2 && strcmp(c.rec.detail, "dltensor") == 0 &&
+               c.producer_calls == 1,
+           "plain: a producer without max_version gets the TypeError fallback");
+    c = consume("Raises()", IC_VARIANT_NONE);
+    TAP_OK(c.rc == 0 && !c.handle && c.rec.producer_raised &&
+               strcmp(c.rec.producer_exc_type, "RuntimeError") == 0,
+           "plain: a producer's exception is recorded, no handle");
+
+    c = consume("Good()", IC_VARIANT_DL_LEGACY);
+    TAP_OK(c.handle && c.rec.diag.errors == 0 && strcmp(c.rec.detail, "dltensor") == 0 &&
+               !c.rec.view.readonly_known && c.producer_calls == 1,
+           "legacy: a legacy capsule, read-only unknown");
+    TAP_OK(has_warning(&c.rec.diag, "dlpack 2.5.9"),
+           "legacy: a legacy capsule cannot say it copied");
+    c = consume("Bad()", IC_VARIANT_DL_LEGACY);
+    TAP_OK(has_error(&c.rec.diag, "dlpack 2.3 max_version"),
+           "legacy: a versioned answer to __dlpack__() is an error");
+    c = consume("Good(readonly=True)", IC_VARIANT_DL_LEGACY);
+    TAP_OK(!c.handle && c.rec.producer_raised &&
+               strcmp(c.rec.producer_exc_type, "BufferError") == 0,
+           "legacy: a BufferError is recorded as the producer's answer");
+
+    c = consume("Good()", IC_VARIANT_DL_MAX_VERSION_2);
+    TAP_OK(c.handle && c.rec.diag.errors == 0 && c.producer_calls == 1,
+           "max_version_2: a 1.3 capsule answers (2, 0)");
+    c = consume("Bad(major=3)", IC_VARIANT_DL_MAX_VERSION_2);
+    TAP_OK(has_error(&c.rec.diag, "dlpack 2.5.4") && has_error(&c.rec.diag, "dlpack 2.5.3"),
+           "max_version_2: version 3.x is above the request and unknown");
+    TAP_OK(c.handle && !c.rec.consumed && c.producer_calls == 1,
+           "max_version_2: the rejected capsule is not consumed; its destructor runs the deleter");
+
+    c = consume("Good()", IC_VARIANT_DL_COPY);
+    TAP_OK(c.rec.diag.errors == 0 && c.rec.copy_expected && c.rec.copy_flagged,
+           "copy: IS_COPIED is set");
+    c = consume("Bad()", IC_VARIANT_DL_COPY);
+    TAP_OK(has_error(&c.rec.diag, "dlpack 2.5.9"), "copy: IS_COPIED missing is an error");
+
+    c = consume("Good()", IC_VARIANT_DL_NO_COPY);
+    TAP_OK(c.rec.diag.errors == 0 && c.rec.no_copy_required && !c.rec.copy_flagged,
+           "no_copy: IS_COPIED is clear");
+    c = consume("Bad(flags=2)", IC_VARIANT_DL_NO_COPY);
+    TAP_OK(has_error(&c.rec.diag, "dlpack 2.5.9"), "no_copy: IS_COPIED set is an error");
+
+    c = consume("Good()", IC_VARIANT_DL_CPU_STREAM);
+    TAP_OK(!c.handle && c.rec.refusal_required && c.rec.producer_raised,
+           "cpu_stream: the refusal is recorded and required");
+    TAP_OK(strcmp(c.rec.request, "__dlpack__(max_version=(1, 3), stream=1)") == 0,
+           "cpu_stream request %s", c.rec.request);
+    c = consume("Bad()", IC_VARIANT_DL_CPU_STREAM);
+    TAP_OK(c.handle && c.rec.refusal_required && has_error(&c.rec.diag, "dlpack 2.5.11"),
+           "cpu_stream: exporting anyway is an error");
+
+    c = consume("Good()", IC_VARIANT_DL_DEVICE_CPU);
+    TAP_OK(c.handle && c.rec.diag.errors == 0, "dl_device_cpu: the CPU export matches (1, 0)");
+    c = consume("Bad(device_type=2)", IC_VARIANT_DL_DEVICE_CPU);
+    TAP_OK(has_error(&c.rec.diag, "dlpack 2.5.8"),
+           "dl_device_cpu: a capsule on device (2, 0) is an error");
+
+    c = consume("Good(readonly=True)", IC_VARIANT_READONLY);
+    TAP_OK(c.handle && c.rec.view.readonly && c.rec.view.readonly_known && c.rec.diag.errors == 0,
+           "readonly: the READ_ONLY flag reaches the view");
+    c = consume("Bad(versioned=False)", IC_VARIANT_READONLY);
+    TAP_OK(has_warning(&c.rec.diag, "dlpack 2.5.10") && has_warning(&c.rec.diag, "dlpack 2.5.4"),
+           "readonly: a legacy export cannot say read-only");
+    c = consume("Bad(buggy=True)", IC_VARIANT_NONE);
+    TAP_OK(has_error(&c.rec.lifetime, "dlpack 2.5.6") || has_error(&c.rec.lifetime, "dlpack 2.5.5"),
+           "a producer whose destructor ignores the rename calls the deleter twice");
+    TAP_OK(c.producer_calls == 1, "and its deleter still ran once only");
+}
+
+/* ---------------------------------------------------------------------------------------
+ * dlpack_capsule: a bare capsule
+ */
+
+static void test_bare_capsule(void)
+{
+    struct ic_export_record rec;
+    struct tensor_spec spec = spec_default();
+    spec.versioned = false;
+    int before = deleter_calls;
+
+    ic_export_record_init(&rec, IC_PROTOCOL_DLPACK_CAPSULE, IC_VARIANT_NONE);
+    PyObject *capsule = capsule_new(&spec, NULL, test_capsule_destructor);
+    TAP_OK(ic_dlpack_capsule_ops.proxy_new == NULL &&
+               ic_dlpack_capsule_ops.inspect(capsule, &rec) == 0,
+           "inspect takes the capsule itself");
+    TAP_OK(rec.have_view && rec.diag.errors == 0 && rec.watch_count == 1,
+           "a legacy bare capsule is valid and instrumented");
+    /* a consumer: rename, use, call the deleter */
+    DLManagedTensor *managed = PyCapsule_GetPointer(capsule, "dltensor");
+    PyCapsule_SetName(capsule, "used_dltensor");
+    managed->deleter(managed);
+    ic_dlpack_capsule_ops.observe(capsule, &rec);
+    ic_dlpack_capsule_ops.finish(capsule, &rec);
+    TAP_OK(rec.consumed && rec.lifetime.count == 0 && deleter_calls == before + 1,
+           "rename + one call: no lifetime finding");
+    Py_DECREF(capsule);
+
+    spec.versioned = true;
+    ic_export_record_init(&rec, IC_PROTOCOL_DLPACK_CAPSULE, IC_VARIANT_NONE);
+    capsule = capsule_new(&spec, NULL, test_capsule_destructor);
+    ic_dlpack_capsule_ops.inspect(capsule, &rec);
+    TAP_OK(has_warning(&rec.diag, "dlpack 2.3 max_version") && rec.diag.errors == 0,
+           "a versioned bare capsule is legal, with a note");
+    managed = NULL;
+    PyObject *handle = NULL;
+    before = deleter_calls;
+    TAP_OK(ic_dlpack_capsule_ops.reference_consume(capsule, &rec, &handle) == 0 && handle,
+           "the reference consumer takes the inspected capsule");
+    TAP_OK(rec.watch_count == 1, "the same struct is watched once");
+    const char *name = PyCapsule_GetName(capsule);
+    TAP_OK(name && strcmp(name, "used_dltensor_versioned") == 0, "and renames it");
+    Py_DECREF(handle);
+    TAP_OK(deleter_calls == before + 1, "releasing the handle runs the deleter");
+    Py_DECREF(capsule);
+    TAP_OK(deleter_calls == before + 1, "the renamed capsule's destructor does not");
+    ic_dlpack_capsule_ops.finish(capsule, &rec);
+    TAP_OK(rec.lifetime.count == 0, "no lifetime finding");
+
+    /* a renamed capsule with the wrong used_ name */
+    spec.versioned = true;
+    ic_export_record_init(&rec, IC_PROTOCOL_DLPACK_CAPSULE, IC_VARIANT_NONE);
+    capsule = capsule_new(&spec, NULL, test_capsule_destructor);
+    ic_dlpack_capsule_ops.inspect(capsule, &rec);
+    DLManagedTensorVersioned *versioned = PyCapsule_GetPointer(capsule, "dltensor_versioned");
+    PyCapsule_SetName(capsule, "used_dltensor");
+    versioned->deleter(versioned);
+    ic_dlpack_capsule_ops.observe(capsule, &rec);
+    TAP_OK(has_error(&rec.lifetime, "dlpack 2.5.5"),
+           "renaming a versioned capsule used_dltensor is an error");
+    ic_dlpack_capsule_ops.finish(capsule, &rec);
+    Py_DECREF(capsule);
+}
+
+static void test_ops_tables(void)
+{
+    TAP_OK(ic_protocol_ops(IC_PROTOCOL_DLPACK) == &ic_dlpack_ops &&
+               strcmp(ic_dlpack_ops.id, ic_protocol_id(IC_PROTOCOL_DLPACK)) == 0 &&
+               ic_dlpack_ops.protocol == IC_PROTOCOL_DLPACK,
+           "the dlpack ops are registered under their id");
+    TAP_OK(ic_protocol_ops(IC_PROTOCOL_DLPACK_CAPSULE) == &ic_dlpack_capsule_ops &&
+               strcmp(ic_dlpack_capsule_ops.id, ic_protocol_id(IC_PROTOCOL_DLPACK_CAPSULE)) == 0 &&
+               ic_dlpack_capsule_ops.protocol == IC_PROTOCOL_DLPACK_CAPSULE,
+           "the dlpack_capsule ops are registered under their id");
+}
+
+int main(void)
+{
+    test_tensor_rules();
+    test_watch();
+    if (test_python_start() < 0)
+        return 1;
+    if (producers_init() < 0)
+        return 1;
+    test_capsule_rules();
+    test_proxy();
+    test_reference_consumer();
+    test_bare_capsule();
+    test_ops_tables();
+    Py_CLEAR(producers);
+    test_python_stop();
+    return tap_done();
+}
