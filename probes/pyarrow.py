@@ -68,7 +68,8 @@ def load():
                 "call": "pyarrow.Array.from_buffers(type, n, [None, pyarrow.py_buffer(obj)])",
                 "zero_copy": True,
                 "typed": False,
-                "readonly": True,
+                # an Array is immutable whatever the buffer under it allows
+                "readonly": "always",
             },
         },
     }

@@ -481,6 +481,14 @@ static int ic_buffer_proxy_getbuffer(PyObject *self, Py_buffer *view, int flags)
     if (rec) {
         rec->export_calls++;
         ic_buffer_flags_name(flags, rec->request, sizeof(rec->request));
+        if (PyErr_Occurred() && !rec->consumer_misuse) {
+            struct ic_py_exc pending;
+            ic_py_peek(&pending);
+            rec->consumer_misuse = true;
+            snprintf(rec->consumer_misuse_text, sizeof(rec->consumer_misuse_text),
+                     "requested %s with a %s still set from an earlier request", rec->request,
+                     pending.type);
+        }
     }
     if (PyObject_GetBuffer(proxy->target, inner, flags) < 0) {
         struct ic_diag diag;

@@ -302,6 +302,16 @@ static void ic_judge_refusal(struct ic_case_state *st, struct ic_result *res)
     char text[IC_DIAGNOSTIC_MAX];
 
     ic_check_export(st, res);
+    if (rec->consumer_misuse) {
+        const struct ic_finding *first = rec->diag.count ? &rec->diag.items[0] : NULL;
+        ic_result_set(res, IC_OUTCOME_FAIL, "python c-api errors",
+                      "%s %s: the C API must not be called with an exception set, and the "
+                      "producer then failed in that state%s%s%s%s",
+                      st->consumer_name, rec->consumer_misuse_text,
+                      first ? "; before that: [" : "", first ? first->rule : "",
+                      first ? "] " : "", first ? first->message : "");
+        return;
+    }
     if (res->checks[IC_CHECK_EXPORT].status == IC_CHECK_FAIL) {
         /* A broken export explains the consumer's failure: the producer is at fault. */
         ic_result_conclude(res);

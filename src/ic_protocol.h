@@ -108,6 +108,12 @@ struct ic_export_record {
     char producer_exc_type[64];
     char producer_exc_message[400];
 
+    /* The consumer broke the C API while asking (it requested an export with a Python
+     * exception still set, as if its previous failed request were not its problem): the
+     * producer's code then runs in a broken state, and what follows is the consumer's fault. */
+    bool consumer_misuse;
+    char consumer_misuse_text[200];
+
     /* The first export, as parsed and validated in C. */
     bool have_view;
     struct ic_view view;
