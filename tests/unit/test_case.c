@@ -1,0 +1,141 @@
+/* Unit tests of case ids (ic_case) and of the outcome and check tables (ic_result): ids are
+ * stable, readable, round-trip, and refuse anything that would split ambiguously. */
+#include <string.h>
+
+#include "ic_case.h"
+#include "ic_error.h"
+#include "ic_result.h"
+#include "tap.h"
+
+static struct ic_case make_case(void)
+{
+    struct ic_case c = {0};
+    c.protocol = IC_PROTOCOL_DLPACK;
+    strcpy(c.producer, "numpy");
+    strcpy(c.consumer, "torch");
+    strcpy(c.device, "cpu");
+    c.dtype = IC_DTYPE_FLOAT32;
+    c.layout = IC_LAYOUT_CONTIGUOUS;
+    c.variant = IC_VARIANT_NONE;
+    return c;
+}
+
+static void test_format(void)
+{
+    char id[IC_CASE_ID_MAX];
+    struct ic_case c = make_case();
+    TAP_OK(ic_case_format_id(&c, id, sizeof(id)) == 0 &&
+               strcmp(id, "dlpack.numpy.torch.cpu.float32.contiguous") == 0,
+           "plain case id (got %s)", id);
+    c.variant = IC_VARIANT_DL_COPY;
+    strcpy(c.consumer, IC_REFERENCE_CONSUMER);
+    c.layout = IC_LAYOUT_FLAT;
+    TAP_OK(ic_case_format_id(&c, id, sizeof(id)) == 0 &&
+               strcmp(id, "dlpack.numpy.interopcheck.cpu.float32.flat.copy") == 0,
+           "variant id (got %s)", id);
+    c = make_case();
+    strcpy(c.producer, "my-lib");
+    TAP_OK(ic_case_format_id(&c, id, sizeof(id)) == IC_EINVAL, "a '-' in a name is refused");
+    strcpy(c.producer, "numpy.core");
+    TAP_OK(ic_case_format_id(&c, id, sizeof(id)) == IC_EINVAL, "a '.' in a name is refused");
+    strcpy(c.producer, "NumPy");
+    TAP_OK(ic_case_format_id(&c, id, sizeof(id)) == IC_EINVAL, "upper case is refused");
+    c = make_case();
+    TAP_OK(ic_case_format_id(&c, id, 10) == IC_ERANGE, "a too small buffer is IC_ERANGE");
+    c.dtype = IC_DTYPE_INVALID;
+    TAP_OK(ic_case_format_id(&c, id, sizeof(id)) == IC_EINVAL, "an invalid dtype is refused");
+}
+
+static void test_parse(void)
+{
+    struct ic_case c;
+    char id[IC_CASE_ID_MAX];
+    TAP_OK(ic_case_parse_id("buffer.py_ctypes.mlx.cpu.bool.offset", &c) == 0 &&
+               c.protocol == IC_PROTOCOL_BUFFER && strcmp(c.producer, "py_ctypes") == 0 &&
+               strcmp(c.consumer, "mlx") == 0 && c.dtype == IC_DTYPE_BOOL &&
+               c.layout == IC_LAYOUT_OFFSET && c.variant == IC_VARIANT_NONE,
+           "an id parses into its parts");
+    TAP_OK(ic_case_parse_id("array.numpy.interopcheck.cpu.float32.flat.copy", &c) == 0 &&
+               c.variant == IC_VARIANT_ARR_COPY,
+           "'copy' of the array protocol is ARR_COPY");
+    TAP_OK(ic_case_parse_id("dlpack.numpy.interopcheck.cpu.float32.flat.copy", &c) == 0 &&
+               c.variant == IC_VARIANT_DL_COPY,
+           "'copy' of the dlpack protocol is DL_COPY");
+
+    const char *all[] = {"dlpack_capsule.torch.tvm_ffi.cpu.complex128.unit_dims",
+                         "array_struct.numpy.jax.cpu.bfloat16.broadcast",
+                         "buffer.numpy.interopcheck.cpu.uint64.reversed.writable",
+                         "dlpack.jax.numpy.cpu.int16.scalar.readonly"};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+        bool round = ic_case_parse_id(all[i], &c) == 0 &&
+                     ic_case_format_id(&c, id, sizeof(id)) == 0 && strcmp(id, all[i]) == 0;
+        TAP_OK(round, "round trip of %s", all[i]);
+    }
+
+    const char *bad[] = {
+        "",
+        "dlpack",
+        "dlpack.numpy.torch.cpu.float32",                    /* too few parts */
+        "dlpack.numpy.torch.cpu.float32.contiguous.copy.x",  /* too many parts */
+        "dlpack..torch.cpu.float32.contiguous",              /* empty name */
+        "dlpackx.numpy.torch.cpu.float32.contiguous",        /* unknown protocol */
+        "dlpack.numpy.torch.cpu.float31.contiguous",         /* unknown dtype */
+        "dlpack.numpy.torch.cpu.float32.diagonal",           /* unknown layout */
+        "dlpack.numpy.torch.cpu.float32.contiguous.writable", /* a buffer variant on dlpack */
+        "dlpack.Numpy.torch.cpu.float32.contiguous",         /* upper case */
+        "dlpack.numpy.torch.cpu.float32.contiguous.",        /* trailing dot */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        TAP_OK(ic_case_parse_id(bad[i], &c) == IC_EINVAL, "refuses '%s'", bad[i]);
+}
+
+static void test_results(void)
+{
+    enum ic_outcome outcome;
+    TAP_OK(ic_outcome_from_name("timeout", &outcome) == 0 && outcome == IC_OUTCOME_TIMEOUT,
+           "outcome names round-trip");
+    TAP_OK(ic_outcome_is_failure(IC_OUTCOME_FAIL) && ic_outcome_is_failure(IC_OUTCOME_CRASH) &&
+               ic_outcome_is_failure(IC_OUTCOME_TIMEOUT) &&
+               !ic_outcome_is_failure(IC_OUTCOME_UNSUPPORTED) &&
+               !ic_outcome_is_failure(IC_OUTCOME_ERROR) && !ic_outcome_is_failure(IC_OUTCOME_PASS),
+           "fail, crash and timeout fail a run; unsupported and error do not");
+
+    struct ic_result res;
+    memset(&res, 0, sizeof(res));
+    ic_result_check(&res, IC_CHECK_EXPORT, IC_CHECK_PASS, NULL, NULL);
+    ic_result_check(&res, IC_CHECK_CONTENTS, IC_CHECK_FAIL, "dlpack 2.2", "3 of 24 differ");
+    ic_result_check(&res, IC_CHECK_STRIDES, IC_CHECK_FAIL, "dlpack 2.5.15", "later failure");
+    ic_result_conclude(&res);
+    TAP_OK(res.outcome == IC_OUTCOME_FAIL && strcmp(res.rule, "dlpack 2.2") == 0 &&
+               strstr(res.diagnostic, "contents: 3 of 24 differ") != NULL,
+           "the first failed check decides the outcome and the rule (got %s)", res.diagnostic);
+
+    cJSON *json = ic_result_to_json(&res);
+    struct ic_result back;
+    TAP_OK(json && ic_result_from_json(json, &back) == 0 && back.outcome == IC_OUTCOME_FAIL &&
+               back.checks[IC_CHECK_CONTENTS].status == IC_CHECK_FAIL &&
+               back.checks[IC_CHECK_DTYPE].status == IC_CHECK_NOT_RUN &&
+               strcmp(back.checks[IC_CHECK_STRIDES].rule, "dlpack 2.5.15") == 0,
+           "a result survives its JSON form");
+    cJSON_Delete(json);
+
+    cJSON *broken = cJSON_Parse("{\"outcome\":\"maybe\"}");
+    TAP_OK(ic_result_from_json(broken, &back) == IC_EPROTO, "an unknown outcome is IC_EPROTO");
+    cJSON_Delete(broken);
+    broken = cJSON_Parse("{\"outcome\":\"pass\",\"checks\":{\"export\":{\"status\":\"great\"}}}");
+    TAP_OK(ic_result_from_json(broken, &back) == IC_EPROTO, "an unknown check status is IC_EPROTO");
+    cJSON_Delete(broken);
+
+    memset(&res, 0, sizeof(res));
+    ic_result_check(&res, IC_CHECK_ZERO_COPY, IC_CHECK_SKIP, NULL, "empty");
+    ic_result_conclude(&res);
+    TAP_OK(res.outcome == IC_OUTCOME_PASS && res.rule[0] == '\0', "no failed check is a pass");
+}
+
+int main(void)
+{
+    test_format();
+    test_parse();
+    test_results();
+    return tap_done();
+}
