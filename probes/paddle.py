@@ -60,8 +60,8 @@ def load():
                        "readonly": False},
             "dlpack_capsule": {"call": "paddle.utils.dlpack.from_dlpack(capsule)",
                                "zero_copy": True, "typed": True, "readonly": False},
-            "buffer": {"call": "paddle.to_tensor(obj)", "zero_copy": False, "typed": True,
-                       "readonly": False},
+            # No buffer import: paddle.to_tensor takes memoryview, bytes and NumPy arrays by
+            # type, and refuses any other exporter of the buffer protocol with a TypeError.
         },
     }
 
@@ -101,4 +101,4 @@ def consume(obj, protocol, dtype):
         return paddle.from_dlpack(obj)
     if protocol == "dlpack_capsule":
         return paddle.utils.dlpack.from_dlpack(obj)
-    return paddle.to_tensor(obj)
+    raise ValueError(f"the paddle probe imports no {protocol}")

@@ -649,24 +649,9 @@ static void ic_ai_record(PyObject *value, PyObject *owner, struct ic_export_reco
 static PyObject *ic_ai_proxy_get(PyObject *self, void *closure)
 {
     struct ic_proxy *proxy = (struct ic_proxy *)self;
-    struct ic_export_record *rec = proxy->rec;
-    PyObject *value = NULL;
-    struct ic_py_exc exc;
-
     (void)closure;
-    if (rec) {
-        rec->export_calls++;
-        snprintf(rec->request, sizeof(rec->request), "__array_interface__");
-    }
-    value = PyObject_GetAttrString(proxy->target, "__array_interface__");
-    if (!value) {
-        if (rec && ic_py_peek(&exc))
-            ic_export_producer_raised(rec, &exc);
-        return NULL; /* the producer's exception goes on unchanged */
-    }
-    if (rec)
-        ic_ai_record(value, proxy->target, rec);
-    return value;
+    return ic_export_read_attribute(proxy->target, "__array_interface__", proxy->rec, true,
+                                    ic_ai_record);
 }
 
 static PyGetSetDef ic_ai_proxy_getset[] = {
@@ -695,20 +680,9 @@ static PyObject *ic_ai_proxy_new(PyObject *target, struct ic_export_record *rec)
 static int ic_ai_reference_consume(PyObject *export_obj, struct ic_export_record *rec,
                                    PyObject **ret_handle)
 {
-    PyObject *value = NULL;
-    struct ic_py_exc exc;
-
-    *ret_handle = NULL;
-    rec->export_calls++;
-    snprintf(rec->request, sizeof(rec->request), "__array_interface__");
-    value = PyObject_GetAttrString(export_obj, "__array_interface__");
-    if (!value) {
-        ic_py_fetch(&exc);
-        ic_export_producer_raised(rec, &exc);
-        return 0;
-    }
-    ic_ai_record(value, export_obj, rec);
-    *ret_handle = value; /* the dict keeps a buffer-exporting data object alive */
+    /* The dict keeps a buffer-exporting data object alive: it is the handle. */
+    *ret_handle =
+        ic_export_read_attribute(export_obj, "__array_interface__", rec, false, ic_ai_record);
     return 0;
 }
 

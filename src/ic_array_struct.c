@@ -186,8 +186,9 @@ int ic_array_struct_check(PyObject *capsule, struct ic_diag *diag, struct ic_vie
  * Ops
  */
 
-static void ic_as_record(PyObject *capsule, struct ic_export_record *rec)
+static void ic_as_record(PyObject *capsule, PyObject *owner, struct ic_export_record *rec)
 {
+    (void)owner; /* the capsule holds its owner itself */
     struct ic_diag diag;
     struct ic_view view;
     bool have_view = false;
@@ -214,24 +215,9 @@ static void ic_as_record(PyObject *capsule, struct ic_export_record *rec)
 static PyObject *ic_as_proxy_get(PyObject *self, void *closure)
 {
     struct ic_proxy *proxy = (struct ic_proxy *)self;
-    struct ic_export_record *rec = proxy->rec;
-    PyObject *capsule = NULL;
-    struct ic_py_exc exc;
-
     (void)closure;
-    if (rec) {
-        rec->export_calls++;
-        snprintf(rec->request, sizeof(rec->request), "__array_struct__");
-    }
-    capsule = PyObject_GetAttrString(proxy->target, "__array_struct__");
-    if (!capsule) {
-        if (rec && ic_py_peek(&exc))
-            ic_export_producer_raised(rec, &exc);
-        return NULL; /* the producer's exception goes on unchanged */
-    }
-    if (rec)
-        ic_as_record(capsule, rec);
-    return capsule;
+    return ic_export_read_attribute(proxy->target, "__array_struct__", proxy->rec, true,
+                                    ic_as_record);
 }
 
 static PyGetSetDef ic_as_proxy_getset[] = {
@@ -260,20 +246,9 @@ static PyObject *ic_as_proxy_new(PyObject *target, struct ic_export_record *rec)
 static int ic_as_reference_consume(PyObject *export_obj, struct ic_export_record *rec,
                                    PyObject **ret_handle)
 {
-    PyObject *capsule = NULL;
-    struct ic_py_exc exc;
-
-    *ret_handle = NULL;
-    rec->export_calls++;
-    snprintf(rec->request, sizeof(rec->request), "__array_struct__");
-    capsule = PyObject_GetAttrString(export_obj, "__array_struct__");
-    if (!capsule) {
-        ic_py_fetch(&exc);
-        ic_export_producer_raised(rec, &exc);
-        return 0;
-    }
-    ic_as_record(capsule, rec);
-    *ret_handle = capsule; /* the capsule keeps the struct and its owner alive */
+    /* The capsule keeps the struct and its owner alive: it is the handle. */
+    *ret_handle =
+        ic_export_read_attribute(export_obj, "__array_struct__", rec, false, ic_as_record);
     return 0;
 }
 

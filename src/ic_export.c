@@ -212,3 +212,25 @@ int ic_export_uintptr(PyObject *obj, uintptr_t *ret)
     *ret = (uintptr_t)value;
     return 0;
 }
+
+PyObject *ic_export_read_attribute(PyObject *target, const char *attr,
+                                   struct ic_export_record *rec, bool propagate,
+                                   void (*check)(PyObject *value, PyObject *target,
+                                                 struct ic_export_record *rec))
+{
+    struct ic_py_exc exc;
+    if (rec) {
+        rec->export_calls++;
+        snprintf(rec->request, sizeof(rec->request), "%s", attr);
+    }
+    PyObject *value = PyObject_GetAttrString(target, attr);
+    if (!value) {
+        bool raised = propagate ? ic_py_peek(&exc) : ic_py_fetch(&exc);
+        if (rec && raised)
+            ic_export_producer_raised(rec, &exc);
+        return NULL;
+    }
+    if (rec)
+        check(value, target, rec);
+    return value;
+}

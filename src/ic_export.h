@@ -55,6 +55,16 @@ void ic_export_record(struct ic_export_record *rec, const struct ic_view *view, 
 PyObject *ic_export_proxy_type_new(const char *name, const char *doc,
                                    const PyType_Slot *protocol_slots);
 
+/* Reads the attribute `attr` of `target` for a consumer (the attribute protocols,
+ * __array_interface__ and __array_struct__): counts and names the request in `rec` (NULL once
+ * a proxy is detached: then it only forwards) and hands what was read to `check`. A producer's
+ * exception is recorded; with `propagate` it stays pending for the consumer, otherwise it is
+ * cleared. New reference, or NULL when the producer raised. */
+PyObject *ic_export_read_attribute(PyObject *target, const char *attr,
+                                   struct ic_export_record *rec, bool propagate,
+                                   void (*check)(PyObject *value, PyObject *target,
+                                                 struct ic_export_record *rec));
+
 /* True when the view's elements are laid out in Fortran order, with the conventions of
  * ic_view_is_c_contiguous (size-1 dimensions ignored, an empty view is contiguous). */
 bool ic_export_is_f_contiguous(const struct ic_view *view);

@@ -18,7 +18,7 @@ def main(tap, args):
         proc = taplib.run(binary, "--probe-dir", probes, "--producer", "badlib,numpy",
                           "--consumer", "badlib,numpy", "--protocol", "dlpack", "--layout",
                           "contiguous,scalar", "--dtype",
-                          "float32,int8,int16,uint8,float64,complex64", "--timeout", "5",
+                          "float32,int8,int16,uint8,float64,int32,complex64", "--timeout", "5",
                           "-j", "2", "-o", out)
         tap.ok(proc.returncode == 1, "exit status 1: cases failed, crashed or timed out",
                f"status {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
@@ -51,6 +51,8 @@ def main(tap, args):
                "exporting another array's memory fails zero_copy and contents", case)
         expect("dlpack.numpy.badlib.cpu.float64.contiguous", "crash",
                "a consumer that segfaults is a crash named by its signal", text="SIGSEGV")
+        expect("dlpack.numpy.badlib.cpu.int32.contiguous", "crash",
+               "a consumer that aborts is a crash named SIGABRT", text="SIGABRT")
         expect("dlpack.numpy.badlib.cpu.complex64.contiguous", "timeout",
                "a consumer that hangs is a timeout", text="5 s")
         expect("dlpack.badlib.badlib.cpu.float32.scalar", "error",
@@ -66,7 +68,7 @@ def main(tap, args):
         planned = {(c["producer"], c["consumer"], c["dtype"], c["layout"], c["variant"])
                    for c in report["cases"] if c["protocol"] == "dlpack"}
         expected = {(p, c, d, l, None) for p in ("badlib", "numpy") for c in ("badlib", "numpy")
-                    for d in ("float32", "int8", "int16", "uint8", "float64", "complex64")
+                    for d in ("float32", "int8", "int16", "uint8", "float64", "int32", "complex64")
                     for l in ("contiguous", "scalar")}
         tap.ok(expected <= planned, "no case was lost: every producer x consumer x dtype x layout "
                "is in the report", sorted(expected - planned)[:10])

@@ -8,6 +8,7 @@ outcome the driver must tell apart:
   int16     __dlpack__ refuses with ValueError                  -> fail (dlpack 2.3 errors)
   uint8     __dlpack__ exports another array's memory           -> fail (contents)
   float64   consume() kills the worker with SIGSEGV             -> crash
+  int32     consume() aborts, as some libraries do on negative strides -> crash (SIGABRT)
   complex64 consume() never returns                             -> timeout
 
 It is loaded only with --probe-dir tests/probes; the built-in probe set never sees it.
@@ -47,7 +48,7 @@ def load():
     return {
         "version": "0.0.1",
         "devices": ["cpu"],
-        "dtypes": ["float32", "int8", "int16", "uint8", "float64", "complex64"],
+        "dtypes": ["float32", "int8", "int16", "uint8", "float64", "int32", "complex64"],
         "layouts": ["contiguous", "scalar"],
         "notes": {"bool": "badlib has only the dtypes of its test plan"},
         "readonly": False,
@@ -72,6 +73,8 @@ def describe(x):
 def consume(obj, protocol, dtype):
     if dtype == "float64":
         os.kill(os.getpid(), signal.SIGSEGV)
+    if dtype == "int32":
+        os.abort()
     if dtype == "complex64":
         time.sleep(3600)
     return np.from_dlpack(obj)
