@@ -3,12 +3,15 @@
  *
  * Contract
  * - ic_pattern_fill writes `count` elements of `dtype` into `buf`, a pure function of
- *   (seed, dtype, count): the same arguments always give the same bytes, on any machine.
+ *   (seed, dtype, count): the same arguments always give the same bytes, on any machine. The
+ *   values come from ic_kernel_logic.h, which the GPU kernels share, so a device can check a
+ *   view against the pattern without the pattern being uploaded.
  * - Every value is valid for its dtype (bools are 0 or 1; floats are finite, normal and of
  *   moderate exponent; complex parts likewise), so a library that converts, canonicalises or
  *   flushes values cannot turn a correct exchange into a false mismatch.
- * - The pattern is not a palindrome, and neighbouring elements differ (bools excepted: they
- *   are random bits), so a reversed, transposed or off-by-one view shows as a mismatch.
+ * - The pattern is not a palindrome, and neighbouring elements of 1- and 2-byte integers
+ *   always differ (wider values are random, bools random bits), so a reversed, transposed or
+ *   off-by-one view shows as a mismatch.
  * - ic_pattern_seed derives a case's seed from the run seed and the case id, so every case
  *   gets its own pattern and a rerun of one case reproduces it.
  */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ic_error.h"
+#include "ic_kernel_logic.h"
 
 int ic_view_set_c_strides(struct ic_view *view)
 {
@@ -79,13 +80,7 @@ bool ic_view_is_c_contiguous(const struct ic_view *view)
 
 int64_t ic_view_offset_of(const struct ic_view *view, int64_t index)
 {
-    int64_t offset = 0;
-    for (int i = view->ndim - 1; i >= 0; i--) {
-        int64_t extent = view->shape[i];
-        offset += (index % extent) * view->strides[i];
-        index /= extent;
-    }
-    return offset;
+    return ic_logic_offset(index, view->ndim, view->shape, view->strides);
 }
 
 void ic_view_format_index(const struct ic_view *view, int64_t index, char *buf, int size)
@@ -134,14 +129,6 @@ static bool ic_same_shape(const struct ic_view *a, const struct ic_view *b)
     return true;
 }
 
-static bool ic_element_equal(const unsigned char *x, const unsigned char *y, int itemsize,
-                             bool as_bool)
-{
-    if (as_bool)
-        return (x[0] != 0) == (y[0] != 0);
-    return memcmp(x, y, (size_t)itemsize) == 0;
-}
-
 int ic_view_compare(const struct ic_view *a, const struct ic_view *b,
                     struct ic_compare_result *ret)
 {
@@ -159,7 +146,7 @@ int ic_view_compare(const struct ic_view *a, const struct ic_view *b,
     const unsigned char *pa = (const unsigned char *)a->data;
     const unsigned char *pb = (const unsigned char *)b->data;
     for (int64_t n = 0; n < numel; n++) {
-        if (!ic_element_equal(pa, pb, a->itemsize, as_bool)) {
+        if (!ic_logic_equal(pa, pb, a->itemsize, as_bool)) {
             if (result.mismatches == 0)
                 result.first_mismatch = n;
             result.mismatches++;

@@ -124,6 +124,8 @@ static void test_pattern(void)
             }
             if (i > 0 && info->value_class != IC_VALUE_BOOL)
                 neighbours_differ = neighbours_differ && memcmp(e, e - size, (size_t)size) != 0;
+            if (info->value_class == IC_VALUE_BOOL && (i == 0 || i == 63))
+                valid = valid && e[0] == (i == 0);
         }
         TAP_OK(same && not_palindrome && valid && neighbours_differ,
                "pattern of %s: repeatable, valid values, not a palindrome, neighbours differ",
