@@ -137,10 +137,11 @@ def c_strides(shape, itemsize):
     return strides[::-1]
 
 
-def pointer_description(data, shape, strides, dtype, readonly):
+def pointer_description(data, shape, strides, dtype, readonly, device=None):
     """The describe() dict for an array the library can give a pointer for.
 
-    `strides` are in bytes, or None for C-contiguous.
+    `strides` are in bytes, or None for C-contiguous. `device` is ("cuda", ordinal) for device
+    memory; the default is the CPU.
     """
     return {
         "data": int(data),
@@ -148,8 +149,20 @@ def pointer_description(data, shape, strides, dtype, readonly):
         "strides": None if strides is None else [int(s) for s in strides],
         "dtype": dtype,
         "readonly": readonly,
-        "device": list(CPU),
+        "device": list(device or CPU),
     }
+
+
+def require_cuda(device):
+    """Refuses a build() on anything but a CUDA device, for GPU-only libraries."""
+    if device != "cuda":
+        raise ValueError(f"this library builds arrays on CUDA devices only, not {device!r}")
+
+
+def cuda_note(exc):
+    """The notes["cuda"] text for a library whose CUDA device is not usable."""
+    text = " ".join(str(exc).split())
+    return f"no usable CUDA device: {type(exc).__name__}: {text}"[:300]
 
 
 def buffer_description(obj, dtype, readonly=None):

@@ -230,6 +230,20 @@ static int ic_ai_descr_size(PyObject *descr, int depth, int64_t *ret_size, char 
     return 0;
 }
 
+int ic_descr_size(PyObject *descr, int64_t *ret_size, char *why, size_t why_size)
+{
+    char scratch[8];
+    if (!why) {
+        why = scratch;
+        why_size = sizeof(scratch);
+    }
+    if (!descr || !ret_size) {
+        snprintf(why, why_size, "no descr");
+        return IC_EINVAL;
+    }
+    return ic_ai_descr_size(descr, 0, ret_size, why, why_size);
+}
+
 /* ---------------------------------------------------------------------------------------
  * The dict (rules 4.5.1-5)
  */

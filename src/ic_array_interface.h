@@ -46,6 +46,11 @@ struct ic_typestr {
  * for the kind; then `why` (may be NULL) says what is wrong. */
 int ic_typestr_parse(const char *text, struct ic_typestr *ret, char *why, size_t why_size);
 
+/* The byte total of a `descr` list of (name, type[, shape]) fields, nested lists followed up
+ * to 8 levels deep (rule 4.5.3; the CUDA Array Interface's descr is the same). IC_EINVAL when
+ * it is malformed; then `why` says what is wrong. Needs the GIL; raises nothing. */
+int ic_descr_size(PyObject *descr, int64_t *ret_size, char *why, size_t why_size);
+
 /* Validates an __array_interface__ value (rules 4.5.1-5). `owner` is the object the
  * attribute was read from (its buffer is the data when data is None); it may be NULL, and
  * then such data cannot be located. *ret_have_view is false when the export cannot be

@@ -141,6 +141,15 @@ static int ic_lookup_dtype(const char *name, int *ret)
     return rc;
 }
 
+static int ic_lookup_device_kind(const char *name, int *ret)
+{
+    enum ic_device_kind kind;
+    int rc = ic_device_kind_from_name(name, &kind);
+    if (rc == 0)
+        *ret = kind;
+    return rc;
+}
+
 static int ic_lookup_layout(const char *name, int *ret)
 {
     enum ic_layout layout;
@@ -150,21 +159,52 @@ static int ic_lookup_layout(const char *name, int *ret)
     return rc;
 }
 
-static uint32_t ic_protocol_set(const cJSON *dict, bool *ok)
+static const char *const ic_device_kind_names[IC_KIND_COUNT] = {
+    [IC_KIND_CPU] = "cpu",
+    [IC_KIND_CUDA] = "cuda",
+};
+
+const char *ic_device_kind_name(enum ic_device_kind kind)
 {
-    uint32_t set = 0;
+    return ((int)kind >= 0 && kind < IC_KIND_COUNT) ? ic_device_kind_names[kind] : "invalid";
+}
+
+int ic_device_kind_from_name(const char *name, enum ic_device_kind *ret)
+{
+    for (int i = 0; i < IC_KIND_COUNT; i++) {
+        if (strcmp(ic_device_kind_names[i], name) == 0) {
+            *ret = (enum ic_device_kind)i;
+            return 0;
+        }
+    }
+    return IC_ENOTFOUND;
+}
+
+/* Fills per-device protocol sets from an exports or imports dict. An entry's "devices"
+ * defaults to `default_devices`. */
+static void ic_protocol_sets(const cJSON *dict, uint32_t default_devices, uint32_t *any,
+                             uint32_t on[IC_KIND_COUNT], bool *ok)
+{
     const cJSON *item;
+    *any = 0;
+    memset(on, 0, sizeof(uint32_t) * IC_KIND_COUNT);
     if (!cJSON_IsObject(dict)) {
         *ok = false;
-        return 0;
+        return;
     }
     cJSON_ArrayForEach(item, dict)
     {
         enum ic_protocol protocol;
-        if (ic_protocol_from_id(item->string, &protocol) == 0)
-            set |= 1u << protocol;
+        if (ic_protocol_from_id(item->string, &protocol) < 0)
+            continue;
+        const cJSON *devices = cJSON_GetObjectItemCaseSensitive(item, "devices");
+        uint32_t kinds = devices ? ic_name_set(devices, ic_lookup_device_kind, ok) : default_devices;
+        *any |= 1u << protocol;
+        for (int k = 0; k < IC_KIND_COUNT; k++) {
+            if (kinds & (1u << k))
+                on[k] |= 1u << protocol;
+        }
     }
-    return set;
 }
 
 void ic_library_set_info(struct ic_library *lib, cJSON *info)
@@ -180,16 +220,14 @@ void ic_library_set_info(struct ic_library *lib, cJSON *info)
                                   ic_lookup_dtype, &ok);
         lib->layouts = ic_name_set(cJSON_GetObjectItemCaseSensitive(info, "layouts"),
                                    ic_lookup_layout, &ok);
-        lib->exports = ic_protocol_set(cJSON_GetObjectItemCaseSensitive(info, "exports"), &ok);
-        lib->imports = ic_protocol_set(cJSON_GetObjectItemCaseSensitive(info, "imports"), &ok);
+        lib->devices = ic_name_set(cJSON_GetObjectItemCaseSensitive(info, "devices"),
+                                   ic_lookup_device_kind, &ok);
+        /* Exports default to the devices the library builds on, imports to the CPU. */
+        ic_protocol_sets(cJSON_GetObjectItemCaseSensitive(info, "exports"), lib->devices,
+                         &lib->exports, lib->exports_on, &ok);
+        ic_protocol_sets(cJSON_GetObjectItemCaseSensitive(info, "imports"), 1u << IC_KIND_CPU,
+                         &lib->imports, lib->imports_on, &ok);
         lib->readonly = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(info, "readonly"));
-        const cJSON *devices = cJSON_GetObjectItemCaseSensitive(info, "devices");
-        const cJSON *device;
-        cJSON_ArrayForEach(device, devices)
-        {
-            if (cJSON_IsString(device) && strcmp(device->valuestring, "cpu") == 0)
-                lib->cpu = true;
-        }
     }
     if (!ok) {
         lib->state = IC_LIBRARY_INVALID;

@@ -25,6 +25,16 @@
 
 #define IC_MAX_LIBRARIES 64
 
+/* The kinds of device a case runs on; the names are the case-id spelling. */
+enum ic_device_kind {
+    IC_KIND_CPU,
+    IC_KIND_CUDA,
+    IC_KIND_COUNT
+};
+
+const char *ic_device_kind_name(enum ic_device_kind kind);
+int ic_device_kind_from_name(const char *name, enum ic_device_kind *ret);
+
 enum ic_library_state {
     IC_LIBRARY_FOUND,        /* scanned, not loaded yet */
     IC_LIBRARY_LOADED,       /* load() returned its info */
@@ -43,10 +53,12 @@ struct ic_library {
     cJSON *info;      /* owned; NULL until loaded */
     uint32_t dtypes;  /* bit (1 << ic_dtype) */
     uint32_t layouts; /* bit (1 << ic_layout) */
-    uint32_t exports; /* bit (1 << ic_protocol) */
+    uint32_t exports; /* bit (1 << ic_protocol), on any device */
     uint32_t imports;
-    bool readonly; /* build(readonly=True) works */
-    bool cpu;      /* builds arrays on the CPU */
+    uint32_t exports_on[IC_KIND_COUNT]; /* the same, per device kind */
+    uint32_t imports_on[IC_KIND_COUNT];
+    uint32_t devices; /* bit (1 << ic_device_kind): where build() makes arrays now */
+    bool readonly;    /* build(readonly=True) works */
     /* Libraries this one must be imported before, found when importing them first crashed
      * it (bit = index in the catalog). */
     uint64_t load_before;

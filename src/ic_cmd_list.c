@@ -29,7 +29,7 @@ static void ic_print_text(const struct ic_session *session)
     printf("probes from:");
     for (int i = 0; i < session->ndirs; i++)
         printf(" %s", session->dirs[i]);
-    printf("\n\n%-18s %-16s %-12s %s\n", "library", "version", "status", "exports / imports");
+    printf("\n\n%-18s %-16s %-12s %s\n", "library", "version", "devices", "exports / imports");
     for (int i = 0; i < catalog->count; i++) {
         const struct ic_library *lib = &catalog->libs[i];
         if (lib->state != IC_LIBRARY_LOADED) {
@@ -41,14 +41,28 @@ static void ic_print_text(const struct ic_session *session)
         }
         ic_print_protocols(lib->exports, exports, sizeof(exports));
         ic_print_protocols(lib->imports, imports, sizeof(imports));
-        printf("%-18s %-16s %-12s exports: %s\n", lib->name, lib->version, "ok", exports);
+        char devices[64] = "";
+        for (int k = 0; k < IC_KIND_COUNT; k++) {
+            if (lib->devices & (1u << k))
+                snprintf(devices + strlen(devices), sizeof(devices) - strlen(devices), "%s%s",
+                         devices[0] ? "," : "", ic_device_kind_name(k));
+        }
+        printf("%-18s %-16s %-12s exports: %s\n", lib->name, lib->version,
+               devices[0] ? devices : "no device", exports);
         printf("%-18s %-16s %-12s imports: %s\n", "", "", "", imports);
+        const char *gpu_note = ic_library_note(lib, "cuda");
+        if (!(lib->devices & (1u << IC_KIND_CUDA)) && gpu_note)
+            printf("%-18s %-16s %-12s cuda: %s\n", "", "", "", gpu_note);
         if (lib->error[0])
             printf("%-18s %-16s %-12s note: %s\n", "", "", "", lib->error);
     }
     printf("%-18s %-16s %-12s imports: every protocol (the tool's own C consumer)\n",
            IC_REFERENCE_CONSUMER, IC_VERSION, "built in");
-    printf("\nDevices: cpu. GPU exchanges are not built into this version.\n");
+    printf("\ndevices:\n");
+    for (int k = 0; k < IC_KIND_COUNT; k++)
+        printf("  %-6s %s: %s\n", ic_device_kind_name(k),
+               session->devices.available & (1u << k) ? "available" : "unavailable",
+               session->devices.detail[k]);
     printf("Calls behind each protocol: interopcheck list --json\n");
 }
 
@@ -67,6 +81,7 @@ int ic_cmd_list(const struct ic_options *opts)
         cJSON_AddItemToObject(json, "tool", ic_session_tool_json());
         cJSON_AddItemToObject(json, "python", ic_session_python_json(&session));
         cJSON_AddItemToObject(json, "libraries", ic_report_libraries(&session.catalog));
+        cJSON_AddItemToObject(json, "devices", ic_report_devices(&session.devices));
         char *text = cJSON_Print(json);
         if (text) {
             printf("%s\n", text);

@@ -105,6 +105,14 @@ static int ic_lookup_dtype(const char *name, int *ret)
     return rc;
 }
 
+static int ic_lookup_device(const char *name, int *ret)
+{
+    enum ic_device_kind value;
+    int rc = ic_device_kind_from_name(name, &value);
+    *ret = (int)value;
+    return rc;
+}
+
 static int ic_lookup_layout(const char *name, int *ret)
 {
     enum ic_layout value;
@@ -131,7 +139,9 @@ static int ic_build_filter(const struct ic_options *opts, const struct ic_catalo
         ic_filter_names(&opts->layouts, &filter->layouts, ic_lookup_layout, "--layout",
                         "contiguous flat fortran transposed strided reversed offset scalar empty "
                         "unit_dims broadcast",
-                        err, err_size) < 0)
+                        err, err_size) < 0 ||
+        ic_filter_names(&opts->devices, &filter->devices, ic_lookup_device, "--device",
+                        "cpu cuda", err, err_size) < 0)
         return IC_EUSAGE;
     return 0;
 }
@@ -262,7 +272,7 @@ static cJSON *ic_run_json(const struct ic_session *session, const struct ic_opti
         const struct ic_name_list *list;
     } lists[] = {{"producer", &opts->producers}, {"consumer", &opts->consumers},
                  {"protocol", &opts->protocols}, {"dtype", &opts->dtypes},
-                 {"layout", &opts->layouts}};
+                 {"layout", &opts->layouts}, {"device", &opts->devices}};
     for (size_t i = 0; filters && i < sizeof(lists) / sizeof(lists[0]); i++) {
         cJSON *values = cJSON_AddArrayToObject(filters, lists[i].key);
         for (int j = 0; values && j < lists[i].list->count; j++)
@@ -315,7 +325,13 @@ int ic_cmd_run(const struct ic_options *opts)
         if ((wanted & (1ULL << i)) && lib->state != IC_LIBRARY_LOADED && !opts->quiet)
             fprintf(stderr, "interopcheck: %s is not tested: %.300s\n", lib->name, lib->error);
     }
-    if (ic_plan_build(&session.catalog, &filter, &plan) < 0) {
+    for (int k = 0; k < IC_KIND_COUNT; k++) {
+        if ((filter.devices & (1u << k)) && !(session.devices.available & (1u << k)) &&
+            (opts->devices.count || !opts->quiet))
+            fprintf(stderr, "interopcheck: no %s cases: %s\n", ic_device_kind_name(k),
+                    session.devices.detail[k]);
+    }
+    if (ic_plan_build(&session.catalog, &filter, session.devices.available, &plan) < 0) {
         fprintf(stderr, "interopcheck: out of memory while planning\n");
         goto done;
     }
@@ -368,7 +384,7 @@ int ic_cmd_run(const struct ic_options *opts)
     ic_utc_now(finished, sizeof(finished), "%Y-%m-%dT%H:%M:%SZ");
     cJSON_AddStringToObject(run_json, "finished", finished);
     cJSON_AddNumberToObject(run_json, "duration_s", seconds);
-    report = ic_report_build(tool, run_json, python, &session.catalog, &plan);
+    report = ic_report_build(tool, run_json, python, &session.catalog, &plan, &session.devices);
     if (!report || ic_json_write_atomic(output, report, err, sizeof(err)) < 0) {
         fprintf(stderr, "interopcheck: %s (the results are in %s)\n",
                 report ? err : "out of memory while building the report", stream_path);

@@ -37,6 +37,7 @@ enum {
     IC_DL_CPU = 1,
     IC_DL_CUDA = 2,
     IC_DL_CUDA_HOST = 3,
+    IC_DL_ROCM = 10,
     IC_DL_ROCM_HOST = 11,
     IC_DL_CUDA_MANAGED = 13,
     IC_DL_DEVICE_LAST = 18,
@@ -785,7 +786,7 @@ static void ic_dlpack_format_stream(const struct ic_dlpack_request *req, char *b
     if (req->stream_is_int)
         snprintf(buf, size, "%lld", (long long)req->stream);
     else
-        snprintf(buf, size, "<not an int>");
+        snprintf(buf, size, "<not an int in int64 range>");
 }
 
 /* Checks an export against the request it answered. `reported` may be NULL or invalid. */
@@ -859,19 +860,29 @@ static void ic_dlpack_check_request(const struct ic_dlpack_request *req,
                           (long long)reported->id);
     }
     if (req->stream_given) {
+        /* CUDA streams order work on device and managed memory alike; ROCm's are ints too. */
+        int32_t type = (int32_t)device.device_type;
+        bool cuda = type == IC_DL_CUDA || type == IC_DL_CUDA_MANAGED;
         ic_dlpack_format_stream(req, text, sizeof(text));
-        if (device.device_type == kDLCPU)
+        if (type == IC_DL_CPU)
             ic_diag_error(diag, "dlpack 2.5.11",
                           "stream=%s was passed for a CPU array and the producer exported anyway: "
                           "CPU producers must raise for any stream but None",
                           text);
+        else if (!req->stream_is_int && (cuda || type == IC_DL_ROCM))
+            ic_diag_error(diag, "dlpack 2.5.11",
+                          "stream=%s was accepted on device type %d: a CUDA or ROCm stream is "
+                          "an int >= -1 (a reserved value or a handle); anything else must "
+                          "raise",
+                          text, (int)type);
         else if (req->stream_is_int && req->stream < -1)
             ic_diag_error(diag, "dlpack 2.5.11",
                           "stream=%s was accepted: stream values below -1 are invalid", text);
-        else if (req->stream_is_int && req->stream == 0 && device.device_type == kDLCUDA)
+        else if (req->stream_is_int && req->stream == 0 && cuda)
             ic_diag_warn(diag, "dlpack 2.5.11",
-                         "stream=0 was accepted on CUDA: 0 is disallowed (ambiguous) and should "
-                         "raise");
+                         "stream=0 was accepted on CUDA (device type %d): 0 is disallowed "
+                         "(ambiguous) and should raise",
+                         (int)type);
     }
 }
 

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "ic_error.h"
+#include "ic_gpu.h"
 #include "ic_pattern.h"
 #include "ic_proxy.h"
 
@@ -27,6 +28,7 @@ static const struct {
                                   "array_struct 4.3 WRITEABLE", "array_struct 4.3"},
     [IC_PROTOCOL_BUFFER] = {"buffer 5", "buffer 5", "buffer 5.1.5", "buffer 5.1.8"},
     [IC_PROTOCOL_ARRAY_METHOD] = {"array 4.4", "array 4.5.7", "array 4.4", "array 4.4"},
+    [IC_PROTOCOL_CAI] = {"cai 3", "cai 3", "cai 3.1.10", "cai 3"},
 };
 
 /* Stages return IC_STAGE_GO to continue, IC_STAGE_DECIDED when the result is already set, or
@@ -44,6 +46,8 @@ struct ic_case_state {
 
     unsigned char *base;    /* the pattern the producer's array is built from */
     struct ic_view expected; /* the layout applied to `base` */
+    uint64_t seed;           /* of the pattern in `base` */
+    uintptr_t read_stream;   /* the stream the consumer reads on (GPU cases; 0 = legacy) */
 
     PyObject *data;       /* bytes of `base` handed to build() */
     PyObject *array;      /* the producer's array */
@@ -85,7 +89,8 @@ static int ic_stage_build(struct ic_case_state *st, uint64_t run_seed, struct ic
         ic_result_set(res, IC_OUTCOME_ERROR, NULL, "out of memory");
         return IC_ENOMEM;
     }
-    ic_pattern_fill(st->base, layout->base_len, c->dtype, ic_pattern_seed(run_seed, id));
+    st->seed = ic_pattern_seed(run_seed, id);
+    ic_pattern_fill(st->base, layout->base_len, c->dtype, st->seed);
     struct ic_view base = {.data = (uintptr_t)st->base,
                            .device_type = IC_DEVICE_CPU,
                            .dtype = c->dtype,
@@ -103,7 +108,8 @@ static int ic_stage_build(struct ic_case_state *st, uint64_t run_seed, struct ic
         return IC_ENOMEM;
     }
     bool readonly = c->variant == IC_VARIANT_READONLY;
-    st->array = ic_probe_build(st->producer, st->data, c->dtype, layout, readonly, &st->exc);
+    st->array = ic_probe_build(st->producer, st->data, c->dtype, layout, readonly, c->device,
+                               &st->exc);
     if (!st->array) {
         char text[IC_DIAGNOSTIC_MAX];
         ic_py_exc_format(&st->exc, text, sizeof(text));
@@ -120,6 +126,66 @@ static int ic_stage_build(struct ic_case_state *st, uint64_t run_seed, struct ic
         return IC_STAGE_DECIDED;
     }
     return IC_STAGE_GO;
+}
+
+/* True when the host may read the view's memory directly (the CPU, pinned host memory). */
+static bool ic_host_readable(const struct ic_view *view)
+{
+    return view->device_type == IC_DEVICE_CPU || view->device_type == IC_DEVICE_CUDA_HOST;
+}
+
+/* Checks `got` (shaped like the expected view) against the pattern: on the host through
+ * both views' strides, or for device memory with the GPU's pattern kernel on `stream`.
+ * 1: equal; 0: they differ (note says where); negative: the check itself could not run
+ * (note says why). */
+static int ic_pattern_compare(const struct ic_case_state *st, const struct ic_view *got,
+                              uintptr_t stream, const char *who, char *note, size_t size)
+{
+    struct ic_compare_result cmp;
+    char err[400];
+    if (ic_host_readable(got)) {
+        if (ic_view_compare(&st->expected, got, &cmp) < 0) {
+            snprintf(note, size, "%s cannot be compared with the pattern", who);
+            return IC_EINVAL;
+        }
+    } else {
+        const struct ic_dtype_info *info = ic_dtype_info(st->c->dtype);
+        const struct ic_view *x = &st->expected;
+        struct ic_pattern_ref ref = {.seed = st->seed,
+                                     .value_class = (int)info->value_class,
+                                     .itemsize = info->itemsize,
+                                     .base_count = ic_layout_info(st->c->layout)->base_len,
+                                     .ndim = x->ndim,
+                                     .first = (int64_t)(x->data - (uintptr_t)st->base) /
+                                              info->itemsize};
+        if (x->ndim > IC_CUDA_MAX_NDIM) {
+            snprintf(note, size, "%s has %d dimensions, more than the GPU check takes", who,
+                     x->ndim);
+            return IC_EUNSUPPORTED;
+        }
+        for (int d = 0; d < x->ndim; d++) {
+            ref.shape[d] = x->shape[d];
+            ref.element_strides[d] = x->strides[d] / info->itemsize;
+        }
+        struct ic_cuda *cuda = ic_gpu();
+        if (!cuda || ic_cuda_state(cuda) != IC_CUDA_READY) {
+            snprintf(note, size, "%s is in device memory and no GPU can read it: %s", who,
+                     cuda ? ic_cuda_reason(cuda) : "no CUDA driver");
+            return IC_EUNSUPPORTED;
+        }
+        int rc = ic_cuda_check_pattern(cuda, got, &ref, stream, &cmp, err, sizeof(err));
+        if (rc < 0) {
+            snprintf(note, size, "%s could not be checked on the GPU: %s", who, err);
+            return rc;
+        }
+    }
+    if (cmp.mismatches == 0)
+        return 1;
+    char index[96];
+    ic_view_format_index(&st->expected, cmp.first_mismatch, index, sizeof(index));
+    snprintf(note, size, "%s: %lld of %lld elements differ from the pattern, the first at %s",
+             who, (long long)cmp.mismatches, (long long)cmp.compared, index);
+    return 0;
 }
 
 /* The probe's own array must be what was asked for before any exchange is judged: a wrong
@@ -147,13 +213,12 @@ static int ic_stage_check_producer(struct ic_case_state *st, struct ic_result *r
                       got, ic_layout_name(st->c->layout), want);
         return IC_STAGE_DECIDED;
     }
-    struct ic_compare_result cmp;
-    if (ic_view_compare(x, p, &cmp) < 0 || cmp.mismatches > 0) {
-        ic_view_format_index(x, cmp.first_mismatch, want, sizeof(want));
+    char note[IC_NOTE_MAX];
+    int equal = ic_pattern_compare(st, p, 0, "its array", note, sizeof(note));
+    if (equal <= 0) {
         ic_result_set(res, IC_OUTCOME_ERROR, NULL,
-                      "the %s probe's array does not hold the bytes it was built from "
-                      "(%lld of %lld elements differ, first at %s)",
-                      st->c->producer, (long long)cmp.mismatches, (long long)cmp.compared, want);
+                      "the %s probe's array does not hold the bytes it was built from (%s)",
+                      st->c->producer, note);
         return IC_STAGE_DECIDED;
     }
     if (st->c->variant == IC_VARIANT_READONLY && !(st->produced.readonly_known && p->readonly)) {
@@ -259,6 +324,37 @@ static int ic_stage_exchange(struct ic_case_state *st, struct ic_result *res)
 }
 
 /* --- Stage 3: judging ------------------------------------------------------------------------ */
+
+static bool ic_on_cuda(const struct ic_view *view)
+{
+    return view->device_type == IC_DEVICE_CUDA || view->device_type == IC_DEVICE_CUDA_HOST ||
+           view->device_type == IC_DEVICE_CUDA_MANAGED;
+}
+
+/* Every exported device pointer is checked against the driver (memory type, device ordinal,
+ * the whole span inside one allocation); findings join the export's. A protocol that does not
+ * carry the device (the CUDA Array Interface) gets its ordinal from the driver here. */
+static void ic_check_device_pointers(struct ic_case_state *st)
+{
+    struct ic_export_record *rec = &st->rec;
+    struct ic_cuda *cuda = ic_gpu();
+    char err[400];
+    if (!rec->have_view || !ic_on_cuda(&rec->view) || !cuda ||
+        ic_cuda_state(cuda) != IC_CUDA_READY)
+        return;
+    const char *rule = st->c->protocol == IC_PROTOCOL_DLPACK ||
+                               st->c->protocol == IC_PROTOCOL_DLPACK_CAPSULE
+                           ? "dlpack 2.5.19"
+                           : "cai 3.1.5";
+    if (rec->view.device_id < 0) {
+        struct ic_cuda_pointer info;
+        if (ic_cuda_pointer_info(cuda, rec->view.data, &info, err, sizeof(err)) == 0 &&
+            info.device_ordinal >= 0)
+            rec->view.device_id = info.device_ordinal;
+    }
+    if (ic_cuda_check_view(cuda, &rec->view, rule, &rec->diag, err, sizeof(err)) < 0)
+        ic_diag_warn(&rec->diag, rule, "the driver could not check the pointer: %s", err);
+}
 
 static void ic_check_export(struct ic_case_state *st, struct ic_result *res)
 {
@@ -481,24 +577,6 @@ static void ic_check_zero_copy(struct ic_case_state *st, struct ic_result *res)
     ic_result_check(res, IC_CHECK_ZERO_COPY, IC_CHECK_PASS, NULL, "%s", note);
 }
 
-/* Compares a view against the expected pattern; writes a note on a mismatch. */
-static bool ic_contents_equal(const struct ic_view *expected, const struct ic_view *got,
-                              char *note, size_t size, const char *who)
-{
-    struct ic_compare_result cmp;
-    if (ic_view_compare(expected, got, &cmp) < 0) {
-        snprintf(note, size, "%s cannot be compared with the pattern", who);
-        return false;
-    }
-    if (cmp.mismatches == 0)
-        return true;
-    char index[96];
-    ic_view_format_index(expected, cmp.first_mismatch, index, sizeof(index));
-    snprintf(note, size, "%s: %lld of %lld elements differ from the pattern, the first at %s",
-             who, (long long)cmp.mismatches, (long long)cmp.compared, index);
-    return false;
-}
-
 static void ic_check_contents(struct ic_case_state *st, struct ic_result *res)
 {
     const struct ic_export_record *rec = &st->rec;
@@ -506,10 +584,13 @@ static void ic_check_contents(struct ic_case_state *st, struct ic_result *res)
     char note[IC_NOTE_MAX];
     const char *rule = ic_protocol_rules[st->c->protocol].fidelity;
 
-    if (rec->have_view && rec->view.dtype == st->c->dtype && ic_same_shape(&rec->view, &st->expected) &&
-        !ic_contents_equal(&st->expected, &rec->view, note, sizeof(note), "the export")) {
-        ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_FAIL, rule, "%s", note);
-        return;
+    if (rec->have_view && rec->view.dtype == st->c->dtype && ic_same_shape(&rec->view, &st->expected)) {
+        int equal = ic_pattern_compare(st, &rec->view, 0, "the export", note, sizeof(note));
+        if (equal <= 0) {
+            ic_result_check(res, IC_CHECK_CONTENTS, equal < 0 ? IC_CHECK_SKIP : IC_CHECK_FAIL,
+                            equal < 0 ? NULL : rule, "%s", note);
+            return;
+        }
     }
     if (!c) {
         ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_SKIP, NULL, "nothing was imported");
@@ -534,12 +615,15 @@ static void ic_check_contents(struct ic_case_state *st, struct ic_result *res)
             return;
         }
         struct ic_view flat = {.data = c->data, .itemsize = st->expected.itemsize,
-                               .dtype = st->expected.dtype};
+                               .dtype = st->expected.dtype, .device_type = c->device_type,
+                               .device_id = c->device_id};
         flat.ndim = st->expected.ndim;
         memcpy(flat.shape, st->expected.shape, sizeof(flat.shape));
         ic_view_set_c_strides(&flat);
-        if (!ic_contents_equal(&st->expected, &flat, note, sizeof(note), "the import"))
-            ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_FAIL, rule, "%s", note);
+        int equal = ic_pattern_compare(st, &flat, 0, "the import", note, sizeof(note));
+        if (equal <= 0)
+            ic_result_check(res, IC_CHECK_CONTENTS, equal < 0 ? IC_CHECK_SKIP : IC_CHECK_FAIL,
+                            equal < 0 ? NULL : rule, "%s", note);
         else
             ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_PASS, NULL, "compared as raw bytes");
         return;
@@ -554,8 +638,10 @@ static void ic_check_contents(struct ic_case_state *st, struct ic_result *res)
                         "the import's shape differs (see shape)");
         return;
     }
-    if (!ic_contents_equal(&st->expected, c, note, sizeof(note), "the import"))
-        ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_FAIL, rule, "%s", note);
+    int equal = ic_pattern_compare(st, c, st->read_stream, "the import", note, sizeof(note));
+    if (equal <= 0)
+        ic_result_check(res, IC_CHECK_CONTENTS, equal < 0 ? IC_CHECK_SKIP : IC_CHECK_FAIL,
+                        equal < 0 ? NULL : rule, "%s", note);
     else
         ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_PASS, NULL, NULL);
 }
@@ -885,6 +971,7 @@ int ic_exchange_run(const struct ic_case *c, struct ic_probe *producer,
     snprintf(res->request, sizeof(res->request), "%s", st.rec.request);
     snprintf(res->exported, sizeof(res->exported), "%s", st.rec.detail);
     bool imported = st.imported != NULL;
+    ic_check_device_pointers(&st);
     if (imported) {
         ic_check_export(&st, res);
         ic_check_zero_copy(&st, res);

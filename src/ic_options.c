@@ -19,6 +19,7 @@ enum {
     OPT_PROTOCOL,
     OPT_DTYPE,
     OPT_LAYOUT,
+    OPT_DEVICE,
     OPT_JSON,
     OPT_VERSION,
     OPT_WORKER_FD,
@@ -39,6 +40,7 @@ static const struct option ic_long_options[] = {
     {"protocol", required_argument, NULL, OPT_PROTOCOL},
     {"dtype", required_argument, NULL, OPT_DTYPE},
     {"layout", required_argument, NULL, OPT_LAYOUT},
+    {"device", required_argument, NULL, OPT_DEVICE},
     {"json", no_argument, NULL, OPT_JSON},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
@@ -57,7 +59,8 @@ void ic_options_usage(FILE *out)
         "\n"
         "interopcheck imports every installed array library through a probe, exchanges arrays\n"
         "between every pair over every protocol (DLPack, __array_interface__, __array_struct__,\n"
-        "the buffer protocol, __array__), and checks each exchange in C: the export is valid,\n"
+        "the buffer protocol, __array__, the CUDA Array Interface), on the CPU and on CUDA GPUs,\n"
+        "and checks each exchange in C: the export is valid,\n"
         "memory is shared where promised, contents, dtype, shape, strides, device and\n"
         "read-only survive, and deleters run once. A library that crashes or hangs costs one\n"
         "case, never the run.\n"
@@ -72,6 +75,8 @@ void ic_options_usage(FILE *out)
         "                       float16 bfloat16 float32 float64 complex64 complex128\n"
         "  --layout NAME        contiguous flat fortran transposed strided reversed offset\n"
         "                       scalar empty unit_dims broadcast\n"
+        "  --device NAME        cpu, cuda (GPU cases need the CUDA driver and a device; without\n"
+        "                       them the report says why they did not run)\n"
         "  -a, --all            everything (the default set when no filter is given)\n"
         "\n"
         "Environment:\n"
@@ -207,6 +212,9 @@ int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, 
         case OPT_LAYOUT:
             rc = ic_list_add(&opts->layouts, optarg);
             break;
+        case OPT_DEVICE:
+            rc = ic_list_add(&opts->devices, optarg);
+            break;
         case OPT_JSON:
             opts->json = true;
             break;
@@ -264,7 +272,7 @@ int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, 
         return IC_EUSAGE;
     }
     bool filtered = opts->producers.count || opts->consumers.count || opts->protocols.count ||
-                    opts->dtypes.count || opts->layouts.count;
+                    opts->dtypes.count || opts->layouts.count || opts->devices.count;
     if (opts->command == IC_COMMAND_RUN && !opts->all && !filtered) {
         snprintf(err, err_size, "nothing selected: run 'interopcheck --all' for the whole matrix, "
                                 "or choose cases with --producer, --consumer, --protocol, "
@@ -288,4 +296,5 @@ void ic_options_release(struct ic_options *opts)
     ic_list_release(&opts->protocols);
     ic_list_release(&opts->dtypes);
     ic_list_release(&opts->layouts);
+    ic_list_release(&opts->devices);
 }

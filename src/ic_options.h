@@ -49,7 +49,7 @@ struct ic_options {
     int jobs; /* 0: one per CPU */
     bool json;
     bool quiet;
-    struct ic_name_list producers, consumers, protocols, dtypes, layouts;
+    struct ic_name_list producers, consumers, protocols, dtypes, layouts, devices;
     /* worker mode (hidden) */
     int worker_fd;
     const char *probekit;

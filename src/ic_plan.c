@@ -14,6 +14,7 @@ void ic_filter_all(struct ic_filter *filter)
     filter->protocols = UINT32_MAX;
     filter->dtypes = UINT32_MAX;
     filter->layouts = UINT32_MAX;
+    filter->devices = UINT32_MAX;
 }
 
 static int ic_plan_push(struct ic_plan *plan, const struct ic_planned *item)
@@ -31,9 +32,12 @@ static int ic_plan_push(struct ic_plan *plan, const struct ic_planned *item)
 }
 
 static bool ic_variant_applies(const struct ic_variant_info *variant, enum ic_protocol protocol,
-                               bool reference)
+                               bool reference, const char *device)
 {
     if (variant->protocol != -1 && variant->protocol != (int)protocol)
+        return false;
+    if ((variant->devices == IC_ON_CPU && strcmp(device, "cpu") != 0) ||
+        (variant->devices == IC_ON_CUDA && strcmp(device, "cuda") != 0))
         return false;
     return variant->applies == IC_APPLIES_ANY || reference;
 }
@@ -67,12 +71,13 @@ static void ic_plan_decide(const struct ic_library *producer, struct ic_planned 
 }
 
 static int ic_plan_pair(const struct ic_library *producer, const char *consumer, bool reference,
-                        enum ic_protocol protocol, const struct ic_filter *filter,
-                        struct ic_plan *plan)
+                        enum ic_protocol protocol, enum ic_device_kind device,
+                        const struct ic_filter *filter, struct ic_plan *plan)
 {
+    const char *device_name = ic_device_kind_name(device);
     for (int v = 0; v < IC_VARIANT_COUNT; v++) {
         const struct ic_variant_info *variant = ic_variant_info((enum ic_variant)v);
-        if (!ic_variant_applies(variant, protocol, reference))
+        if (!ic_variant_applies(variant, protocol, reference, device_name))
             continue;
         for (int d = IC_DTYPE_FIRST; d < IC_DTYPE_END; d++) {
             if (!(filter->dtypes & (1u << d)) || (!variant->all_dtypes && d != IC_DTYPE_FLOAT32))
@@ -86,7 +91,7 @@ static int ic_plan_pair(const struct ic_library *producer, const char *consumer,
                 item.c.protocol = protocol;
                 snprintf(item.c.producer, sizeof(item.c.producer), "%s", producer->name);
                 snprintf(item.c.consumer, sizeof(item.c.consumer), "%s", consumer);
-                snprintf(item.c.device, sizeof(item.c.device), "cpu");
+                snprintf(item.c.device, sizeof(item.c.device), "%s", device_name);
                 item.c.dtype = (enum ic_dtype)d;
                 item.c.layout = (enum ic_layout)l;
                 item.c.variant = (enum ic_variant)v;
@@ -100,33 +105,50 @@ static int ic_plan_pair(const struct ic_library *producer, const char *consumer,
     return 0;
 }
 
+/* interopcheck's own consumer: every protocol on the CPU; on a GPU, the protocols whose
+ * exports can describe device memory. */
+static bool ic_reference_imports(enum ic_protocol protocol, enum ic_device_kind device)
+{
+    if (device == IC_KIND_CPU)
+        return true;
+    return protocol == IC_PROTOCOL_DLPACK || protocol == IC_PROTOCOL_DLPACK_CAPSULE ||
+           ic_protocol_on_devices(protocol);
+}
+
 int ic_plan_build(const struct ic_catalog *catalog, const struct ic_filter *filter,
-                  struct ic_plan *plan)
+                  uint32_t available, struct ic_plan *plan)
 {
     memset(plan, 0, sizeof(*plan));
     for (int p = 0; p < IC_PROTOCOL_COUNT; p++) {
         if (!(filter->protocols & (1u << p)))
             continue;
-        for (int i = 0; i < catalog->count; i++) {
-            const struct ic_library *producer = &catalog->libs[i];
-            if (!(filter->producers & (1ULL << i)) || producer->state != IC_LIBRARY_LOADED ||
-                !producer->cpu || !(producer->exports & (1u << p)))
+        for (int k = 0; k < IC_KIND_COUNT; k++) {
+            enum ic_device_kind device = (enum ic_device_kind)k;
+            if (!(filter->devices & available & (1u << k)))
                 continue;
-            for (int j = 0; j < catalog->count; j++) {
-                const struct ic_library *consumer = &catalog->libs[j];
-                if (!(filter->consumers & (1ULL << j)) || consumer->state != IC_LIBRARY_LOADED ||
-                    !(consumer->imports & (1u << p)))
+            for (int i = 0; i < catalog->count; i++) {
+                const struct ic_library *producer = &catalog->libs[i];
+                if (!(filter->producers & (1ULL << i)) || producer->state != IC_LIBRARY_LOADED ||
+                    !(producer->devices & (1u << k)) || !(producer->exports_on[k] & (1u << p)))
                     continue;
-                int rc = ic_plan_pair(producer, consumer->name, false, (enum ic_protocol)p,
-                                      filter, plan);
-                if (rc < 0)
-                    return rc;
-            }
-            if (filter->reference_consumer) {
-                int rc = ic_plan_pair(producer, IC_REFERENCE_CONSUMER, true, (enum ic_protocol)p,
-                                      filter, plan);
-                if (rc < 0)
-                    return rc;
+                for (int j = 0; j < catalog->count; j++) {
+                    const struct ic_library *consumer = &catalog->libs[j];
+                    if (!(filter->consumers & (1ULL << j)) ||
+                        consumer->state != IC_LIBRARY_LOADED ||
+                        !(consumer->imports_on[k] & (1u << p)))
+                        continue;
+                    int rc = ic_plan_pair(producer, consumer->name, false, (enum ic_protocol)p,
+                                          device, filter, plan);
+                    if (rc < 0)
+                        return rc;
+                }
+                if (filter->reference_consumer &&
+                    ic_reference_imports((enum ic_protocol)p, device)) {
+                    int rc = ic_plan_pair(producer, IC_REFERENCE_CONSUMER, true,
+                                          (enum ic_protocol)p, device, filter, plan);
+                    if (rc < 0)
+                        return rc;
+                }
             }
         }
     }
@@ -140,23 +162,33 @@ void ic_plan_release(struct ic_plan *plan)
 }
 
 const char *ic_plan_pair_gap(const struct ic_catalog *catalog, enum ic_protocol protocol,
-                             const char *producer, const char *consumer, char *buf, size_t size)
+                             enum ic_device_kind device, const char *producer,
+                             const char *consumer, char *buf, size_t size)
 {
     int p = ic_catalog_find(catalog, producer);
     int c = ic_catalog_find(catalog, consumer);
     const char *proto = ic_protocol_id(protocol);
+    const char *where = ic_device_kind_name(device);
     if (p < 0)
         return NULL;
     const struct ic_library *lib = &catalog->libs[p];
-    if (lib->state != IC_LIBRARY_LOADED)
+    if (lib->state != IC_LIBRARY_LOADED) {
         snprintf(buf, size, "%s is not available: %s", producer, lib->error);
-    else if (!(lib->exports & (1u << protocol)))
-        snprintf(buf, size, "%s does not export %s", producer, proto);
-    else if (c >= 0 && catalog->libs[c].state != IC_LIBRARY_LOADED)
+    } else if (!(lib->devices & (1u << device))) {
+        const char *note = ic_library_note(lib, where);
+        snprintf(buf, size, "%s makes no arrays on %s%s%s", producer, where, note ? ": " : "",
+                 note ? note : "");
+    } else if (!(lib->exports_on[device] & (1u << protocol))) {
+        snprintf(buf, size, "%s does not export %s on %s", producer, proto, where);
+    } else if (c >= 0 && catalog->libs[c].state != IC_LIBRARY_LOADED) {
         snprintf(buf, size, "%s is not available: %s", consumer, catalog->libs[c].error);
-    else if (c >= 0 && !(catalog->libs[c].imports & (1u << protocol)))
-        snprintf(buf, size, "%s does not import %s", consumer, proto);
-    else
+    } else if (c >= 0 && !(catalog->libs[c].imports_on[device] & (1u << protocol))) {
+        snprintf(buf, size, "%s does not import %s on %s", consumer, proto, where);
+    } else if (c < 0 && !ic_reference_imports(protocol, device)) {
+        snprintf(buf, size, "%s is a host protocol: no export of it describes %s memory", proto,
+                 where);
+    } else {
         return NULL;
+    }
     return buf;
 }

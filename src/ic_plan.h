@@ -2,12 +2,14 @@
  * ic_plan: the plan stage. From the catalog and the user's filters, the list of cases.
  *
  * Contract
- * - For every protocol, every producer that exports it and every consumer that imports it
- *   (interopcheck's own consumer imports every protocol), the plan holds the full grid of
+ * - For every protocol and device, every producer that exports it there and every consumer
+ *   that imports it there (interopcheck's own consumer imports every protocol), the plan
+ *   holds the full grid of
  *   dtypes and layouts of each variant that applies (ic_protocol.h). A case the producer
  *   cannot express (a dtype it lacks, a layout it has no view for) is in the plan, decided
  *   `unsupported` with the reason, and is not run. Pairs where one side lacks the protocol
- *   have no cases; the report explains those cells from the catalog.
+ *   have no cases; the report explains those cells from the catalog. A device that is not
+ *   available (no GPU) has no cases; the report says why once.
  * - The plan owns its array; ic_plan_release frees it. The order is stable: protocol,
  *   producer, consumer, variant, dtype, layout, following the catalog's and the tables'
  *   orders, so that cases of one pair run together and reports diff cleanly.
@@ -32,6 +34,7 @@ struct ic_filter {
     uint32_t protocols;
     uint32_t dtypes;
     uint32_t layouts;
+    uint32_t devices; /* bit (1 << ic_device_kind) */
 };
 
 struct ic_planned {
@@ -50,13 +53,17 @@ struct ic_plan {
 /* A filter that selects everything. */
 void ic_filter_all(struct ic_filter *filter);
 
+/* `available` has the bit of every device kind cases can run on (the CPU always; CUDA when
+ * the driver is ready). */
 int ic_plan_build(const struct ic_catalog *catalog, const struct ic_filter *filter,
-                  struct ic_plan *plan);
+                  uint32_t available, struct ic_plan *plan);
 
 void ic_plan_release(struct ic_plan *plan);
 
-/* Why the (protocol, producer, consumer) cell has no cases, or NULL when it has some. */
+/* Why the (protocol, device, producer, consumer) cell has no cases, or NULL when it has
+ * some. */
 const char *ic_plan_pair_gap(const struct ic_catalog *catalog, enum ic_protocol protocol,
-                             const char *producer, const char *consumer, char *buf, size_t size);
+                             enum ic_device_kind device, const char *producer,
+                             const char *consumer, char *buf, size_t size);
 
 #endif

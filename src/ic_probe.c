@@ -194,19 +194,53 @@ PyObject *ic_layout_ops_to_python(const struct ic_layout_info *layout)
 }
 
 PyObject *ic_probe_build(struct ic_probe *probe, PyObject *data, enum ic_dtype dtype,
-                         const struct ic_layout_info *layout, bool readonly,
+                         const struct ic_layout_info *layout, bool readonly, const char *device,
                          struct ic_py_exc *exc)
 {
-    PyObject *ops = NULL, *array = NULL;
+    PyObject *ops = NULL, *array = NULL, *build = NULL, *args = NULL, *kwargs = NULL;
 
     ops = ic_layout_ops_to_python(layout);
-    if (ops)
-        array = PyObject_CallMethod(probe->module, "build", "OsOO", data, ic_dtype_name(dtype),
-                                    ops, readonly ? Py_True : Py_False);
+    build = PyObject_GetAttrString(probe->module, "build");
+    if (!ops || !build)
+        goto done;
+    args = Py_BuildValue("(OsOO)", data, ic_dtype_name(dtype), ops, readonly ? Py_True : Py_False);
+    if (!args)
+        goto done;
+    if (strcmp(device, "cpu") != 0) {
+        kwargs = Py_BuildValue("{s:s}", "device", device);
+        if (!kwargs)
+            goto done;
+    }
+    array = PyObject_Call(build, args, kwargs);
+
+done:
     if (!array)
         ic_py_fetch(exc);
     Py_XDECREF(ops);
+    Py_XDECREF(build);
+    Py_XDECREF(args);
+    Py_XDECREF(kwargs);
     return array;
+}
+
+int ic_probe_stream(struct ic_probe *probe, PyObject *array, uintptr_t *ret,
+                    struct ic_py_exc *exc)
+{
+    if (!PyObject_HasAttrString(probe->module, "stream"))
+        return IC_ENOTFOUND;
+    PyObject *stream = PyObject_CallMethod(probe->module, "stream", "O", array);
+    if (!stream) {
+        ic_py_fetch(exc);
+        return IC_EPROBE;
+    }
+    unsigned long long value = PyLong_AsUnsignedLongLongMask(stream);
+    Py_DECREF(stream);
+    if (PyErr_Occurred()) {
+        ic_py_fetch(exc);
+        return IC_EPROBE;
+    }
+    *ret = (uintptr_t)value;
+    return 0;
 }
 
 static int ic_parse_device(PyObject *device, struct ic_view *view)

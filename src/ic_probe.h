@@ -73,9 +73,16 @@ int ic_probe_import_traits(const struct ic_probe *probe, enum ic_protocol protoc
 
 /* build(data, dtype, ops, readonly): an array of `dtype` from the bytes of `data` (the
  * layout's base), with the layout's ops applied. */
+/* `device` is the case's device kind ("cpu", "cuda"); it is passed as device=... only when
+ * it is not the CPU, so CPU-only probes need not know the keyword. */
 PyObject *ic_probe_build(struct ic_probe *probe, PyObject *data, enum ic_dtype dtype,
-                         const struct ic_layout_info *layout, bool readonly,
+                         const struct ic_layout_info *layout, bool readonly, const char *device,
                          struct ic_py_exc *exc);
+
+/* stream(x): the stream the library uses for x. IC_ENOTFOUND when the probe has no stream()
+ * (no exception is left); IC_EPROBE when it raised (in exc). */
+int ic_probe_stream(struct ic_probe *probe, PyObject *array, uintptr_t *ret,
+                    struct ic_py_exc *exc);
 
 int ic_probe_describe(struct ic_probe *probe, PyObject *array, struct ic_described *ret,
                       struct ic_py_exc *exc);

@@ -11,6 +11,7 @@ static const struct ic_protocol_ops *const ic_protocol_table[IC_PROTOCOL_COUNT] 
     [IC_PROTOCOL_ARRAY_STRUCT] = &ic_array_struct_ops,
     [IC_PROTOCOL_BUFFER] = &ic_buffer_ops,
     [IC_PROTOCOL_ARRAY_METHOD] = &ic_array_method_ops,
+    [IC_PROTOCOL_CAI] = &ic_cai_ops,
 };
 
 static const char *const ic_protocol_ids[IC_PROTOCOL_COUNT] = {
@@ -20,8 +21,9 @@ static const char *const ic_protocol_ids[IC_PROTOCOL_COUNT] = {
 };
 
 static const struct ic_variant_info ic_variant_table[IC_VARIANT_COUNT] = {
-#define IC_VARIANT_ROW(e, id, proto, applies, layouts, dtypes, summary)                            \
-    [IC_VARIANT_##e] = {IC_VARIANT_##e, (id), (proto), (applies), (layouts), (dtypes), (summary)},
+#define IC_VARIANT_ROW(e, id, proto, applies, devices, layouts, dtypes, summary)                   \
+    [IC_VARIANT_##e] = {IC_VARIANT_##e, (id),      (proto),  (applies),                            \
+                        (devices),      (layouts), (dtypes), (summary)},
     IC_VARIANT_LIST(IC_VARIANT_ROW)
 #undef IC_VARIANT_ROW
 };
@@ -31,6 +33,11 @@ const struct ic_protocol_ops *ic_protocol_ops(enum ic_protocol protocol)
     if ((int)protocol < 0 || protocol >= IC_PROTOCOL_COUNT)
         return NULL;
     return ic_protocol_table[protocol];
+}
+
+bool ic_protocol_on_devices(enum ic_protocol protocol)
+{
+    return protocol == IC_PROTOCOL_CAI;
 }
 
 const char *ic_protocol_id(enum ic_protocol protocol)

@@ -32,7 +32,8 @@ typedef struct _object PyObject; /* no Python.h here: most of the tool is plain 
     X(ARRAY_INTERFACE, "array_interface", "4.1", "NumPy __array_interface__ (version 3)")          \
     X(ARRAY_STRUCT, "array_struct", "4.3", "NumPy __array_struct__ (PyArrayInterface capsule)")    \
     X(BUFFER, "buffer", "5", "the Python buffer protocol (PEP 3118)")                              \
-    X(ARRAY_METHOD, "array", "4.4", "__array__(dtype=None, copy=None) (NumPy 2 semantics)")
+    X(ARRAY_METHOD, "array", "4.4", "__array__(dtype=None, copy=None) (NumPy 2 semantics)")        \
+    X(CAI, "cuda_array_interface", "3", "__cuda_array_interface__ (version 3)")
 
 enum ic_protocol {
 #define IC_PROTOCOL_ENUM(e, id, section, summary) IC_PROTOCOL_##e,
@@ -42,33 +43,40 @@ enum ic_protocol {
 };
 
 /* Case variants. A variant changes how a case is run; the plain case has variant NONE.
- * X(ENUM, id, protocol, applies to, layouts, dtypes, summary). "reference" variants are run
- * by interopcheck's own consumer only; "any" variants apply to every consumer.
- * Layouts/dtypes "all" span the whole matrix dimension; otherwise only flat / float32. */
+ * X(ENUM, id, protocol, applies to, devices, all layouts, all dtypes, summary).
+ * "reference" variants are run by interopcheck's own consumer only; "any" variants apply to
+ * every consumer. Devices: the device kinds the variant means something on. Layouts/dtypes
+ * "all" span the whole matrix dimension; otherwise only flat / float32. */
 #define IC_VARIANT_LIST(X)                                                                         \
-    X(NONE, "", -1, IC_APPLIES_ANY, true, true, "")                                                \
-    X(READONLY, "readonly", -1, IC_APPLIES_ANY, false, true,                                       \
+    X(NONE, "", -1, IC_APPLIES_ANY, IC_ON_ANY, true, true, "")                                     \
+    X(READONLY, "readonly", -1, IC_APPLIES_ANY, IC_ON_ANY, false, true,                            \
       "the producer's array is read-only; the export and the import must say so")                  \
-    X(DL_LEGACY, "legacy", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, true, true,                   \
+    X(DL_LEGACY, "legacy", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_ANY, true, true,        \
       "__dlpack__() without max_version: an old consumer gets a legacy capsule")                   \
-    X(DL_MAX_VERSION_2, "max_version_2", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, false, false,   \
-      "__dlpack__(max_version=(2, 0)): a 1.x producer still exports its own 1.x version")          \
-    X(DL_COPY, "copy", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, false, true,                      \
+    X(DL_MAX_VERSION_2, "max_version_2", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_ANY,      \
+      false, false, "__dlpack__(max_version=(2, 0)): a 1.x producer still exports its own 1.x")    \
+    X(DL_COPY, "copy", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_ANY, false, true,           \
       "__dlpack__(copy=True): distinct memory and DLPACK_FLAG_BITMASK_IS_COPIED")                  \
-    X(DL_NO_COPY, "no_copy", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, false, false,               \
+    X(DL_NO_COPY, "no_copy", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_ANY, false, false,    \
       "__dlpack__(copy=False): the same memory and no IS_COPIED flag")                             \
-    X(DL_CPU_STREAM, "cpu_stream", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, false, false,         \
-      "__dlpack__(stream=1) on a CPU array must raise")                                            \
-    X(DL_DEVICE_CPU, "dl_device_cpu", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, false, false,      \
-      "__dlpack__(dl_device=(1, 0)) on a CPU array exports in place")                              \
-    X(BUF_CONTIG, "contig", IC_PROTOCOL_BUFFER, IC_APPLIES_REFERENCE, true, false,                 \
+    X(DL_CPU_STREAM, "cpu_stream", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_CPU, false,     \
+      false, "__dlpack__(stream=1) on a CPU array must raise")                                     \
+    X(DL_DEVICE_CPU, "dl_device_cpu", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_CPU, false,  \
+      false, "__dlpack__(dl_device=(1, 0)) on a CPU array exports in place")                       \
+    X(BUF_CONTIG, "contig", IC_PROTOCOL_BUFFER, IC_APPLIES_REFERENCE, IC_ON_CPU, true, false,      \
       "PyBUF_C_CONTIGUOUS | PyBUF_FORMAT: a C-contiguous buffer or BufferError")                   \
-    X(BUF_WRITABLE, "writable", IC_PROTOCOL_BUFFER, IC_APPLIES_REFERENCE, false, false,           \
+    X(BUF_WRITABLE, "writable", IC_PROTOCOL_BUFFER, IC_APPLIES_REFERENCE, IC_ON_CPU, false, false, \
       "PyBUF_RECORDS (writable): read-only exporters must raise BufferError")                      \
-    X(ARR_COPY, "copy", IC_PROTOCOL_ARRAY_METHOD, IC_APPLIES_REFERENCE, false, true,               \
+    X(ARR_COPY, "copy", IC_PROTOCOL_ARRAY_METHOD, IC_APPLIES_REFERENCE, IC_ON_CPU, false, true,    \
       "__array__(copy=True) returns fresh memory")                                                 \
-    X(ARR_NO_COPY, "no_copy", IC_PROTOCOL_ARRAY_METHOD, IC_APPLIES_REFERENCE, true, false,         \
-      "__array__(copy=False) shares memory or raises ValueError")
+    X(ARR_NO_COPY, "no_copy", IC_PROTOCOL_ARRAY_METHOD, IC_APPLIES_REFERENCE, IC_ON_CPU, true,     \
+      false, "__array__(copy=False) shares memory or raises ValueError")
+
+enum ic_on_device {
+    IC_ON_ANY,
+    IC_ON_CPU,
+    IC_ON_CUDA,
+};
 
 enum ic_applies {
     IC_APPLIES_ANY,
@@ -76,7 +84,7 @@ enum ic_applies {
 };
 
 enum ic_variant {
-#define IC_VARIANT_ENUM(e, id, proto, applies, layouts, dtypes, summary) IC_VARIANT_##e,
+#define IC_VARIANT_ENUM(e, id, proto, applies, devices, layouts, dtypes, summary) IC_VARIANT_##e,
     IC_VARIANT_LIST(IC_VARIANT_ENUM)
 #undef IC_VARIANT_ENUM
         IC_VARIANT_COUNT
@@ -87,6 +95,7 @@ struct ic_variant_info {
     const char *id;
     int protocol; /* -1: every protocol */
     enum ic_applies applies;
+    enum ic_on_device devices;
     bool all_layouts; /* false: only the flat layout (1-D, which every library has) */
     bool all_dtypes;  /* false: only float32 */
     const char *summary;
@@ -132,6 +141,15 @@ struct ic_export_record {
      * and an export is an error finding. Set by reference_consume. */
     bool refusal_required;
     char refusal_rule[IC_DIAG_RULE_MAX]; /* the rule an export would break, e.g. "dlpack 2.5.11" */
+
+    /* The stream the export names for the consumer to order its work after (CUDA Array
+     * Interface, version 3: the producer hands it over in the dict). has_stream is false and
+     * stream 0 when the export names none (absent or None: no synchronisation needed), when
+     * its version predates streams, or when the value is invalid (a finding). Otherwise 1
+     * (legacy default stream), 2 (per-thread default stream) or a cudaStream_t handle. Set
+     * by the protocol module from the export whose view the record keeps. */
+    bool has_stream;
+    int64_t stream;
 
     /* Lifetime accounting: DLPack deleter calls and capsule renames, buffer get/release. */
     int acquired;
@@ -184,6 +202,9 @@ struct ic_protocol_ops {
 };
 
 const struct ic_protocol_ops *ic_protocol_ops(enum ic_protocol protocol);
+/* True for protocols that describe device memory (the CUDA Array Interface): on a GPU the
+ * host protocols (buffer, array interface, ...) have no exports to check. */
+bool ic_protocol_on_devices(enum ic_protocol protocol);
 const char *ic_protocol_id(enum ic_protocol protocol);
 int ic_protocol_from_id(const char *id, enum ic_protocol *ret);
 
@@ -198,5 +219,6 @@ extern const struct ic_protocol_ops ic_array_interface_ops;
 extern const struct ic_protocol_ops ic_array_struct_ops;
 extern const struct ic_protocol_ops ic_buffer_ops;
 extern const struct ic_protocol_ops ic_array_method_ops;
+extern const struct ic_protocol_ops ic_cai_ops;
 
 #endif

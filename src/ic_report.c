@@ -89,6 +89,21 @@ fail:
     return NULL;
 }
 
+cJSON *ic_report_devices(const struct ic_devices *devices)
+{
+    cJSON *json = cJSON_CreateObject();
+    for (int k = 0; json && k < IC_KIND_COUNT; k++) {
+        cJSON *entry = cJSON_AddObjectToObject(json, ic_device_kind_name(k));
+        bool available = devices->available & (1u << k);
+        if (!entry || !cJSON_AddBoolToObject(entry, "available", available) ||
+            !cJSON_AddStringToObject(entry, "detail", devices->detail[k])) {
+            cJSON_Delete(json);
+            return NULL;
+        }
+    }
+    return json;
+}
+
 void ic_report_count(const struct ic_plan *plan, size_t counts[IC_OUTCOME_COUNT])
 {
     memset(counts, 0, sizeof(size_t) * IC_OUTCOME_COUNT);
@@ -113,7 +128,7 @@ static cJSON *ic_outcome_counts(const size_t counts[IC_OUTCOME_COUNT])
 /* Summary of one protocol: a cell per (producer, consumer) that has cases, and a gap entry
  * with its reason for each pair of usable probes without any. */
 static cJSON *ic_protocol_summary(const struct ic_catalog *catalog, const struct ic_plan *plan,
-                                  enum ic_protocol protocol)
+                                  enum ic_protocol protocol, uint32_t available)
 {
     cJSON *summary = cJSON_CreateObject();
     cJSON *cells = summary ? cJSON_AddArrayToObject(summary, "cells") : NULL;
@@ -135,7 +150,7 @@ static cJSON *ic_protocol_summary(const struct ic_catalog *catalog, const struct
         for (; j < plan->count; j++) {
             const struct ic_planned *item = &plan->items[j];
             if (item->c.protocol != protocol || strcmp(item->c.producer, c->producer) != 0 ||
-                strcmp(item->c.consumer, c->consumer) != 0)
+                strcmp(item->c.consumer, c->consumer) != 0 || strcmp(item->c.device, c->device) != 0)
                 break;
             if (item->done) {
                 counts[item->result.outcome]++;
@@ -146,6 +161,7 @@ static cJSON *ic_protocol_summary(const struct ic_catalog *catalog, const struct
         if (!cell || !cJSON_AddItemToArray(cells, cell) ||
             !cJSON_AddStringToObject(cell, "producer", c->producer) ||
             !cJSON_AddStringToObject(cell, "consumer", c->consumer) ||
+            !cJSON_AddStringToObject(cell, "device", c->device) ||
             !cJSON_AddNumberToObject(cell, "total", (double)(j - i)))
             goto fail;
         cJSON *outcomes = ic_outcome_counts(counts);
@@ -156,6 +172,9 @@ static cJSON *ic_protocol_summary(const struct ic_catalog *catalog, const struct
     }
 
     char reason[1200];
+    for (int k = 0; k < IC_KIND_COUNT; k++) {
+    if (!(available & (1u << k)))
+        continue; /* the devices object says why once */
     for (int p = 0; p < catalog->count; p++) {
         /* Not part of this run, or no library at all (an unusable probe file). */
         if (catalog->libs[p].state == IC_LIBRARY_FOUND ||
@@ -166,17 +185,20 @@ static cJSON *ic_protocol_summary(const struct ic_catalog *catalog, const struct
             if (c < catalog->count && (catalog->libs[c].state == IC_LIBRARY_FOUND ||
                                        catalog->libs[c].state == IC_LIBRARY_INVALID))
                 continue;
-            const char *why = ic_plan_pair_gap(catalog, protocol, catalog->libs[p].name, consumer,
-                                               reason, sizeof(reason));
+            const char *why = ic_plan_pair_gap(catalog, protocol, (enum ic_device_kind)k,
+                                               catalog->libs[p].name, consumer, reason,
+                                               sizeof(reason));
             if (!why)
                 continue;
             cJSON *gap = cJSON_CreateObject();
             if (!gap || !cJSON_AddItemToArray(gaps, gap) ||
                 !cJSON_AddStringToObject(gap, "producer", catalog->libs[p].name) ||
                 !cJSON_AddStringToObject(gap, "consumer", consumer) ||
+                !cJSON_AddStringToObject(gap, "device", ic_device_kind_name(k)) ||
                 !cJSON_AddStringToObject(gap, "reason", why))
                 goto fail;
         }
+    }
     }
     cJSON *outcomes = ic_outcome_counts(totals);
     if (!outcomes)
@@ -208,7 +230,8 @@ static cJSON *ic_platform(void)
 }
 
 cJSON *ic_report_build(const cJSON *tool, const cJSON *run, const cJSON *python,
-                       const struct ic_catalog *catalog, const struct ic_plan *plan)
+                       const struct ic_catalog *catalog, const struct ic_plan *plan,
+                       const struct ic_devices *devices)
 {
     cJSON *report = cJSON_CreateObject();
     cJSON *environment, *cases, *summary, *protocols;
@@ -226,6 +249,7 @@ cJSON *ic_report_build(const cJSON *tool, const cJSON *run, const cJSON *python,
     cJSON_AddItemToObject(environment, "platform", ic_platform());
     cJSON_AddItemToObject(environment, "python", cJSON_Duplicate(python, true));
     cJSON_AddItemToObject(environment, "libraries", ic_report_libraries(catalog));
+    cJSON_AddItemToObject(environment, "devices", ic_report_devices(devices));
 
     cases = cJSON_AddArrayToObject(report, "cases");
     if (!cases)
@@ -254,7 +278,7 @@ cJSON *ic_report_build(const cJSON *tool, const cJSON *run, const cJSON *python,
     if (!protocols)
         goto fail;
     for (int p = 0; p < IC_PROTOCOL_COUNT; p++) {
-        cJSON *item = ic_protocol_summary(catalog, plan, (enum ic_protocol)p);
+        cJSON *item = ic_protocol_summary(catalog, plan, (enum ic_protocol)p, devices->available);
         if (!item)
             goto fail;
         cJSON_AddItemToObject(protocols, ic_protocol_id(p), item);

@@ -23,10 +23,20 @@
 
 #define IC_REPORT_SCHEMA_VERSION 1
 
+/* Which device kinds cases can run on, and why (or why not), one sentence each. */
+struct ic_devices {
+    uint32_t available; /* bit (1 << ic_device_kind) */
+    char detail[IC_KIND_COUNT][400];
+};
+
+/* The environment's "devices" object, also used by `interopcheck list --json`. */
+cJSON *ic_report_devices(const struct ic_devices *devices);
+
 /* Builds the report. `tool` and `run` are objects made by the caller and copied in;
  * `python` describes the interpreter. NULL when memory runs out. */
 cJSON *ic_report_build(const cJSON *tool, const cJSON *run, const cJSON *python,
-                       const struct ic_catalog *catalog, const struct ic_plan *plan);
+                       const struct ic_catalog *catalog, const struct ic_plan *plan,
+                       const struct ic_devices *devices);
 
 /* The environment's "libraries" array, also used by `interopcheck list --json`. */
 cJSON *ic_report_libraries(const struct ic_catalog *catalog);

@@ -10,6 +10,7 @@
 
 #include "ic_config.h"
 #include "ic_error.h"
+#include "ic_gpu.h"
 #include "ic_python.h"
 
 static int ic_resolve_python(const struct ic_options *opts, char *out, size_t size, char *err,
@@ -70,6 +71,18 @@ static int ic_add_dir(struct ic_session *session, const char *dir, char *err, si
     return 0;
 }
 
+static void ic_session_find_devices(struct ic_devices *devices)
+{
+    struct ic_cuda *cuda = ic_gpu();
+    memset(devices, 0, sizeof(*devices));
+    devices->available = 1u << IC_KIND_CPU;
+    snprintf(devices->detail[IC_KIND_CPU], sizeof(devices->detail[IC_KIND_CPU]), "the host");
+    if (cuda && ic_cuda_state(cuda) == IC_CUDA_READY)
+        devices->available |= 1u << IC_KIND_CUDA;
+    snprintf(devices->detail[IC_KIND_CUDA], sizeof(devices->detail[IC_KIND_CUDA]), "%s",
+             cuda ? ic_cuda_reason(cuda) : "out of memory while opening the CUDA driver");
+}
+
 int ic_session_open(struct ic_session *session, const struct ic_options *opts, char *err,
                     size_t err_size)
 {
@@ -113,6 +126,8 @@ int ic_session_open(struct ic_session *session, const struct ic_options *opts, c
                          err, err_size);
     if (rc < 0)
         goto fail;
+
+    ic_session_find_devices(&session->devices);
 
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     session->jobs = opts->jobs > 0 ? opts->jobs : (cpus > 0 ? (int)cpus : 1);

@@ -10,6 +10,8 @@
  *   active virtual environment ($VIRTUAL_ENV), the Python interopcheck was built with.
  * - Probe directories are, in order: the built-in one, each directory of
  *   $INTEROPCHECK_PROBE_PATH, each --probe-dir; later ones override earlier ones.
+ * - Devices: the CPU always; CUDA when the driver module (ic_gpu) is ready, otherwise the
+ *   reason it is not, which GPU cases and `interopcheck list` report.
  * - The session owns the catalog and the pool; ic_session_close releases both.
  */
 #ifndef IC_SESSION_H
@@ -23,6 +25,7 @@
 
 #include "ic_catalog.h"
 #include "ic_options.h"
+#include "ic_report.h"
 #include "ic_supervisor.h"
 
 struct ic_session {
@@ -36,6 +39,7 @@ struct ic_session {
     bool progress; /* a terminal is watching stderr */
     struct ic_catalog catalog;
     struct ic_pool *pool;
+    struct ic_devices devices; /* the CPU, and the GPU when the CUDA driver is ready */
 };
 
 int ic_session_open(struct ic_session *session, const struct ic_options *opts, char *err,

@@ -68,7 +68,8 @@ LAYOUTS = {
     "broadcast": (4, [("reshape", [1, 4]), ("broadcast", [3, 4])]),
 }
 
-PROTOCOLS = ("dlpack", "dlpack_capsule", "array_interface", "array_struct", "buffer", "array")
+PROTOCOLS = ("dlpack", "dlpack_capsule", "array_interface", "array_struct", "buffer", "array",
+             "cuda_array_interface")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -386,8 +387,11 @@ def check_info(info):
         return problems
     if not info["version"]:
         problems.append("empty version")
-    if "cpu" not in info["devices"] or not all(isinstance(d, str) for d in info["devices"]):
-        problems.append(f"devices {info['devices']} lack 'cpu' or hold non-strings")
+    if not all(d in ("cpu", "cuda") for d in info["devices"]):
+        problems.append(f"devices {info['devices']} hold something but 'cpu' and 'cuda'")
+    if "cpu" not in info["devices"] and "cuda" not in info["devices"] and \
+            not str(info.get("notes", {}).get("cuda", "")):
+        problems.append("no device at all, and no notes['cuda'] saying why")
     for key, known in [("dtypes", DTYPES), ("layouts", LAYOUTS)]:
         values = info[key]
         if not values:
@@ -402,9 +406,9 @@ def check_info(info):
     for key, value in notes.items():
         if not isinstance(key, str) or not isinstance(value, str) or not value:
             problems.append(f"note {key!r}: {value!r} is not a non-empty str -> str")
-        elif key not in DTYPES and key not in LAYOUTS:
+        elif key not in DTYPES and key not in LAYOUTS and key not in ("cpu", "cuda"):
             problems.append(f"note for unknown name {key!r}")
-        elif key in info["dtypes"] or key in info["layouts"]:
+        elif key in info["dtypes"] or key in info["layouts"] or key in info["devices"]:
             problems.append(f"note for {key!r}, which is declared supported")
     for name in list(DTYPES) + list(LAYOUTS):
         if name not in info["dtypes"] and name not in info["layouts"] and name not in notes:
@@ -714,11 +718,20 @@ def worker(name, path):
     results.add("load() returns every required key with valid values", problems)
     if problems:
         return
+    # Only the CPU can be exercised here: GPU builds and imports need a device (a GPU library
+    # on a machine without one declares no devices and says why, which check_info verified).
+    if "cpu" not in info["devices"]:
+        results.add("declares why it builds nothing here",
+                    [] if info.get("notes", {}).get("cuda") else ["no notes['cuda']"])
+        return
     for layout in info["layouts"]:
         run_layout(probe, info, layout, results)
-    for protocol in info["exports"]:
-        results.add(f"export {protocol}", check_export(probe, info, protocol))
+    for protocol, entry in info["exports"].items():
+        if "cpu" in entry.get("devices", ["cpu"]):
+            results.add(f"export {protocol}", check_export(probe, info, protocol))
     for protocol, entry in info["imports"].items():
+        if "cpu" not in entry.get("devices", ["cpu"]):
+            continue
         problems, dtype = check_import(probe, info, protocol, entry)
         results.add(f"import {protocol} ({entry['call']}, {dtype})", problems)
 

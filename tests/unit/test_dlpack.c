@@ -840,6 +840,60 @@ static void test_proxy(void)
     Py_DECREF(target);
 }
 
+/* Rule 2.5.11 for GPU capsules: the findings of one __dlpack__(max_version=(1, 3),
+ * stream=...) through the proxy, from a producer that exports whatever it is asked. */
+static void stream_export(int device_type, PyObject *stream, struct ic_export_record *rec)
+{
+    char expression[64];
+    snprintf(expression, sizeof(expression), "Bad(device_type=%d)", device_type);
+    PyObject *target = producer(expression);
+    ic_export_record_init(rec, IC_PROTOCOL_DLPACK, IC_VARIANT_NONE);
+    PyObject *proxy = ic_dlpack_ops.proxy_new(target, rec);
+    PyObject *kwargs = max_version_kwargs("stream", stream);
+    PyObject *capsule = call_dlpack(proxy, kwargs);
+    if (!capsule)
+        PyErr_Clear();
+    Py_XDECREF(capsule);
+    ic_dlpack_ops.finish(proxy, rec);
+    ic_proxy_detach(proxy);
+    Py_DECREF(kwargs);
+    Py_DECREF(proxy);
+    Py_DECREF(target);
+    Py_DECREF(stream);
+}
+
+static void test_gpu_streams(void)
+{
+    struct ic_export_record rec;
+
+    stream_export(kDLCUDA, PyLong_FromLong(0), &rec);
+    TAP_OK(has_warning(&rec.diag, "dlpack 2.5.11") && !has_error(&rec.diag, "dlpack 2.5.11") &&
+               rec.have_view && rec.view.device_type == kDLCUDA,
+           "CUDA: accepting stream=0 is a warning (should raise)");
+    show("CUDA stream=0", &rec.diag);
+    stream_export(kDLCUDAManaged, PyLong_FromLong(0), &rec);
+    TAP_OK(has_warning(&rec.diag, "dlpack 2.5.11"), "CUDA managed memory: the same warning");
+    stream_export(kDLCUDA, PyLong_FromLong(-2), &rec);
+    TAP_OK(has_error(&rec.diag, "dlpack 2.5.11"), "CUDA: accepting stream=-2 is an error");
+    show("CUDA stream=-2", &rec.diag);
+    stream_export(kDLCUDA, PyUnicode_FromString("default"), &rec);
+    TAP_OK(has_error(&rec.diag, "dlpack 2.5.11"), "CUDA: accepting a str stream is an error");
+    show("CUDA stream='default'", &rec.diag);
+    static const long long valid[] = {-1, 1, 2, 0x5555deadbe00LL};
+    for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); i++) {
+        stream_export(kDLCUDA, PyLong_FromLongLong(valid[i]), &rec);
+        TAP_OK(rec.have_view && !ic_diag_has_rule(&rec.diag, "dlpack 2.5.11"),
+               "CUDA: stream=%lld is a valid request, no 2.5.11 finding", valid[i]);
+    }
+    stream_export(kDLROCM, PyLong_FromLong(0), &rec);
+    TAP_OK(!ic_diag_has_rule(&rec.diag, "dlpack 2.5.11"),
+           "ROCm: stream=0 is the default stream, no finding");
+    stream_export(kDLCPU, PyLong_FromLong(2), &rec);
+    TAP_OK(has_error(&rec.diag, "dlpack 2.5.11"), "CPU: accepting any stream is an error");
+    stream_export(kDLCPU, PyLong_FromLong(-2), &rec);
+    TAP_OK(has_error(&rec.diag, "dlpack 2.5.11"), "CPU: also stream=-2");
+}
+
 /* ---------------------------------------------------------------------------------------
  * The reference consumer
  */
@@ -1038,6 +1092,7 @@ int main(void)
         return 1;
     test_capsule_rules();
     test_proxy();
+    test_gpu_streams();
     test_reference_consumer();
     test_bare_capsule();
     test_ops_tables();

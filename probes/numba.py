@@ -1,0 +1,82 @@
+"""Numba's CUDA device arrays (numba-cuda's DeviceNDArray).
+
+Without a usable CUDA driver numba.cuda is importable but not available: load() then declares no
+devices and says why. On a GPU, arrays come from cuda.to_device and are shaped with numba's own
+view operations (reshape of contiguous arrays, transpose, slicing with steps, negative steps);
+broadcasting makes no view, and there is no bfloat16 or float16 NumPy-side dtype mapping for
+every case (bfloat16 is left out). DeviceNDArray exports __cuda_array_interface__ version 3 with
+its stream and has no __dlpack__; cuda.as_cuda_array imports the interface without a copy.
+Not run on a GPU by this project's CI (it has none): written against numba-cuda's API.
+"""
+
+import _probekit
+
+cuda = None
+np = None
+
+
+def load():
+    global cuda, np
+    import numba
+    import numpy as _np
+    from numba import cuda as _cuda
+
+    cuda, np = _cuda, _np
+    devices, notes = [], {}
+    try:
+        if cuda.is_available():
+            cuda.current_context()
+            devices = ["cuda"]
+        else:
+            notes["cuda"] = "no usable CUDA device: numba.cuda.is_available() is False"
+    except Exception as exc:  # the reason is the point: numba raises CudaSupportError
+        notes["cuda"] = _probekit.cuda_note(exc)
+    notes["bfloat16"] = "numba device arrays take NumPy dtypes; NumPy has no native bfloat16"
+    notes["broadcast"] = "DeviceNDArray has no zero-stride view (broadcasting copies)"
+    on_gpu = {"devices": ["cuda"]}
+    return {
+        "version": numba.__version__,
+        "devices": devices,
+        "dtypes": [d for d in _probekit.DTYPES if d != "bfloat16"],
+        "layouts": [layout for layout in _probekit.LAYOUTS if layout != "broadcast"],
+        "notes": notes,
+        "readonly": False,
+        "exports": {"cuda_array_interface": {"call": "x.__cuda_array_interface__", **on_gpu}},
+        "imports": {
+            # as_cuda_array wraps the exporter's memory and keeps a reference to it
+            "cuda_array_interface": {"call": "numba.cuda.as_cuda_array(obj)", "zero_copy": True,
+                                     "typed": True, "readonly": False, **on_gpu},
+        },
+    }
+
+
+def _slice(x, triples):
+    return x[tuple(slice(*t) for t in triples)]
+
+
+def build(data, dtype, ops, readonly=False, device="cpu"):
+    _probekit.require_cuda(device)
+    on_device = cuda.to_device(_probekit.numpy_from_bytes(data, dtype))
+    return _probekit.apply_ops(
+        on_device,
+        ops,
+        reshape=lambda x, shape: x.reshape(*shape) if shape else x.reshape(()),
+        permute=lambda x, perm: x.transpose(tuple(perm)),
+        slice=_slice,
+    )
+
+
+def describe(x):
+    return _probekit.pointer_description(
+        x.device_ctypes_pointer.value or 0, x.shape, x.strides, _probekit.dtype_name(x.dtype),
+        False, device=("cuda", cuda.get_current_device().id),
+    )
+
+
+def stream(x):
+    handle = getattr(x.stream, "handle", None)
+    return int(getattr(handle, "value", handle) or 0)
+
+
+def consume(obj, protocol, dtype):
+    return cuda.as_cuda_array(obj)

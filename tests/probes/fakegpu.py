@@ -1,0 +1,253 @@
+"""A GPU array library that runs on the CUDA stand-in, for interopcheck's own GPU tests.
+
+CI machines have no GPU. This test library allocates "device" memory through whatever CUDA
+driver library interopcheck was pointed at with IC_CUDA_LIBRARY (in the tests: the host-memory
+stand-in of tests/cuda_standin/), and exports and imports it over the CUDA Array Interface and
+DLPack (kDLCUDA capsules built here with ctypes). The driver side of interopcheck therefore runs
+its real GPU code path: pointer attributes, the verification kernels, streams. Without
+IC_CUDA_LIBRARY it declares no devices.
+
+What goes wrong depends on the dtype, so one run exercises every GPU finding:
+
+  float32   correct: device memory, the right ordinal, synchronises streams      -> pass
+  int8      claims device memory for a plain host buffer        -> fail (memory type)
+  int16     says device 1 for memory of device 0 (DLPack)        -> fail (device ordinal)
+  uint8     describes more elements than it allocated            -> fail (span)
+  float64   exports while its stream still has work queued, and never makes the consumer wait
+                                                                  -> fail (stream ordering)
+
+It is loaded only with --probe-dir tests/probes.
+"""
+
+import ctypes
+import os
+
+import _probekit
+
+drv = None
+np = None
+context = ctypes.c_void_p()
+# Arrays alive by id: the DLPack deleter drops the capsule's reference through this table.
+_exported = {}
+
+ITEMSIZE = _probekit.ITEMSIZE
+DLPACK_CODES = {"bool": (6, 8), "int8": (0, 8), "int16": (0, 16), "int32": (0, 32),
+                "int64": (0, 64), "uint8": (1, 8), "uint16": (1, 16), "uint32": (1, 32),
+                "uint64": (1, 64), "float16": (2, 16), "float32": (2, 32), "float64": (2, 64)}
+TYPESTR = {"bool": "|b1", "int8": "|i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
+           "uint8": "|u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8",
+           "float16": "<f2", "float32": "<f4", "float64": "<f8"}
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [("version", DLPackVersion), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", DELETER), ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
+
+
+def _check(result, call):
+    if result != 0:
+        raise RuntimeError(f"{call} failed with CUresult {result}")
+
+
+@DELETER
+def _deleter(managed):
+    _exported.pop(managed, None)
+
+
+CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.py_object)
+
+
+@CAPSULE_DESTRUCTOR
+def _capsule_destructor(capsule):
+    # An unconsumed capsule still carries the fresh name: then the deleter is ours to call.
+    if _capsule_is_valid(capsule, b"dltensor_versioned"):
+        pointer = _capsule_get_pointer(capsule, b"dltensor_versioned")
+        _deleter(pointer)
+
+
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, CAPSULE_DESTRUCTOR]
+_capsule_is_valid = ctypes.pythonapi.PyCapsule_IsValid
+_capsule_is_valid.restype = ctypes.c_int
+_capsule_is_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capsule_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_get_pointer.restype = ctypes.c_void_p
+_capsule_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+class FakeArray:
+    """An array in (stand-in) device memory; `owner` keeps the allocation alive."""
+
+    def __init__(self, pointer, shape, strides, dtype, owner, stream):
+        self.pointer, self.shape, self.strides = pointer, tuple(shape), tuple(strides)
+        self.dtype, self.owner, self.stream = dtype, owner, stream
+        self.host_buffer = None  # int8: the plain host memory it pretends is device memory
+
+    # -- what goes wrong, by dtype (see the module docstring) --
+    def _claimed_shape(self):
+        if self.dtype == "uint8" and self.shape:
+            return (self.shape[0] + 64,) + self.shape[1:]
+        return self.shape
+
+    def _synchronises(self):
+        return self.dtype != "float64"
+
+    @property
+    def __cuda_array_interface__(self):
+        return {
+            "shape": self._claimed_shape(),
+            "typestr": TYPESTR[self.dtype],
+            "data": (self.pointer if _numel(self.shape) else 0, False),
+            "strides": self.strides,
+            "version": 3,
+            # a producer with queued work must name its stream; float64 pretends it has none
+            "stream": self.stream if self._synchronises() and self.stream else None,
+        }
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        if stream is not None and stream not in (-1,) and self._synchronises():
+            # make the consumer's stream wait for the work queued on ours
+            event = ctypes.c_void_p()
+            _check(drv.cuEventCreate(ctypes.byref(event), 0), "cuEventCreate")
+            _check(drv.cuEventRecord(event, ctypes.c_void_p(self.stream)), "cuEventRecord")
+            # 1 and 2 are CU_STREAM_LEGACY and CU_STREAM_PER_THREAD, valid handles as they are
+            _check(drv.cuStreamWaitEvent(ctypes.c_void_p(stream), event, 0), "cuStreamWaitEvent")
+            drv.cuEventDestroy_v2(event)
+        itemsize = ITEMSIZE[self.dtype]
+        shape = self._claimed_shape()
+        managed = DLManagedTensorVersioned()
+        keep = {
+            "shape": (ctypes.c_int64 * max(len(shape), 1))(*shape),
+            "strides": (ctypes.c_int64 * max(len(shape), 1))(*[s // itemsize for s in self.strides]),
+            "struct": managed,
+            "array": self,
+        }
+        managed.version = DLPackVersion(1, 0)
+        managed.deleter = _deleter
+        code, bits = DLPACK_CODES[self.dtype]
+        managed.dl_tensor = DLTensor(
+            self.pointer if _numel(self.shape) else None,
+            DLDevice(2, 1 if self.dtype == "int16" else 0), len(shape), DLDataType(code, bits, 1),
+            keep["shape"], keep["strides"], 0)
+        address = ctypes.addressof(managed)
+        _exported[address] = keep
+        return _capsule_new(address, b"dltensor_versioned", _capsule_destructor)
+
+
+def _numel(shape):
+    n = 1
+    for extent in shape:
+        n *= extent
+    return n
+
+
+class Allocation:
+    def __init__(self, size):
+        self.pointer = ctypes.c_uint64()
+        _check(drv.cuMemAlloc_v2(ctypes.byref(self.pointer), max(size, 1)), "cuMemAlloc")
+
+    def __del__(self):
+        if drv is not None:
+            drv.cuMemFree_v2(self.pointer)
+
+
+def load():
+    global drv, np
+    import numpy as _np
+
+    np = _np
+    path = os.environ.get("IC_CUDA_LIBRARY")
+    info = {
+        "version": "0.0.1",
+        "devices": [],
+        "dtypes": list(DLPACK_CODES),
+        "layouts": ["contiguous", "flat", "transposed", "strided", "offset", "scalar", "empty"],
+        "notes": {d: "fakegpu has the dtypes of its test plan only"
+                  for d in _probekit.DTYPES if d not in DLPACK_CODES},
+        "readonly": False,
+        "exports": {"dlpack": {"call": "FakeArray.__dlpack__", "devices": ["cuda"]},
+                    "cuda_array_interface": {"call": "FakeArray.__cuda_array_interface__",
+                                             "devices": ["cuda"]}},
+        "imports": {"cuda_array_interface": {"call": "fakegpu.consume(obj)", "zero_copy": True,
+                                             "typed": True, "readonly": False,
+                                             "devices": ["cuda"]}},
+    }
+    for layout in ("fortran", "reversed", "unit_dims", "broadcast"):
+        info["notes"][layout] = "fakegpu has the layouts of its test plan only"
+    if not path:
+        info["notes"]["cuda"] = "fakegpu runs on the CUDA stand-in only: set IC_CUDA_LIBRARY"
+        return info
+    drv = ctypes.CDLL(path)
+    _check(drv.cuInit(0), "cuInit")
+    device = ctypes.c_int()
+    _check(drv.cuDeviceGet(ctypes.byref(device), 0), "cuDeviceGet")
+    _check(drv.cuDevicePrimaryCtxRetain(ctypes.byref(context), device), "cuDevicePrimaryCtxRetain")
+    _check(drv.cuCtxSetCurrent(context), "cuCtxSetCurrent")
+    info["devices"] = ["cuda"]
+    return info
+
+
+def build(data, dtype, ops, readonly=False, device="cpu"):
+    _probekit.require_cuda(device)
+    base_array = _probekit.numpy_from_bytes(data, dtype)
+    host = _probekit.apply_ops(base_array, ops)
+    size = len(data)
+    stream = ctypes.c_void_p()
+    _check(drv.cuStreamCreate(ctypes.byref(stream), 1), "cuStreamCreate")  # non-blocking
+    if dtype == "int8":
+        # plain host memory, never registered with the driver, passed off as device memory
+        buffer = ctypes.create_string_buffer(data, max(size, 1))
+        base, owner = ctypes.addressof(buffer), buffer
+    else:
+        owner = Allocation(size)
+        base = owner.pointer.value
+        if size:
+            _check(drv.cuMemcpyHtoD_v2(ctypes.c_uint64(base), data, size), "cuMemcpyHtoD")
+    # the view's first element sits where the host view's sits in its own base
+    offset = host.ctypes.data - base_array.ctypes.data if host.size else 0
+    return FakeArray(base + offset, host.shape, host.strides, dtype, owner, stream.value or 0)
+
+
+def describe(x):
+    return _probekit.pointer_description(x.pointer, x.shape, x.strides, x.dtype, False,
+                                         device=("cuda", 0))
+
+
+def stream(x):
+    return x.stream
+
+
+def consume(obj, protocol, dtype):
+    cai = obj.__cuda_array_interface__
+    if cai.get("stream"):
+        # the consumer's duty under rule 3.1.9: wait for the producer's stream
+        _check(drv.cuStreamSynchronize(ctypes.c_void_p(cai["stream"])), "cuStreamSynchronize")
+    itemsize = ITEMSIZE[dtype]
+    shape = cai["shape"]
+    strides = cai.get("strides") or _probekit.c_strides(shape, itemsize)
+    return FakeArray(cai["data"][0], shape, strides, dtype, obj, 0)
