@@ -38,6 +38,7 @@ extern const size_t ic_verify_fatbin_size;
     X(cuDevicePrimaryCtxRetain)                                                                    \
     X(cuDevicePrimaryCtxRelease)                                                                   \
     X(cuCtxSetCurrent)                                                                             \
+    X(cuCtxGetCurrent)                                                                             \
     X(cuCtxGetDevice)                                                                              \
     X(cuModuleLoadDataEx)                                                                          \
     X(cuModuleGetFunction)                                                                         \
@@ -326,6 +327,22 @@ static int ic_cuda_require_ready(const struct ic_cuda *cuda, char *err, size_t e
         return 0;
     snprintf(err, err_size, "no GPU work is possible: %s", cuda->reason);
     return IC_EUNSUPPORTED;
+}
+
+/* The thread's current context, to put back afterwards; NULL when there is none or the
+ * driver is not ready. */
+static CUcontext ic_cuda_save_context(struct ic_cuda *cuda)
+{
+    CUcontext current = NULL;
+    if (cuda && cuda->state == IC_CUDA_READY && cuda->api.cuCtxGetCurrent(&current) != CUDA_SUCCESS)
+        current = NULL;
+    return current;
+}
+
+static void ic_cuda_restore_context(struct ic_cuda *cuda, CUcontext saved)
+{
+    if (cuda && cuda->state == IC_CUDA_READY)
+        cuda->api.cuCtxSetCurrent(saved);
 }
 
 /* Makes device `ordinal`'s primary context current, retaining it on first use. The primary
@@ -653,8 +670,9 @@ static bool ic_cuda_same_shape(const struct ic_view *a, const struct ic_view *b)
     return true;
 }
 
-int ic_cuda_compare(struct ic_cuda *cuda, const struct ic_view *a, const struct ic_view *b,
-                    uintptr_t stream, struct ic_compare_result *ret, char *err, size_t err_size)
+static int ic_cuda_compare_unscoped(struct ic_cuda *cuda, const struct ic_view *a,
+                                    const struct ic_view *b, uintptr_t stream,
+                                    struct ic_compare_result *ret, char *err, size_t err_size)
 {
     if (!ic_cuda_same_shape(a, b) || a->itemsize != b->itemsize || a->itemsize <= 0 ||
         a->ndim < 0 || a->ndim > IC_MAX_NDIM) {
@@ -768,9 +786,9 @@ static int ic_cuda_pattern_args(const struct ic_view *view, const struct ic_patt
     return 0;
 }
 
-int ic_cuda_check_pattern(struct ic_cuda *cuda, const struct ic_view *view,
-                          const struct ic_pattern_ref *ref, uintptr_t stream,
-                          struct ic_compare_result *ret, char *err, size_t err_size)
+static int ic_cuda_check_pattern_unscoped(struct ic_cuda *cuda, const struct ic_view *view,
+                                          const struct ic_pattern_ref *ref, uintptr_t stream,
+                                          struct ic_compare_result *ret, char *err, size_t err_size)
 {
     struct ic_verify_pattern_args args;
     int rc = ic_cuda_pattern_args(view, ref, &args, err, err_size);
@@ -788,9 +806,9 @@ int ic_cuda_check_pattern(struct ic_cuda *cuda, const struct ic_view *view,
                              err_size);
 }
 
-int ic_cuda_fill_pattern(struct ic_cuda *cuda, const struct ic_view *view,
-                         const struct ic_pattern_ref *ref, uintptr_t stream, char *err,
-                         size_t err_size)
+static int ic_cuda_fill_pattern_unscoped(struct ic_cuda *cuda, const struct ic_view *view,
+                                         const struct ic_pattern_ref *ref, uintptr_t stream,
+                                         char *err, size_t err_size)
 {
     struct ic_verify_pattern_args args;
     int rc = ic_cuda_pattern_args(view, ref, &args, err, err_size);
@@ -803,8 +821,8 @@ int ic_cuda_fill_pattern(struct ic_cuda *cuda, const struct ic_view *view,
                           IC_VERIFY_BLOCK, stream, &args, err, err_size);
 }
 
-int ic_cuda_spin(struct ic_cuda *cuda, uintptr_t stream, uint64_t nanoseconds, char *err,
-                 size_t err_size)
+static int ic_cuda_spin_unscoped(struct ic_cuda *cuda, uintptr_t stream, uint64_t nanoseconds,
+                                 char *err, size_t err_size)
 {
     struct ic_cuda_device *dev;
     int rc = ic_cuda_prepare(cuda, stream, NULL, NULL, &dev, err, err_size);
@@ -870,8 +888,9 @@ static const char *ic_cuda_memory_text(enum ic_cuda_memory memory)
     }
 }
 
-int ic_cuda_check_view(struct ic_cuda *cuda, const struct ic_view *view, const char *rule,
-                       struct ic_diag *diag, char *err, size_t err_size)
+static int ic_cuda_check_view_unscoped(struct ic_cuda *cuda, const struct ic_view *view,
+                                       const char *rule, struct ic_diag *diag, char *err,
+                                       size_t err_size)
 {
     enum ic_cuda_memory expected;
     const char *device_text;
@@ -942,8 +961,8 @@ int ic_cuda_check_view(struct ic_cuda *cuda, const struct ic_view *view, const c
 
 /* --- Streams, copies, memory ------------------------------------------------------------------ */
 
-int ic_cuda_stream_create(struct ic_cuda *cuda, int device_ordinal, uintptr_t *ret, char *err,
-                          size_t err_size)
+static int ic_cuda_stream_create_unscoped(struct ic_cuda *cuda, int device_ordinal, uintptr_t *ret,
+                                          char *err, size_t err_size)
 {
     struct ic_cuda_device *dev;
     int rc = ic_cuda_enter(cuda, device_ordinal, &dev, err, err_size);
@@ -959,7 +978,7 @@ int ic_cuda_stream_create(struct ic_cuda *cuda, int device_ordinal, uintptr_t *r
     return rc;
 }
 
-int ic_cuda_stream_destroy(struct ic_cuda *cuda, uintptr_t stream)
+static int ic_cuda_stream_destroy_unscoped(struct ic_cuda *cuda, uintptr_t stream)
 {
     char err[256];
     if (cuda->state != IC_CUDA_READY || ic_cuda_is_default_stream(stream))
@@ -967,7 +986,8 @@ int ic_cuda_stream_destroy(struct ic_cuda *cuda, uintptr_t stream)
     return IC_CUDA_CALL(cuda, err, sizeof(err), cuStreamDestroy, (CUstream)stream);
 }
 
-int ic_cuda_stream_synchronize(struct ic_cuda *cuda, uintptr_t stream, char *err, size_t err_size)
+static int ic_cuda_stream_synchronize_unscoped(struct ic_cuda *cuda, uintptr_t stream, char *err,
+                                               size_t err_size)
 {
     int rc = ic_cuda_enter_any(cuda, err, err_size);
     if (rc < 0)
@@ -975,8 +995,8 @@ int ic_cuda_stream_synchronize(struct ic_cuda *cuda, uintptr_t stream, char *err
     return IC_CUDA_CALL(cuda, err, err_size, cuStreamSynchronize, (CUstream)stream);
 }
 
-int ic_cuda_stream_wait(struct ic_cuda *cuda, uintptr_t waiting, uintptr_t producer, char *err,
-                        size_t err_size)
+static int ic_cuda_stream_wait_unscoped(struct ic_cuda *cuda, uintptr_t waiting, uintptr_t producer,
+                                        char *err, size_t err_size)
 {
     int rc = ic_cuda_require_ready(cuda, err, err_size);
     int ordinal;
@@ -1006,8 +1026,8 @@ int ic_cuda_stream_wait(struct ic_cuda *cuda, uintptr_t waiting, uintptr_t produ
     return rc;
 }
 
-int ic_cuda_copy_to_host(struct ic_cuda *cuda, void *dst, uintptr_t src, size_t size, char *err,
-                         size_t err_size)
+static int ic_cuda_copy_to_host_unscoped(struct ic_cuda *cuda, void *dst, uintptr_t src,
+                                         size_t size, char *err, size_t err_size)
 {
     int rc = ic_cuda_enter_any(cuda, err, err_size);
     if (rc < 0 || size == 0)
@@ -1015,8 +1035,8 @@ int ic_cuda_copy_to_host(struct ic_cuda *cuda, void *dst, uintptr_t src, size_t 
     return IC_CUDA_CALL(cuda, err, err_size, cuMemcpyDtoH, dst, (CUdeviceptr)src, size);
 }
 
-int ic_cuda_copy_to_device(struct ic_cuda *cuda, uintptr_t dst, const void *src, size_t size,
-                           char *err, size_t err_size)
+static int ic_cuda_copy_to_device_unscoped(struct ic_cuda *cuda, uintptr_t dst, const void *src,
+                                           size_t size, char *err, size_t err_size)
 {
     int rc = ic_cuda_enter_any(cuda, err, err_size);
     if (rc < 0 || size == 0)
@@ -1024,8 +1044,8 @@ int ic_cuda_copy_to_device(struct ic_cuda *cuda, uintptr_t dst, const void *src,
     return IC_CUDA_CALL(cuda, err, err_size, cuMemcpyHtoD, (CUdeviceptr)dst, src, size);
 }
 
-int ic_cuda_alloc(struct ic_cuda *cuda, int device_ordinal, size_t size, uintptr_t *ret, char *err,
-                  size_t err_size)
+static int ic_cuda_alloc_unscoped(struct ic_cuda *cuda, int device_ordinal, size_t size,
+                                  uintptr_t *ret, char *err, size_t err_size)
 {
     struct ic_cuda_device *dev;
     int rc = ic_cuda_enter(cuda, device_ordinal, &dev, err, err_size);
@@ -1038,7 +1058,7 @@ int ic_cuda_alloc(struct ic_cuda *cuda, int device_ordinal, size_t size, uintptr
     return rc;
 }
 
-int ic_cuda_free(struct ic_cuda *cuda, uintptr_t pointer)
+static int ic_cuda_free_unscoped(struct ic_cuda *cuda, uintptr_t pointer)
 {
     char err[256];
     int rc = ic_cuda_enter_any(cuda, err, sizeof(err));
@@ -1068,4 +1088,126 @@ int ic_cuda_memory_bandwidth(struct ic_cuda *cuda, int device_ordinal, double *r
     /* Two transfers per clock (double data rate), bus_bits / 8 bytes each. */
     *ret_bytes_per_second = 2.0 * clock_khz * 1000.0 * (bus_bits / 8.0);
     return 0;
+}
+
+/* --- The caller's context is left as it was -----------------------------------------------
+ * The array libraries keep their own current device and context; a check that switched the
+ * thread to another device's context and left it there would change where the next
+ * library allocation lands. Every public entry point that may switch contexts restores the
+ * caller's. */
+
+int ic_cuda_compare(struct ic_cuda *cuda, const struct ic_view *a, const struct ic_view *b,
+                    uintptr_t stream, struct ic_compare_result *ret, char *err, size_t err_size)
+{
+    CUcontext saved = ic_cuda_save_context(cuda);
+    int rc = ic_cuda_compare_unscoped(cuda, a, b, stream, ret, err, err_size);
+    ic_cuda_restore_context(cuda, saved);
+    return rc;
+}
+
+int ic_cuda_check_pattern(struct ic_cuda *cuda, const struct ic_view *view,
+                          const struct ic_pattern_ref *ref, uintptr_t stream,
+                          struct ic_compare_result *ret, char *err, size_t err_size)
+{
+    CUcontext saved = ic_cuda_save_context(cuda);
+    int rc = ic_cuda_check_pattern_unscoped(cuda, view, ref, stream, ret, err, err_size);
+    ic_cuda_restore_context(cuda, saved);
+    return rc;
+}
+
+int ic_cuda_fill_pattern(struct ic_cuda *cuda, const struct ic_view *view,
+                         const struct ic_pattern_ref *ref, uintptr_t stream, char *err,
+                         size_t err_size)
+{
+    CUcontext saved = ic_cuda_save_context(cuda);
+    int rc = ic_cuda_fill_pattern_unscoped(cuda, view, ref, stream, err, err_size);
+    ic_cuda_restore_context(cuda, saved);
+    return rc;
+}
+
+int ic_cuda_spin(struct ic_cuda *cuda, uintptr_t stream, uint64_t nanoseconds, char *err,
+                 size_t err_size)
+{
+    CUcontext saved = ic_cuda_save_context(cuda);
+    int rc = ic_cuda_spin_unscoped(cuda, stream, nanoseconds, err, err_size);
+    ic_cuda_restore_context(cuda, saved);
+    return rc;
+}
+
+int ic_cuda_stream_create(struct ic_cuda *cuda, int device_ordinal, uintptr_t *ret, char *err,
+                          size_t err_size)
+{
+    CUcontext saved = ic_cuda_save_context(cuda);
+    int rc = ic_cuda_stream_create_unscoped(cuda, device_ordinal, ret, err, err_size);
+    ic_cuda_restore_context(cuda, saved);
+    return rc;
+}
+
+int ic_cuda_stream_destroy(struct ic_cuda *cuda, uintptr_t stream)
+{
+    CUcontext saved = ic_cuda_save_context(cuda);
+    int rc = ic_cuda_stream_destroy_unscoped(cuda, stream);
+    ic_cuda_restore_context(cuda, saved);
+    return rc;
+}
+
+int ic_cuda_stream_synchronize(struct ic_cuda *cuda, uintptr_t stream, char *err, size_t err_size)
+{
+    CUcontext saved = ic_cuda_save_context(cuda);
+    int rc = ic_cuda_stream_synchronize_unscoped(cuda, stream, err, err_size);
+    ic_cuda_restore_context(cuda, saved);
+    return rc;
+}
+
+int ic_cuda_stream_wait(struct ic_cuda *cuda, uintptr_t waiting, uintptr_t producer, char *err,
+                        size_t err_size)
+{
+    CUcontext saved = ic_cuda_save_context(cuda);
+    int rc = ic_cuda_stream_wait_unscoped(cuda, waiting, producer, err, err_size);
+    ic_cuda_restore_context(cuda, saved);
+    return rc;
+}
+
+int ic_cuda_copy_to_host(struct ic_cuda *cuda, void *dst, uintptr_t src, size_t size, char *err,
+                         size_t err_size)
+{
+    CUcontext saved = ic_cuda_save_context(cuda);
+    int rc = ic_cuda_copy_to_host_unscoped(cuda, dst, src, size, err, err_size);
+    ic_cuda_restore_context(cuda, saved);
+    return rc;
+}
+
+int ic_cuda_copy_to_device(struct ic_cuda *cuda, uintptr_t dst, const void *src, size_t size,
+                           char *err, size_t err_size)
+{
+    CUcontext saved = ic_cuda_save_context(cuda);
+    int rc = ic_cuda_copy_to_device_unscoped(cuda, dst, src, size, err, err_size);
+    ic_cuda_restore_context(cuda, saved);
+    return rc;
+}
+
+int ic_cuda_alloc(struct ic_cuda *cuda, int device_ordinal, size_t size, uintptr_t *ret, char *err,
+                  size_t err_size)
+{
+    CUcontext saved = ic_cuda_save_context(cuda);
+    int rc = ic_cuda_alloc_unscoped(cuda, device_ordinal, size, ret, err, err_size);
+    ic_cuda_restore_context(cuda, saved);
+    return rc;
+}
+
+int ic_cuda_free(struct ic_cuda *cuda, uintptr_t pointer)
+{
+    CUcontext saved = ic_cuda_save_context(cuda);
+    int rc = ic_cuda_free_unscoped(cuda, pointer);
+    ic_cuda_restore_context(cuda, saved);
+    return rc;
+}
+
+int ic_cuda_check_view(struct ic_cuda *cuda, const struct ic_view *view, const char *rule,
+                       struct ic_diag *diag, char *err, size_t err_size)
+{
+    CUcontext saved = ic_cuda_save_context(cuda);
+    int rc = ic_cuda_check_view_unscoped(cuda, view, rule, diag, err, err_size);
+    ic_cuda_restore_context(cuda, saved);
+    return rc;
 }

@@ -1258,6 +1258,11 @@ static PyObject *ic_dlpack_variant_kwargs(struct ic_export_record *rec)
         extra = Py_BuildValue("(ii)", (int)kDLCPU, 0);
         break;
     default:
+        /* A GPU case names the stream the driver will read on (ic_exchange presets it). */
+        if (rec->has_stream) {
+            extra_key = "stream";
+            extra = PyLong_FromLongLong(rec->stream);
+        }
         break;
     }
     if (extra_key && (!extra || PyDict_SetItemString(kwargs, extra_key, extra) < 0))

@@ -48,6 +48,8 @@ struct ic_case_state {
     struct ic_view expected; /* the layout applied to `base` */
     uint64_t seed;           /* of the pattern in `base` */
     uintptr_t read_stream;   /* the stream the consumer reads on (GPU cases; 0 = legacy) */
+    uintptr_t queued_stream; /* stream-ordering cases: the producer's stream with our writes */
+    bool queued;
 
     PyObject *data;       /* bytes of `base` handed to build() */
     PyObject *array;      /* the producer's array */
@@ -232,6 +234,151 @@ static int ic_stage_check_producer(struct ic_case_state *st, struct ic_result *r
 
 /* --- Stage 2: export and import ------------------------------------------------------------ */
 
+static bool ic_is_stream_order(enum ic_variant variant)
+{
+    return variant == IC_VARIANT_DL_STREAM_ORDER || variant == IC_VARIANT_CAI_STREAM_ORDER;
+}
+
+/* The stream interopcheck's own consumer reads on: one non-blocking stream per worker, which
+ * the legacy default stream does not order, so a read on it sees exactly the ordering the
+ * producer arranged. 0 when no stream could be made (the error is in err). */
+static uintptr_t ic_reference_stream(char *err, size_t size)
+{
+    static uintptr_t stream;
+    if (!stream && ic_cuda_stream_create(ic_gpu(), 0, &stream, err, size) < 0)
+        stream = 0;
+    return stream;
+}
+
+/* The requests of interopcheck's consumer on a GPU: which stream it names in __dlpack__, and
+ * which it reads on. */
+static int ic_preset_streams(struct ic_case_state *st, struct ic_result *res)
+{
+    struct ic_export_record *rec = &st->rec;
+    char err[400] = "";
+    if (strcmp(st->c->device, "cuda") != 0 || st->consumer)
+        return IC_STAGE_GO;
+    uintptr_t ours = ic_reference_stream(err, sizeof(err));
+    if (!ours) {
+        ic_result_set(res, IC_OUTCOME_ERROR, NULL, "cannot create a CUDA stream: %s", err);
+        return IC_STAGE_DECIDED;
+    }
+    st->read_stream = ours;
+    if (st->c->protocol != IC_PROTOCOL_DLPACK)
+        return IC_STAGE_GO;
+    rec->has_stream = true;
+    switch (st->c->variant) {
+    case IC_VARIANT_DL_STREAM_LEGACY:
+        rec->stream = 1;
+        st->read_stream = 1; /* CU_STREAM_LEGACY, a valid handle of the driver API */
+        break;
+    case IC_VARIANT_DL_STREAM_PER_THREAD:
+        rec->stream = 2;
+        st->read_stream = 2; /* CU_STREAM_PER_THREAD */
+        break;
+    case IC_VARIANT_DL_STREAM_NO_SYNC:
+        rec->stream = -1; /* ordering is ours: ic_order_reads waits for the producer */
+        break;
+    case IC_VARIANT_DL_STREAM_ZERO:
+        rec->stream = 0;
+        st->read_stream = 0;
+        break;
+    case IC_VARIANT_DL_STREAM_HANDLE:
+    case IC_VARIANT_DL_STREAM_ORDER:
+        rec->stream = (int64_t)ours;
+        break;
+    default:
+        /* A plain request names no stream: None, the legacy default stream, is read on. */
+        rec->has_stream = false;
+        st->read_stream = 0;
+        break;
+    }
+    return IC_STAGE_GO;
+}
+
+/* Stream-ordering cases: a long kernel, then new values, queued on the producer's own stream
+ * before the export, so an import that does not wait for that stream reads the old values. */
+static int ic_stage_queue_writes(struct ic_case_state *st, struct ic_result *res)
+{
+    char err[400];
+    if (!ic_is_stream_order(st->c->variant))
+        return IC_STAGE_GO;
+    uintptr_t stream;
+    int rc = ic_probe_stream(st->producer, st->array, &stream, &st->exc);
+    if (rc == IC_ENOTFOUND) {
+        ic_result_set(res, IC_OUTCOME_UNSUPPORTED, NULL,
+                      "the %s probe names no stream (stream()), so no work can be queued behind "
+                      "its array",
+                      st->c->producer);
+        return IC_STAGE_DECIDED;
+    }
+    if (rc < 0) {
+        ic_py_exc_format(&st->exc, err, sizeof(err));
+        ic_result_set(res, IC_OUTCOME_ERROR, NULL, "the %s probe's stream() failed: %s",
+                      st->c->producer, err);
+        return IC_STAGE_DECIDED;
+    }
+    uint64_t new_seed = st->seed ^ 0x5bd1e9955bd1e995ULL;
+    const struct ic_view *x = &st->expected;
+    const struct ic_dtype_info *info = ic_dtype_info(st->c->dtype);
+    struct ic_pattern_ref ref = {.seed = new_seed,
+                                 .value_class = (int)info->value_class,
+                                 .itemsize = info->itemsize,
+                                 .base_count = ic_layout_info(st->c->layout)->base_len,
+                                 .ndim = x->ndim,
+                                 .first = (int64_t)(x->data - (uintptr_t)st->base) /
+                                          info->itemsize};
+    for (int d = 0; d < x->ndim && d < IC_CUDA_MAX_NDIM; d++) {
+        ref.shape[d] = x->shape[d];
+        ref.element_strides[d] = x->strides[d] / info->itemsize;
+    }
+    struct ic_cuda *cuda = ic_gpu();
+    if (ic_cuda_spin(cuda, stream, 200 * 1000 * 1000ULL, err, sizeof(err)) < 0 ||
+        ic_cuda_fill_pattern(cuda, &st->produced.view, &ref, stream, err, sizeof(err)) < 0) {
+        ic_result_set(res, IC_OUTCOME_ERROR, NULL, "cannot queue writes on %s's stream: %s",
+                      st->c->producer, err);
+        return IC_STAGE_DECIDED;
+    }
+    /* From here on the array's contents are the new pattern, once the stream gets to them. */
+    st->seed = new_seed;
+    st->queued_stream = stream;
+    st->queued = true;
+    return IC_STAGE_GO;
+}
+
+/* Where the consumer's reads are ordered: a library consumer reads on its own stream (as its
+ * kernels would); interopcheck's consumer does what the protocol asks of a consumer. */
+static int ic_order_reads(struct ic_case_state *st, struct ic_result *res)
+{
+    char err[400];
+    if (strcmp(st->c->device, "cuda") != 0)
+        return IC_STAGE_GO;
+    struct ic_cuda *cuda = ic_gpu();
+    if (st->consumer) {
+        uintptr_t stream;
+        if (st->imported && ic_probe_stream(st->consumer, st->imported, &stream, &st->exc) == 0)
+            st->read_stream = stream;
+        return IC_STAGE_GO;
+    }
+    struct ic_export_record *rec = &st->rec;
+    bool wait = false;
+    uintptr_t producer = 0;
+    if (st->c->protocol == IC_PROTOCOL_CAI && rec->has_stream) {
+        wait = true; /* rule 3.1.9: a consumer orders its work after the exported stream */
+        producer = (uintptr_t)rec->stream;
+    } else if (st->c->variant == IC_VARIANT_DL_STREAM_NO_SYNC && st->queued) {
+        wait = true; /* stream=-1 leaves the ordering to the consumer */
+        producer = st->queued_stream;
+    }
+    if (wait && ic_cuda_stream_wait(cuda, st->read_stream, producer, err, sizeof(err)) < 0) {
+        ic_result_set(res, IC_OUTCOME_ERROR, NULL,
+                      "interopcheck's consumer could not wait for stream 0x%llx: %s",
+                      (unsigned long long)producer, err);
+        return IC_STAGE_DECIDED;
+    }
+    return IC_STAGE_GO;
+}
+
 static void ic_preset_refusals(struct ic_case_state *st)
 {
     struct ic_export_record *rec = &st->rec;
@@ -279,6 +426,8 @@ static int ic_stage_exchange(struct ic_case_state *st, struct ic_result *res)
 
     ic_export_record_init(&st->rec, c->protocol, c->variant);
     ic_preset_refusals(st);
+    if (ic_preset_streams(st, res) != IC_STAGE_GO)
+        return IC_STAGE_DECIDED;
 
     if (!st->consumer) {
         if (st->ops->reference_consume(st->export_obj, &st->rec, &st->imported) < 0) {
@@ -584,7 +733,8 @@ static void ic_check_contents(struct ic_case_state *st, struct ic_result *res)
     char note[IC_NOTE_MAX];
     const char *rule = ic_protocol_rules[st->c->protocol].fidelity;
 
-    if (rec->have_view && rec->view.dtype == st->c->dtype && ic_same_shape(&rec->view, &st->expected)) {
+    if (rec->have_view && rec->view.dtype == st->c->dtype && !st->queued &&
+        ic_same_shape(&rec->view, &st->expected)) {
         int equal = ic_pattern_compare(st, &rec->view, 0, "the export", note, sizeof(note));
         if (equal <= 0) {
             ic_result_check(res, IC_CHECK_CONTENTS, equal < 0 ? IC_CHECK_SKIP : IC_CHECK_FAIL,
@@ -639,11 +789,25 @@ static void ic_check_contents(struct ic_case_state *st, struct ic_result *res)
         return;
     }
     int equal = ic_pattern_compare(st, c, st->read_stream, "the import", note, sizeof(note));
-    if (equal <= 0)
+    if (equal == 0 && st->queued) {
+        /* Who broke the ordering: a DLPack producer must make the consumer's stream wait; a
+         * CAI producer with queued work must export its stream, and a consumer then waits. */
+        bool cai = st->c->protocol == IC_PROTOCOL_CAI;
+        const char *culprit = cai && rec->has_stream ? st->consumer_name : st->c->producer;
+        const char *why = !cai ? "did not make the consumer's stream wait for its queued writes"
+                          : rec->has_stream
+                              ? "did not wait for the stream the export names"
+                              : "exported no stream while its writes were still queued";
+        ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_FAIL, cai ? "cai 3.1.9" : "dlpack 2.3 stream",
+                        "the import read the array before the producer's queued writes finished: "
+                        "%s %s (%s)",
+                        culprit, why, note);
+    } else if (equal <= 0) {
         ic_result_check(res, IC_CHECK_CONTENTS, equal < 0 ? IC_CHECK_SKIP : IC_CHECK_FAIL,
                         equal < 0 ? NULL : rule, "%s", note);
-    else
+    } else {
         ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_PASS, NULL, NULL);
+    }
 }
 
 static void ic_check_dtype(struct ic_case_state *st, struct ic_result *res)
@@ -786,8 +950,11 @@ static void ic_check_device(struct ic_case_state *st, struct ic_result *res)
     const struct ic_export_record *rec = &st->rec;
     const char *rule = ic_protocol_rules[st->c->protocol].fidelity;
 
-    if (rec->have_view &&
-        (rec->view.device_type != p->device_type || rec->view.device_id != p->device_id)) {
+    /* A protocol that does not carry the device id (the CUDA Array Interface) leaves it -1
+     * unless the driver could tell it from the pointer (not for a null, empty one). */
+    bool id_known = rec->view.device_id >= 0;
+    if (rec->have_view && (rec->view.device_type != p->device_type ||
+                           (id_known && rec->view.device_id != p->device_id))) {
         ic_result_check(res, IC_CHECK_DEVICE, IC_CHECK_FAIL, rule,
                         "the export says device (%d, %lld) for an array on (%d, %lld)",
                         rec->view.device_type, (long long)rec->view.device_id, p->device_type,
@@ -932,6 +1099,10 @@ static void ic_stage_finish(struct ic_case_state *st)
 
 static void ic_case_state_release(struct ic_case_state *st)
 {
+    char err[200];
+    /* Work we queued must finish before the memory it writes can be freed. */
+    if (st->queued)
+        ic_cuda_stream_synchronize(ic_gpu(), st->queued_stream, err, sizeof(err));
     ic_case_state_release_imports(st);
     ic_proxy_detach(st->proxy);
     Py_CLEAR(st->proxy);
@@ -964,7 +1135,11 @@ int ic_exchange_run(const struct ic_case *c, struct ic_probe *producer,
     if (rc == IC_STAGE_GO)
         rc = ic_stage_check_producer(&st, res);
     if (rc == IC_STAGE_GO)
+        rc = ic_stage_queue_writes(&st, res);
+    if (rc == IC_STAGE_GO)
         rc = ic_stage_exchange(&st, res);
+    if (rc == IC_STAGE_GO)
+        rc = ic_order_reads(&st, res);
     if (rc != IC_STAGE_GO)
         goto done;
 

@@ -70,7 +70,21 @@ enum ic_protocol {
     X(ARR_COPY, "copy", IC_PROTOCOL_ARRAY_METHOD, IC_APPLIES_REFERENCE, IC_ON_CPU, false, true,    \
       "__array__(copy=True) returns fresh memory")                                                 \
     X(ARR_NO_COPY, "no_copy", IC_PROTOCOL_ARRAY_METHOD, IC_APPLIES_REFERENCE, IC_ON_CPU, true,     \
-      false, "__array__(copy=False) shares memory or raises ValueError")
+      false, "__array__(copy=False) shares memory or raises ValueError")                           \
+    X(DL_STREAM_LEGACY, "stream_1", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_CUDA, false,   \
+      false, "__dlpack__(stream=1): ordered before work on the legacy default stream")             \
+    X(DL_STREAM_PER_THREAD, "stream_2", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_CUDA,      \
+      false, false, "__dlpack__(stream=2): ordered before the per-thread default stream")          \
+    X(DL_STREAM_HANDLE, "stream_handle", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_CUDA,     \
+      false, false, "__dlpack__(stream=<a non-blocking stream>): the producer makes it wait")      \
+    X(DL_STREAM_NO_SYNC, "stream_minus_1", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_CUDA,   \
+      false, false, "__dlpack__(stream=-1): no synchronisation; the consumer orders its reads")     \
+    X(DL_STREAM_ZERO, "stream_0", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_CUDA, false,     \
+      false, "__dlpack__(stream=0) is ambiguous: a producer should refuse it")                     \
+    X(DL_STREAM_ORDER, "stream_order", IC_PROTOCOL_DLPACK, IC_APPLIES_ANY, IC_ON_CUDA, false,      \
+      true, "the producer's kernel still writes the array when the consumer imports it")           \
+    X(CAI_STREAM_ORDER, "stream_order", IC_PROTOCOL_CAI, IC_APPLIES_ANY, IC_ON_CUDA, false, true,  \
+      "the producer's kernel still writes the array when the consumer imports it")
 
 enum ic_on_device {
     IC_ON_ANY,

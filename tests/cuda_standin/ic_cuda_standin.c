@@ -519,6 +519,13 @@ CUresult cuCtxSetCurrent(CUcontext ctx)
     return CUDA_SUCCESS;
 }
 
+CUresult cuCtxGetCurrent(CUcontext *ctx)
+{
+    ICSI_REQUIRE_INIT();
+    *ctx = icsi.current;
+    return CUDA_SUCCESS;
+}
+
 CUresult cuCtxGetDevice(CUdevice *device)
 {
     ICSI_REQUIRE_INIT();

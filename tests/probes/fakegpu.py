@@ -75,26 +75,26 @@ def _deleter(managed):
     _exported.pop(managed, None)
 
 
-CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.py_object)
+# The destructor gets the dying capsule as a raw pointer: turning it into a Python object
+# would touch the reference count of an object that is being freed.
+CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+# Private prototypes (ctypes.pythonapi's functions are shared by every library in the process).
+_api = ctypes.PyDLL(None)
+# PYFUNCTYPE: these are Python C-API calls, made with the GIL held.
+_capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p,
+                                 CAPSULE_DESTRUCTOR)(("PyCapsule_New", _api))
+_capsule_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", _api))
+_capsule_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", _api))
 
 
 @CAPSULE_DESTRUCTOR
 def _capsule_destructor(capsule):
     # An unconsumed capsule still carries the fresh name: then the deleter is ours to call.
     if _capsule_is_valid(capsule, b"dltensor_versioned"):
-        pointer = _capsule_get_pointer(capsule, b"dltensor_versioned")
-        _deleter(pointer)
-
-
-_capsule_new = ctypes.pythonapi.PyCapsule_New
-_capsule_new.restype = ctypes.py_object
-_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, CAPSULE_DESTRUCTOR]
-_capsule_is_valid = ctypes.pythonapi.PyCapsule_IsValid
-_capsule_is_valid.restype = ctypes.c_int
-_capsule_is_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_capsule_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_capsule_get_pointer.restype = ctypes.c_void_p
-_capsule_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+        _deleter(_capsule_get_pointer(capsule, b"dltensor_versioned"))
 
 
 class FakeArray:
@@ -130,6 +130,11 @@ class FakeArray:
         return (2, 0)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        # Refusals the spec allows: no legacy capsules (allowed since 2025), no copies
+        if max_version is None or max_version[0] < 1:
+            raise BufferError("fakegpu exports versioned capsules only")
+        if copy or dl_device not in (None, (2, 0)):
+            raise BufferError("fakegpu neither copies nor moves arrays between devices")
         if stream is not None and stream not in (-1,) and self._synchronises():
             # make the consumer's stream wait for the work queued on ours
             event = ctypes.c_void_p()

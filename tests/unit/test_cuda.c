@@ -80,7 +80,11 @@ int main(void)
     X(cuEventRecord)                                                                               \
     X(cuEventSynchronize)                                                                          \
     X(cuEventDestroy)                                                                              \
-    X(cuCtxSynchronize)
+    X(cuCtxSynchronize)                                                                            \
+    X(cuDeviceGet)                                                                                 \
+    X(cuDevicePrimaryCtxRetain)                                                                    \
+    X(cuCtxSetCurrent)                                                                             \
+    X(cuCtxGetCurrent)
 
 static struct {
 #define STANDIN_FIELD(name) __typeof__(&name) name;
@@ -108,13 +112,28 @@ static bool load_standin(const char *path)
     return complete;
 }
 
-/* A fresh stand-in and a handle opened on it. */
+/* Makes device `ordinal`'s primary context current, as an array library would before its
+ * own calls; the direct stand-in calls of these tests need one. */
+static CUcontext make_current(int ordinal)
+{
+    CUdevice device;
+    CUcontext context = NULL;
+    if (si.cuDeviceGet(&device, ordinal) != CUDA_SUCCESS ||
+        si.cuDevicePrimaryCtxRetain(&context, device) != CUDA_SUCCESS ||
+        si.cuCtxSetCurrent(context) != CUDA_SUCCESS)
+        return NULL;
+    return context;
+}
+
+/* A fresh stand-in and a handle opened on it, with device 0 current like a library's. */
 static struct ic_cuda *open_fresh(void)
 {
     si.icsi_reset();
     struct ic_cuda *cuda = NULL;
     if (ic_cuda_open(&cuda) < 0)
         return NULL;
+    if (ic_cuda_state(cuda) == IC_CUDA_READY)
+        make_current(0);
     return cuda;
 }
 
@@ -237,6 +256,14 @@ static void test_pointers(struct ic_cuda *cuda)
     struct ic_view v = view_1d(dev0, IC_DEVICE_CUDA, 0, 4, 1024, 4);
     TAP_OK(check(cuda, &v, &diag) == 0 && diag.count == 0,
            "a view of the whole allocation on the right device passes");
+    CUcontext mine = make_current(0), before = NULL, after = NULL;
+    si.cuCtxGetCurrent(&before);
+    struct ic_view on1 = view_1d(dev1, IC_DEVICE_CUDA, 1, 4, 16, 4);
+    struct ic_compare_result same;
+    bool compared = ic_cuda_compare(cuda, &on1, &on1, 0, &same, err, sizeof(err)) == 0;
+    si.cuCtxGetCurrent(&after);
+    TAP_OK(compared && mine && before == mine && after == before,
+           "work on device 1 leaves the caller's device-0 context current %s", err);
     v.device_id = 1;
     TAP_OK(check(cuda, &v, &diag) == 1 && ic_diag_has_rule(&diag, "dlpack 2.5.19") &&
                contains(first_message(&diag), "lives on CUDA device 0") &&

@@ -1,0 +1,94 @@
+"""Integration test of the GPU path without a GPU: the real binary, with the CUDA driver module
+pointed at the host-memory stand-in (IC_CUDA_LIBRARY, set by tests/meson.build), exchanging the
+arrays of a test GPU library (tests/probes/fakegpu.py) over DLPack and the CUDA Array Interface.
+
+Everything the driver does here is its GPU code path: pointer attributes from the driver,
+the verification kernels (run by the stand-in through their host build), and streams that
+queue work like a GPU's, so a producer that skips synchronisation reads as stale data.
+
+Usage: test_gpu.py INTEROPCHECK_BINARY
+"""
+import json
+import os
+import tempfile
+
+import taplib
+
+
+def main(tap, args):
+    binary = args[0]
+    if not os.environ.get("IC_CUDA_LIBRARY"):
+        tap.skip("IC_CUDA_LIBRARY is not set: built without GPU support, no stand-in to load")
+        return
+    probes = os.path.join(taplib.source_root(), "tests", "probes")
+    listed = json.loads(taplib.run(binary, "list", "--json", "--probe-dir", probes,
+                                   env={"IC_CUDA_LIBRARY": os.environ["IC_CUDA_LIBRARY"]}).stdout)
+    cuda = listed["devices"]["cuda"]
+    tap.ok(cuda["available"] and "stand-in" in cuda["detail"],
+           "list says the CUDA device is available, through the stand-in", cuda)
+
+    missing = taplib.run(binary, "list", "--json",
+                         env={"IC_CUDA_LIBRARY": "/nonexistent/libcuda.so.1"}).stdout
+    gone = json.loads(missing)["devices"]["cuda"]
+    tap.ok(not gone["available"] and "/nonexistent/libcuda.so.1" in gone["detail"],
+           "without a driver, list says GPU cases cannot run and why", gone)
+
+    with tempfile.TemporaryDirectory() as workdir:
+        out = os.path.join(workdir, "gpu.json")
+        proc = taplib.run(binary, "--probe-dir", probes, "--producer", "fakegpu", "--consumer",
+                          "fakegpu,interopcheck", "--device", "cuda", "--timeout", "30", "-o", out)
+        tap.ok(proc.returncode == 1, "exit status 1: the broken exports fail",
+               proc.stdout + proc.stderr)
+        report = taplib.load_report(out)
+        errors = taplib.schema_errors(report)
+        tap.ok(not errors, "the report validates against reports/schema", "\n".join(errors[:20]))
+        cases = taplib.cases_by_id(report)
+
+        def expect(case_id, outcome, name, rule=None, text=None):
+            case = cases.get(case_id, {})
+            good = case.get("outcome") == outcome
+            if rule is not None:
+                good = good and case.get("rule") == rule
+            if text is not None:
+                good = good and text in case.get("diagnostic", "")
+            tap.ok(good, f"{case_id}: {name}", case)
+
+        for protocol, consumer in (("dlpack", "interopcheck"),
+                                   ("cuda_array_interface", "interopcheck"),
+                                   ("cuda_array_interface", "fakegpu")):
+            prefix = f"{protocol}.fakegpu.{consumer}.cuda"
+            case = cases.get(f"{prefix}.float32.strided", {})
+            checks = case.get("checks", {})
+            tap.ok(case.get("outcome") == "pass" and
+                   checks.get("contents", {}).get("status") == "pass" and
+                   checks.get("zero_copy", {}).get("status") == "pass",
+                   f"{prefix}.float32.strided: a correct device export passes, its contents "
+                   "checked by the GPU kernels", case)
+            rule = "dlpack 2.5.19" if protocol == "dlpack" else "cai 3.1.5"
+            expect(f"{prefix}.int8.contiguous", "fail",
+                   "host memory claimed as device memory is caught by the driver", rule=rule,
+                   text="does not know")
+            expect(f"{prefix}.uint8.contiguous", "fail",
+                   "a span past the end of the allocation is caught", rule=rule,
+                   text="outside its allocation")
+            expect(f"{prefix}.float32.flat.stream_order", "pass",
+                   "a producer that orders the consumer after its queued writes passes")
+            expect(f"{prefix}.float64.flat.stream_order", "fail",
+                   "a producer that skips synchronisation is caught as stale data",
+                   rule="dlpack 2.3 stream" if protocol == "dlpack" else "cai 3.1.9",
+                   text="before the producer's queued writes finished")
+        expect("dlpack.fakegpu.interopcheck.cuda.int16.contiguous", "fail",
+               "a capsule naming device 1 for memory of device 0 fails",
+               text="differs from __dlpack_device__()")
+        for variant in ("stream_1", "stream_2", "stream_handle", "stream_minus_1"):
+            expect(f"dlpack.fakegpu.interopcheck.cuda.float32.flat.{variant}", "pass",
+                   f"__dlpack__ with {variant.replace('_', '=', 1)} is honoured")
+        expect("dlpack.fakegpu.interopcheck.cuda.float32.flat.legacy", "unsupported",
+               "a producer may refuse legacy capsules with BufferError", text="BufferError")
+        devices = report["environment"]["devices"]
+        tap.ok(devices["cuda"]["available"], "the report records the CUDA device as available",
+               devices)
+
+
+if __name__ == "__main__":
+    taplib.main(main)
