@@ -3,7 +3,9 @@
 Cannot: express any strided layout. JAX arrays have no user-visible strides: transposes,
 slices and broadcasts compute new row-major arrays, so only contiguous, flat, scalar and empty
 are built. Arrays are immutable (always read-only). There is no to_dlpack function any more and no
-__array_interface__ / __array_struct__ export. Every import except jax.dlpack.from_dlpack copies.
+__array_interface__ / __array_struct__ export. Every import except jax.dlpack.from_dlpack copies. With a GPU backend (jax[cuda13]) arrays
+are also built on the GPU and export __cuda_array_interface__; JAX has no public stream, so its
+stream-ordering cases are not run. The GPU side has not run in this project's CI (no GPU).
 """
 
 import _probekit
@@ -26,21 +28,29 @@ def load():
 
     jax, jnp = _jax, _jnp
     no_views = "JAX has no strided views: this op makes a new row-major array"
+    devices, gpu_notes = ["cpu"], {}
+    if _gpus():
+        devices.append("cuda")
+    else:
+        gpu_notes["cuda"] = "no usable CUDA device: this jaxlib has no GPU backend or sees no GPU"
     return {
         "version": jax.__version__,
-        "devices": ["cpu"],
+        "devices": devices,
         "dtypes": list(_probekit.DTYPES),
         "layouts": ["contiguous", "flat", "scalar", "empty"],
         "notes": {
             layout: no_views
             for layout in _probekit.LAYOUTS
             if layout not in ("contiguous", "flat", "scalar", "empty")
-        },
+        }
+        | gpu_notes,
         "readonly": True,
         "exports": {
             "dlpack": {"call": "x.__dlpack__"},
-            "buffer": {"call": "memoryview(x)"},
-            "array": {"call": "x.__array__"},
+            "buffer": {"call": "memoryview(x)", "devices": ["cpu"]},
+            "array": {"call": "x.__array__", "devices": ["cpu"]},
+            # GPU arrays export version 2 of the interface, read-only, row-major only
+            "cuda_array_interface": {"call": "x.__cuda_array_interface__", "devices": ["cuda"]},
         },
         "imports": {
             # The docstring promises shared memory unless a copy or device move is asked for.
@@ -49,6 +59,14 @@ def load():
                 "zero_copy": True,
                 "typed": True,
                 "readonly": "always",
+                "devices": devices,
+            },
+            "cuda_array_interface": {
+                "call": "jax.numpy.asarray(obj)",
+                "zero_copy": False,
+                "typed": True,
+                "readonly": "always",
+                "devices": ["cuda"],
             },
             "array_interface": {
                 "call": "jax.numpy.asarray(obj)",
@@ -78,9 +96,18 @@ def load():
     }
 
 
-def build(data, dtype, ops, readonly=False):
+def _gpus():
+    try:
+        return jax.devices("gpu")
+    except RuntimeError:  # no GPU backend in this jaxlib
+        return []
+
+
+def build(data, dtype, ops, readonly=False, device="cpu"):
     # copy=True: the array must own a JAX buffer, not borrow the NumPy staging array
     x = jnp.array(_probekit.numpy_from_bytes(data, dtype), copy=True)
+    if device == "cuda":
+        x = jax.device_put(x, _gpus()[0])
     for name, arg in ops:
         if name != "reshape":
             raise NotImplementedError(f"JAX cannot express {name!r} as a view")
@@ -101,8 +128,10 @@ def describe(x):
     for dim in reversed(order):
         strides[dim] = step
         step *= max(x.shape[dim], 1)
+    (where,) = x.devices()
     return _probekit.pointer_description(
-        x.unsafe_buffer_pointer(), x.shape, strides, _probekit.dtype_name(x.dtype), True
+        x.unsafe_buffer_pointer(), x.shape, strides, _probekit.dtype_name(x.dtype), True,
+        device=("cuda", where.id) if where.platform == "gpu" else None,
     )
 
 

@@ -4,7 +4,9 @@ Cannot: make uint16/uint32/uint64 tensors (no CPU kernels; paddle reads a NumPy 
 bfloat16), broadcast without copying (paddle.broadcast_to and expand allocate), or make a tensor
 read-only. No __array_interface__, __array_struct__ or buffer protocol export, and paddle.to_tensor
 accepts only NumPy arrays, lists and buffers, not objects that merely offer __array_interface__,
-__array_struct__ or __array__.
+__array_struct__ or __array__. With paddlepaddle-gpu, tensors are also built on the GPU
+(CUDAPlace(0)) and exchanged over DLPack and the CUDA Array Interface; that side has not run in
+this project's CI (no GPU).
 """
 
 import _probekit
@@ -36,9 +38,16 @@ def load():
 
     paddle = _paddle
     no_uint = "paddle has no CPU kernels for this dtype (paddle.zeros/to_tensor refuse it)"
+    devices, gpu_notes = ["cpu"], {}
+    if not paddle.is_compiled_with_cuda():
+        gpu_notes["cuda"] = "this paddlepaddle is the CPU build (paddlepaddle-gpu has CUDA)"
+    elif paddle.device.cuda.device_count() == 0:
+        gpu_notes["cuda"] = "no usable CUDA device: paddle.device.cuda.device_count() is 0"
+    else:
+        devices.append("cuda")
     return {
         "version": paddle.__version__,
-        "devices": ["cpu"],
+        "devices": devices,
         "dtypes": list(DTYPES),
         "layouts": [layout for layout in _probekit.LAYOUTS if layout != "broadcast"],
         "notes": {
@@ -46,33 +55,40 @@ def load():
             "uint32": no_uint,
             "uint64": no_uint,
             "broadcast": "paddle.broadcast_to and Tensor.expand copy instead of a zero stride",
-        },
+        }
+        | gpu_notes,
         "readonly": False,
         "exports": {
             "dlpack": {"call": "x.__dlpack__"},
             "dlpack_capsule": {"call": "paddle.utils.dlpack.to_dlpack(x)"},
-            "array": {"call": "x.__array__"},
+            "array": {"call": "x.__array__", "devices": ["cpu"]},
+            # GPU tensors export version 2 of the interface (Paddle#68192)
+            "cuda_array_interface": {"call": "x.__cuda_array_interface__", "devices": ["cuda"]},
         },
         "imports": {
             # Its docstring: "The returned Paddle tensor will share the memory with the tensor
             # from given dlpack."
             "dlpack": {"call": "paddle.from_dlpack(obj)", "zero_copy": True, "typed": True,
-                       "readonly": False},
+                       "readonly": False, "devices": devices},
             "dlpack_capsule": {"call": "paddle.utils.dlpack.from_dlpack(capsule)",
-                               "zero_copy": True, "typed": True, "readonly": False},
+                               "zero_copy": True, "typed": True, "readonly": False,
+                               "devices": devices},
+            # paddle.to_tensor of a CUDA array interface shares its memory (Paddle#69913)
+            "cuda_array_interface": {"call": "paddle.to_tensor(obj)", "zero_copy": True,
+                                     "typed": True, "readonly": False, "devices": ["cuda"]},
             # No buffer import: paddle.to_tensor takes memoryview, bytes and NumPy arrays by
             # type, and refuses any other exporter of the buffer protocol with a TypeError.
         },
     }
 
 
-def build(data, dtype, ops, readonly=False):
+def build(data, dtype, ops, readonly=False, device="cpu"):
     staged = _probekit.numpy_from_bytes(data, dtype)
     if dtype == "bfloat16":
         # paddle takes bfloat16 data only as the raw bits in a NumPy uint16 array
         staged = staged.view("uint16")
     # to_tensor copies into paddle's allocator
-    x = paddle.to_tensor(staged, place="cpu")
+    x = paddle.to_tensor(staged, place=paddle.CUDAPlace(0) if device == "cuda" else "cpu")
     if str(x.dtype) != "paddle." + dtype:
         raise TypeError(f"paddle made {x.dtype} from {dtype} data")
     return _probekit.apply_ops(
@@ -85,9 +101,16 @@ def build(data, dtype, ops, readonly=False):
 
 def describe(x):
     size = x.element_size()
+    place = x.place
+    device = ("cuda", place.gpu_device_id()) if place.is_gpu_place() else None
     return _probekit.pointer_description(
-        x.data_ptr(), x.shape, [s * size for s in x.strides], _probekit.dtype_name(x.dtype), False
+        x.data_ptr(), x.shape, [s * size for s in x.strides], _probekit.dtype_name(x.dtype), False,
+        device=device,
     )
+
+
+def stream(x):
+    return paddle.device.current_stream().cuda_stream
 
 
 def export(x, protocol):
@@ -101,4 +124,6 @@ def consume(obj, protocol, dtype):
         return paddle.from_dlpack(obj)
     if protocol == "dlpack_capsule":
         return paddle.utils.dlpack.from_dlpack(obj)
+    if protocol == "cuda_array_interface":
+        return paddle.to_tensor(obj)
     raise ValueError(f"the paddle probe imports no {protocol}")

@@ -29,7 +29,11 @@ def load():
             layout: no_views
             for layout in _probekit.LAYOUTS
             if layout not in ("contiguous", "flat", "scalar", "empty")
-        },
+        }
+        # GPU tensors have no pointer API and no memoryview, so describe() could only copy them
+        # to the host: the GPU side is left out rather than checked without its addresses.
+        | {"cuda": "TensorFlow has no public API for a GPU tensor's address; tensorflow-cpu has "
+                   "no GPU at all"},
         "readonly": True,
         "exports": {
             "dlpack": {"call": "x.__dlpack__"},

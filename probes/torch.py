@@ -1,9 +1,12 @@
-"""PyTorch (CPU tensors).
+"""PyTorch (CPU tensors, and CUDA tensors where torch.cuda.is_available()).
 
 Cannot: slice with a negative step (no `reversed` layout: torch.flip copies), make a tensor
 read-only, or export __array_interface__, __array_struct__ or the buffer protocol (CPU tensors
 have none of them). Its only buffer import, torch.frombuffer, is untyped (the caller names the
-dtype) and needs a contiguous, non-empty buffer.
+dtype) and needs a contiguous, non-empty buffer. On a GPU, CUDA tensors also export
+__cuda_array_interface__ (version 2: no stream key), and torch.as_tensor(obj, device="cuda")
+imports it without a copy; stream() is torch.cuda.current_stream(). The CUDA side is written
+against PyTorch's documented API and has not run in this project's CI, which has no GPU.
 """
 
 import _probekit
@@ -19,17 +22,25 @@ def load():
     import torch.utils.dlpack  # noqa: F401  (to_dlpack lives there)
 
     torch = _torch
+    devices, notes = ["cpu"], {}
+    if torch.cuda.is_available():
+        devices.append("cuda")
+    else:
+        notes["cuda"] = "torch.cuda.is_available() is False: no CUDA driver or device here"
+    on_gpu = {"devices": ["cuda"]}
     return {
         "version": torch.__version__,
-        "devices": ["cpu"],
+        "devices": devices,
         "dtypes": list(_probekit.DTYPES),
         "layouts": [layout for layout in _probekit.LAYOUTS if layout != "reversed"],
-        "notes": {"reversed": "torch slicing refuses negative steps; torch.flip copies"},
+        "notes": {"reversed": "torch slicing refuses negative steps; torch.flip copies", **notes},
         "readonly": False,
         "exports": {
             "dlpack": {"call": "x.__dlpack__"},
             "dlpack_capsule": {"call": "torch.utils.dlpack.to_dlpack(x)"},
-            "array": {"call": "x.__array__"},
+            # __array__ calls .numpy(), which CUDA tensors refuse
+            "array": {"call": "x.__array__", "devices": ["cpu"]},
+            "cuda_array_interface": {"call": "x.__cuda_array_interface__", **on_gpu},
         },
         "imports": {
             "dlpack": {
@@ -37,12 +48,22 @@ def load():
                 "zero_copy": True,
                 "typed": True,
                 "readonly": False,
+                "devices": devices,
             },
             "dlpack_capsule": {
                 "call": "torch.from_dlpack(capsule)",
                 "zero_copy": True,
                 "typed": True,
                 "readonly": False,
+                "devices": devices,
+            },
+            # torch.as_tensor shares the memory of a CUDA array interface (pytorch#20584)
+            "cuda_array_interface": {
+                "call": "torch.as_tensor(obj, device='cuda')",
+                "zero_copy": True,
+                "typed": True,
+                "readonly": False,
+                **on_gpu,
             },
             # torch.frombuffer documents that the tensor shares the buffer's memory; it reads
             # raw bytes, so the dtype comes from the caller.
@@ -65,9 +86,12 @@ def _base(data, dtype):
     return torch.frombuffer(bytearray(data), dtype=td).clone()
 
 
-def build(data, dtype, ops, readonly=False):
+def build(data, dtype, ops, readonly=False, device="cpu"):
+    base = _base(data, dtype)
+    if device == "cuda":
+        base = base.to("cuda")
     return _probekit.apply_ops(
-        _base(data, dtype),
+        base,
         ops,
         permute=lambda x, perm: x.permute(*perm),
         broadcast=lambda x, shape: x.expand(*shape),
@@ -82,7 +106,12 @@ def describe(x):
         [s * size for s in x.stride()],
         _probekit.dtype_name(x.dtype),
         False,
+        device=("cuda", x.device.index) if x.device.type == "cuda" else None,
     )
+
+
+def stream(x):
+    return torch.cuda.current_stream(x.device).cuda_stream
 
 
 def export(x, protocol):
@@ -94,4 +123,6 @@ def export(x, protocol):
 def consume(obj, protocol, dtype):
     if protocol == "buffer":
         return torch.frombuffer(obj, dtype=getattr(torch, dtype))
+    if protocol == "cuda_array_interface":
+        return torch.as_tensor(obj, device="cuda")
     return torch.from_dlpack(obj)

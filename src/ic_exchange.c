@@ -145,6 +145,14 @@ static int ic_pattern_compare(const struct ic_case_state *st, const struct ic_vi
 {
     struct ic_compare_result cmp;
     char err[400];
+    if (got->device_type == IC_DEVICE_CUDA_HOST && strcmp(st->c->device, "cuda") == 0) {
+        /* The host reads pinned memory like the GPU's consumer would, after the work ordered
+         * before `stream` has run: synchronising that stream is the host's way to wait. */
+        if (ic_cuda_stream_synchronize(ic_gpu(), stream, err, sizeof(err)) < 0) {
+            snprintf(note, size, "%s could not be ordered on its stream: %s", who, err);
+            return IC_EIO;
+        }
+    }
     if (ic_host_readable(got)) {
         if (ic_view_compare(&st->expected, got, &cmp) < 0) {
             snprintf(note, size, "%s cannot be compared with the pattern", who);
@@ -339,8 +347,10 @@ static int ic_stage_queue_writes(struct ic_case_state *st, struct ic_result *res
                       st->c->producer, err);
         return IC_STAGE_DECIDED;
     }
-    /* From here on the array's contents are the new pattern, once the stream gets to them. */
+    /* From here on the array's contents are the new pattern, once the stream gets to them;
+     * host-side compares (pinned memory) read the expected values from `base`. */
     st->seed = new_seed;
+    ic_pattern_fill(st->base, ic_layout_info(st->c->layout)->base_len, st->c->dtype, new_seed);
     st->queued_stream = stream;
     st->queued = true;
     return IC_STAGE_GO;
@@ -495,11 +505,19 @@ static void ic_check_device_pointers(struct ic_case_state *st)
                                st->c->protocol == IC_PROTOCOL_DLPACK_CAPSULE
                            ? "dlpack 2.5.19"
                            : "cai 3.1.5";
-    if (rec->view.device_id < 0) {
+    if (st->c->protocol == IC_PROTOCOL_CAI) {
+        /* The interface promises a device-accessible pointer, which pinned host and managed
+         * memory are too: the driver says which, and which device (rule 3.1.5). Memory the
+         * driver does not know stays "device memory", as the export implies, and fails. */
         struct ic_cuda_pointer info;
-        if (ic_cuda_pointer_info(cuda, rec->view.data, &info, err, sizeof(err)) == 0 &&
-            info.device_ordinal >= 0)
-            rec->view.device_id = info.device_ordinal;
+        if (ic_cuda_pointer_info(cuda, rec->view.data, &info, err, sizeof(err)) == 0) {
+            if (info.memory == IC_CUDA_MEMORY_HOST)
+                rec->view.device_type = IC_DEVICE_CUDA_HOST, rec->view.device_id = 0;
+            else if (info.memory == IC_CUDA_MEMORY_MANAGED)
+                rec->view.device_type = IC_DEVICE_CUDA_MANAGED, rec->view.device_id = 0;
+            else if (info.device_ordinal >= 0)
+                rec->view.device_id = info.device_ordinal;
+        }
     }
     if (ic_cuda_check_view(cuda, &rec->view, rule, &rec->diag, err, sizeof(err)) < 0)
         ic_diag_warn(&rec->diag, rule, "the driver could not check the pointer: %s", err);
@@ -951,7 +969,13 @@ static void ic_check_device(struct ic_case_state *st, struct ic_result *res)
     const char *rule = ic_protocol_rules[st->c->protocol].fidelity;
 
     /* A protocol that does not carry the device id (the CUDA Array Interface) leaves it -1
-     * unless the driver could tell it from the pointer (not for a null, empty one). */
+     * unless the driver could tell it from the pointer; an empty one has pointer 0 and says
+     * nothing about its memory at all. */
+    if (rec->have_view && st->c->protocol == IC_PROTOCOL_CAI && rec->view.data == 0) {
+        ic_result_check(res, IC_CHECK_DEVICE, IC_CHECK_SKIP, NULL,
+                        "an empty CUDA array interface has pointer 0: its device is unknown");
+        return;
+    }
     bool id_known = rec->view.device_id >= 0;
     if (rec->have_view && (rec->view.device_type != p->device_type ||
                            (id_known && rec->view.device_id != p->device_id))) {

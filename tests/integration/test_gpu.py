@@ -77,6 +77,15 @@ def main(tap, args):
                    "a producer that skips synchronisation is caught as stale data",
                    rule="dlpack 2.3 stream" if protocol == "dlpack" else "cai 3.1.9",
                    text="before the producer's queued writes finished")
+        for dtype, memory in (("int32", "pinned host (kDLCUDAHost)"),
+                              ("uint16", "managed (kDLCUDAManaged)")):
+            for protocol in ("dlpack", "dlpack_capsule", "cuda_array_interface"):
+                expect(f"{protocol}.fakegpu.interopcheck.cuda.{dtype}.strided", "pass",
+                       f"{memory} memory is typed and checked correctly")
+            expect(f"cuda_array_interface.fakegpu.fakegpu.cuda.{dtype}.flat.stream_order", "pass",
+                   f"stream ordering holds for {memory} memory")
+        expect("dlpack_capsule.fakegpu.interopcheck.cuda.float32.transposed", "pass",
+               "a legacy capsule of device memory from a to_dlpack function is checked")
         expect("dlpack.fakegpu.interopcheck.cuda.int16.contiguous", "fail",
                "a capsule naming device 1 for memory of device 0 fails",
                text="differs from __dlpack_device__()")

@@ -348,6 +348,11 @@ class Results:
         self.file.write(json.dumps(line) + "\n")
         self.file.flush()
 
+    def skip(self, reason):
+        line = {"name": f"{self.probe}", "ok": True, "skip": reason, "diag": []}
+        self.file.write(json.dumps(line) + "\n")
+        self.file.flush()
+
 
 def _exc(e):
     return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
@@ -711,6 +716,11 @@ def worker(name, path):
     results.add("has the probe interface", [f"missing {m}" for m in missing])
     try:
         info = probe.load()
+    except ModuleNotFoundError as e:
+        # A library outside the default set (cuDF needs a GPU): the driver records the import
+        # error; there is nothing to exercise here.
+        results.skip(f"load(): the library is not installed ({e})")
+        return
     except Exception as e:
         results.add("load() succeeds", [_exc(e)])
         return
@@ -781,7 +791,10 @@ def main(argv):
     print(f"1..{len(tests)}")
     failed = 0
     for number, t in enumerate(tests, 1):
-        print(f"{'ok' if t['ok'] else 'not ok'} {number} - {t['name']}")
+        if t.get("skip"):
+            print(f"ok {number} - {t['name']} # SKIP {t['skip']}")
+        else:
+            print(f"{'ok' if t['ok'] else 'not ok'} {number} - {t['name']}")
         for line in t["diag"]:
             print(f"# {line}")
         failed += not t["ok"]

@@ -10,6 +10,8 @@ IC_CUDA_LIBRARY it declares no devices.
 What goes wrong depends on the dtype, so one run exercises every GPU finding:
 
   float32   correct: device memory, the right ordinal, synchronises streams      -> pass
+  int32     correct, in pinned host memory (kDLCUDAHost)                           -> pass
+  uint16    correct, in managed memory (kDLCUDAManaged)                            -> pass
   int8      claims device memory for a plain host buffer        -> fail (memory type)
   int16     says device 1 for memory of device 0 (DLPack)        -> fail (device ordinal)
   uint8     describes more elements than it allocated            -> fail (span)
@@ -65,6 +67,15 @@ class DLManagedTensorVersioned(ctypes.Structure):
                 ("deleter", DELETER), ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
 
 
+class DLManagedTensor(ctypes.Structure):
+    """The legacy struct: what to_dlpack functions of older libraries hand out."""
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", DELETER)]
+
+
+# Memory kinds by dtype, with their DLPack device type and describe() device name.
+MEMORY = {"int32": ("host", 3, "cuda_host"), "uint16": ("managed", 13, "cuda_managed")}
+
+
 def _check(result, call):
     if result != 0:
         raise RuntimeError(f"{call} failed with CUresult {result}")
@@ -93,8 +104,9 @@ _capsule_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctype
 @CAPSULE_DESTRUCTOR
 def _capsule_destructor(capsule):
     # An unconsumed capsule still carries the fresh name: then the deleter is ours to call.
-    if _capsule_is_valid(capsule, b"dltensor_versioned"):
-        _deleter(_capsule_get_pointer(capsule, b"dltensor_versioned"))
+    for name in (b"dltensor_versioned", b"dltensor"):
+        if _capsule_is_valid(capsule, name):
+            _deleter(_capsule_get_pointer(capsule, name))
 
 
 class FakeArray:
@@ -126,8 +138,11 @@ class FakeArray:
             "stream": self.stream if self._synchronises() and self.stream else None,
         }
 
+    def _device_type(self):
+        return MEMORY[self.dtype][1] if self.dtype in MEMORY else 2
+
     def __dlpack_device__(self):
-        return (2, 0)
+        return (self._device_type(), 0)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         # Refusals the spec allows: no legacy capsules (allowed since 2025), no copies
@@ -143,25 +158,34 @@ class FakeArray:
             # 1 and 2 are CU_STREAM_LEGACY and CU_STREAM_PER_THREAD, valid handles as they are
             _check(drv.cuStreamWaitEvent(ctypes.c_void_p(stream), event, 0), "cuStreamWaitEvent")
             drv.cuEventDestroy_v2(event)
+        return self._capsule(versioned=True)
+
+    def to_dlpack(self):
+        """A legacy capsule, as the to_dlpack functions of TensorFlow and cuDF make them."""
+        return self._capsule(versioned=False)
+
+    def _capsule(self, versioned):
         itemsize = ITEMSIZE[self.dtype]
         shape = self._claimed_shape()
-        managed = DLManagedTensorVersioned()
+        managed = DLManagedTensorVersioned() if versioned else DLManagedTensor()
         keep = {
             "shape": (ctypes.c_int64 * max(len(shape), 1))(*shape),
             "strides": (ctypes.c_int64 * max(len(shape), 1))(*[s // itemsize for s in self.strides]),
             "struct": managed,
             "array": self,
         }
-        managed.version = DLPackVersion(1, 0)
+        if versioned:
+            managed.version = DLPackVersion(1, 0)
         managed.deleter = _deleter
         code, bits = DLPACK_CODES[self.dtype]
         managed.dl_tensor = DLTensor(
             self.pointer if _numel(self.shape) else None,
-            DLDevice(2, 1 if self.dtype == "int16" else 0), len(shape), DLDataType(code, bits, 1),
-            keep["shape"], keep["strides"], 0)
+            DLDevice(self._device_type(), 1 if self.dtype == "int16" else 0), len(shape),
+            DLDataType(code, bits, 1), keep["shape"], keep["strides"], 0)
         address = ctypes.addressof(managed)
         _exported[address] = keep
-        return _capsule_new(address, b"dltensor_versioned", _capsule_destructor)
+        name = b"dltensor_versioned" if versioned else b"dltensor"
+        return _capsule_new(address, name, _capsule_destructor)
 
 
 def _numel(shape):
@@ -172,12 +196,29 @@ def _numel(shape):
 
 
 class Allocation:
-    def __init__(self, size):
-        self.pointer = ctypes.c_uint64()
-        _check(drv.cuMemAlloc_v2(ctypes.byref(self.pointer), max(size, 1)), "cuMemAlloc")
+    """Device memory, or pinned host / managed memory for the dtypes of MEMORY."""
+
+    def __init__(self, size, kind="device"):
+        self.kind = kind
+        size = max(size, 1)
+        if kind == "host":
+            self.host = ctypes.c_void_p()
+            _check(drv.cuMemAllocHost_v2(ctypes.byref(self.host), size), "cuMemAllocHost")
+            self.pointer = ctypes.c_uint64(self.host.value)
+        else:
+            self.pointer = ctypes.c_uint64()
+            if kind == "managed":
+                _check(drv.cuMemAllocManaged(ctypes.byref(self.pointer), size, 1),
+                       "cuMemAllocManaged")
+            else:
+                _check(drv.cuMemAlloc_v2(ctypes.byref(self.pointer), size), "cuMemAlloc")
 
     def __del__(self):
-        if drv is not None:
+        if drv is None:
+            return
+        if self.kind == "host":
+            drv.cuMemFreeHost(self.host)
+        else:
             drv.cuMemFree_v2(self.pointer)
 
 
@@ -196,6 +237,7 @@ def load():
                   for d in _probekit.DTYPES if d not in DLPACK_CODES},
         "readonly": False,
         "exports": {"dlpack": {"call": "FakeArray.__dlpack__", "devices": ["cuda"]},
+                    "dlpack_capsule": {"call": "FakeArray.to_dlpack()", "devices": ["cuda"]},
                     "cuda_array_interface": {"call": "FakeArray.__cuda_array_interface__",
                                              "devices": ["cuda"]}},
         "imports": {"cuda_array_interface": {"call": "fakegpu.consume(obj)", "zero_copy": True,
@@ -229,7 +271,7 @@ def build(data, dtype, ops, readonly=False, device="cpu"):
         buffer = ctypes.create_string_buffer(data, max(size, 1))
         base, owner = ctypes.addressof(buffer), buffer
     else:
-        owner = Allocation(size)
+        owner = Allocation(size, MEMORY.get(dtype, ("device",))[0])
         base = owner.pointer.value
         if size:
             _check(drv.cuMemcpyHtoD_v2(ctypes.c_uint64(base), data, size), "cuMemcpyHtoD")
@@ -239,8 +281,15 @@ def build(data, dtype, ops, readonly=False, device="cpu"):
 
 
 def describe(x):
+    device = MEMORY[x.dtype][2] if x.dtype in MEMORY else "cuda"
     return _probekit.pointer_description(x.pointer, x.shape, x.strides, x.dtype, False,
-                                         device=("cuda", 0))
+                                         device=(device, 0))
+
+
+def export(x, protocol):
+    if protocol == "dlpack_capsule":
+        return x.to_dlpack()
+    return x
 
 
 def stream(x):

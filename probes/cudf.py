@@ -1,0 +1,87 @@
+"""cuDF (RAPIDS): GPU columns as 1-D Series.
+
+cuDF needs an NVIDIA GPU at run time and is not in the default library set (install cudf-cu13 on
+a GPU machine); without it this probe's import error is what `interopcheck list` shows. A Series
+is one contiguous column, so only the 1-D layouts exist. It exports the CUDA Array Interface
+(version 3, through the column) and legacy capsules from Series.to_dlpack() (a deep copy, which
+is how cuDF documents it), and imports the interface with cudf.Series(obj) and capsules with
+cudf.from_dlpack(capsule), both copying. Written against cuDF's documented API; it has not run
+in this project's CI, which has no GPU.
+"""
+
+import _probekit
+
+cudf = None
+
+NUMERIC = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32",
+           "float64", "bool")
+
+
+def load():
+    global cudf
+    import cudf as _cudf
+
+    cudf = _cudf
+    devices, notes = [], {}
+    try:
+        cudf.Series([1])
+        devices = ["cuda"]
+    except Exception as exc:  # the reason is the point: no device, or a driver too old
+        notes["cuda"] = _probekit.cuda_note(exc)
+    for dtype in _probekit.DTYPES:
+        if dtype not in NUMERIC:
+            notes[dtype] = "cuDF columns have no such type over these protocols"
+    for layout in _probekit.LAYOUTS:
+        if layout not in ("flat", "offset", "empty"):
+            notes[layout] = "a Series is one contiguous 1-D column"
+    on_gpu = {"devices": ["cuda"]}
+    return {
+        "version": cudf.__version__,
+        "devices": devices,
+        "dtypes": list(NUMERIC),
+        "layouts": ["flat", "offset", "empty"],
+        "notes": notes,
+        "readonly": False,
+        "exports": {
+            "cuda_array_interface": {"call": "Series.__cuda_array_interface__", **on_gpu},
+            "dlpack_capsule": {"call": "Series.to_dlpack()", **on_gpu},
+        },
+        "imports": {
+            "cuda_array_interface": {"call": "cudf.Series(obj)", "zero_copy": False,
+                                     "typed": True, "readonly": False, **on_gpu},
+            "dlpack_capsule": {"call": "cudf.from_dlpack(capsule)", "zero_copy": False,
+                               "typed": True, "readonly": False, **on_gpu},
+        },
+    }
+
+
+def build(data, dtype, ops, readonly=False, device="cpu"):
+    _probekit.require_cuda(device)
+    series = cudf.Series(_probekit.numpy_from_bytes(data, dtype))
+    for name, arg in ops:
+        if name != "slice" or len(arg) != 1 or arg[0][2] not in (None, 1):
+            raise NotImplementedError(f"a Series cannot express {name} {arg} as a view")
+        series = series.iloc[arg[0][0]:arg[0][1]]
+    return series
+
+
+def describe(x):
+    # The column's own buffer, not its __cuda_array_interface__ (the protocol under test);
+    # a sliced Series keeps its column's buffer and an element offset.
+    column = x._column
+    address = column.data_ptr + column.offset * x.dtype.itemsize if len(x) else 0
+    return _probekit.pointer_description(
+        address, (len(x),), None, _probekit.dtype_name(x.dtype), False, device=("cuda", 0)
+    )
+
+
+def export(x, protocol):
+    if protocol == "dlpack_capsule":
+        return x.to_dlpack()
+    return x
+
+
+def consume(obj, protocol, dtype):
+    if protocol == "dlpack_capsule":
+        return cudf.from_dlpack(obj)
+    return cudf.Series(obj)
