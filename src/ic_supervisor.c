@@ -35,7 +35,8 @@ struct ic_proc {
     size_t case_index;
     bool began;
     double deadline;
-    char importing[IC_NAME_MAX]; /* the library being imported, while loading */
+    int pending[IC_MAX_LIBRARIES]; /* libraries the current case still imports, in order */
+    int npending;
 };
 
 struct ic_pool {
@@ -540,8 +541,8 @@ static int ic_send_run(struct ic_pool *pool, struct ic_proc *p, const struct ic_
             !cJSON_AddStringToObject(item, "path", catalog->libs[pending[i]].path))
             goto done;
     }
-    snprintf(p->importing, sizeof(p->importing), "%s",
-             count ? catalog->libs[pending[0]].name : "");
+    memcpy(p->pending, pending, sizeof(int) * (size_t)count);
+    p->npending = count;
     rc = ic_ipc_send(p->fd, msg);
 done:
     cJSON_Delete(msg);
@@ -572,12 +573,20 @@ static bool ic_handle_message(struct ic_pool *pool, struct ic_proc *p, const cJS
         int index = cJSON_IsString(probe) ? ic_catalog_find(pool->catalog, probe->valuestring) : -1;
         if (index >= 0 && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "ok")))
             p->loaded |= 1ULL << index;
+        for (int i = 0; i < p->npending; i++) {
+            if (p->pending[i] == index) {
+                memmove(&p->pending[i], &p->pending[i + 1],
+                        sizeof(int) * (size_t)(p->npending - i - 1));
+                p->npending--;
+                break;
+            }
+        }
         p->deadline = ic_clock_s() + pool->config.load_timeout_s;
         return false;
     }
     if (strcmp(ev->valuestring, "begin") == 0) {
         p->began = true;
-        p->importing[0] = '\0';
+        p->npending = 0;
         p->deadline = ic_clock_s() + pool->config.case_timeout_s;
         return false;
     }
@@ -594,20 +603,59 @@ static bool ic_handle_message(struct ic_pool *pool, struct ic_proc *p, const cJS
     return false;
 }
 
+static const char *ic_proc_importing(const struct ic_pool *pool, const struct ic_proc *p)
+{
+    return p->npending ? pool->catalog->libs[p->pending[0]].name : "libraries";
+}
+
+/* A worker died importing a library after others: the same conflict discovery learns from
+ * (ic_pool_discover), met later because this worker imported in another order. The library
+ * is ordered before the ones the worker had, so the case can run again. Returns false when
+ * the death had nothing to do with order (the library was the first to be imported). */
+static bool ic_learn_import_order(struct ic_pool *pool, const struct ic_proc *p)
+{
+    struct ic_catalog *catalog = pool->catalog;
+    if (!p->npending || !p->loaded)
+        return false;
+    int index = p->pending[0];
+    struct ic_library *lib = &catalog->libs[index];
+    /* Already known when another worker learned it while this one was importing. */
+    lib->load_before |= p->loaded;
+    /* Move it before the first library it must precede in the order workers follow. */
+    int from = -1, to = -1;
+    for (int i = 0; i < catalog->order_count; i++) {
+        if (catalog->order[i] == index)
+            from = i;
+        if (to < 0 && (p->loaded & (1ULL << catalog->order[i])))
+            to = i;
+    }
+    if (from > to && to >= 0) {
+        memmove(&catalog->order[to + 1], &catalog->order[to], sizeof(int) * (size_t)(from - to));
+        catalog->order[to] = index;
+    }
+    return true;
+}
+
 int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
                 ic_result_fn on_result, void *context)
 {
     struct ic_catalog *catalog = pool->catalog;
     size_t next = 0, done = 0;
     char how[64], what[256];
+    /* Cases to run again after an import-order conflict was learned (once each). */
+    size_t retry[IC_MAX_JOBS], nretry = 0;
+    unsigned char *retried = calloc(count ? count : 1, 1);
+    if (!retried)
+        return IC_ENOMEM;
 
     while (done < count) {
         /* Hand a case to every idle worker. */
-        for (int j = 0; j < pool->nprocs && next < count; j++) {
+        for (int j = 0; j < pool->nprocs && (next < count || nretry > 0); j++) {
             struct ic_proc *p = &pool->procs[j];
             if (p->busy)
                 continue;
-            const struct ic_case *c = &cases[next];
+            size_t index = nretry > 0 ? retry[--nretry] : next++;
+            const struct ic_case *c = &cases[index];
             uint64_t needed = 0;
             int producer = ic_catalog_find(catalog, c->producer);
             int consumer = ic_catalog_find(catalog, c->consumer);
@@ -617,11 +665,13 @@ int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
                 needed |= 1ULL << consumer;
             if (p->pid && ic_proc_conflicts(pool, p, needed))
                 ic_proc_stop(p);
-            if (p->pid == 0 && ic_proc_spawn(pool, p) < 0)
+            if (p->pid == 0 && ic_proc_spawn(pool, p) < 0) {
+                free(retried);
                 return IC_ECHILD;
+            }
             p->busy = true;
             p->began = false;
-            p->case_index = next++;
+            p->case_index = index;
             p->deadline = ic_clock_s() + pool->config.load_timeout_s;
             if (ic_send_run(pool, p, c, needed) < 0) {
                 ic_proc_reap(p, how, sizeof(how));
@@ -649,8 +699,10 @@ int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
         if (nfds == 0)
             continue;
         int n = poll(fds, (nfds_t)nfds, wait > 0 ? (int)(wait * 1000) + 1 : 0);
-        if (n < 0 && errno != EINTR)
+        if (n < 0 && errno != EINTR) {
+            free(retried);
             return IC_EIO;
+        }
 
         for (int k = 0; k < nfds; k++) {
             struct ic_proc *p = &pool->procs[owner[k]];
@@ -670,12 +722,20 @@ int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
             }
             if (p->busy && (got <= 0 || error)) {
                 ic_proc_reap(p, how, sizeof(how));
+                if (!p->began && nretry < IC_MAX_JOBS && !retried[p->case_index] &&
+                    ic_learn_import_order(pool, p)) {
+                    retried[p->case_index] = 1;
+                    retry[nretry++] = p->case_index;
+                    p->busy = false;
+                    p->loaded = 0;
+                    continue;
+                }
                 if (p->began)
                     snprintf(what, sizeof(what), "the worker died with %s during this case", how);
                 else
                     snprintf(what, sizeof(what),
                              "the worker died with %s before the case began (importing %s)", how,
-                             p->importing[0] ? p->importing : "libraries");
+                             ic_proc_importing(pool, p));
                 ic_deliver_failure(p, p->began ? IC_OUTCOME_CRASH : IC_OUTCOME_ERROR, what,
                                    on_result, context);
                 p->loaded = 0;
@@ -695,13 +755,13 @@ int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
                          pool->config.case_timeout_s);
             else
                 snprintf(what, sizeof(what), "importing %s took longer than %.0f s",
-                         p->importing[0] ? p->importing : "libraries",
-                         pool->config.load_timeout_s);
+                         ic_proc_importing(pool, p), pool->config.load_timeout_s);
             ic_deliver_failure(p, p->began ? IC_OUTCOME_TIMEOUT : IC_OUTCOME_ERROR, what,
                                on_result, context);
             p->loaded = 0;
             done++;
         }
     }
+    free(retried);
     return 0;
 }

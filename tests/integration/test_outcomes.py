@@ -97,6 +97,20 @@ def main(tap, args):
         tap.ok(torch_case.get("outcome") == "pass",
                "the other libraries are still tested after an import crash", torch_case)
 
+        # Two libraries that coexist only in one import order (as paddle and tensorflow do),
+        # met by a fresh worker (after a crash) in the other order: the order is learned and
+        # the case runs again instead of being lost as an error.
+        out3 = os.path.join(workdir, "order.json")
+        taplib.run(binary, "--probe-dir", probes, "--producer", "order_first,order_second",
+                   "--consumer", "order_first,order_second", "--dtype", "float32,int8",
+                   "--layout", "flat", "-j", "1", "-o", out3, "-q")
+        cases = taplib.cases_by_id(taplib.load_report(out3))
+        crashed = cases.get("dlpack.order_second.order_second.cpu.int8.flat", {})
+        later = cases.get("array_interface.order_first.order_first.cpu.float32.flat", {})
+        tap.ok(crashed.get("outcome") == "crash" and later.get("outcome") == "pass",
+               "an import-order conflict met at run time is learned and the case runs again",
+               [crashed, later])
+
 
 if __name__ == "__main__":
     taplib.main(main)
