@@ -7,6 +7,7 @@
 
 #include "ic_commands.h"
 #include "ic_error.h"
+#include "ic_expect.h"
 #include "ic_plan.h"
 #include "ic_report.h"
 #include "ic_session.h"
@@ -217,8 +218,8 @@ static void ic_print_summary(const struct ic_run *run, double seconds, const cha
     }
     printf("\n");
     if (!run->session->opts->quiet) {
-        printf("\n%-16s %7s %6s %6s %7s %6s %7s %6s\n", "protocol", "cases", "pass", "fail",
-               "unsupp", "crash", "timeout", "error");
+        printf("\n%-16s %7s %6s %6s %7s %6s %7s %6s %6s %6s\n", "protocol", "cases", "pass", "fail",
+               "unsupp", "crash", "timeout", "error", "xfail", "xpass");
         for (int p = 0; p < IC_PROTOCOL_COUNT; p++) {
             size_t counts[IC_OUTCOME_COUNT] = {0}, total = 0;
             for (size_t i = 0; i < plan->count; i++) {
@@ -229,10 +230,10 @@ static void ic_print_summary(const struct ic_run *run, double seconds, const cha
             }
             if (!total)
                 continue;
-            printf("%-16s %7zu %6zu %6zu %7zu %6zu %7zu %6zu\n", ic_protocol_id(p), total,
-                   counts[IC_OUTCOME_PASS], counts[IC_OUTCOME_FAIL],
-                   counts[IC_OUTCOME_UNSUPPORTED], counts[IC_OUTCOME_CRASH],
-                   counts[IC_OUTCOME_TIMEOUT], counts[IC_OUTCOME_ERROR]);
+            printf("%-16s %7zu %6zu %6zu %7zu %6zu %7zu %6zu %6zu %6zu\n", ic_protocol_id(p), total,
+                   counts[IC_OUTCOME_PASS], counts[IC_OUTCOME_FAIL], counts[IC_OUTCOME_UNSUPPORTED],
+                   counts[IC_OUTCOME_CRASH], counts[IC_OUTCOME_TIMEOUT], counts[IC_OUTCOME_ERROR],
+                   counts[IC_OUTCOME_XFAIL], counts[IC_OUTCOME_XPASS]);
         }
         int shown = 0;
         for (size_t i = 0; i < plan->count && shown < 8; i++) {
@@ -249,6 +250,111 @@ static void ic_print_summary(const struct ic_run *run, double seconds, const cha
         }
     }
     printf("\nreport: %s\n", report);
+}
+
+/* --- Expectations and the exit status ------------------------------------------------------ */
+
+/* What turns a report into an exit status: the expectations files and the outcomes that fail
+ * the run. Prepared before anything runs, so that a typo in an expectations file or in
+ * --fail-on costs nothing; applied once the report is built. */
+struct ic_run_policy {
+    struct ic_expectations *expectations; /* NULL without --expect */
+    bool fails[IC_OUTCOME_COUNT];         /* outcomes that make the exit status 1 */
+};
+
+static int ic_run_policy_open(const struct ic_options *opts, struct ic_run_policy *policy,
+                              char *err, size_t err_size)
+{
+    memset(policy, 0, sizeof(*policy));
+    for (int o = 0; o < IC_OUTCOME_COUNT; o++)
+        policy->fails[o] = opts->fail_on.count == 0 && ic_outcome_is_failure(o);
+    for (int i = 0; i < opts->fail_on.count; i++) {
+        enum ic_outcome outcome;
+        if (ic_outcome_from_name(opts->fail_on.items[i], &outcome) < 0) {
+            size_t used = (size_t)snprintf(
+                err, err_size, "--fail-on: unknown outcome '%s'; valid:", opts->fail_on.items[i]);
+            for (int o = 0; o < IC_OUTCOME_COUNT && used < err_size; o++)
+                used += (size_t)snprintf(err + used, err_size - used, " %s", ic_outcome_name(o));
+            return IC_EUSAGE;
+        }
+        policy->fails[outcome] = true;
+    }
+    if (opts->strict)
+        policy->fails[IC_OUTCOME_XPASS] = true;
+    if (opts->nexpect > 0)
+        return ic_expect_load(opts->expect, opts->nexpect, &policy->expectations, err, err_size);
+    return 0;
+}
+
+static void ic_run_policy_close(struct ic_run_policy *policy)
+{
+    ic_expect_free(policy->expectations);
+    policy->expectations = NULL;
+}
+
+/* Applies the expectations to the report, warns about entries that matched no case, recounts
+ * the summary, and gives the plan the report's outcomes, so that the summary printed from the
+ * plan and every writer that reads it agree with the report. */
+static int ic_run_policy_apply(const struct ic_run_policy *policy, cJSON *report,
+                               struct ic_plan *plan, size_t counts[IC_OUTCOME_COUNT])
+{
+    if (!policy->expectations)
+        return 0;
+    char unmatched[32768];
+    int changed = ic_expect_apply(policy->expectations, report, unmatched, sizeof(unmatched));
+    if (changed < 0)
+        return changed;
+    for (char *line = unmatched, *end; *line; line = end + 1) {
+        end = strchr(line, '\n');
+        if (!end)
+            break;
+        fprintf(stderr,
+                "interopcheck: warning: %.*s matches no case of this run (a stale "
+                "expectation?)\n",
+                (int)(end - line), line);
+    }
+    int rc = ic_report_recount(report);
+    if (rc < 0)
+        return rc;
+    /* The report lists the finished cases in plan order (ic_report_build). */
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(report, "cases")->child;
+    for (size_t i = 0; i < plan->count && c; i++) {
+        struct ic_planned *item = &plan->items[i];
+        char id[IC_CASE_ID_MAX];
+        enum ic_outcome outcome;
+        if (!item->done)
+            continue;
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "outcome"));
+        const char *case_id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "id"));
+        if (ic_case_format_id(&item->c, id, sizeof(id)) == 0 && case_id &&
+            strcmp(id, case_id) == 0 && name && ic_outcome_from_name(name, &outcome) == 0)
+            item->result.outcome = outcome;
+        c = c->next;
+    }
+    ic_report_count(plan, counts);
+    return 0;
+}
+
+/* 1 when an outcome of the --fail-on set (with --strict, xpass too) occurred, from the
+ * report's summary, which has the outcomes after expectations. */
+static int ic_run_exit_status(const struct ic_run_policy *policy, const cJSON *report)
+{
+    const cJSON *summary = cJSON_GetObjectItemCaseSensitive(report, "summary");
+    const cJSON *outcomes = cJSON_GetObjectItemCaseSensitive(summary, "outcomes");
+    int status = IC_EXIT_OK;
+    for (int o = 0; o < IC_OUTCOME_COUNT; o++) {
+        const cJSON *count = cJSON_GetObjectItemCaseSensitive(outcomes, ic_outcome_name(o));
+        if (policy->fails[o] && cJSON_GetNumberValue(count) > 0)
+            status = IC_EXIT_FAILURES;
+    }
+    const cJSON *xpass = cJSON_GetObjectItemCaseSensitive(outcomes, "xpass");
+    if (cJSON_GetNumberValue(xpass) > 0)
+        fprintf(stderr,
+                "interopcheck: %.0f cases passed that an expectation says fail (xpass)%s: "
+                "remove or narrow their entries\n",
+                cJSON_GetNumberValue(xpass),
+                policy->fails[IC_OUTCOME_XPASS] ? ", which fails this run" : "");
+    return status;
 }
 
 static cJSON *ic_run_json(const struct ic_session *session, const struct ic_options *opts,
@@ -288,13 +394,20 @@ int ic_cmd_run(const struct ic_options *opts)
     struct ic_filter filter;
     struct ic_run run;
     struct ic_case *cases = NULL;
+    struct ic_run_policy policy;
     cJSON *tool = NULL, *run_json = NULL, *python = NULL, *report = NULL;
     char err[4096], output[1024], stream_path[1100], started[64];
     int status = IC_EXIT_USAGE;
 
     memset(&run, 0, sizeof(run));
+    if (ic_run_policy_open(opts, &policy, err, sizeof(err)) < 0) {
+        fprintf(stderr, "interopcheck: %s\n", err);
+        ic_run_policy_close(&policy);
+        return IC_EXIT_USAGE;
+    }
     if (ic_session_open(&session, opts, err, sizeof(err)) < 0) {
         fprintf(stderr, "interopcheck: %s\n", err);
+        ic_run_policy_close(&policy);
         return IC_EXIT_USAGE;
     }
     if (ic_build_filter(opts, &session.catalog, &filter, err, sizeof(err)) < 0) {
@@ -385,16 +498,19 @@ int ic_cmd_run(const struct ic_options *opts)
     cJSON_AddStringToObject(run_json, "finished", finished);
     cJSON_AddNumberToObject(run_json, "duration_s", seconds);
     report = ic_report_build(tool, run_json, python, &session.catalog, &plan, &session.devices);
+    int applied = report ? ic_run_policy_apply(&policy, report, &plan, run.counts) : 0;
+    if (applied < 0) {
+        fprintf(stderr, "interopcheck: cannot apply the expectations: %s (the results are in %s)\n",
+                ic_strerror(applied), stream_path);
+        goto done;
+    }
     if (!report || ic_json_write_atomic(output, report, err, sizeof(err)) < 0) {
         fprintf(stderr, "interopcheck: %s (the results are in %s)\n",
                 report ? err : "out of memory while building the report", stream_path);
         goto done;
     }
     ic_print_summary(&run, seconds, output);
-    status = run.counts[IC_OUTCOME_FAIL] || run.counts[IC_OUTCOME_CRASH] ||
-                     run.counts[IC_OUTCOME_TIMEOUT]
-                 ? IC_EXIT_FAILURES
-                 : IC_EXIT_OK;
+    status = ic_run_exit_status(&policy, report);
 
 done:
     if (run.stream_ok)
@@ -407,5 +523,6 @@ done:
     free(run.run_index);
     ic_plan_release(&plan);
     ic_session_close(&session);
+    ic_run_policy_close(&policy);
     return status;
 }

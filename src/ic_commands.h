@@ -17,5 +17,8 @@ enum {
 int ic_cmd_list(const struct ic_options *opts);
 int ic_cmd_run(const struct ic_options *opts);
 int ic_cmd_version(void);
+int ic_cmd_report(const struct ic_options *opts);
+int ic_cmd_diff(const struct ic_options *opts);
+int ic_cmd_merge(const struct ic_options *opts);
 
 #endif

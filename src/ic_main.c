@@ -31,6 +31,15 @@ int main(int argc, char **argv)
     case IC_COMMAND_LIST:
         status = ic_cmd_list(&opts);
         break;
+    case IC_COMMAND_REPORT:
+        status = ic_cmd_report(&opts);
+        break;
+    case IC_COMMAND_DIFF:
+        status = ic_cmd_diff(&opts);
+        break;
+    case IC_COMMAND_MERGE:
+        status = ic_cmd_merge(&opts);
+        break;
     case IC_COMMAND_WORKER: {
         struct ic_worker_config config = {
             .fd = opts.worker_fd, .python = opts.python, .kit_path = opts.probekit};

@@ -20,6 +20,13 @@ enum {
     OPT_DTYPE,
     OPT_LAYOUT,
     OPT_DEVICE,
+    OPT_JUNIT,
+    OPT_MARKDOWN,
+    OPT_HTML,
+    OPT_EXPECT,
+    OPT_STRICT,
+    OPT_FAIL_ON,
+    OPT_FORMAT,
     OPT_JSON,
     OPT_VERSION,
     OPT_WORKER_FD,
@@ -41,6 +48,13 @@ static const struct option ic_long_options[] = {
     {"dtype", required_argument, NULL, OPT_DTYPE},
     {"layout", required_argument, NULL, OPT_LAYOUT},
     {"device", required_argument, NULL, OPT_DEVICE},
+    {"junit", required_argument, NULL, OPT_JUNIT},
+    {"markdown", required_argument, NULL, OPT_MARKDOWN},
+    {"html", required_argument, NULL, OPT_HTML},
+    {"expect", required_argument, NULL, OPT_EXPECT},
+    {"strict", no_argument, NULL, OPT_STRICT},
+    {"fail-on", required_argument, NULL, OPT_FAIL_ON},
+    {"format", required_argument, NULL, OPT_FORMAT},
     {"json", no_argument, NULL, OPT_JSON},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
@@ -56,6 +70,10 @@ void ic_options_usage(FILE *out)
         "usage: interopcheck --all [options]        run every exchange of every library\n"
         "       interopcheck [filters] [options]    run the selected part of the matrix\n"
         "       interopcheck list [--json]          show the libraries and their protocols\n"
+        "       interopcheck diff BASE.json NEW.json [--format text|markdown]\n"
+        "                                           what changed between two reports\n"
+        "       interopcheck merge A.json B.json ... -o ALL.json\n"
+        "                                           one report of several environments\n"
         "\n"
         "interopcheck imports every installed array library through a probe, exchanges arrays\n"
         "between every pair over every protocol (DLPack, __array_interface__, __array_struct__,\n"
@@ -97,13 +115,36 @@ void ic_options_usage(FILE *out)
         "                       results also stream to FILE with .jsonl as they finish\n"
         "  -q, --quiet          no progress line and no summary table\n"
         "\n"
+        "Expectations and the exit status:\n"
+        "  --expect FILE        an expectations file (repeatable): one entry a line,\n"
+        "                       'PATTERN REASON... [LINK]'; a '#' that starts a word starts a\n"
+        "                       comment. PATTERN is a case id, or one with * and ? (within a\n"
+        "                       part) or ** (any run of whole parts); it matches whole ids,\n"
+        "                       never prefixes. A fail, crash or timeout it matches becomes xfail,\n"
+        "                       a pass becomes xpass; the first matching entry wins; entries\n"
+        "                       that match no case are warned about\n"
+        "  --strict             an xpass (a case expected to fail that passed) fails the run\n"
+        "  --fail-on LIST       outcomes that make the exit status 1 (default\n"
+        "                       fail,crash,timeout; any of pass fail unsupported crash\n"
+        "                       timeout error xfail xpass waived)\n"
+        "\n"
+        "Comparing and merging reports:\n"
+        "  diff BASE NEW        cases regressed, improved, changed, added and removed, with\n"
+        "                       both sides' library versions; exit status 1 when one regressed\n"
+        "  --format FORMAT      diff's output: text (default) or markdown (a pull request\n"
+        "                       comment)\n"
+        "  merge A B... -o OUT  the environment becomes a dimension: every case and summary\n"
+        "                       cell names the run it came from (CPU and GPU jobs, versions)\n"
+        "\n"
         "Outcomes: pass; fail (a rule was broken: the report names it, citing\n"
         "../shared/docs/protocols.md numbering); unsupported (a refusal the spec allows, with\n"
         "its reason); crash and timeout (the worker died or hung in that case); error (the\n"
-        "tool's or the environment's fault, never charged to a library).\n"
+        "tool's or the environment's fault, never charged to a library); xfail and xpass\n"
+        "(an expected failure that failed, or passed).\n"
         "\n"
-        "Exit status: 0 when no case failed, crashed or timed out; 1 when one did; 2 for a\n"
-        "usage or environment error (nothing was run).\n",
+        "Exit status: 1 when a case had an outcome of --fail-on (default: it failed, crashed\n"
+        "or timed out; with --strict also xpass), else 0; 2 for a usage or environment error\n"
+        "(nothing was run). diff: 1 when a case regressed. merge: 0 when written.\n",
         out);
 }
 
@@ -215,6 +256,34 @@ int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, 
         case OPT_DEVICE:
             rc = ic_list_add(&opts->devices, optarg);
             break;
+        case OPT_JUNIT:
+            opts->junit = optarg;
+            break;
+        case OPT_MARKDOWN:
+            opts->markdown = optarg;
+            break;
+        case OPT_HTML:
+            opts->html = optarg;
+            break;
+        case OPT_EXPECT:
+            if (opts->nexpect == IC_MAX_LIST)
+                rc = IC_ERANGE;
+            else
+                opts->expect[opts->nexpect++] = optarg;
+            break;
+        case OPT_STRICT:
+            opts->strict = true;
+            break;
+        case OPT_FAIL_ON:
+            rc = ic_list_add(&opts->fail_on, optarg);
+            break;
+        case OPT_FORMAT:
+            if (strcmp(optarg, "text") != 0 && strcmp(optarg, "markdown") != 0) {
+                snprintf(err, err_size, "--format takes text or markdown, not '%s'", optarg);
+                return IC_EUSAGE;
+            }
+            opts->format = optarg;
+            break;
         case OPT_JSON:
             opts->json = true;
             break;
@@ -261,14 +330,39 @@ int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, 
         } else if (strcmp(word, "help") == 0) {
             opts->command = IC_COMMAND_HELP;
             return 0;
+        } else if (strcmp(word, "report") == 0) {
+            opts->command = IC_COMMAND_REPORT;
+        } else if (strcmp(word, "diff") == 0) {
+            opts->command = IC_COMMAND_DIFF;
+        } else if (strcmp(word, "merge") == 0) {
+            opts->command = IC_COMMAND_MERGE;
         } else {
             snprintf(err, err_size, "unknown command '%s': use 'list', or options such as --all",
                      word);
             return IC_EUSAGE;
         }
     }
+    bool takes_files = opts->command == IC_COMMAND_REPORT || opts->command == IC_COMMAND_DIFF ||
+                       opts->command == IC_COMMAND_MERGE;
+    /* GNU getopt_long moves the non-options (the command word, the files) after the options,
+     * wherever they were written. */
+    while (takes_files && optind < argc && opts->nfiles < IC_MAX_LIST)
+        opts->files[opts->nfiles++] = argv[optind++];
     if (optind < argc) {
         snprintf(err, err_size, "unexpected argument '%s'", argv[optind]);
+        return IC_EUSAGE;
+    }
+    if (opts->command == IC_COMMAND_REPORT && opts->nfiles != 1) {
+        snprintf(err, err_size, "report takes one report file: interopcheck report RUN.json");
+        return IC_EUSAGE;
+    }
+    if (opts->command == IC_COMMAND_DIFF && opts->nfiles != 2) {
+        snprintf(err, err_size, "diff takes two report files: interopcheck diff BASE.json NEW.json");
+        return IC_EUSAGE;
+    }
+    if (opts->command == IC_COMMAND_MERGE && (opts->nfiles < 2 || !opts->output)) {
+        snprintf(err, err_size, "merge takes two or more report files and -o: interopcheck merge "
+                                "A.json B.json -o ALL.json");
         return IC_EUSAGE;
     }
     bool filtered = opts->producers.count || opts->consumers.count || opts->protocols.count ||
@@ -297,4 +391,5 @@ void ic_options_release(struct ic_options *opts)
     ic_list_release(&opts->dtypes);
     ic_list_release(&opts->layouts);
     ic_list_release(&opts->devices);
+    ic_list_release(&opts->fail_on);
 }

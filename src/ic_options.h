@@ -27,6 +27,9 @@ enum ic_command {
     IC_COMMAND_HELP,
     IC_COMMAND_VERSION,
     IC_COMMAND_WORKER,
+    IC_COMMAND_REPORT, /* report RUN.json: the HTML, JUnit and Markdown reports of a run */
+    IC_COMMAND_DIFF,   /* diff BASE.json NEW.json */
+    IC_COMMAND_MERGE,  /* merge A.json B.json ... -o ALL.json */
 };
 
 struct ic_name_list {
@@ -50,6 +53,18 @@ struct ic_options {
     bool json;
     bool quiet;
     struct ic_name_list producers, consumers, protocols, dtypes, layouts, devices;
+    /* Reports and expectations */
+    const char *junit;    /* --junit FILE */
+    const char *markdown; /* --markdown FILE */
+    const char *html;     /* --html FILE (default: next to the JSON report) */
+    const char *expect[IC_MAX_LIST]; /* --expect FILE, repeatable */
+    int nexpect;
+    bool strict;                 /* an xpass fails the run */
+    struct ic_name_list fail_on; /* outcomes that make the exit status 1 */
+    const char *format;          /* diff: "text" or "markdown" */
+    /* Positional arguments of report, diff and merge: report files. */
+    const char *files[IC_MAX_LIST];
+    int nfiles;
     /* worker mode (hidden) */
     int worker_fd;
     const char *probekit;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ic_error.h"
+#include "ic_text.h"
 
 extern char **environ;
 
@@ -251,7 +252,7 @@ static void ic_py_traceback_where(PyObject *exc, char *buf, size_t size)
 
 bool ic_py_fetch(struct ic_py_exc *exc)
 {
-    PyObject *value = NULL, *text = NULL;
+    PyObject *value = NULL, *text = NULL, *bytes = NULL;
 
     memset(exc, 0, sizeof(*exc));
 #if PY_VERSION_HEX >= 0x030C0000
@@ -272,6 +273,7 @@ bool ic_py_fetch(struct ic_py_exc *exc)
     }
     PyObject *type_obj = (PyObject *)Py_TYPE(value); /* borrowed */
     ic_py_type_name(type_obj, exc->type, sizeof(exc->type));
+    ic_utf8_repair_in_place(exc->type, sizeof(exc->type));
     exc->buffer_error = PyErr_GivenExceptionMatches(value, PyExc_BufferError);
     exc->type_error = PyErr_GivenExceptionMatches(value, PyExc_TypeError);
     exc->value_error = PyErr_GivenExceptionMatches(value, PyExc_ValueError);
@@ -279,12 +281,17 @@ bool ic_py_fetch(struct ic_py_exc *exc)
     exc->not_implemented = PyErr_GivenExceptionMatches(value, PyExc_NotImplementedError);
 
     text = PyObject_Str(value);
-    if (text && PyUnicode_Check(text)) {
-        const char *utf8 = PyUnicode_AsUTF8(text);
-        snprintf(exc->message, sizeof(exc->message), "%s", utf8 ? utf8 : "");
-    }
+    /* "surrogatepass" and a counted copy: a lone surrogate or a NUL in the message, which
+     * PyUnicode_AsUTF8 refuses, shows as U+FFFD instead of emptying the message. */
+    if (text && PyUnicode_Check(text))
+        bytes = PyUnicode_AsEncodedString(text, "utf-8", "surrogatepass");
+    if (bytes)
+        ic_text_copy(exc->message, sizeof(exc->message), PyBytes_AS_STRING(bytes),
+                     (size_t)PyBytes_GET_SIZE(bytes));
     PyErr_Clear();
     ic_py_traceback_where(value, exc->where, sizeof(exc->where));
+    ic_utf8_repair_in_place(exc->where, sizeof(exc->where));
+    Py_XDECREF(bytes);
     Py_XDECREF(text);
     Py_DECREF(value);
     return true;

@@ -9,6 +9,7 @@
 
 #include "ic_error.h"
 #include "ic_stream.h"
+#include "ic_text.h"
 
 static const char *const ic_library_state_names[] = {
     [IC_LIBRARY_FOUND] = "not_loaded",
@@ -291,35 +292,150 @@ fail:
 
 int ic_json_write_atomic(const char *path, const cJSON *json, char *err, size_t err_size)
 {
-    char tmp[1100];
     char *text = cJSON_Print(json);
-    FILE *file = NULL;
-    int rc = IC_EIO;
-
     if (!text) {
         snprintf(err, err_size, "out of memory while formatting %s", path);
         return IC_ENOMEM;
     }
-    snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-    file = fopen(tmp, "w");
-    if (!file) {
-        snprintf(err, err_size, "cannot write %s: %s", tmp, strerror(errno));
-        goto done;
-    }
-    if (fputs(text, file) < 0 || fputc('\n', file) < 0 || fflush(file) != 0 ||
-        fsync(fileno(file)) != 0) {
-        snprintf(err, err_size, "cannot write %s: %s", tmp, strerror(errno));
-        fclose(file);
-        unlink(tmp);
-        goto done;
-    }
-    if (fclose(file) != 0 || rename(tmp, path) != 0) {
-        snprintf(err, err_size, "cannot move %s to %s: %s", tmp, path, strerror(errno));
-        unlink(tmp);
-        goto done;
-    }
-    rc = 0;
-done:
+    int rc = ic_text_write_atomic_line(path, text, err, err_size);
     cJSON_free(text);
     return rc;
+}
+
+int ic_report_load(const char *path, cJSON **ret, char *err, size_t err_size)
+{
+    FILE *file = fopen(path, "rb");
+    char *text = NULL;
+    cJSON *json = NULL;
+    int rc = IC_EIO;
+
+    if (!file) {
+        snprintf(err, err_size, "cannot read %s: %s", path, strerror(errno));
+        return IC_EIO;
+    }
+    if (fseek(file, 0, SEEK_END) != 0) {
+        snprintf(err, err_size, "cannot read %s: %s", path, strerror(errno));
+        goto done;
+    }
+    long size = ftell(file);
+    rewind(file);
+    if (size < 0 || (text = malloc((size_t)size + 1)) == NULL) {
+        snprintf(err, err_size, "cannot read %s: out of memory", path);
+        rc = IC_ENOMEM;
+        goto done;
+    }
+    if (fread(text, 1, (size_t)size, file) != (size_t)size) {
+        snprintf(err, err_size, "cannot read %s: %s", path, strerror(errno));
+        goto done;
+    }
+    text[size] = '\0';
+    json = cJSON_ParseWithLength(text, (size_t)size);
+    rc = IC_EINVAL;
+    if (!json) {
+        snprintf(err, err_size, "%s is not JSON", path);
+        goto done;
+    }
+    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(json, "schema");
+    const cJSON *version = cJSON_GetObjectItemCaseSensitive(json, "schema_version");
+    if (!cJSON_IsString(schema) || strcmp(schema->valuestring, "interopcheck-report") != 0) {
+        snprintf(err, err_size, "%s is not an interopcheck report (no \"schema\": "
+                 "\"interopcheck-report\")", path);
+        goto done;
+    }
+    if (!cJSON_IsNumber(version) || version->valueint != IC_REPORT_SCHEMA_VERSION) {
+        snprintf(err, err_size, "%s has report schema version %d; this interopcheck reads "
+                 "version %d", path, cJSON_IsNumber(version) ? version->valueint : -1,
+                 IC_REPORT_SCHEMA_VERSION);
+        goto done;
+    }
+    if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(json, "cases")) ||
+        !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(json, "summary"))) {
+        snprintf(err, err_size, "%s lacks its cases or summary", path);
+        goto done;
+    }
+    *ret = json;
+    json = NULL;
+    rc = 0;
+done:
+    cJSON_Delete(json);
+    free(text);
+    fclose(file);
+    return rc;
+}
+
+static int ic_outcome_of(const cJSON *c)
+{
+    const cJSON *outcome = cJSON_GetObjectItemCaseSensitive(c, "outcome");
+    enum ic_outcome value;
+    if (!cJSON_IsString(outcome) || ic_outcome_from_name(outcome->valuestring, &value) < 0)
+        return -1;
+    return (int)value;
+}
+
+static bool ic_json_string_is(const cJSON *object, const char *key, const char *value)
+{
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, key);
+    return cJSON_IsString(item) && strcmp(item->valuestring, value) == 0;
+}
+
+static void ic_set_counts(cJSON *outcomes, const size_t counts[IC_OUTCOME_COUNT])
+{
+    for (int o = 0; o < IC_OUTCOME_COUNT; o++) {
+        cJSON *item = cJSON_GetObjectItemCaseSensitive(outcomes, ic_outcome_name(o));
+        if (item)
+            cJSON_SetNumberValue(item, (double)counts[o]);
+    }
+}
+
+int ic_report_recount(cJSON *report)
+{
+    cJSON *cases = cJSON_GetObjectItemCaseSensitive(report, "cases");
+    cJSON *summary = cJSON_GetObjectItemCaseSensitive(report, "summary");
+    cJSON *protocols = cJSON_GetObjectItemCaseSensitive(summary, "protocols");
+    size_t totals[IC_OUTCOME_COUNT] = {0};
+    const cJSON *c;
+    if (!cJSON_IsArray(cases) || !cJSON_IsObject(summary))
+        return IC_EINVAL;
+    cJSON_ArrayForEach(c, cases)
+    {
+        int o = ic_outcome_of(c);
+        if (o >= 0)
+            totals[o]++;
+    }
+    ic_set_counts(cJSON_GetObjectItemCaseSensitive(summary, "outcomes"), totals);
+    cJSON *protocol;
+    cJSON_ArrayForEach(protocol, protocols)
+    {
+        size_t per_protocol[IC_OUTCOME_COUNT] = {0};
+        cJSON *cell;
+        cJSON_ArrayForEach(cell, cJSON_GetObjectItemCaseSensitive(protocol, "cells"))
+        {
+            size_t counts[IC_OUTCOME_COUNT] = {0};
+            const cJSON *producer = cJSON_GetObjectItemCaseSensitive(cell, "producer");
+            const cJSON *consumer = cJSON_GetObjectItemCaseSensitive(cell, "consumer");
+            const cJSON *device = cJSON_GetObjectItemCaseSensitive(cell, "device");
+            const cJSON *environment = cJSON_GetObjectItemCaseSensitive(cell, "environment");
+            if (!cJSON_IsString(producer) || !cJSON_IsString(consumer) || !cJSON_IsString(device))
+                continue;
+            cJSON_ArrayForEach(c, cases)
+            {
+                if (!ic_json_string_is(c, "protocol", protocol->string) ||
+                    !ic_json_string_is(c, "producer", producer->valuestring) ||
+                    !ic_json_string_is(c, "consumer", consumer->valuestring) ||
+                    !ic_json_string_is(c, "device", device->valuestring))
+                    continue;
+                if (cJSON_IsString(environment) &&
+                    !ic_json_string_is(c, "environment", environment->valuestring))
+                    continue;
+                int o = ic_outcome_of(c);
+                if (o >= 0) {
+                    counts[o]++;
+                    per_protocol[o]++;
+                }
+            }
+            ic_set_counts(cJSON_GetObjectItemCaseSensitive(cell, "outcomes"), counts);
+        }
+        ic_set_counts(cJSON_GetObjectItemCaseSensitive(protocol, "outcomes"), per_protocol);
+    }
+    return 0;
 }

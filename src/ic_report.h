@@ -46,4 +46,13 @@ void ic_report_count(const struct ic_plan *plan, size_t counts[IC_OUTCOME_COUNT]
 
 int ic_json_write_atomic(const char *path, const cJSON *json, char *err, size_t err_size);
 
+/* Reads a report written by ic_report_build (or merged): parses it and checks that it is an
+ * interopcheck report of a schema version this build reads. On failure err says what is
+ * wrong with the file and nothing is returned. The caller deletes the tree. */
+int ic_report_load(const char *path, cJSON **ret, char *err, size_t err_size);
+
+/* Recounts every outcome count of the report's summary (totals, per protocol, per cell) from
+ * its cases, after their outcomes changed (expectations). Gaps are kept as they are. */
+int ic_report_recount(cJSON *report);
+
 #endif

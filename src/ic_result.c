@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ic_error.h"
+#include "ic_text.h"
 
 static const struct {
     const char *name;
@@ -80,8 +81,10 @@ void ic_result_check(struct ic_result *res, enum ic_check check, enum ic_check_s
     if (fmt) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(slot->note, sizeof(slot->note), fmt, ap);
+        int len = vsnprintf(slot->note, sizeof(slot->note), fmt, ap);
         va_end(ap);
+        /* Notes quote library text: valid UTF-8, and a cut says so. */
+        ic_text_fix_formatted(slot->note, sizeof(slot->note), len);
     }
 }
 
@@ -94,8 +97,10 @@ void ic_result_set(struct ic_result *res, enum ic_outcome outcome, const char *r
     if (fmt) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(res->diagnostic, sizeof(res->diagnostic), fmt, ap);
+        int len = vsnprintf(res->diagnostic, sizeof(res->diagnostic), fmt, ap);
         va_end(ap);
+        /* Diagnostics quote library text: valid UTF-8, and a cut says so. */
+        ic_text_fix_formatted(res->diagnostic, sizeof(res->diagnostic), len);
     }
 }
 
@@ -114,6 +119,14 @@ void ic_result_conclude(struct ic_result *res)
 
 static bool ic_add_string(cJSON *object, const char *key, const char *value)
 {
+    /* Fields filled without ic_result_set (request, exported) may hold a cut character or a
+     * library's raw bytes; JSON must be UTF-8. No field is longer than a diagnostic. */
+    char repaired[IC_DIAGNOSTIC_MAX];
+    size_t len = strlen(value);
+    if (!ic_utf8_valid(value, len)) {
+        ic_utf8_repair(repaired, sizeof(repaired), value, len, NULL);
+        value = repaired;
+    }
     return cJSON_AddStringToObject(object, key, value) != NULL;
 }
 

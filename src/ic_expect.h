@@ -1,0 +1,46 @@
+/*
+ * ic_expect: expectations files. A project lists the cases it knows fail, by case id or id
+ * pattern, each with a reason and an optional link; a run or a report applies the list.
+ *
+ * Contract
+ * - File format (one entry a line; '#' starts a comment; blank lines are ignored):
+ *       PATTERN  REASON...  [LINK]
+ *   PATTERN is a case id, or one with '*' (any run of characters within one dot-separated
+ *   part) and '?' wildcards, or '**' (any run of whole parts). REASON is the rest of the line;
+ *   a last word that starts with http:// or https:// is the LINK. Matching is exact per
+ *   character: ids are compared, never prefixes.
+ * - Applying to a report (the cJSON of ic_report.h): a case whose outcome is fail, crash or
+ *   timeout and that an entry matches becomes `xfail`; a `pass` that an entry matches becomes
+ *   `xpass`. The case gets an "expectation" object {pattern, reason, link, observed} where
+ *   `observed` is the outcome before. The first matching entry (in file order) wins. Other
+ *   outcomes (unsupported, error) are left alone: an expectation is about failures.
+ * - Entries that match no case of the report are returned, so the caller can warn about
+ *   stale expectations (an expectations file rots otherwise).
+ * - The loaded set owns its memory (ic_expect_free). Loading fails on an unreadable file or a
+ *   malformed line, with err naming the file and line; nothing is applied then.
+ */
+#ifndef IC_EXPECT_H
+#define IC_EXPECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+struct ic_expectations;
+
+int ic_expect_load(const char *const *paths, int npaths, struct ic_expectations **ret, char *err,
+                   size_t err_size);
+void ic_expect_free(struct ic_expectations *expectations);
+
+/* True when `pattern` matches the case id `id` (the wildcards above). */
+bool ic_expect_match(const char *pattern, const char *id);
+
+/* Applies the expectations to the report's cases (see the contract) and writes, one per
+ * line into `unmatched` (may be NULL), "FILE:LINE: PATTERN" for each entry that matched no
+ * case. Returns the number of cases changed, or a negative IC_E* code. The caller recounts the
+ * summary (ic_report_recount). */
+int ic_expect_apply(const struct ic_expectations *expectations, cJSON *report, char *unmatched,
+                    size_t unmatched_size);
+
+#endif

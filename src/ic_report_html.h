@@ -1,0 +1,28 @@
+/*
+ * ic_report_html: the dashboard of a report, one self-contained HTML file.
+ *
+ * Contract
+ * - The file needs no network: styles, script and data are inline. It shows the environment
+ *   and library versions at the top, a producer x consumer matrix per protocol and device (and
+ *   environment, for a merged report) with each cell coloured by its outcomes and showing
+ *   passed/total, the list of a cell's cases with their checks and diagnostics on a click, and
+ *   filters by library, protocol, device, dtype, layout, outcome (and environment).
+ * - The report's data is embedded as JSON that no library text can break out of (no "</" or
+ *   U+2028 sequences survive; invalid UTF-8 is repaired), and the page builds its DOM with
+ *   textContent only: library messages can hold any HTML or script and stay text. A
+ *   Content-Security-Policy with a per-file nonce forbids every fetch and every other script.
+ * - The data is compact (index tables, cases as columns, passing checks as bit masks): the full
+ *   matrix's page is a fifteenth of its JSON report, and cases are drawn only when their cell
+ *   is opened.
+ * - Written atomically. Returns 0 or a negative IC_E* code with err saying why.
+ */
+#ifndef IC_REPORT_HTML_H
+#define IC_REPORT_HTML_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+int ic_html_write(const cJSON *report, const char *path, char *err, size_t err_size);
+
+#endif

@@ -1,0 +1,564 @@
+#include "ic_report_markdown.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ic_error.h"
+#include "ic_json.h"
+#include "ic_result.h"
+#include "ic_text.h"
+
+/* Caps on one piece of library text, in escaped bytes: a table row should stay readable, and
+ * the full text is in the JSON report. */
+#define IC_MD_DIAGNOSTIC_CAP 1000
+#define IC_MD_FIELD_CAP      300
+#define IC_MD_POINTER_CAP    1000
+
+/* Outcome markers that read without colour: each is its own shape. */
+#define IC_MD_MARK_PASS        "\xE2\x9C\x93" /* ✓ */
+#define IC_MD_MARK_FAIL        "\xE2\x9C\x97" /* ✗ */
+#define IC_MD_MARK_ERROR       "!"            /* the tool's or the environment's fault */
+#define IC_MD_MARK_EXPECTED    "~"            /* only expected failures */
+#define IC_MD_MARK_UNSUPPORTED "\xE2\x97\x8B" /* ○ */
+
+static bool ic_str_is(const cJSON *object, const char *key, const char *value)
+{
+    const char *s = ic_json_string(object, key);
+    return s ? strcmp(s, value) == 0 : value[0] == '\0';
+}
+
+static int ic_case_outcome(const cJSON *c)
+{
+    enum ic_outcome outcome;
+    const char *name = ic_json_string(c, "outcome");
+    if (!name || ic_outcome_from_name(name, &outcome) < 0)
+        return IC_OUTCOME_ERROR;
+    return (int)outcome;
+}
+
+static size_t ic_count_of(const cJSON *outcomes, enum ic_outcome outcome)
+{
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(outcomes, ic_outcome_name(outcome));
+    return cJSON_IsNumber(item) && item->valuedouble > 0 ? (size_t)item->valuedouble : 0;
+}
+
+static void ic_md_text(struct ic_text_buf *out, const char *text, size_t cap)
+{
+    ic_text_buf_add_escaped_str(out, text, IC_ESCAPE_MARKDOWN, cap);
+}
+
+/* A name or id the tool made ([a-z0-9_.-]) reads best as code; anything else is escaped. */
+static void ic_md_code(struct ic_text_buf *out, const char *text)
+{
+    bool plain =
+        text && text[0] && strspn(text, "abcdefghijklmnopqrstuvwxyz0123456789_.-") == strlen(text);
+    if (plain && strlen(text) <= IC_MD_FIELD_CAP)
+        ic_text_buf_addf(out, "`%s`", text);
+    else
+        ic_md_text(out, text ? text : "?", IC_MD_FIELD_CAP);
+}
+
+/* --- What the writer keeps and what the cap makes it leave out ------------------------------- */
+
+struct ic_md_writer {
+    struct ic_text_buf out;
+    size_t limit;    /* where sections stop: max_bytes less the room for the closing line */
+    bool cut;        /* a section did not fit: nothing more is added */
+    size_t matrices; /* matrices, and those shown */
+    size_t matrices_shown;
+    size_t listed; /* cases listed (failures, errors, unexpected passes), and those shown */
+    size_t listed_shown;
+    bool environment_shown;
+};
+
+/* Appends `section` if the text stays within the limit; otherwise marks the writer cut. */
+static bool ic_md_commit(struct ic_md_writer *w, const struct ic_text_buf *section)
+{
+    if (section->status) {
+        w->out.status = section->status;
+        return false;
+    }
+    if (w->cut || w->out.len + section->len > w->limit) {
+        w->cut = true;
+        return false;
+    }
+    ic_text_buf_add(&w->out, ic_text_buf_str(section), section->len);
+    return true;
+}
+
+/* --- Totals and environment ------------------------------------------------------------------ */
+
+static void ic_md_totals(struct ic_text_buf *out, const size_t counts[IC_OUTCOME_COUNT],
+                         size_t total)
+{
+    size_t failing =
+        counts[IC_OUTCOME_FAIL] + counts[IC_OUTCOME_CRASH] + counts[IC_OUTCOME_TIMEOUT];
+    if (failing)
+        ic_text_buf_addf(out, "## interopcheck: " IC_MD_MARK_FAIL " %zu of %zu cases failed\n\n",
+                         failing, total);
+    else if (counts[IC_OUTCOME_ERROR])
+        ic_text_buf_addf(out, "## interopcheck: " IC_MD_MARK_ERROR " %zu of %zu cases in error\n\n",
+                         counts[IC_OUTCOME_ERROR], total);
+    else
+        ic_text_buf_addf(out, "## interopcheck: " IC_MD_MARK_PASS " no case of %zu failed\n\n",
+                         total);
+    ic_text_buf_addf(out, "**%zu cases:**", total);
+    const char *sep = " ";
+    for (int o = 0; o < IC_OUTCOME_COUNT; o++) {
+        if (!counts[o])
+            continue;
+        ic_text_buf_addf(out, "%s%zu %s", sep, counts[o], ic_outcome_name((enum ic_outcome)o));
+        sep = " \xC2\xB7 "; /* · */
+    }
+    ic_text_buf_adds(out, "\n\n");
+}
+
+/* One line on where a run happened: tool, Python, platform, time, and the libraries. */
+static void ic_md_environment_line(struct ic_text_buf *out, const cJSON *scope)
+{
+    const cJSON *tool = cJSON_GetObjectItemCaseSensitive(scope, "tool");
+    const cJSON *run = cJSON_GetObjectItemCaseSensitive(scope, "run");
+    const cJSON *environment = cJSON_GetObjectItemCaseSensitive(scope, "environment");
+    const cJSON *platform = cJSON_GetObjectItemCaseSensitive(environment, "platform");
+    const cJSON *python = cJSON_GetObjectItemCaseSensitive(environment, "python");
+    const cJSON *duration = cJSON_GetObjectItemCaseSensitive(run, "duration_s");
+    const char *dot = " \xC2\xB7 ";
+
+    ic_text_buf_adds(out, "interopcheck ");
+    ic_md_text(out, ic_json_string_or(tool, "version", "?"), IC_MD_FIELD_CAP);
+    ic_text_buf_adds(out, dot);
+    ic_text_buf_adds(out, "Python ");
+    ic_md_text(out, ic_json_string_or(python, "version", "?"), IC_MD_FIELD_CAP);
+    if (cJSON_IsObject(platform)) {
+        ic_text_buf_adds(out, dot);
+        ic_md_text(out, ic_json_string_or(platform, "system", "?"), IC_MD_FIELD_CAP);
+        ic_text_buf_adds(out, " ");
+        ic_md_text(out, ic_json_string_or(platform, "machine", "?"), IC_MD_FIELD_CAP);
+    }
+    if (ic_json_string(run, "started")) {
+        ic_text_buf_adds(out, dot);
+        ic_text_buf_adds(out, "started ");
+        ic_md_text(out, ic_json_string(run, "started"), IC_MD_FIELD_CAP);
+    }
+    if (cJSON_IsNumber(duration))
+        ic_text_buf_addf(out, "%sin %d s", dot, (int)(duration->valuedouble + 0.5));
+    if (ic_json_string(run, "seed")) {
+        ic_text_buf_adds(out, dot);
+        ic_text_buf_adds(out, "seed ");
+        ic_md_text(out, ic_json_string(run, "seed"), IC_MD_FIELD_CAP);
+    }
+    ic_text_buf_adds(out, "<br>\nLibraries:");
+    const cJSON *lib;
+    const char *sep = " ";
+    cJSON_ArrayForEach(lib, cJSON_GetObjectItemCaseSensitive(environment, "libraries"))
+    {
+        const char *status = ic_json_string_or(lib, "status", "");
+        if (strcmp(status, "not_loaded") == 0)
+            continue; /* not part of this run */
+        ic_text_buf_adds(out, sep);
+        sep = dot;
+        ic_md_text(out, ic_json_string_or(lib, "name", "?"), IC_MD_FIELD_CAP);
+        ic_text_buf_adds(out, " ");
+        if (strcmp(status, "loaded") == 0) {
+            ic_md_text(out, ic_json_string_or(lib, "version", "?"), IC_MD_FIELD_CAP);
+        } else {
+            ic_text_buf_adds(out, "(");
+            ic_md_text(out, status, IC_MD_FIELD_CAP);
+            ic_text_buf_adds(out, ": ");
+            ic_md_text(out, ic_json_string_or(lib, "error", "?"), IC_MD_FIELD_CAP);
+            ic_text_buf_adds(out, ")");
+        }
+    }
+    ic_text_buf_adds(out, "\n");
+}
+
+static void ic_md_environment(struct ic_md_writer *w, const cJSON *report)
+{
+    const cJSON *environments = cJSON_GetObjectItemCaseSensitive(report, "environments");
+    struct ic_text_buf section;
+    ic_text_buf_init(&section);
+    if (cJSON_IsArray(environments) && cJSON_GetArraySize(environments) > 0) {
+        const cJSON *entry;
+        cJSON_ArrayForEach(entry, environments)
+        {
+            ic_text_buf_adds(&section, "- ");
+            ic_md_code(&section, ic_json_string_or(entry, "id", "?"));
+            ic_text_buf_adds(&section, ": ");
+            ic_md_environment_line(&section, entry);
+        }
+    } else {
+        ic_md_environment_line(&section, report);
+    }
+    ic_text_buf_adds(&section, "\n");
+    w->environment_shown = ic_md_commit(w, &section);
+    ic_text_buf_release(&section);
+}
+
+/* --- Matrices -------------------------------------------------------------------------------- */
+
+struct ic_md_names {
+    const char **items;
+    size_t count;
+};
+
+static void ic_md_names_add(struct ic_md_names *names, const char *name)
+{
+    for (size_t i = 0; i < names->count; i++) {
+        if (strcmp(names->items[i], name) == 0)
+            return;
+    }
+    names->items[names->count++] = name;
+}
+
+static const cJSON *ic_md_find_cell(const cJSON *cells, const char *environment, const char *device,
+                                    const char *producer, const char *consumer)
+{
+    const cJSON *cell;
+    cJSON_ArrayForEach(cell, cells)
+    {
+        if (ic_str_is(cell, "environment", environment) && ic_str_is(cell, "device", device) &&
+            ic_str_is(cell, "producer", producer) && ic_str_is(cell, "consumer", consumer))
+            return cell;
+    }
+    return NULL;
+}
+
+/* The marker of a cell's worst outcome. */
+static const char *ic_md_marker(const size_t counts[IC_OUTCOME_COUNT])
+{
+    if (counts[IC_OUTCOME_FAIL] || counts[IC_OUTCOME_CRASH] || counts[IC_OUTCOME_TIMEOUT])
+        return IC_MD_MARK_FAIL;
+    if (counts[IC_OUTCOME_ERROR])
+        return IC_MD_MARK_ERROR;
+    if (counts[IC_OUTCOME_XFAIL] || counts[IC_OUTCOME_WAIVED])
+        return IC_MD_MARK_EXPECTED;
+    if (counts[IC_OUTCOME_PASS] || counts[IC_OUTCOME_XPASS])
+        return IC_MD_MARK_PASS;
+    return IC_MD_MARK_UNSUPPORTED;
+}
+
+/* "✓ 90/90": the marker of the worst outcome, then passed (pass and xpass) of all cases. */
+static void ic_md_cell(struct ic_text_buf *out, const cJSON *cell)
+{
+    const cJSON *outcomes = cJSON_GetObjectItemCaseSensitive(cell, "outcomes");
+    const cJSON *total_item = cJSON_GetObjectItemCaseSensitive(cell, "total");
+    size_t counts[IC_OUTCOME_COUNT], sum = 0;
+    for (int o = 0; o < IC_OUTCOME_COUNT; o++)
+        sum += counts[o] = ic_count_of(outcomes, (enum ic_outcome)o);
+    size_t total = cJSON_IsNumber(total_item) ? (size_t)total_item->valuedouble : sum;
+    size_t passed = counts[IC_OUTCOME_PASS] + counts[IC_OUTCOME_XPASS];
+    bool failing =
+        counts[IC_OUTCOME_FAIL] || counts[IC_OUTCOME_CRASH] || counts[IC_OUTCOME_TIMEOUT];
+    ic_text_buf_addf(out, failing ? " **%s %zu/%zu** |" : " %s %zu/%zu |", ic_md_marker(counts),
+                     passed, total);
+}
+
+static void ic_md_matrix(struct ic_text_buf *out, const char *protocol, const cJSON *cells,
+                         const char *environment, const char *device)
+{
+    size_t ncells = (size_t)cJSON_GetArraySize(cells);
+    struct ic_md_names producers = {calloc(ncells, sizeof(char *)), 0};
+    struct ic_md_names consumers = {calloc(ncells, sizeof(char *)), 0};
+    const cJSON *cell;
+
+    if (!producers.items || !consumers.items) {
+        out->status = IC_ENOMEM;
+        goto done;
+    }
+    cJSON_ArrayForEach(cell, cells)
+    {
+        if (!ic_str_is(cell, "environment", environment) || !ic_str_is(cell, "device", device))
+            continue;
+        const char *producer = ic_json_string(cell, "producer");
+        const char *consumer = ic_json_string(cell, "consumer");
+        if (producer && consumer) {
+            ic_md_names_add(&producers, producer);
+            ic_md_names_add(&consumers, consumer);
+        }
+    }
+    ic_text_buf_adds(out, "### ");
+    ic_md_text(out, protocol, IC_MD_FIELD_CAP);
+    ic_text_buf_adds(out, " on ");
+    ic_md_text(out, device, IC_MD_FIELD_CAP);
+    if (environment[0]) {
+        ic_text_buf_adds(out, " in ");
+        ic_md_code(out, environment);
+    }
+    ic_text_buf_adds(out, "\n\n| producer \xE2\x86\x93 consumer \xE2\x86\x92 |");
+    for (size_t c = 0; c < consumers.count; c++) {
+        ic_text_buf_adds(out, " ");
+        ic_md_text(out, consumers.items[c], IC_MD_FIELD_CAP);
+        ic_text_buf_adds(out, " |");
+    }
+    ic_text_buf_adds(out, "\n|:--|");
+    for (size_t c = 0; c < consumers.count; c++)
+        ic_text_buf_adds(out, ":-:|");
+    ic_text_buf_adds(out, "\n");
+    for (size_t p = 0; p < producers.count; p++) {
+        ic_text_buf_adds(out, "| **");
+        ic_md_text(out, producers.items[p], IC_MD_FIELD_CAP);
+        ic_text_buf_adds(out, "** |");
+        for (size_t c = 0; c < consumers.count; c++) {
+            const cJSON *found =
+                ic_md_find_cell(cells, environment, device, producers.items[p], consumers.items[c]);
+            if (found)
+                ic_md_cell(out, found);
+            else
+                ic_text_buf_adds(out, " |");
+        }
+        ic_text_buf_adds(out, "\n");
+    }
+    ic_text_buf_adds(out, "\n");
+done:
+    free(producers.items);
+    free(consumers.items);
+}
+
+/* One matrix per protocol and device (and environment), each kept whole or left out. */
+static void ic_md_matrices(struct ic_md_writer *w, const cJSON *report)
+{
+    const cJSON *protocols = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(report, "summary"), "protocols");
+    const cJSON *protocol;
+    struct ic_text_buf section, without;
+
+    ic_text_buf_init(&section);
+    ic_text_buf_init(&without);
+    ic_text_buf_adds(
+        &section,
+        "Each cell: a producer (row) and a consumer (column), passed/total cases. " IC_MD_MARK_PASS
+        " nothing failed \xC2\xB7 " IC_MD_MARK_FAIL
+        " a case failed, crashed or timed out \xC2\xB7 " IC_MD_MARK_ERROR
+        " an error of interopcheck or the environment \xC2\xB7 " IC_MD_MARK_EXPECTED
+        " only expected failures \xC2\xB7 " IC_MD_MARK_UNSUPPORTED
+        " every case unsupported \xC2\xB7 blank: no cases (the full report says "
+        "why).\n\n");
+    ic_md_commit(w, &section);
+    cJSON_ArrayForEach(protocol, protocols)
+    {
+        const cJSON *cells = cJSON_GetObjectItemCaseSensitive(protocol, "cells");
+        size_t ncells = (size_t)cJSON_GetArraySize(cells);
+        if (ncells == 0) {
+            ic_text_buf_adds(&without, without.len ? ", " : "No cases for ");
+            ic_md_text(&without, protocol->string, IC_MD_FIELD_CAP);
+            continue;
+        }
+        /* The (environment, device) pairs of the protocol, in the order their cells come. */
+        const cJSON *cell;
+        size_t index = 0;
+        cJSON_ArrayForEach(cell, cells)
+        {
+            const char *environment = ic_json_string_or(cell, "environment", "");
+            const char *device = ic_json_string_or(cell, "device", "?");
+            bool seen = false;
+            const cJSON *earlier = cells->child;
+            for (size_t i = 0; i < index && !seen; i++, earlier = earlier->next)
+                seen = ic_str_is(earlier, "environment", environment) &&
+                       ic_str_is(earlier, "device", device);
+            index++;
+            if (seen)
+                continue;
+            w->matrices++;
+            if (w->cut)
+                continue;
+            ic_text_buf_truncate(&section, 0);
+            ic_md_matrix(&section, protocol->string, cells, environment, device);
+            if (ic_md_commit(w, &section))
+                w->matrices_shown++;
+        }
+    }
+    if (without.len) {
+        ic_text_buf_adds(&without, ".\n\n");
+        ic_md_commit(w, &without);
+    }
+    ic_text_buf_release(&section);
+    ic_text_buf_release(&without);
+}
+
+/* --- Cases to look at ------------------------------------------------------------------------ */
+
+static void ic_md_case_row(struct ic_text_buf *out, const cJSON *c, bool merged)
+{
+    int outcome = ic_case_outcome(c);
+    ic_text_buf_adds(out, "| ");
+    ic_md_code(out, ic_json_string_or(c, "id", "?"));
+    if (merged) {
+        ic_text_buf_adds(out, " | ");
+        ic_md_code(out, ic_json_string_or(c, "environment", "?"));
+    }
+    ic_text_buf_addf(out, " | %s | ", ic_outcome_name((enum ic_outcome)outcome));
+    ic_md_text(out, ic_json_string(c, "rule"), IC_MD_FIELD_CAP);
+    ic_text_buf_adds(out, " | ");
+    if (outcome == IC_OUTCOME_XPASS) {
+        const cJSON *expectation = cJSON_GetObjectItemCaseSensitive(c, "expectation");
+        ic_text_buf_adds(out, "passed, but expected to fail: ");
+        ic_md_text(out, ic_json_string_or(expectation, "reason", "?"), IC_MD_FIELD_CAP);
+        if (ic_json_string(expectation, "link")) {
+            ic_text_buf_adds(out, " ");
+            ic_md_text(out, ic_json_string(expectation, "link"), IC_MD_FIELD_CAP);
+        }
+    } else {
+        ic_md_text(out, ic_json_string(c, "diagnostic"), IC_MD_DIAGNOSTIC_CAP);
+    }
+    ic_text_buf_adds(out, " |\n");
+}
+
+static bool ic_md_listed_in(int outcome, int group)
+{
+    switch (group) {
+    case 0:
+        return ic_outcome_is_failure((enum ic_outcome)outcome);
+    case 1:
+        return outcome == IC_OUTCOME_ERROR;
+    default:
+        return outcome == IC_OUTCOME_XPASS;
+    }
+}
+
+static void ic_md_cases(struct ic_md_writer *w, const cJSON *report,
+                        const size_t counts[IC_OUTCOME_COUNT])
+{
+    static const char *const titles[] = {"Failures", "Errors (not charged to a library)",
+                                         "Unexpected passes"};
+    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(report, "cases");
+    bool merged = cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(report, "environments"));
+    struct ic_text_buf section;
+    size_t in_group[3] = {counts[IC_OUTCOME_FAIL] + counts[IC_OUTCOME_CRASH] +
+                              counts[IC_OUTCOME_TIMEOUT],
+                          counts[IC_OUTCOME_ERROR], counts[IC_OUTCOME_XPASS]};
+
+    ic_text_buf_init(&section);
+    for (int group = 0; group < 3; group++) {
+        w->listed += in_group[group];
+        if (!in_group[group] || w->cut)
+            continue;
+        ic_text_buf_truncate(&section, 0);
+        ic_text_buf_addf(&section,
+                         "### %s (%zu)\n\n| case |%s outcome | rule | diagnostic |\n"
+                         "|---|%s---|---|---|\n",
+                         titles[group], in_group[group], merged ? " environment |" : "",
+                         merged ? "---|" : "");
+        if (!ic_md_commit(w, &section))
+            continue;
+        const cJSON *c;
+        cJSON_ArrayForEach(c, cases)
+        {
+            if (!ic_md_listed_in(ic_case_outcome(c), group))
+                continue;
+            ic_text_buf_truncate(&section, 0);
+            ic_md_case_row(&section, c, merged);
+            if (!ic_md_commit(w, &section))
+                break;
+            w->listed_shown++;
+        }
+        ic_text_buf_adds(&w->out, "\n"); /* ends the table; the limit keeps room for it */
+    }
+    ic_text_buf_release(&section);
+}
+
+/* --- The closing line ------------------------------------------------------------------------ */
+
+static void ic_md_pointer(struct ic_text_buf *out, const char *full_report)
+{
+    static const char url_chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                    "0123456789-._~:/?#[]@!$&'()*+,;=%";
+    bool url =
+        (strncmp(full_report, "https://", 8) == 0 || strncmp(full_report, "http://", 7) == 0) &&
+        strspn(full_report, url_chars) == strlen(full_report) &&
+        strlen(full_report) <= IC_MD_POINTER_CAP;
+    if (url)
+        ic_text_buf_addf(out, "[%s](<%s>)", "the full report", full_report);
+    else
+        ic_md_text(out, full_report, IC_MD_POINTER_CAP);
+}
+
+static void ic_md_closing(struct ic_text_buf *out, const struct ic_md_writer *w, size_t max_bytes,
+                          const char *full_report)
+{
+    if (w->cut) {
+        ic_text_buf_addf(out, "**Cut to stay within %zu bytes:** not shown here are", max_bytes);
+        const char *sep = " ";
+        if (!w->environment_shown) {
+            ic_text_buf_addf(out, "%sthe environment", sep);
+            sep = ", ";
+        }
+        if (w->matrices_shown < w->matrices) {
+            ic_text_buf_addf(out, "%s%zu of %zu matrices", sep, w->matrices - w->matrices_shown,
+                             w->matrices);
+            sep = ", ";
+        }
+        ic_text_buf_addf(out, "%s%zu of %zu listed cases.", sep, w->listed - w->listed_shown,
+                         w->listed);
+        ic_text_buf_adds(out, full_report ? " Everything is in "
+                                          : " Everything is in the JSON "
+                                            "report.");
+    } else if (full_report) {
+        ic_text_buf_adds(out, "Every case, check and diagnostic: ");
+    }
+    if (full_report) {
+        ic_md_pointer(out, full_report);
+        ic_text_buf_adds(out, ".");
+    }
+    if (w->cut || full_report)
+        ic_text_buf_adds(out, "\n");
+}
+
+int ic_markdown_write(const cJSON *report, const char *path, size_t max_bytes,
+                      const char *full_report, char *err, size_t err_size)
+{
+    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(report, "cases");
+    struct ic_md_writer w = {0};
+    struct ic_text_buf closing;
+    size_t counts[IC_OUTCOME_COUNT] = {0};
+    size_t total = 0;
+    int rc;
+
+    if (!cJSON_IsArray(cases)) {
+        snprintf(err, err_size, "the report has no cases to summarize in Markdown");
+        return IC_EINVAL;
+    }
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cases)
+    {
+        counts[ic_case_outcome(c)]++;
+        total++;
+    }
+    ic_text_buf_init(&w.out);
+    ic_text_buf_init(&closing);
+
+    /* Room for the closing line, measured with every count at its largest. */
+    struct ic_md_writer worst = {.cut = true, .matrices = SIZE_MAX, .listed = SIZE_MAX};
+    ic_md_closing(&closing, &worst, max_bytes, full_report);
+    size_t reserve = closing.len + 8; /* and the newlines that end the last table */
+
+    ic_md_totals(&w.out, counts, total);
+    if (w.out.status)
+        goto nomem;
+    if (w.out.len + reserve > max_bytes) {
+        snprintf(err, err_size, "a Markdown summary of %zu bytes cannot hold even the totals",
+                 max_bytes);
+        rc = IC_ERANGE;
+        goto done;
+    }
+    w.limit = max_bytes - reserve;
+    ic_md_environment(&w, report);
+    ic_md_matrices(&w, report);
+    ic_md_cases(&w, report, counts);
+    ic_text_buf_truncate(&closing, 0);
+    ic_md_closing(&closing, &w, max_bytes, full_report);
+    ic_text_buf_add(&w.out, ic_text_buf_str(&closing), closing.len);
+    if (w.out.status || closing.status)
+        goto nomem;
+    rc = ic_text_write_atomic(path, w.out.data, w.out.len, err, err_size);
+    goto done;
+
+nomem:
+    snprintf(err, err_size, "out of memory while writing %s", path);
+    rc = IC_ENOMEM;
+done:
+    ic_text_buf_release(&w.out);
+    ic_text_buf_release(&closing);
+    return rc;
+}

@@ -1,0 +1,514 @@
+#include "ic_text.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ic_error.h"
+
+#define IC_UTF8_BAD (-1) /* an ill-formed subpart: one U+FFFD */
+#define IC_UTF8_CUT (-2) /* a valid start that runs into the end of the input: dropped */
+
+static const char ic_replacement[] = "\xEF\xBF\xBD"; /* U+FFFD */
+
+/* Decodes the character at s[0..len), len > 0. Returns its code point and sets *ret_len to
+ * the bytes it spans; for IC_UTF8_BAD *ret_len is the maximal subpart (at least 1), for
+ * IC_UTF8_CUT the rest of the input. */
+static long ic_utf8_decode(const unsigned char *s, size_t len, size_t *ret_len)
+{
+    unsigned char lead = s[0];
+    unsigned char second_lo = 0x80, second_hi = 0xBF;
+    size_t trail;
+    long cp;
+
+    if (lead < 0x80) {
+        *ret_len = 1;
+        return lead;
+    }
+    if (lead >= 0xC2 && lead <= 0xDF) {
+        trail = 1;
+        cp = lead & 0x1F;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+        trail = 2;
+        cp = lead & 0x0F;
+        if (lead == 0xE0)
+            second_lo = 0xA0; /* no overlong forms */
+        if (lead == 0xED)
+            second_hi = 0x9F; /* no surrogates */
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+        trail = 3;
+        cp = lead & 0x07;
+        if (lead == 0xF0)
+            second_lo = 0x90;
+        if (lead == 0xF4)
+            second_hi = 0x8F; /* nothing above U+10FFFF */
+    } else {
+        *ret_len = 1;
+        return IC_UTF8_BAD;
+    }
+    /* An encoded surrogate is one lost character (a lone surrogate Python passed through),
+     * so one U+FFFD, and its first two bytes at the very end are a cut like any other. */
+    if (lead == 0xED && len >= 2 && s[1] >= 0xA0 && s[1] <= 0xBF) {
+        if (len == 2) {
+            *ret_len = 2;
+            return IC_UTF8_CUT;
+        }
+        if (s[2] >= 0x80 && s[2] <= 0xBF) {
+            *ret_len = 3;
+            return IC_UTF8_BAD;
+        }
+    }
+    for (size_t i = 1; i <= trail; i++) {
+        if (i >= len) {
+            *ret_len = len;
+            return IC_UTF8_CUT;
+        }
+        unsigned char lo = i == 1 ? second_lo : 0x80;
+        unsigned char hi = i == 1 ? second_hi : 0xBF;
+        if (s[i] < lo || s[i] > hi) {
+            *ret_len = i;
+            return IC_UTF8_BAD;
+        }
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    *ret_len = trail + 1;
+    return cp;
+}
+
+bool ic_utf8_valid(const char *s, size_t len)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t pos = 0;
+    while (pos < len) {
+        /* ASCII runs are the common case: skip them without decoding. */
+        if (u[pos] >= 0x01 && u[pos] < 0x80) {
+            pos++;
+            continue;
+        }
+        size_t n;
+        long cp = ic_utf8_decode(u + pos, len - pos, &n);
+        if (cp <= 0) /* ill-formed, cut, or a NUL that repair would replace */
+            return false;
+        pos += n;
+    }
+    return true;
+}
+
+size_t ic_utf8_repair(char *dst, size_t dst_size, const char *src, size_t src_len,
+                      size_t *ret_consumed)
+{
+    const unsigned char *u = (const unsigned char *)src;
+    size_t out = 0, pos = 0;
+
+    if (dst_size == 0) {
+        if (ret_consumed)
+            *ret_consumed = 0;
+        return 0;
+    }
+    while (pos < src_len) {
+        size_t n;
+        long cp = ic_utf8_decode(u + pos, src_len - pos, &n);
+        if (cp == IC_UTF8_CUT)
+            break; /* the trace of a cut: not shown, so not consumed */
+        const char *piece = (cp == IC_UTF8_BAD || cp == 0) ? ic_replacement : src + pos;
+        size_t piece_len = (cp == IC_UTF8_BAD || cp == 0) ? 3 : n;
+        if (out + piece_len + 1 > dst_size)
+            break;
+        memcpy(dst + out, piece, piece_len);
+        out += piece_len;
+        pos += n;
+    }
+    dst[out] = '\0';
+    if (ret_consumed)
+        *ret_consumed = pos;
+    return out;
+}
+
+size_t ic_utf8_floor(const char *s, size_t len, size_t limit)
+{
+    if (limit >= len)
+        return len;
+    while (limit > 0 && ((unsigned char)s[limit] & 0xC0) == 0x80)
+        limit--;
+    return limit;
+}
+
+/* Repairs without a second buffer: each ill-formed subpart becomes '?', which never makes the
+ * text longer. Used only when memory for a copy is not there. */
+static void ic_utf8_repair_shrinking(char *buf, size_t len)
+{
+    const unsigned char *u = (const unsigned char *)buf;
+    size_t out = 0, pos = 0;
+    while (pos < len) {
+        size_t n;
+        long cp = ic_utf8_decode(u + pos, len - pos, &n);
+        if (cp == IC_UTF8_CUT)
+            break;
+        if (cp == IC_UTF8_BAD || cp == 0)
+            buf[out++] = '?';
+        else {
+            memmove(buf + out, buf + pos, n);
+            out += n;
+        }
+        pos += n;
+    }
+    buf[out] = '\0';
+}
+
+size_t ic_text_cut_marker(char *buf, size_t size, size_t cut)
+{
+    int n = snprintf(buf, size, " \xE2\x80\xA6 [%zu %s cut]", cut, cut == 1 ? "byte" : "bytes");
+    if (n < 0 || size == 0)
+        return 0;
+    return (size_t)n < size ? (size_t)n : size - 1;
+}
+
+/* Copies src[0..src_len), the first src_len bytes of a text of `total` bytes, into dst:
+ * repaired, and ending with the cut marker when any of the text is not shown. */
+static void ic_text_copy_part(char *dst, size_t dst_size, const char *src, size_t src_len,
+                              size_t total)
+{
+    char marker[IC_TEXT_MARKER_MAX + 1];
+    size_t consumed;
+
+    if (dst_size == 0)
+        return;
+    size_t out = ic_utf8_repair(dst, dst_size, src, src_len, &consumed);
+    if (consumed == src_len && src_len >= total)
+        return;
+    /* Something is not shown: make room for the marker. Its length for `total` bounds its
+     * length for any smaller count. */
+    size_t marker_len = ic_text_cut_marker(marker, sizeof(marker), total);
+    if (dst_size <= marker_len + 1)
+        return; /* no room for a marker: the plain cut stands */
+    out = ic_utf8_repair(dst, dst_size - marker_len, src, src_len, &consumed);
+    ic_text_cut_marker(dst + out, dst_size - out, total - consumed);
+}
+
+void ic_text_copy(char *dst, size_t dst_size, const char *src, size_t src_len)
+{
+    ic_text_copy_part(dst, dst_size, src, src_len, src_len);
+}
+
+/* Repairs buf[0..len) in place (capacity size) through a copy of it; `total` as in
+ * ic_text_copy_part, or 0 to cut silently where the repaired text no longer fits. */
+static void ic_text_settle(char *buf, size_t size, size_t len, size_t total)
+{
+    char stack[2048];
+    char *copy = len < sizeof(stack) ? stack : malloc(len + 1);
+    if (!copy) {
+        ic_utf8_repair_shrinking(buf, len);
+        return;
+    }
+    memcpy(copy, buf, len);
+    if (total)
+        ic_text_copy_part(buf, size, copy, len, total);
+    else
+        ic_utf8_repair(buf, size, copy, len, NULL);
+    if (copy != stack)
+        free(copy);
+}
+
+void ic_utf8_repair_in_place(char *buf, size_t size)
+{
+    if (size == 0)
+        return;
+    size_t len = strnlen(buf, size - 1);
+    buf[len] = '\0';
+    if (!ic_utf8_valid(buf, len))
+        ic_text_settle(buf, size, len, 0);
+}
+
+void ic_text_fix_formatted(char *buf, size_t size, int formatted_len)
+{
+    if (size == 0)
+        return;
+    size_t len = strnlen(buf, size - 1);
+    buf[len] = '\0';
+    if (formatted_len < 0 || (size_t)formatted_len < size) {
+        ic_utf8_repair_in_place(buf, size);
+        return;
+    }
+    ic_text_settle(buf, size, len, (size_t)formatted_len);
+}
+
+/* --- Growable buffers ----------------------------------------------------------------------- */
+
+void ic_text_buf_init(struct ic_text_buf *buf)
+{
+    memset(buf, 0, sizeof(*buf));
+}
+
+void ic_text_buf_release(struct ic_text_buf *buf)
+{
+    free(buf->data);
+    memset(buf, 0, sizeof(*buf));
+}
+
+const char *ic_text_buf_str(const struct ic_text_buf *buf)
+{
+    return buf->data ? buf->data : "";
+}
+
+static int ic_text_buf_reserve(struct ic_text_buf *buf, size_t extra)
+{
+    if (buf->status)
+        return buf->status;
+    if (extra > SIZE_MAX - buf->len - 1) {
+        buf->status = IC_ENOMEM;
+        return buf->status;
+    }
+    size_t need = buf->len + extra + 1;
+    if (need <= buf->cap)
+        return 0;
+    size_t cap = buf->cap ? buf->cap : 256;
+    while (cap < need)
+        cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+    char *data = realloc(buf->data, cap);
+    if (!data) {
+        buf->status = IC_ENOMEM;
+        return buf->status;
+    }
+    buf->data = data;
+    buf->cap = cap;
+    return 0;
+}
+
+int ic_text_buf_add(struct ic_text_buf *buf, const char *data, size_t len)
+{
+    if (ic_text_buf_reserve(buf, len) < 0)
+        return buf->status;
+    memcpy(buf->data + buf->len, data, len);
+    buf->len += len;
+    buf->data[buf->len] = '\0';
+    return 0;
+}
+
+int ic_text_buf_adds(struct ic_text_buf *buf, const char *s)
+{
+    return ic_text_buf_add(buf, s, strlen(s));
+}
+
+int ic_text_buf_addf(struct ic_text_buf *buf, const char *fmt, ...)
+{
+    va_list ap, again;
+    va_start(ap, fmt);
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        va_end(again);
+        if (!buf->status)
+            buf->status = IC_EINVAL;
+        return buf->status;
+    }
+    if (ic_text_buf_reserve(buf, (size_t)n) < 0) {
+        va_end(again);
+        return buf->status;
+    }
+    vsnprintf(buf->data + buf->len, (size_t)n + 1, fmt, again);
+    va_end(again);
+    buf->len += (size_t)n;
+    return 0;
+}
+
+void ic_text_buf_truncate(struct ic_text_buf *buf, size_t len)
+{
+    if (buf->data && len < buf->len) {
+        buf->len = len;
+        buf->data[len] = '\0';
+    }
+}
+
+/* --- Escaping ------------------------------------------------------------------------------- */
+
+/* Characters XML 1.0 forbids (C0 but tab, LF, CR; U+FFFE, U+FFFF) or discourages (DEL, C1,
+ * noncharacters), which HTML parsers also report as errors. */
+static bool ic_text_unwanted(long cp)
+{
+    if (cp < 0x20)
+        return cp != '\t' && cp != '\n' && cp != '\r';
+    if (cp >= 0x7F && cp <= 0x9F)
+        return true;
+    if (cp >= 0xFDD0 && cp <= 0xFDEF)
+        return true;
+    return (cp & 0xFFFE) == 0xFFFE;
+}
+
+/* ASCII punctuation that can open or close a Markdown construct somewhere in GitHub's or
+ * GitLab's dialect. Left out: , ; ? / " ' which mean nothing outside a construct these
+ * escapes already break (a link title needs an unescaped bracket). */
+static bool ic_markdown_special(long cp)
+{
+    return cp < 0x80 && cp > 0 && strchr("!#$%&()*+-.:<=>@[\\]^_`{|}~", (int)cp) != NULL;
+}
+
+/* The escaped form of the character at s[0..len) in piece (at most 8 bytes); *ret_len gets
+ * the input bytes it stands for. Returns the length of piece: 0 for a cut sequence. */
+static size_t ic_escape_piece(const unsigned char *s, size_t len, enum ic_text_escape how,
+                              char piece[8], size_t *ret_len)
+{
+    const char *entity = NULL;
+    size_t n;
+    long cp = ic_utf8_decode(s, len, &n);
+    *ret_len = n;
+    if (cp == IC_UTF8_CUT)
+        return 0;
+    if (cp == IC_UTF8_BAD || cp == 0 || (how != IC_ESCAPE_PLAIN && ic_text_unwanted(cp))) {
+        memcpy(piece, ic_replacement, 3);
+        return 3;
+    }
+    switch (how) {
+    case IC_ESCAPE_PLAIN:
+        break;
+    case IC_ESCAPE_XML_ATTR:
+    case IC_ESCAPE_XML_TEXT:
+        entity = cp == '&'    ? "&amp;"
+                 : cp == '<'  ? "&lt;"
+                 : cp == '>'  ? "&gt;"
+                 : cp == '\r' ? "&#13;"
+                              : NULL;
+        if (how == IC_ESCAPE_XML_ATTR && !entity)
+            entity = cp == '"'    ? "&quot;"
+                     : cp == '\'' ? "&apos;"
+                     : cp == '\t' ? "&#9;"
+                     : cp == '\n' ? "&#10;"
+                                  : NULL;
+        break;
+    case IC_ESCAPE_HTML:
+        entity = cp == '&'    ? "&amp;"
+                 : cp == '<'  ? "&lt;"
+                 : cp == '>'  ? "&gt;"
+                 : cp == '"'  ? "&quot;"
+                 : cp == '\'' ? "&#39;"
+                              : NULL;
+        break;
+    case IC_ESCAPE_MARKDOWN:
+        if (cp == '\r' || cp == '\n') {
+            if (cp == '\r' && len > 1 && s[1] == '\n')
+                *ret_len = 2; /* CRLF is one line break */
+            entity = "<br>";
+        } else if (cp == '\t') {
+            entity = " ";
+        } else if (ic_markdown_special(cp)) {
+            piece[0] = '\\';
+            piece[1] = (char)cp;
+            return 2;
+        }
+        break;
+    }
+    if (entity) {
+        size_t elen = strlen(entity);
+        memcpy(piece, entity, elen);
+        return elen;
+    }
+    memcpy(piece, s, n);
+    return n;
+}
+
+int ic_text_buf_add_escaped(struct ic_text_buf *buf, const char *s, size_t len,
+                            enum ic_text_escape how, size_t cap)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    char marker[IC_TEXT_MARKER_MAX + 1];
+    char piece[8];
+    size_t start = buf->len;
+
+    if (buf->status)
+        return buf->status;
+    if (cap < IC_TEXT_CAP_MIN)
+        cap = IC_TEXT_CAP_MIN;
+    /* Room kept for the marker, escaped, with a count no smaller than any real one. */
+    size_t marker_len = ic_text_cut_marker(marker, sizeof(marker), len);
+    size_t reserve = 0;
+    for (size_t i = 0, n; i < marker_len; i += n)
+        reserve +=
+            ic_escape_piece((const unsigned char *)marker + i, marker_len - i, how, piece, &n);
+    /* The last point where the marker would still fit after what was appended. */
+    size_t safe_out = 0, safe_pos = 0;
+    size_t pos = 0;
+    while (pos < len) {
+        size_t n;
+        size_t piece_len = ic_escape_piece(u + pos, len - pos, how, piece, &n);
+        size_t out = buf->len - start;
+        if (out + piece_len > cap)
+            goto cut;
+        if (ic_text_buf_add(buf, piece, piece_len) < 0)
+            return buf->status;
+        pos += n;
+        if (out + piece_len <= cap - reserve) {
+            safe_out = out + piece_len;
+            safe_pos = pos;
+        }
+    }
+    return 0;
+
+cut:
+    ic_text_buf_truncate(buf, start + safe_out);
+    marker_len = ic_text_cut_marker(marker, sizeof(marker), len - safe_pos);
+    for (size_t i = 0, n; i < marker_len; i += n) {
+        size_t piece_len =
+            ic_escape_piece((const unsigned char *)marker + i, marker_len - i, how, piece, &n);
+        ic_text_buf_add(buf, piece, piece_len);
+    }
+    return buf->status;
+}
+
+int ic_text_buf_add_escaped_str(struct ic_text_buf *buf, const char *s, enum ic_text_escape how,
+                                size_t cap)
+{
+    if (!s)
+        return buf->status;
+    return ic_text_buf_add_escaped(buf, s, strlen(s), how, cap);
+}
+
+/* --- Files ---------------------------------------------------------------------------------- */
+
+static int ic_write_atomic(const char *path, const char *data, size_t len, bool newline, char *err,
+                           size_t err_size)
+{
+    size_t tmp_size = strlen(path) + 32;
+    char *tmp = malloc(tmp_size);
+    FILE *file = NULL;
+    int rc = IC_EIO;
+
+    if (!tmp) {
+        snprintf(err, err_size, "out of memory while writing %s", path);
+        return IC_ENOMEM;
+    }
+    snprintf(tmp, tmp_size, "%s.tmp.%ld", path, (long)getpid());
+    file = fopen(tmp, "wb");
+    if (!file) {
+        snprintf(err, err_size, "cannot write %s: %s", tmp, strerror(errno));
+        goto done;
+    }
+    if ((len > 0 && fwrite(data, 1, len, file) != len) || (newline && fputc('\n', file) < 0) ||
+        fflush(file) != 0 ||
+        fsync(fileno(file)) != 0) {
+        snprintf(err, err_size, "cannot write %s: %s", tmp, strerror(errno));
+        fclose(file);
+        unlink(tmp);
+        goto done;
+    }
+    if (fclose(file) != 0 || rename(tmp, path) != 0) {
+        snprintf(err, err_size, "cannot move %s to %s: %s", tmp, path, strerror(errno));
+        unlink(tmp);
+        goto done;
+    }
+    rc = 0;
+done:
+    free(tmp);
+    return rc;
+}
+
+int ic_text_write_atomic(const char *path, const char *data, size_t len, char *err, size_t err_size)
+{
+    return ic_write_atomic(path, data, len, false, err, err_size);
+}
+
+int ic_text_write_atomic_line(const char *path, const char *text, char *err, size_t err_size)
+{
+    return ic_write_atomic(path, text, strlen(text), true, err, err_size);
+}

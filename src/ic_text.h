@@ -1,0 +1,141 @@
+/*
+ * ic_text: text safety for everything interopcheck writes. Library text (exception messages,
+ * probe notes, a dead worker's last output) can hold anything: invalid UTF-8, control
+ * characters, markup, quotes, megabytes. Every writer passes it through here, and so do the
+ * fixed-size buffers where such text enters results.
+ *
+ * Contract
+ * - UTF-8 repair: the output is always valid UTF-8. Each ill-formed sequence becomes one
+ *   U+FFFD per maximal ill-formed subpart (the Unicode recommendation, what Python's
+ *   "replace" error handler does), with one exception: the three-byte encoding of a surrogate
+ *   (ED A0..BF 80..BF, which Python's "surrogatepass" writes for a lone surrogate) is one
+ *   character lost, so it becomes one U+FFFD. A sequence that is a valid start but runs into
+ *   the end of the input is the trace of a cut (snprintf into a fixed buffer) and is removed.
+ *   A NUL inside a counted input cannot live in a C string and becomes U+FFFD.
+ * - Cuts happen on character boundaries only, and a cut that loses text says so with a
+ *   visible marker, " … [N bytes cut]", N the bytes of the input not shown.
+ * - Fixed buffers (ic_text_copy, ic_text_fix_formatted, ic_utf8_repair_in_place) stay
+ *   NUL-terminated within their size and never allocate more than a copy of themselves.
+ * - struct ic_text_buf is a growable, always NUL-terminated string. Appending returns 0 or
+ *   IC_ENOMEM; a failure is sticky (buf->status), so a writer may append freely and check
+ *   once at the end.
+ * - ic_text_buf_add_escaped appends library text for one output language. It repairs as it
+ *   goes, so its output is valid UTF-8 whatever the input, and no escape is ever split.
+ *   `cap` bounds the bytes it appends (the marker included): a longer text is cut with the
+ *   marker. A cap below IC_TEXT_CAP_MIN counts as IC_TEXT_CAP_MIN; IC_TEXT_NO_CAP appends
+ *   everything.
+ *     IC_ESCAPE_PLAIN      repair only (text that a serializer escapes itself, as cJSON does).
+ *     IC_ESCAPE_XML_TEXT   XML 1.0 character data: & < > as entities (so "]]>" never
+ *                          appears), CR as &#13; (parsers would turn it into LF).
+ *     IC_ESCAPE_XML_ATTR   a quoted XML attribute value: also " ' and tab, LF, CR as
+ *                          references (attribute normalization would turn them into spaces).
+ *     IC_ESCAPE_HTML       HTML text and quoted attribute values: & < > " ' as references.
+ *     IC_ESCAPE_MARKDOWN   GitHub-flavoured Markdown, in a table cell or in inline text alike:
+ *                          every ASCII punctuation character that can start or end a construct
+ *                          (emphasis, code, links, autolinks, HTML tags and entities, tables,
+ *                          headings, lists, quotes, math, emoji) is backslash-escaped, and a
+ *                          line break (LF, CR or CRLF) becomes <br>, so the text never ends a
+ *                          line, a cell or a block. It renders as the original characters.
+ *   In every language but PLAIN, characters XML 1.0 forbids or discourages and HTML reports as
+ *   parse errors become U+FFFD: C0 controls other than tab, LF and CR, DEL, C1 controls, and the
+ *   noncharacters U+FDD0..U+FDEF and U+xxFFFE/U+xxFFFF. In Markdown a tab becomes a space.
+ * - ic_text_write_atomic writes a file through a temporary file in the same directory and a
+ *   rename, so a reader never sees half of it and a failure leaves the old file untouched.
+ */
+#ifndef IC_TEXT_H
+#define IC_TEXT_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The longest cut marker, " … [18446744073709551615 bytes cut]", without escapes. */
+#define IC_TEXT_MARKER_MAX 40
+/* The smallest cap ic_text_buf_add_escaped honours: room for an escaped marker. */
+#define IC_TEXT_CAP_MIN    64
+#define IC_TEXT_NO_CAP     SIZE_MAX
+
+/* --- UTF-8 ---------------------------------------------------------------------------------- */
+
+/* True when s[0..len) is well-formed UTF-8 (surrogates and overlong forms are not). */
+bool ic_utf8_valid(const char *s, size_t len);
+
+/* Writes the repaired form of src[0..src_len) into dst (NUL-terminated; dst_size > 0),
+ * stopping at the last whole character that fits. Returns the bytes written; *ret_consumed
+ * (may be NULL) gets the bytes of src they stand for. */
+size_t ic_utf8_repair(char *dst, size_t dst_size, const char *src, size_t src_len,
+                      size_t *ret_consumed);
+
+/* Repairs the string in buf (capacity size) in place. Replacements can make it longer; what
+ * no longer fits is cut on a character boundary. */
+void ic_utf8_repair_in_place(char *buf, size_t size);
+
+/* The largest character boundary of the valid UTF-8 s[0..len) that is <= limit. */
+size_t ic_utf8_floor(const char *s, size_t len, size_t limit);
+
+/* --- Fixed buffers -------------------------------------------------------------------------- */
+
+/* Writes the cut marker for `cut` bytes into buf (NUL-terminated). Returns its length. */
+size_t ic_text_cut_marker(char *buf, size_t size, size_t cut);
+
+/* Copies src[0..src_len) into dst repaired; when it does not fit, the copy ends with the cut
+ * marker. */
+void ic_text_copy(char *dst, size_t dst_size, const char *src, size_t src_len);
+
+/* After (v)snprintf(buf, size, ...) returned `formatted_len`: repairs buf, and when the text
+ * was cut (formatted_len >= size) makes it end with the cut marker. A negative
+ * formatted_len (an encoding error) only repairs. */
+void ic_text_fix_formatted(char *buf, size_t size, int formatted_len);
+
+/* --- Growable buffers ----------------------------------------------------------------------- */
+
+struct ic_text_buf {
+    char *data; /* NUL-terminated once anything was appended; NULL before */
+    size_t len;
+    size_t cap;
+    int status; /* 0, or the first failure (IC_ENOMEM) */
+};
+
+enum ic_text_escape {
+    IC_ESCAPE_PLAIN,
+    IC_ESCAPE_XML_TEXT,
+    IC_ESCAPE_XML_ATTR,
+    IC_ESCAPE_HTML,
+    IC_ESCAPE_MARKDOWN,
+};
+
+void ic_text_buf_init(struct ic_text_buf *buf);
+void ic_text_buf_release(struct ic_text_buf *buf);
+
+/* The text so far; "" when nothing was appended. */
+const char *ic_text_buf_str(const struct ic_text_buf *buf);
+
+/* Appends bytes as they are: the writer's own markup, never library text. */
+int ic_text_buf_add(struct ic_text_buf *buf, const char *data, size_t len);
+int ic_text_buf_adds(struct ic_text_buf *buf, const char *s);
+int ic_text_buf_addf(struct ic_text_buf *buf, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Shortens the text to `len` bytes (no-op when it is shorter): a writer takes back what it
+ * appended after a mark. */
+void ic_text_buf_truncate(struct ic_text_buf *buf, size_t len);
+
+/* Appends s[0..len) escaped for `how`, at most `cap` bytes (see the contract). */
+int ic_text_buf_add_escaped(struct ic_text_buf *buf, const char *s, size_t len,
+                            enum ic_text_escape how, size_t cap);
+
+/* The same for a C string; NULL appends nothing. */
+int ic_text_buf_add_escaped_str(struct ic_text_buf *buf, const char *s, enum ic_text_escape how,
+                                size_t cap);
+
+/* --- Files ---------------------------------------------------------------------------------- */
+
+/* Writes data[0..len) to path atomically (see the contract); err says why on failure. */
+int ic_text_write_atomic(const char *path, const char *data, size_t len, char *err,
+                         size_t err_size);
+
+/* The same for a C string followed by a newline (a JSON document, say). */
+int ic_text_write_atomic_line(const char *path, const char *text, char *err, size_t err_size);
+
+#endif

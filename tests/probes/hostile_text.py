@@ -1,0 +1,103 @@
+"""A library whose every word is hostile text, for interopcheck's report tests.
+
+Its arrays wrap NumPy arrays and exchange correctly over DLPack, but its refusals, errors,
+notes, version and a dying worker's last output carry what breaks naive writers: markup and
+script, quotes of every kind, "]]>", backticks, pipes, emphasis, Markdown block starters,
+control characters (C0 without NUL, ESC, DEL, C1), noncharacters, a lone surrogate, text that
+looks like escapes or invalid UTF-8, real invalid UTF-8 on stderr, and megabytes of text. What
+happens depends on the dtype:
+
+  float32   exports and imports correctly                                  -> pass
+  int8      __dlpack__ refuses with BufferError(HOSTILE)                    -> unsupported
+  int16     __dlpack__ refuses with ValueError(HOSTILE)                     -> fail
+  int32     __dlpack__ refuses with BufferError of about 4 MB of text       -> unsupported, capped
+  int64     consume() writes raw bytes to stderr and dies with SIGSEGV      -> crash
+  bool, float16, complex64: missing, with notes of HOSTILE and of megabytes -> unsupported
+
+It is loaded only with --probe-dir tests/probes. tests/integration/test_reports.py reads
+HOSTILE and MEGA from this file to know what to look for.
+"""
+
+import os
+import signal
+
+import _probekit
+
+np = None
+
+HOSTILE = (
+    "lone:\ud800 ctl:\x01\x02\x07\x08\x0b\x0c\x0e\x1b[31m\x1f\x7f\x80\x85\x9f "
+    "nonchar:\ufdd0\ufffe\uffff <script>alert(1)</script> \"dq\" 'sq' `bt` "
+    "\u201cc\u201d \u2018s\u2019 \u00abg\u00bb ]]> <![CDATA[x]]> &amp; &#0; "
+    "| pipe | **b** __u__ *e* _e_ ~~d~~ [l](javascript:alert(3)) <http://a.b> www.x.com "
+    "$x$ :smile: @someone\n# h\n> q\n- i\r\n1. i\n    code\n---\n"
+    "esc: \\xff \\xed\\xa0\\x80 \\udc80 %s %n end"
+)
+
+# About 4 MB, mostly two-byte characters, so that any cut lands inside one unless it is careful.
+MEGA = "\u00e9" * 2_000_000 + HOSTILE
+
+# What a dying worker leaves on stderr: bytes, not text.
+STDERR_BYTES = (
+    "\u00e9".encode() * 300
+    + b"\xff\xfe<script>alert(4)</script>\xed\xa0\x80 ]]> | `x` \x01\x1b[31m\xc3 end\xe2\x82"
+)
+
+
+class HostileArray:
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        kind = self.array.dtype.name
+        if kind == "int8":
+            raise BufferError(HOSTILE)
+        if kind == "int16":
+            raise ValueError(HOSTILE)
+        if kind == "int32":
+            raise BufferError(MEGA)
+        return self.array.__dlpack__(stream=stream, max_version=max_version)
+
+
+def load():
+    global np
+    import numpy as _np
+
+    np = _np
+    return {
+        "version": "0.1+<b>|`v`|</b>",
+        "devices": ["cpu"],
+        "dtypes": ["float32", "int8", "int16", "int32", "int64"],
+        "layouts": ["contiguous", "flat"],
+        # Notes travel as JSON from the worker; a lone surrogate cannot (json.dumps writes
+        # "\ud800", which no strict JSON reader takes), so notes carry everything else.
+        "notes": {
+            "bool": HOSTILE.replace("\ud800", ""),
+            "float16": MEGA.replace("\ud800", ""),
+            "complex64": "\x01\x7f|`**`|",
+        },
+        "readonly": False,
+        "exports": {"dlpack": {"call": "HostileArray.__dlpack__"}},
+        "imports": {
+            "dlpack": {"call": "numpy.from_dlpack(obj)", "zero_copy": True, "typed": True,
+                       "readonly": True},
+        },
+    }
+
+
+def build(data, dtype, ops, readonly=False):
+    return HostileArray(_probekit.apply_ops(_probekit.numpy_from_bytes(data, dtype), ops))
+
+
+def describe(x):
+    return _probekit.numpy_like_description(x.array if isinstance(x, HostileArray) else x)
+
+
+def consume(obj, protocol, dtype):
+    if dtype == "int64":
+        os.write(2, STDERR_BYTES)
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return np.from_dlpack(obj)

@@ -1,0 +1,289 @@
+/* Unit tests of expectations files (ic_expect): the wildcard matcher compares whole ids, the
+ * parser accepts the documented format and names the file and line of anything else, and
+ * applying a set to a report turns failures into xfail and passes into xpass, first entry
+ * first, and reports the entries that matched nothing. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ic_error.h"
+#include "ic_expect.h"
+#include "tap.h"
+
+#define ID         "dlpack.numpy.torch.cpu.float32.contiguous"
+#define ID_VARIANT "dlpack.numpy.interopcheck.cpu.float32.flat.copy"
+
+static void test_match(void)
+{
+    TAP_OK(ic_expect_match(ID, ID), "an id matches itself");
+    TAP_OK(!ic_expect_match(ID, "dlpack.numpy.torch.cpu.float32.fortran"),
+           "an id does not match another");
+    TAP_OK(!ic_expect_match("dlpack.numpy.torch.cpu.float32.contiguou", ID),
+           "a prefix of an id does not match it");
+    TAP_OK(!ic_expect_match("dlpack.numpy.torch.cpu.float32", ID),
+           "a prefix of whole parts does not match");
+    TAP_OK(!ic_expect_match(ID, ID ".copy"), "an id does not match its variant");
+    TAP_OK(ic_expect_match("dlpack.numpy.*.cpu.float32.contiguous", ID), "* stands for a part");
+    TAP_OK(ic_expect_match("dlpack.num*.t*h.cpu.*32.*", ID), "* within parts");
+    TAP_OK(ic_expect_match("dlpack.numpy.torch.cpu.float*.contiguous*", ID),
+           "* matches an empty run");
+    TAP_OK(!ic_expect_match("dlpack.*.cpu.float32.contiguous", ID), "* never crosses a dot");
+    TAP_OK(!ic_expect_match("dlpack.numpy.torch.cpu.float32.*", ID_VARIANT),
+           "* does not stand for two parts");
+    TAP_OK(ic_expect_match("dlpack.numpy.torch.cpu.float??.contiguous", ID), "? is one character");
+    TAP_OK(!ic_expect_match("dlpack.numpy.torch.cpu.float?.contiguous", ID),
+           "? is exactly one character");
+    TAP_OK(!ic_expect_match("dlpack.numpy.torch.cpu?float32.contiguous", ID),
+           "? does not match the dot");
+    TAP_OK(ic_expect_match("dlpack.**.contiguous", ID), "** spans several parts");
+    TAP_OK(ic_expect_match("**", ID) && ic_expect_match("**", ID_VARIANT), "** alone is all");
+    TAP_OK(ic_expect_match("dlpack.numpy.torch.cpu.float32.contiguous.**", ID),
+           "** matches no part at all");
+    TAP_OK(ic_expect_match("dlpack.numpy.interopcheck.**", ID_VARIANT) &&
+               ic_expect_match("**.copy", ID_VARIANT) && !ic_expect_match("**.copy", ID),
+           "** at either end");
+    TAP_OK(ic_expect_match("dlpack.**.float32.**", ID_VARIANT) &&
+               ic_expect_match("dlpack.**.float32.**", ID),
+           "two ** in one pattern");
+    TAP_OK(!ic_expect_match("buffer.**", ID), "** does not change the fixed parts");
+    TAP_OK(ic_expect_match("*.**.*.*.*", ID), "* and ** mixed");
+    TAP_OK(!ic_expect_match("", ID) && !ic_expect_match(ID, ""), "empty pattern or id");
+}
+
+static char tmpdir[] = "/tmp/test_expect.XXXXXX";
+
+static const char *write_file(const char *name, const char *text)
+{
+    static char path[4][512];
+    static int next;
+    char *p = path[next++ % 4];
+    snprintf(p, 512, "%s/%s", tmpdir, name);
+    FILE *f = fopen(p, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+    return p;
+}
+
+/* Loads one file; returns the loader's status and leaves the message in err. */
+static int load_one(const char *text, struct ic_expectations **ret, char *err, size_t size)
+{
+    const char *path = write_file("x.txt", text);
+    *ret = NULL;
+    err[0] = '\0';
+    return ic_expect_load(&path, 1, ret, err, size);
+}
+
+static void expect_error(const char *text, const char *needle, const char *what)
+{
+    struct ic_expectations *set;
+    char err[1024];
+    int rc = load_one(text, &set, err, sizeof(err));
+    TAP_OK(rc == IC_EINVAL && strstr(err, needle) != NULL, "%s (%s)", what, err);
+    ic_expect_free(set);
+}
+
+static const char report_text[] =
+    "{\"cases\": ["
+    "{\"id\": \"dlpack.numpy.torch.cpu.float32.contiguous\", \"outcome\": \"fail\","
+    " \"rule\": \"dlpack 2.5.9\", \"diagnostic\": \"flags\"},"
+    "{\"id\": \"dlpack.numpy.torch.cpu.float32.flat\", \"outcome\": \"crash\","
+    " \"diagnostic\": \"SIGSEGV\"},"
+    "{\"id\": \"dlpack.numpy.torch.cpu.int8.flat\", \"outcome\": \"pass\"},"
+    "{\"id\": \"dlpack.numpy.torch.cpu.bfloat16.flat\", \"outcome\": \"unsupported\","
+    " \"diagnostic\": \"BufferError\"},"
+    "{\"id\": \"dlpack.numpy.torch.cpu.int16.flat\", \"outcome\": \"timeout\","
+    " \"diagnostic\": \"60 s\"},"
+    "{\"id\": \"buffer.numpy.torch.cpu.int8.flat\", \"outcome\": \"error\","
+    " \"diagnostic\": \"probe\"},"
+    "{\"id\": \"buffer.numpy.torch.cpu.int16.flat\", \"outcome\": \"fail\", \"rule\": \"buffer 5\","
+    " \"diagnostic\": \"d\"}"
+    "], \"summary\": {}}";
+
+static const cJSON *case_of(const cJSON *report, const char *id)
+{
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(report, "cases"))
+    {
+        if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "id")), id) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+static const char *field(const cJSON *c, const char *key)
+{
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, key));
+}
+
+static const char *expectation_field(const cJSON *c, const char *key)
+{
+    return field(cJSON_GetObjectItemCaseSensitive(c, "expectation"), key);
+}
+
+static void test_parse(void)
+{
+    struct ic_expectations *set;
+    char err[1024];
+    char unmatched[1024];
+
+    int rc = load_one("# known failures of torch\n"
+                      "\n"
+                      "   \t  \n" ID "   torch ignores  the flag   # a comment\n"
+                      "dlpack.**.int8.*\tno int8  https://example.org/issues/1#c2\n"
+                      "dlpack.numpy.*.cpu.float32.flat http://example.org/a reason, then a link "
+                      "http://example.org/b\n",
+                      &set, err, sizeof(err));
+    TAP_OK(rc == 0, "a file with comments, blank lines, tabs and links loads");
+    if (rc < 0)
+        TAP_DIAG("%s", err);
+    cJSON *report = cJSON_Parse(report_text);
+    int changed = rc == 0 ? ic_expect_apply(set, report, unmatched, sizeof(unmatched)) : -1;
+    const cJSON *c = case_of(report, ID);
+    TAP_OK(changed == 3, "three cases changed (%d)", changed);
+    TAP_OK(c && strcmp(expectation_field(c, "reason"), "torch ignores  the flag") == 0,
+           "the reason is the rest of the line, inner spacing kept, comment and trailing "
+           "blanks cut (got '%s')",
+           c ? expectation_field(c, "reason") : "");
+    TAP_OK(c && cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(
+                    cJSON_GetObjectItemCaseSensitive(c, "expectation"), "link")),
+           "no link: link is null");
+    c = case_of(report, "dlpack.numpy.torch.cpu.int8.flat");
+    TAP_OK(c && strcmp(expectation_field(c, "link"), "https://example.org/issues/1#c2") == 0 &&
+               strcmp(expectation_field(c, "reason"), "no int8") == 0,
+           "the last word is the link, its #fragment kept");
+    c = case_of(report, "dlpack.numpy.torch.cpu.float32.flat");
+    TAP_OK(c && strcmp(expectation_field(c, "link"), "http://example.org/b") == 0 &&
+               strcmp(expectation_field(c, "reason"), "http://example.org/a reason, then a link") ==
+                   0,
+           "a link that is not the last word stays in the reason");
+    TAP_OK(unmatched[0] == '\0', "every entry matched");
+    cJSON_Delete(report);
+    ic_expect_free(set);
+
+    rc = load_one("", &set, err, sizeof(err));
+    TAP_OK(rc == 0 && set, "an empty file is an empty set");
+    ic_expect_free(set);
+
+    expect_error("# ok\n" ID "\n",
+                 "x.txt:2:", "a pattern without a reason is refused, with file:line");
+    expect_error(ID " https://example.org/1\n", "needs a reason",
+                 "a pattern with only a link has no reason");
+    expect_error("\n\ndlpack.numpy.torch reason\n", "x.txt:3:", "a prefix pattern is refused");
+    expect_error("dlpack.numpy.torch reason\n", "never prefixes",
+                 "... and the message says patterns match whole ids");
+    expect_error("dlpack.numpy.torch.cpu.float32.contiguous.copy.extra reason\n", "8 parts",
+                 "too many parts");
+    expect_error("dlpack.NumPy.torch.cpu.float32.contiguous reason\n", "'N'", "upper case");
+    expect_error("dlpack..torch.cpu.float32.contiguous.copy reason\n", "empty part",
+                 "an empty part");
+    expect_error("dlpack.num**.torch.cpu.float32.contiguous reason\n", "whole part",
+                 "** inside a part");
+    expect_error("dlpack.numpy.torch.cpu.float32.[ab] reason\n", "'['", "brackets are no wildcard");
+    expect_error(ID " bad \x01 byte\n", "control character", "a control character");
+    expect_error(ID " bad \xff byte\n", "UTF-8", "invalid UTF-8");
+    TAP_OK(ic_expect_load((const char *[]){"/nonexistent/x.txt"}, 1, &set, err, sizeof(err)) ==
+                   IC_EIO &&
+               strstr(err, "/nonexistent/x.txt"),
+           "an unreadable file names itself (%s)", err);
+}
+
+static void test_apply(void)
+{
+    struct ic_expectations *set = NULL;
+    char err[1024], unmatched[1024];
+    const char *paths[2];
+    paths[0] = write_file("a.txt", "# first file\n"
+                                   "dlpack.numpy.torch.cpu.float32.* first entry\n"
+                                   "dlpack.numpy.torch.cpu.*.flat second entry\n");
+    paths[1] = write_file("b.txt", "**.int8.flat int8 everywhere https://example.org/int8\n"
+                                   "buffer.**.int16.* a buffer failure\n"
+                                   "array.**  stale: nothing matches\n"
+                                   "dlpack.numpy.torch.cpu.float32.contiguous shadowed, still "
+                                   "matching\n");
+    int rc = ic_expect_load(paths, 2, &set, err, sizeof(err));
+    TAP_OK(rc == 0, "two files load as one set");
+    if (rc < 0) {
+        TAP_DIAG("%s", err);
+        return;
+    }
+    cJSON *report = cJSON_Parse(report_text);
+    int changed = ic_expect_apply(set, report, unmatched, sizeof(unmatched));
+    TAP_OK(changed == 5, "five cases changed (%d)", changed);
+
+    const cJSON *c = case_of(report, ID);
+    TAP_OK(strcmp(field(c, "outcome"), "xfail") == 0 &&
+               strcmp(expectation_field(c, "observed"), "fail") == 0,
+           "fail -> xfail, observed fail");
+    TAP_OK(strcmp(expectation_field(c, "pattern"), "dlpack.numpy.torch.cpu.float32.*") == 0 &&
+               strcmp(expectation_field(c, "reason"), "first entry") == 0,
+           "the first matching entry in file order wins");
+    TAP_OK(strcmp(field(c, "rule"), "dlpack 2.5.9") == 0 &&
+               strcmp(field(c, "diagnostic"), "flags") == 0,
+           "rule and diagnostic stay");
+    c = case_of(report, "dlpack.numpy.torch.cpu.float32.flat");
+    TAP_OK(strcmp(field(c, "outcome"), "xfail") == 0 &&
+               strcmp(expectation_field(c, "observed"), "crash") == 0 &&
+               strcmp(expectation_field(c, "reason"), "first entry") == 0,
+           "crash -> xfail, observed crash, first entry");
+    c = case_of(report, "dlpack.numpy.torch.cpu.int16.flat");
+    TAP_OK(strcmp(field(c, "outcome"), "xfail") == 0 &&
+               strcmp(expectation_field(c, "observed"), "timeout") == 0,
+           "timeout -> xfail");
+    c = case_of(report, "dlpack.numpy.torch.cpu.int8.flat");
+    TAP_OK(strcmp(field(c, "outcome"), "xpass") == 0 &&
+               strcmp(expectation_field(c, "observed"), "pass") == 0 &&
+               strcmp(expectation_field(c, "reason"), "second entry") == 0,
+           "pass -> xpass, by the earlier of two matching entries");
+    c = case_of(report, "dlpack.numpy.torch.cpu.bfloat16.flat");
+    TAP_OK(strcmp(field(c, "outcome"), "unsupported") == 0 &&
+               !cJSON_GetObjectItemCaseSensitive(c, "expectation"),
+           "unsupported is left alone, without an expectation object");
+    c = case_of(report, "buffer.numpy.torch.cpu.int8.flat");
+    TAP_OK(strcmp(field(c, "outcome"), "error") == 0 &&
+               !cJSON_GetObjectItemCaseSensitive(c, "expectation"),
+           "error is left alone");
+    c = case_of(report, "buffer.numpy.torch.cpu.int16.flat");
+    TAP_OK(strcmp(field(c, "outcome"), "xfail") == 0 &&
+               strcmp(expectation_field(c, "reason"), "a buffer failure") == 0 &&
+               strstr(unmatched, "b.txt:1:") == NULL,
+           "an entry of the second file applies");
+
+    char expected[600];
+    snprintf(expected, sizeof(expected), "%s:3: array.**\n", paths[1]);
+    TAP_OK(strcmp(unmatched, expected) == 0,
+           "only the entry that matches no case is reported, as FILE:LINE: PATTERN");
+    if (strcmp(unmatched, expected) != 0)
+        TAP_DIAG("got: %s", unmatched);
+
+    int again = ic_expect_apply(set, report, NULL, 0);
+    TAP_OK(again == 0, "applying twice changes nothing more (%d)", again);
+
+    char small[8] = "junk";
+    ic_expect_apply(set, report, small, sizeof(small));
+    TAP_OK(small[0] == '\0', "a buffer too small for a line gets no partial line");
+
+    cJSON *no_cases = cJSON_Parse("{\"summary\": {}}");
+    TAP_OK(ic_expect_apply(set, no_cases, NULL, 0) == IC_EINVAL, "a tree without cases: EINVAL");
+    cJSON_Delete(no_cases);
+    cJSON_Delete(report);
+    ic_expect_free(set);
+}
+
+int main(void)
+{
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_match();
+    test_parse();
+    test_apply();
+    char command[600];
+    snprintf(command, sizeof(command), "rm -rf '%s'", tmpdir);
+    if (system(command) != 0)
+        TAP_DIAG("could not remove %s", tmpdir);
+    return tap_done();
+}

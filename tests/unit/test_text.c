@@ -1,0 +1,420 @@
+/* Unit tests of ic_text: UTF-8 repair, cuts with their marker, the escapes of every output
+ * language, and atomic files, each fed hostile input: invalid and cut UTF-8, encoded
+ * surrogates, control characters, markup, and text far over every cap. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ic_error.h"
+#include "ic_text.h"
+#include "tap.h"
+
+#define FFFD     "\xEF\xBF\xBD"
+#define ELLIPSIS "\xE2\x80\xA6"
+
+/* The repaired form of a counted input, as a C string in a static buffer. */
+static const char *repaired(const char *src, size_t len)
+{
+    static char out[256];
+    ic_utf8_repair(out, sizeof(out), src, len, NULL);
+    return out;
+}
+
+static const char *escaped(const char *src, enum ic_text_escape how)
+{
+    static struct ic_text_buf buf;
+    ic_text_buf_release(&buf);
+    ic_text_buf_init(&buf);
+    ic_text_buf_add_escaped(&buf, src, strlen(src), how, IC_TEXT_NO_CAP);
+    return ic_text_buf_str(&buf);
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && memcmp(s + n - m, suffix, m) == 0;
+}
+
+static void test_valid(void)
+{
+    TAP_OK(ic_utf8_valid("", 0), "the empty text is valid");
+    TAP_OK(ic_utf8_valid("plain ascii", 11), "ASCII is valid");
+    const char *mixed = "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\xF4\x8F\xBF\xBF"; /* é € 😀 U+10FFFF */
+    TAP_OK(ic_utf8_valid(mixed, strlen(mixed)), "two-, three- and four-byte characters are valid");
+    TAP_OK(!ic_utf8_valid("\xC0\xAF", 2), "an overlong '/' is not");
+    TAP_OK(!ic_utf8_valid("\xE0\x80\xAF", 3), "a three-byte overlong form is not");
+    TAP_OK(!ic_utf8_valid("\xED\xA0\x80", 3), "an encoded surrogate is not");
+    TAP_OK(!ic_utf8_valid("\xF4\x90\x80\x80", 4), "a code point above U+10FFFF is not");
+    TAP_OK(!ic_utf8_valid("\xF5\x80\x80\x80", 4), "F5 never starts a character");
+    TAP_OK(!ic_utf8_valid("\x80", 1), "a lone continuation byte is not");
+    TAP_OK(!ic_utf8_valid("ab\xE2\x82", 4), "a character cut at the end is not");
+    TAP_OK(!ic_utf8_valid("a\0b", 3), "a NUL inside a counted text is not (repair replaces it)");
+}
+
+static void test_repair(void)
+{
+    TAP_OK(strcmp(repaired("a\xFF"
+                           "b",
+                           3),
+                  "a" FFFD "b") == 0,
+           "an invalid byte is U+FFFD");
+    TAP_OK(strcmp(repaired("\xED\xA0\x80x", 4), FFFD "x") == 0,
+           "a lone surrogate's encoding is one U+FFFD");
+    TAP_OK(strcmp(repaired("\xED\xB2\x80\xED\xA0\xBD", 6), FFFD FFFD) == 0,
+           "two lone surrogates are two U+FFFD");
+    TAP_OK(strcmp(repaired("x\xED\xA0", 3), "x") == 0,
+           "a surrogate's encoding cut at the end is removed like any cut");
+    TAP_OK(strcmp(repaired("\xE2\x82x", 3), FFFD "x") == 0,
+           "a sequence broken in the middle is one U+FFFD (its maximal subpart)");
+    TAP_OK(strcmp(repaired("\xF0\x80\x80\x80", 4), FFFD FFFD FFFD FFFD) == 0,
+           "an overlong four-byte form is one U+FFFD per byte, as Python's decoder says");
+    TAP_OK(strcmp(repaired("\xC0\xAF", 2), FFFD FFFD) == 0, "an overlong '/' is two U+FFFD");
+    TAP_OK(strcmp(repaired("a\0b", 3), "a" FFFD "b") == 0, "a NUL becomes U+FFFD");
+
+    char out[64];
+    size_t consumed = 99;
+    size_t n = ic_utf8_repair(out, sizeof(out), "ab\xE2\x82", 4, &consumed);
+    TAP_OK(n == 2 && strcmp(out, "ab") == 0 && consumed == 2,
+           "a sequence cut at the end is removed and not counted as consumed (%zu, %zu)", n,
+           consumed);
+    n = ic_utf8_repair(out, 7, "\xE2\x82\xAC\xE2\x82\xAC\xE2\x82\xAC", 9, &consumed);
+    TAP_OK(n == 6 && consumed == 6 && strcmp(out, "\xE2\x82\xAC\xE2\x82\xAC") == 0,
+           "a full destination stops on a character boundary");
+    n = ic_utf8_repair(out, 1, "abc", 3, &consumed);
+    TAP_OK(n == 0 && out[0] == '\0' && consumed == 0, "a one-byte destination gets \"\"");
+}
+
+static void test_repair_in_place(void)
+{
+    char buf[8];
+    memset(buf, 0xFF, 7);
+    buf[7] = '\0';
+    ic_utf8_repair_in_place(buf, sizeof(buf));
+    TAP_OK(strcmp(buf, FFFD FFFD) == 0 && ic_utf8_valid(buf, strlen(buf)),
+           "replacements that outgrow the buffer are cut on a character boundary");
+    char fine[16] = "d\xC3\xA9j\xC3\xA0 vu";
+    ic_utf8_repair_in_place(fine, sizeof(fine));
+    TAP_OK(strcmp(fine, "d\xC3\xA9j\xC3\xA0 vu") == 0, "valid text is left alone");
+    char cut[6] = "abc\xE2\x82";
+    ic_utf8_repair_in_place(cut, sizeof(cut));
+    TAP_OK(strcmp(cut, "abc") == 0, "a character snprintf cut in half is removed");
+}
+
+static void test_floor(void)
+{
+    const char *s = "a\xC3\xA9\xE2\x82\xAC"; /* a é € */
+    TAP_OK(ic_utf8_floor(s, 6, 2) == 1, "inside é the boundary is before it");
+    TAP_OK(ic_utf8_floor(s, 6, 3) == 3, "after é is a boundary");
+    TAP_OK(ic_utf8_floor(s, 6, 5) == 3, "inside € the boundary is before it");
+    TAP_OK(ic_utf8_floor(s, 6, 100) == 6, "a limit past the end is the end");
+}
+
+static void test_marker_and_copy(void)
+{
+    char marker[IC_TEXT_MARKER_MAX + 1];
+    size_t n = ic_text_cut_marker(marker, sizeof(marker), SIZE_MAX);
+    TAP_OK(n <= IC_TEXT_MARKER_MAX && strstr(marker, ELLIPSIS " [") == marker + 1,
+           "the longest marker fits IC_TEXT_MARKER_MAX (%s)", marker);
+    ic_text_cut_marker(marker, sizeof(marker), 1);
+    TAP_OK(strcmp(marker, " " ELLIPSIS " [1 byte cut]") == 0, "one byte is singular");
+
+    char dst[100];
+    ic_text_copy(dst, sizeof(dst), "short", 5);
+    TAP_OK(strcmp(dst, "short") == 0, "a copy that fits is the text itself");
+
+    /* 10000 bytes of 'é' into 100: a valid prefix, then the marker with the exact count. */
+    size_t len = 10000;
+    char *big = malloc(len);
+    for (size_t i = 0; i < len; i += 2)
+        memcpy(big + i, "\xC3\xA9", 2);
+    ic_text_copy(dst, sizeof(dst), big, len);
+    const char *mark = strstr(dst, " " ELLIPSIS " [");
+    size_t kept = mark ? (size_t)(mark - dst) : 0;
+    char expect[IC_TEXT_MARKER_MAX + 1];
+    ic_text_cut_marker(expect, sizeof(expect), len - kept);
+    TAP_OK(mark && kept % 2 == 0 && strcmp(mark, expect) == 0 && strlen(dst) < sizeof(dst) &&
+               ic_utf8_valid(dst, strlen(dst)),
+           "a long copy keeps whole characters and says how many bytes it cut (%s)",
+           mark ? mark : dst);
+
+    char tiny[10];
+    ic_text_copy(tiny, sizeof(tiny), big, len);
+    TAP_OK(strlen(tiny) == 8 && ic_utf8_valid(tiny, 8),
+           "a buffer too small for the marker keeps a plain, valid cut");
+    free(big);
+
+    char hostile[64];
+    ic_text_copy(hostile, sizeof(hostile), "x\0y\xED\xA0\x80z", 7);
+    TAP_OK(strcmp(hostile, "x" FFFD "y" FFFD "z") == 0,
+           "a counted copy keeps what follows a NUL and repairs a surrogate");
+}
+
+static void test_fix_formatted(void)
+{
+    char buf[100];
+    char text[400];
+    memset(text, 0, sizeof(text));
+    for (size_t i = 0; i + 3 < sizeof(text); i += 3)
+        memcpy(text + i, "\xE2\x82\xAC", 3);
+    int n = snprintf(buf, sizeof(buf), "diagnostic: %s", text);
+    ic_text_fix_formatted(buf, sizeof(buf), n);
+    char *mark = strstr(buf, " " ELLIPSIS " [");
+    TAP_OK(mark && ends_with(buf, " bytes cut]") && ic_utf8_valid(buf, strlen(buf)),
+           "a formatted text cut in a character is repaired and marked (%s)", buf);
+    size_t kept = mark ? (size_t)(mark - buf) : 0;
+    char expect[64];
+    snprintf(expect, sizeof(expect), "[%zu bytes cut]", (size_t)n - kept);
+    TAP_OK(mark && strstr(mark, expect) != NULL, "the marker counts the bytes left out (%s)",
+           expect);
+
+    n = snprintf(buf, sizeof(buf), "bad byte \xFF here");
+    ic_text_fix_formatted(buf, sizeof(buf), n);
+    TAP_OK(strcmp(buf, "bad byte " FFFD " here") == 0, "a text that fit is only repaired");
+
+    char small[20];
+    n = snprintf(small, sizeof(small), "%s", text);
+    ic_text_fix_formatted(small, sizeof(small), n);
+    TAP_OK(strlen(small) == 18 && ic_utf8_valid(small, 18),
+           "a buffer too small for a marker keeps whole characters");
+    ic_text_fix_formatted(small, 0, 5);
+    TAP_OK(1, "a zero size is harmless");
+}
+
+static void test_buf(void)
+{
+    struct ic_text_buf buf;
+    ic_text_buf_init(&buf);
+    TAP_OK(strcmp(ic_text_buf_str(&buf), "") == 0, "a new buffer reads as \"\"");
+    ic_text_buf_adds(&buf, "a");
+    ic_text_buf_addf(&buf, "%d-%s", 42, "b");
+    for (int i = 0; i < 1000; i++)
+        ic_text_buf_add(&buf, "0123456789", 10);
+    TAP_OK(buf.status == 0 && buf.len == 10005 && strncmp(buf.data, "a42-b0123", 9) == 0 &&
+               buf.data[buf.len] == '\0',
+           "appends grow the buffer and keep it NUL-terminated");
+    ic_text_buf_truncate(&buf, 3);
+    TAP_OK(strcmp(ic_text_buf_str(&buf), "a42") == 0, "truncate takes text back");
+    TAP_OK(ic_text_buf_add(&buf, "x", SIZE_MAX) == IC_ENOMEM, "an impossible size is IC_ENOMEM");
+    TAP_OK(ic_text_buf_adds(&buf, "y") == IC_ENOMEM && strcmp(buf.data, "a42") == 0,
+           "a failure is sticky and leaves the text as it was");
+    ic_text_buf_release(&buf);
+}
+
+static void test_xml(void)
+{
+    TAP_OK(strcmp(escaped("<script>alert(1)</script> & ]]>", IC_ESCAPE_XML_TEXT),
+                  "&lt;script&gt;alert(1)&lt;/script&gt; &amp; ]]&gt;") == 0,
+           "XML text: markup, ampersands and ]]> are escaped");
+    TAP_OK(strcmp(escaped("q\"'\t\n\r", IC_ESCAPE_XML_TEXT), "q\"'\t\n&#13;") == 0,
+           "XML text: quotes, tab and LF stay, CR is a reference");
+    TAP_OK(strcmp(escaped("\"'<&>\t\n\r", IC_ESCAPE_XML_ATTR),
+                  "&quot;&apos;&lt;&amp;&gt;&#9;&#10;&#13;") == 0,
+           "XML attribute: quotes and whitespace a parser would normalize are references");
+    TAP_OK(strcmp(escaped("\x01\x08\x0B\x0C\x1F\x7F", IC_ESCAPE_XML_TEXT),
+                  FFFD FFFD FFFD FFFD FFFD FFFD) == 0,
+           "C0 controls other than tab, LF, CR, and DEL become U+FFFD");
+    TAP_OK(strcmp(escaped("\xC2\x85\xC2\x9F\xEF\xBF\xBE\xEF\xBF\xBF\xEF\xB7\x90\xF0\x9F\xBF\xBF",
+                          IC_ESCAPE_XML_ATTR),
+                  FFFD FFFD FFFD FFFD FFFD FFFD) == 0,
+           "C1 controls, U+FFFE, U+FFFF and other noncharacters become U+FFFD");
+    TAP_OK(strcmp(escaped("\xFF\xED\xA0\x80ok\xE2\x82", IC_ESCAPE_XML_TEXT), FFFD FFFD "ok") == 0,
+           "invalid UTF-8 is repaired while escaping");
+    TAP_OK(strcmp(escaped("caf\xC3\xA9 \xF0\x9F\x98\x80 \xEF\xBF\xBD", IC_ESCAPE_XML_TEXT),
+                  "caf\xC3\xA9 \xF0\x9F\x98\x80 " FFFD) == 0,
+           "other characters, U+FFFD included, pass unchanged");
+}
+
+static void test_html(void)
+{
+    TAP_OK(strcmp(escaped("<img src=x onerror='alert(1)'>&amp;\"", IC_ESCAPE_HTML),
+                  "&lt;img src=x onerror=&#39;alert(1)&#39;&gt;&amp;amp;&quot;") == 0,
+           "HTML: tags, entities and both quotes are escaped");
+    TAP_OK(strcmp(escaped("a\x1b[31mb\x7f", IC_ESCAPE_HTML), "a" FFFD "[31mb" FFFD) == 0,
+           "HTML: terminal escapes lose their ESC, DEL is replaced");
+}
+
+static void test_markdown(void)
+{
+    TAP_OK(strcmp(escaped("| a | b |", IC_ESCAPE_MARKDOWN), "\\| a \\| b \\|") == 0,
+           "pipes cannot split a table cell");
+    TAP_OK(strcmp(escaped("`code` **bold** _em_ ~~del~~", IC_ESCAPE_MARKDOWN),
+                  "\\`code\\` \\*\\*bold\\*\\* \\_em\\_ \\~\\~del\\~\\~") == 0,
+           "code spans, emphasis and strikethrough are escaped");
+    TAP_OK(strcmp(escaped("[x](javascript:alert(1)) ![i](u)", IC_ESCAPE_MARKDOWN),
+                  "\\[x\\]\\(javascript\\:alert\\(1\\)\\) \\!\\[i\\]\\(u\\)") == 0,
+           "links and images are escaped");
+    TAP_OK(strcmp(escaped("<script>&amp;&#124;</script>", IC_ESCAPE_MARKDOWN),
+                  "\\<script\\>\\&amp;\\&\\#124;\\</script\\>") == 0,
+           "HTML tags and entities render as text");
+    TAP_OK(strcmp(escaped("# h\n> q\r\n- l\r+ m", IC_ESCAPE_MARKDOWN),
+                  "\\# h<br>\\> q<br>\\- l<br>\\+ m") == 0,
+           "line breaks become <br>, so #, >, -, + never start a block");
+    TAP_OK(strcmp(escaped("www.x.com http://y $x$ :smile: @user", IC_ESCAPE_MARKDOWN),
+                  "www\\.x\\.com http\\://y \\$x\\$ \\:smile\\: \\@user") == 0,
+           "autolinks, math and emoji shortcodes are broken up");
+    TAP_OK(strcmp(escaped("a\\|b\\", IC_ESCAPE_MARKDOWN), "a\\\\\\|b\\\\") == 0,
+           "a backslash before a pipe stays a backslash and the pipe stays escaped");
+    TAP_OK(strcmp(escaped("t\tab\x01\xFF", IC_ESCAPE_MARKDOWN), "t ab" FFFD FFFD) == 0,
+           "a tab is a space; controls and invalid bytes become U+FFFD");
+    TAP_OK(strcmp(escaped("plain, words; \"quoted\" 'too'? /path", IC_ESCAPE_MARKDOWN),
+                  "plain, words; \"quoted\" 'too'? /path") == 0,
+           "punctuation that starts no construct is left readable");
+}
+
+static void test_plain(void)
+{
+    TAP_OK(strcmp(escaped("tab\tnl\nesc\x1b<b>", IC_ESCAPE_PLAIN), "tab\tnl\nesc\x1b<b>") == 0,
+           "plain keeps controls and markup (its serializer escapes them)");
+    TAP_OK(strcmp(escaped("x\xC3(", IC_ESCAPE_PLAIN), "x" FFFD "(") == 0,
+           "plain repairs invalid UTF-8");
+}
+
+static void test_caps(void)
+{
+    size_t len = 3 * 1024 * 1024;
+    char *big = malloc(len + 1);
+    for (size_t i = 0; i < len; i++)
+        big[i] = "<&\xC3\xA9\n|"[i % 6];
+    big[len] = '\0';
+    static const enum ic_text_escape modes[] = {IC_ESCAPE_PLAIN, IC_ESCAPE_XML_TEXT,
+                                                IC_ESCAPE_XML_ATTR, IC_ESCAPE_HTML,
+                                                IC_ESCAPE_MARKDOWN};
+    static const char *const names[] = {"plain", "XML text", "XML attribute", "HTML", "Markdown"};
+    for (int m = 0; m < 5; m++) {
+        struct ic_text_buf buf;
+        ic_text_buf_init(&buf);
+        ic_text_buf_adds(&buf, "prefix ");
+        ic_text_buf_add_escaped(&buf, big, len, modes[m], 1000);
+        const char *text = buf.data + 7;
+        size_t n = buf.len - 7;
+        const char *mark = strstr(text, ELLIPSIS);
+        bool whole = true;
+        if (mark && m != IC_ESCAPE_PLAIN && m != IC_ESCAPE_MARKDOWN) {
+            /* Nothing before the marker may end in the middle of an entity. */
+            const char *amp = NULL;
+            for (const char *p = text; p < mark; p++)
+                amp = *p == '&' ? p : *p == ';' ? NULL : amp;
+            whole = amp == NULL;
+        }
+        const char *end = modes[m] == IC_ESCAPE_MARKDOWN ? "bytes cut\\]" : "bytes cut]";
+        TAP_OK(n <= 1000 && mark && ends_with(buf.data, end) && ic_utf8_valid(text, n) && whole,
+               "%s: 3 MiB capped at 1000 bytes (%zu), whole escapes, the marker at the end",
+               names[m], n);
+        ic_text_buf_release(&buf);
+    }
+
+    struct ic_text_buf buf;
+    ic_text_buf_init(&buf);
+    ic_text_buf_add_escaped(&buf, big, 100, IC_ESCAPE_PLAIN, 100);
+    TAP_OK(buf.len == 100 && !strstr(buf.data, ELLIPSIS), "a text exactly at its cap is whole");
+    ic_text_buf_truncate(&buf, 0);
+    ic_text_buf_add_escaped(&buf, big, len, IC_ESCAPE_XML_TEXT, 5);
+    TAP_OK(buf.len <= IC_TEXT_CAP_MIN && strstr(buf.data, "bytes cut]"),
+           "a cap below IC_TEXT_CAP_MIN still leaves room for the marker (%zu)", buf.len);
+    ic_text_buf_truncate(&buf, 0);
+    ic_text_buf_add_escaped(&buf, big, len, IC_ESCAPE_PLAIN, IC_TEXT_NO_CAP);
+    TAP_OK(buf.len == len && ic_utf8_valid(buf.data, buf.len), "IC_TEXT_NO_CAP keeps all 3 MiB");
+    ic_text_buf_release(&buf);
+    free(big);
+}
+
+/* Random bytes through every escape: whatever comes in, what goes out keeps the language's
+ * invariants. */
+static void test_fuzz(void)
+{
+    static const char alphabet[] = "<>&\"'|`*_[]()#!\\\n\r\t\x01\x7f\xc2\x85\xed\xa0\x80\xef"
+                                   "\xbf\xbe\xc3\xa9\xf0\x9f\x98\x80]]>ab ";
+    uint64_t state = 0x9E3779B97F4A7C15ULL;
+    int bad[5] = {0};
+    char input[300];
+    for (int round = 0; round < 4000; round++) {
+        size_t len = (size_t)(round % 290);
+        for (size_t i = 0; i < len; i++) {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            input[i] = (state >> 32) % 5 == 0 ? (char)(state >> 8)
+                                              : alphabet[(state >> 16) % (sizeof(alphabet) - 1)];
+        }
+        size_t cap = 64 + (size_t)(round % 200);
+        for (int m = 0; m < 5; m++) {
+            struct ic_text_buf buf;
+            ic_text_buf_init(&buf);
+            ic_text_buf_add_escaped(&buf, input, len, (enum ic_text_escape)m, cap);
+            const char *s = ic_text_buf_str(&buf);
+            bool ok = buf.len <= cap && ic_utf8_valid(s, buf.len);
+            if (m == IC_ESCAPE_XML_TEXT || m == IC_ESCAPE_XML_ATTR || m == IC_ESCAPE_HTML) {
+                ok = ok && !strstr(s, "]]>") && !strchr(s, '<');
+                for (size_t i = 0; i < buf.len; i++)
+                    ok = ok && ((unsigned char)s[i] >= 0x20 || s[i] == '\t' || s[i] == '\n' ||
+                                (s[i] == '\r' && m == IC_ESCAPE_HTML));
+            }
+            if (m == IC_ESCAPE_XML_ATTR)
+                ok = ok && !strchr(s, '"') && !strchr(s, '\'') && !strchr(s, '\n');
+            if (m == IC_ESCAPE_MARKDOWN) {
+                ok = ok && !strchr(s, '\n') && !strchr(s, '\r');
+                for (size_t i = 0; i < buf.len; i++) {
+                    if (strchr("|`*_[]<>&", s[i]) && !(s[i] == '<' && !strncmp(s + i, "<br>", 4)) &&
+                        !(s[i] == '>' && i >= 3 && !strncmp(s + i - 3, "<br>", 4))) {
+                        size_t slashes = 0;
+                        while (slashes < i && s[i - 1 - slashes] == '\\')
+                            slashes++;
+                        ok = ok && slashes % 2 == 1; /* escaped by its own backslash */
+                    }
+                }
+            }
+            if (!ok && bad[m]++ == 0)
+                TAP_DIAG("mode %d broke on round %d: %s", m, round, s);
+            ic_text_buf_release(&buf);
+        }
+    }
+    static const char *const names[] = {"plain", "XML text", "XML attribute", "HTML", "Markdown"};
+    for (int m = 0; m < 5; m++)
+        TAP_OK(bad[m] == 0, "fuzz, %s: 4000 random texts keep the language's invariants (%d bad)",
+               names[m], bad[m]);
+}
+
+static void test_write_atomic(void)
+{
+    char dir[] = "/tmp/ic_text_XXXXXX";
+    char err[300] = "";
+    TAP_OK(mkdtemp(dir) != NULL, "a temporary directory");
+    char path[256];
+    snprintf(path, sizeof(path), "%s/out.txt", dir);
+    TAP_OK(ic_text_write_atomic(path, "one", 3, err, sizeof(err)) == 0, "a file is written");
+    TAP_OK(ic_text_write_atomic(path, "two!", 4, err, sizeof(err)) == 0, "and replaced");
+    FILE *file = fopen(path, "rb");
+    char got[16] = "";
+    size_t n = file ? fread(got, 1, sizeof(got) - 1, file) : 0;
+    if (file)
+        fclose(file);
+    TAP_OK(n == 4 && memcmp(got, "two!", 4) == 0, "it holds the last text only");
+    char missing[300];
+    snprintf(missing, sizeof(missing), "%s/no/such/dir/out.txt", dir);
+    TAP_OK(ic_text_write_atomic(missing, "x", 1, err, sizeof(err)) == IC_EIO &&
+               strstr(err, "cannot write") != NULL,
+           "an unwritable path is IC_EIO with a message (%s)", err);
+    unlink(path);
+    rmdir(dir);
+}
+
+int main(void)
+{
+    test_valid();
+    test_repair();
+    test_repair_in_place();
+    test_floor();
+    test_marker_and_copy();
+    test_fix_formatted();
+    test_buf();
+    test_xml();
+    test_html();
+    test_markdown();
+    test_plain();
+    test_caps();
+    test_fuzz();
+    test_write_atomic();
+    return tap_done();
+}
