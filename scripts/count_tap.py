@@ -1,7 +1,7 @@
 """Counts TAP results in Meson's testlog.json and prints "N passed, N failed".
 
-Every "ok" and "not ok" line of every TAP test counts once ("# SKIP" lines count as passed
-and are also reported as skipped; "# TODO" failures do not count as failed). A test program that
+Every "ok" and "not ok" line of every TAP test counts once ("# SKIP" lines are counted and
+reported as skipped, neither passed nor failed; "# TODO" failures do not count as failed). A test program that
 printed no TAP line at all, or whose Meson result is not OK/SKIP, counts as one failure, so a
 crashed test binary can never hide behind a missing count.
 """
@@ -25,9 +25,10 @@ def main(path):
                     continue
                 counted += 1
                 directive = match.group(2).upper()
-                if match.group(1) == "ok":
+                if match.group(1) == "ok" and "# SKIP" in directive:
+                    skipped += 1
+                elif match.group(1) == "ok":
                     passed += 1
-                    skipped += "# SKIP" in directive
                 elif "# TODO" not in directive:
                     failed += 1
             if entry.get("result") not in ("OK", "SKIP", "EXPECTEDFAIL") and counted == 0:
@@ -36,7 +37,7 @@ def main(path):
     if broken:
         print("tests without TAP results: " + ", ".join(str(b) for b in broken))
     if skipped:
-        print(f"({skipped} of the passed were skipped)")
+        print(f"{skipped} skipped (not counted as passed)")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -12,6 +12,7 @@
 #include "ic_report.h"
 #include "ic_session.h"
 #include "ic_stream.h"
+#include "ic_views.h"
 
 struct ic_run {
     struct ic_session *session;
@@ -71,18 +72,27 @@ static int ic_filter_libraries(const struct ic_catalog *catalog, const struct ic
     return 0;
 }
 
-static int ic_filter_names(const struct ic_name_list *names, uint32_t *ret_set,
-                           int (*lookup)(const char *, int *), const char *option,
-                           const char *valid, char *err, size_t err_size)
+/* One filterable dimension: parses a name to its value, and names the values [first, end). */
+struct ic_dimension {
+    const char *option;
+    int (*lookup)(const char *name, int *ret);
+    const char *(*name_of)(int value);
+    int first, end;
+};
+
+static int ic_filter_names(const struct ic_name_list *names, const struct ic_dimension *dim,
+                           uint32_t *ret_set, char *err, size_t err_size)
 {
     if (names->count == 0)
         return 0;
     *ret_set = 0;
     for (int i = 0; i < names->count; i++) {
         int value;
-        if (lookup(names->items[i], &value) < 0) {
-            snprintf(err, err_size, "%s: unknown value '%s'; valid: %s", option, names->items[i],
-                     valid);
+        if (dim->lookup(names->items[i], &value) < 0) {
+            size_t used = (size_t)snprintf(err, err_size, "%s: unknown value '%s'; valid:",
+                                           dim->option, names->items[i]);
+            for (int v = dim->first; v < dim->end && used < err_size; v++)
+                used += (size_t)snprintf(err + used, err_size - used, " %s", dim->name_of(v));
             return IC_EUSAGE;
         }
         *ret_set |= 1u << value;
@@ -90,37 +100,32 @@ static int ic_filter_names(const struct ic_name_list *names, uint32_t *ret_set,
     return 0;
 }
 
-static int ic_lookup_protocol(const char *name, int *ret)
-{
-    enum ic_protocol value;
-    int rc = ic_protocol_from_id(name, &value);
-    *ret = (int)value;
-    return rc;
-}
+#define IC_DIMENSION_FUNCTIONS(kind, type, from_name, to_name)                                    \
+    static int ic_lookup_##kind(const char *name, int *ret)                                        \
+    {                                                                                              \
+        type value;                                                                                \
+        int rc = from_name(name, &value);                                                          \
+        *ret = (int)value;                                                                         \
+        return rc;                                                                                 \
+    }                                                                                              \
+    static const char *ic_name_of_##kind(int value)                                                \
+    {                                                                                              \
+        return to_name((type)value);                                                               \
+    }
 
-static int ic_lookup_dtype(const char *name, int *ret)
-{
-    enum ic_dtype value;
-    int rc = ic_dtype_from_name(name, &value);
-    *ret = (int)value;
-    return rc;
-}
+IC_DIMENSION_FUNCTIONS(protocol, enum ic_protocol, ic_protocol_from_id, ic_protocol_id)
+IC_DIMENSION_FUNCTIONS(dtype, enum ic_dtype, ic_dtype_from_name, ic_dtype_name)
+IC_DIMENSION_FUNCTIONS(layout, enum ic_layout, ic_layout_from_name, ic_layout_name)
+IC_DIMENSION_FUNCTIONS(device, enum ic_device_kind, ic_device_kind_from_name, ic_device_kind_name)
 
-static int ic_lookup_device(const char *name, int *ret)
-{
-    enum ic_device_kind value;
-    int rc = ic_device_kind_from_name(name, &value);
-    *ret = (int)value;
-    return rc;
-}
-
-static int ic_lookup_layout(const char *name, int *ret)
-{
-    enum ic_layout value;
-    int rc = ic_layout_from_name(name, &value);
-    *ret = (int)value;
-    return rc;
-}
+static const struct ic_dimension ic_protocols = {"--protocol", ic_lookup_protocol,
+                                                 ic_name_of_protocol, 0, IC_PROTOCOL_COUNT};
+static const struct ic_dimension ic_dtypes = {"--dtype", ic_lookup_dtype, ic_name_of_dtype,
+                                              IC_DTYPE_FIRST, IC_DTYPE_END};
+static const struct ic_dimension ic_layouts = {"--layout", ic_lookup_layout, ic_name_of_layout, 0,
+                                               IC_LAYOUT_COUNT};
+static const struct ic_dimension ic_devices = {"--device", ic_lookup_device, ic_name_of_device, 0,
+                                               IC_KIND_COUNT};
 
 static int ic_build_filter(const struct ic_options *opts, const struct ic_catalog *catalog,
                            struct ic_filter *filter, char *err, size_t err_size)
@@ -130,19 +135,10 @@ static int ic_build_filter(const struct ic_options *opts, const struct ic_catalo
                             "--producer", err, err_size) < 0 ||
         ic_filter_libraries(catalog, &opts->consumers, true, &filter->consumers,
                             &filter->reference_consumer, "--consumer", err, err_size) < 0 ||
-        ic_filter_names(&opts->protocols, &filter->protocols, ic_lookup_protocol, "--protocol",
-                        "dlpack dlpack_capsule array_interface array_struct buffer array", err,
-                        err_size) < 0 ||
-        ic_filter_names(&opts->dtypes, &filter->dtypes, ic_lookup_dtype, "--dtype",
-                        "bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 "
-                        "bfloat16 float32 float64 complex64 complex128",
-                        err, err_size) < 0 ||
-        ic_filter_names(&opts->layouts, &filter->layouts, ic_lookup_layout, "--layout",
-                        "contiguous flat fortran transposed strided reversed offset scalar empty "
-                        "unit_dims broadcast",
-                        err, err_size) < 0 ||
-        ic_filter_names(&opts->devices, &filter->devices, ic_lookup_device, "--device",
-                        "cpu cuda", err, err_size) < 0)
+        ic_filter_names(&opts->protocols, &ic_protocols, &filter->protocols, err, err_size) < 0 ||
+        ic_filter_names(&opts->dtypes, &ic_dtypes, &filter->dtypes, err, err_size) < 0 ||
+        ic_filter_names(&opts->layouts, &ic_layouts, &filter->layouts, err, err_size) < 0 ||
+        ic_filter_names(&opts->devices, &ic_devices, &filter->devices, err, err_size) < 0)
         return IC_EUSAGE;
     return 0;
 }
@@ -300,22 +296,12 @@ static int ic_run_policy_apply(const struct ic_run_policy *policy, cJSON *report
 {
     if (!policy->expectations)
         return 0;
-    char unmatched[32768];
-    int changed = ic_expect_apply(policy->expectations, report, unmatched, sizeof(unmatched));
-    if (changed < 0)
-        return changed;
-    for (char *line = unmatched, *end; *line; line = end + 1) {
-        end = strchr(line, '\n');
-        if (!end)
-            break;
-        fprintf(stderr,
-                "interopcheck: warning: %.*s matches no case of this run (a stale "
-                "expectation?)\n",
-                (int)(end - line), line);
-    }
-    int rc = ic_report_recount(report);
-    if (rc < 0)
+    char err[1024];
+    int rc = ic_views_expect(policy->expectations, report, err, sizeof(err));
+    if (rc < 0) {
+        fprintf(stderr, "interopcheck: %s\n", err);
         return rc;
+    }
     /* The report lists the finished cases in plan order (ic_report_build). */
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(report, "cases")->child;
     for (size_t i = 0; i < plan->count && c; i++) {
@@ -500,8 +486,7 @@ int ic_cmd_run(const struct ic_options *opts)
     report = ic_report_build(tool, run_json, python, &session.catalog, &plan, &session.devices);
     int applied = report ? ic_run_policy_apply(&policy, report, &plan, run.counts) : 0;
     if (applied < 0) {
-        fprintf(stderr, "interopcheck: cannot apply the expectations: %s (the results are in %s)\n",
-                ic_strerror(applied), stream_path);
+        fprintf(stderr, "interopcheck: no report written (the results are in %s)\n", stream_path);
         goto done;
     }
     if (!report || ic_json_write_atomic(output, report, err, sizeof(err)) < 0) {
@@ -511,6 +496,13 @@ int ic_cmd_run(const struct ic_options *opts)
     }
     ic_print_summary(&run, seconds, output);
     status = ic_run_exit_status(&policy, report);
+    /* The views come from the report just written, so they can always be made again from it
+     * with `interopcheck report`; failing to write one is an environment error. */
+    if (ic_views_write(report, output, opts, err, sizeof(err)) < 0) {
+        fprintf(stderr, "interopcheck: %s (make it again with: interopcheck report %s)\n", err,
+                output);
+        status = IC_EXIT_USAGE;
+    }
 
 done:
     if (run.stream_ok)

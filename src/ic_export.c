@@ -8,21 +8,17 @@
 #include <string.h>
 
 #include "ic_error.h"
+#include "ic_text.h"
 
 /* Copies text into a fixed field, truncating (exception texts are longer than the record's
  * fields, and truncation is the intent). */
-static void ic_export_copy_text(char *dst, size_t size, const char *src)
-{
-    size_t n = strnlen(src, size - 1);
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-}
-
 void ic_export_producer_raised(struct ic_export_record *rec, const struct ic_py_exc *exc)
 {
     rec->producer_raised = true;
-    ic_export_copy_text(rec->producer_exc_type, sizeof(rec->producer_exc_type), exc->type);
-    ic_export_copy_text(rec->producer_exc_message, sizeof(rec->producer_exc_message), exc->message);
+    ic_text_copy(rec->producer_exc_type, sizeof(rec->producer_exc_type), exc->type,
+                 strlen(exc->type));
+    ic_text_copy(rec->producer_exc_message, sizeof(rec->producer_exc_message), exc->message,
+                 strlen(exc->message));
 }
 
 /* Appends text at *used, keeping buf terminated when it runs out of room. */

@@ -70,6 +70,8 @@ void ic_options_usage(FILE *out)
         "usage: interopcheck --all [options]        run every exchange of every library\n"
         "       interopcheck [filters] [options]    run the selected part of the matrix\n"
         "       interopcheck list [--json]          show the libraries and their protocols\n"
+        "       interopcheck report RUN.json [--html F] [--junit F] [--markdown F]\n"
+        "                                           the dashboard and CI views of a report\n"
         "       interopcheck diff BASE.json NEW.json [--format text|markdown]\n"
         "                                           what changed between two reports\n"
         "       interopcheck merge A.json B.json ... -o ALL.json\n"
@@ -88,7 +90,7 @@ void ic_options_usage(FILE *out)
         "  --consumer LIB       libraries that import them ('interopcheck' is the tool's own\n"
         "                       C consumer, which also checks version negotiation)\n"
         "  --protocol NAME      dlpack, dlpack_capsule, array_interface, array_struct, buffer,\n"
-        "                       array\n"
+        "                       array, cuda_array_interface\n"
         "  --dtype NAME         bool int8 int16 int32 int64 uint8 uint16 uint32 uint64\n"
         "                       float16 bfloat16 float32 float64 complex64 complex128\n"
         "  --layout NAME        contiguous flat fortran transposed strided reversed offset\n"
@@ -114,6 +116,15 @@ void ic_options_usage(FILE *out)
         "  -o, --output FILE    the JSON report (default reports/interopcheck-DATE-TIME.json);\n"
         "                       results also stream to FILE with .jsonl as they finish\n"
         "  -q, --quiet          no progress line and no summary table\n"
+        "\n"
+        "Views of the report (a run writes them next to its JSON; `report` writes them\n"
+        "from a JSON report, with or without --expect):\n"
+        "  --html FILE          the dashboard: one self-contained page, a matrix per protocol\n"
+        "                       and device, filters, each case's checks (default: the JSON\n"
+        "                       report's name with .html)\n"
+        "  --junit FILE         JUnit XML: a testcase per case; fail, crash and timeout are\n"
+        "                       failures, unsupported is skipped\n"
+        "  --markdown FILE      a capped summary for a pull request or a CI step summary\n"
         "\n"
         "Expectations and the exit status:\n"
         "  --expect FILE        an expectations file (repeatable): one entry a line,\n"
@@ -144,7 +155,8 @@ void ic_options_usage(FILE *out)
         "\n"
         "Exit status: 1 when a case had an outcome of --fail-on (default: it failed, crashed\n"
         "or timed out; with --strict also xpass), else 0; 2 for a usage or environment error\n"
-        "(nothing was run). diff: 1 when a case regressed. merge: 0 when written.\n",
+        "(nothing was run). diff: 1 when a case regressed. merge and report: 0 when\n"
+        "written, 2 when not (report never fails because the run had failures).\n",
         out);
 }
 
@@ -354,6 +366,15 @@ int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, 
     }
     if (opts->command == IC_COMMAND_REPORT && opts->nfiles != 1) {
         snprintf(err, err_size, "report takes one report file: interopcheck report RUN.json");
+        return IC_EUSAGE;
+    }
+    if (opts->command == IC_COMMAND_REPORT && (opts->strict || opts->fail_on.count)) {
+        /* report's exit status says whether the views were written, never how the run went;
+         * silently accepting these would let a CI step believe it gates on them. */
+        snprintf(err, err_size, "report does not take %s: its exit status is 0 when the views "
+                                "are written; gate on the run's own exit status, or on "
+                                "'interopcheck diff'",
+                 opts->strict ? "--strict" : "--fail-on");
         return IC_EUSAGE;
     }
     if (opts->command == IC_COMMAND_DIFF && opts->nfiles != 2) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ic_error.h"
+#include "ic_text.h"
 
 void ic_filter_all(struct ic_filter *filter)
 {
@@ -172,23 +173,26 @@ const char *ic_plan_pair_gap(const struct ic_catalog *catalog, enum ic_protocol 
     if (p < 0)
         return NULL;
     const struct ic_library *lib = &catalog->libs[p];
+    int n;
     if (lib->state != IC_LIBRARY_LOADED) {
-        snprintf(buf, size, "%s is not available: %s", producer, lib->error);
+        n = snprintf(buf, size, "%s is not available: %s", producer, lib->error);
     } else if (!(lib->devices & (1u << device))) {
         const char *note = ic_library_note(lib, where);
-        snprintf(buf, size, "%s makes no arrays on %s%s%s", producer, where, note ? ": " : "",
-                 note ? note : "");
+        n = snprintf(buf, size, "%s makes no arrays on %s%s%s", producer, where, note ? ": " : "",
+                     note ? note : "");
     } else if (!(lib->exports_on[device] & (1u << protocol))) {
-        snprintf(buf, size, "%s does not export %s on %s", producer, proto, where);
+        n = snprintf(buf, size, "%s does not export %s on %s", producer, proto, where);
     } else if (c >= 0 && catalog->libs[c].state != IC_LIBRARY_LOADED) {
-        snprintf(buf, size, "%s is not available: %s", consumer, catalog->libs[c].error);
+        n = snprintf(buf, size, "%s is not available: %s", consumer, catalog->libs[c].error);
     } else if (c >= 0 && !(catalog->libs[c].imports_on[device] & (1u << protocol))) {
-        snprintf(buf, size, "%s does not import %s on %s", consumer, proto, where);
+        n = snprintf(buf, size, "%s does not import %s on %s", consumer, proto, where);
     } else if (c < 0 && !ic_reference_imports(protocol, device)) {
-        snprintf(buf, size, "%s is a host protocol: no export of it describes %s memory", proto,
-                 where);
+        n = snprintf(buf, size, "%s is a host protocol: no export of it describes %s memory",
+                     proto, where);
     } else {
         return NULL;
     }
+    /* A library's error or note can be long: cut it on a character boundary, with a marker. */
+    ic_text_fix_formatted(buf, size, n);
     return buf;
 }

@@ -352,6 +352,7 @@ void ic_py_collect(bool full)
 char *ic_py_json_dumps(PyObject *obj)
 {
     PyObject *json = NULL, *dumps = NULL, *kwargs = NULL, *text = NULL, *args = NULL;
+    PyObject *bytes = NULL;
     char *copy = NULL;
 
     json = PyImport_ImportModule("json");
@@ -359,20 +360,29 @@ char *ic_py_json_dumps(PyObject *obj)
         goto cleanup;
     dumps = PyObject_GetAttrString(json, "dumps");
     args = PyTuple_Pack(1, obj);
-    kwargs = Py_BuildValue("{s:O}", "default", (PyObject *)&PyUnicode_Type);
+    kwargs = Py_BuildValue("{s:O,s:O}", "default", (PyObject *)&PyUnicode_Type, "ensure_ascii",
+                           Py_False);
     if (!dumps || !args || !kwargs)
         goto cleanup;
     text = PyObject_Call(dumps, args, kwargs);
     if (!text)
         goto cleanup;
-    const char *utf8 = PyUnicode_AsUTF8(text);
-    if (!utf8)
+    /* A library's text may hold lone surrogates, which neither UTF-8 nor a strict JSON reader
+     * takes (json.dumps would write them as "\ud800"): encode them as they are and let the
+     * UTF-8 repair turn them into U+FFFD, which can grow each byte to three. */
+    bytes = PyUnicode_AsEncodedString(text, "utf-8", "surrogatepass");
+    if (!bytes)
         goto cleanup;
-    copy = strdup(utf8);
-    if (!copy)
+    size_t len = (size_t)PyBytes_GET_SIZE(bytes);
+    copy = malloc(3 * len + 1);
+    if (!copy) {
         PyErr_NoMemory();
+        goto cleanup;
+    }
+    ic_text_copy(copy, 3 * len + 1, PyBytes_AS_STRING(bytes), len);
 
 cleanup:
+    Py_XDECREF(bytes);
     Py_XDECREF(json);
     Py_XDECREF(dumps);
     Py_XDECREF(args);

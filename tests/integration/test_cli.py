@@ -128,7 +128,31 @@ def main(tap, args):
         os.close(controller)
         tap.ok(proc.returncode == 0 and b"\r" in seen and b"/" in seen,
                "a terminal gets a progress line (cases done of total)", seen[-300:])
-        tap.ok("report: " in proc.stdout.read(), "the run says where the report went")
+        out = proc.stdout.read()
+        tap.ok("report: " in out, "the run says where the report went")
+        html = os.path.join(workdir, "r.html")
+        tap.ok(f"html: {html}" in out and os.path.exists(html) and
+               open(html, "rb").read(15) == b"<!DOCTYPE html>",
+               "a run writes the dashboard next to its JSON and says where", out)
+
+    # --junit and --markdown on a run write those views too, from the same report.
+    with tempfile.TemporaryDirectory() as workdir:
+        junit = os.path.join(workdir, "cases.xml")
+        markdown = os.path.join(workdir, "summary.md")
+        proc = taplib.run(binary, "--producer", "numpy", "--consumer", "torch", "--protocol", "dlpack",
+                   "--dtype", "float32", "-o", os.path.join(workdir, "r.json"), "-q",
+                   "--junit", junit, "--markdown", markdown, "--html",
+                   os.path.join(workdir, "board.html"))
+        report = taplib.load_report(os.path.join(workdir, "r.json"))
+        ok = proc.returncode == 0 and all(os.path.exists(p) for p in (junit, markdown)) and \
+            os.path.exists(os.path.join(workdir, "board.html"))
+        testcases = open(junit).read().count("<testcase ") if ok else -1
+        tap.ok(ok and testcases == len(report["cases"]),
+               "--junit, --markdown and --html on a run: one testcase per case of the report",
+               (proc.returncode, testcases, proc.stdout, proc.stderr))
+        proc = taplib.run(binary, "report", os.path.join(workdir, "r.json"), "--strict")
+        tap.ok(proc.returncode == 2 and "--strict" in proc.stderr,
+               "report refuses --strict, which could not gate anything there", proc.stderr)
 
 
 if __name__ == "__main__":

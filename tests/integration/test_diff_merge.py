@@ -161,6 +161,16 @@ def check_expectations(tap, binary, workdir):
                          for p in report["summary"]["protocols"].values() for cell in p["cells"])
     tap.ok(cells_ok and xfail_in_cells == len(fails), "the cells are recounted too",
            xfail_in_cells)
+    by_cell = {}
+    for c in report["cases"]:
+        key = (c["protocol"], c["producer"], c["consumer"], c["device"])
+        by_cell.setdefault(key, {}).setdefault(c["outcome"], 0)
+        by_cell[key][c["outcome"]] += 1
+    wrong = [(p, cell["producer"], cell["consumer"]) for p, entry in
+             report["summary"]["protocols"].items() for cell in entry["cells"]
+             if {o: n for o, n in cell["outcomes"].items() if n} !=
+             by_cell.get((p, cell["producer"], cell["consumer"], cell["device"]), {})]
+    tap.ok(not wrong, "every cell's counts are its own cases' outcomes", wrong[:3])
     tap.ok(f"{len(fails)} xfail" in proc.stdout and "xfail" in proc.stdout.split("\n")[0],
            "the summary line counts xfail", proc.stdout[:300])
     tap.ok("warning" not in proc.stderr, "no entry is stale", proc.stderr)

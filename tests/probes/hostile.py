@@ -31,8 +31,7 @@ HOSTILE = (
 )
 
 # The refusals also carry a lone surrogate, which no UTF-8 text can hold: the driver must turn
-# it into something printable. (The notes of load() leave it out: load()'s info crosses as JSON,
-# and a lone surrogate there makes the probe itself invalid, which is not what this tests.)
+# it into something printable. (hostile_text.py sends one through load()'s notes too.)
 REFUSAL = HOSTILE + " surrogate:\ud800 after"
 
 # A few megabytes: long enough to find any renderer that copies, scans or lays out a message

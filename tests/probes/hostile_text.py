@@ -72,10 +72,10 @@ def load():
         "devices": ["cpu"],
         "dtypes": ["float32", "int8", "int16", "int32", "int64"],
         "layouts": ["contiguous", "flat"],
-        # Notes travel as JSON from the worker; a lone surrogate cannot (json.dumps writes
-        # "\ud800", which no strict JSON reader takes), so notes carry everything else.
+        # Notes travel as JSON from the worker; the lone surrogate in HOSTILE must arrive as
+        # U+FFFD, not make the probe invalid.
         "notes": {
-            "bool": HOSTILE.replace("\ud800", ""),
+            "bool": HOSTILE,
             "float16": MEGA.replace("\ud800", ""),
             "complex64": "\x01\x7f|`**`|",
         },

@@ -1,0 +1,32 @@
+/*
+ * ic_views: what `interopcheck run` and `interopcheck report` both do to a built report:
+ * apply expectations files, and write the views people and CI read (the HTML dashboard, JUnit
+ * XML, the Markdown summary) next to or instead of the JSON.
+ *
+ * Contract
+ * - ic_views_expect applies loaded expectations to the report in place, warns on stderr about
+ *   entries that match no case (a stale expectation), and recounts the summary. On failure
+ *   the report may hold changed outcomes with an old summary: the caller writes nothing.
+ * - ic_views_write writes the dashboard (to opts->html, or JSON_PATH with .html for .json),
+ *   and JUnit and Markdown where opts asks, each atomically, and prints one line "KIND: PATH"
+ *   per file on stdout. It stops at the first file it cannot write, err saying which and why;
+ *   files written before stay.
+ */
+#ifndef IC_VIEWS_H
+#define IC_VIEWS_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "ic_expect.h"
+#include "ic_options.h"
+
+/* Returns the number of cases changed, or a negative IC_E* code with err saying why. */
+int ic_views_expect(const struct ic_expectations *expectations, cJSON *report, char *err,
+                    size_t err_size);
+
+int ic_views_write(const cJSON *report, const char *json_path, const struct ic_options *opts,
+                   char *err, size_t err_size);
+
+#endif
