@@ -194,8 +194,37 @@ def numpy_dtype(name):
     return np.dtype(name)
 
 
+# Where a probe allocates a producer's storage itself, the storage starts on this boundary.
+# Allocators differ (malloc gives 16 bytes, NumPy's small arrays the same) and some consumers
+# copy what is not aligned to 64 bytes (jax), so storage left where malloc happened to put it
+# would make a case's outcome change from run to run. Misaligned starts are tested on purpose,
+# and identically every run, by the `offset` layout.
+ALIGNMENT = 64
+
+
+def aligned_storage(data):
+    """A writable ctypes char array holding a copy of `data` (at least one byte), starting on
+    an ALIGNMENT boundary. It keeps the larger allocation it lives in alive."""
+    import ctypes
+
+    size = max(len(data), 1)
+    block = (ctypes.c_char * (size + ALIGNMENT - 1))()
+    skip = -ctypes.addressof(block) % ALIGNMENT
+    storage = (ctypes.c_char * size).from_buffer(block, skip)
+    ctypes.memmove(storage, data, len(data))
+    return storage
+
+
 def numpy_from_bytes(data, dtype):
-    """A writable 1-D NumPy array holding a copy of `data`."""
+    """A writable 1-D NumPy array holding a copy of `data`, its first byte on an ALIGNMENT
+    boundary."""
     import numpy as np
 
-    return np.frombuffer(data, dtype=numpy_dtype(dtype)).copy()
+    itemsize = ITEMSIZE[dtype]
+    block = np.empty(len(data) + itemsize + ALIGNMENT, dtype=np.uint8)
+    skip = -block.ctypes.data % ALIGNMENT
+    block[skip:skip + len(data)] = np.frombuffer(data, dtype=np.uint8)
+    # Viewed as the dtype while it holds at least one element (NumPy moves the data pointer of
+    # a zero-size view to its base's start), then cut to the elements given.
+    typed = block[skip:skip + len(data) + itemsize].view(numpy_dtype(dtype))
+    return typed[: len(data) // itemsize]

@@ -124,7 +124,7 @@ def _typestr(dtype):
 
 def build(data, dtype, ops, readonly=False):
     itemsize = _probekit.ITEMSIZE[dtype]
-    storage = (ctypes.c_char * max(len(data), 1)).from_buffer_copy(data.ljust(1, b"\0"))
+    storage = _probekit.aligned_storage(data)
     base = _Strided([len(data) // itemsize], [itemsize], 0)
     view = _probekit.apply_ops(base, ops, broadcast=_broadcast)
     source = _Interface(storage, ctypes.addressof(storage), view, _typestr(dtype), readonly)

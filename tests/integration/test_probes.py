@@ -750,6 +750,34 @@ def worker(name, path):
 # The parent: one worker process per probe, TAP out.
 
 
+def check_kit():
+    """The kit's storage starts on its ALIGNMENT boundary with the bytes it was given, whatever
+    the size: otherwise an outcome that depends on alignment (jax copies what is not aligned)
+    would change from run to run with where malloc put the array."""
+    import ctypes
+
+    kit_spec = importlib.util.spec_from_file_location("_probekit", PROBE_DIR / "_probekit.py")
+    kit = importlib.util.module_from_spec(kit_spec)
+    kit_spec.loader.exec_module(kit)
+    problems = {"numpy_from_bytes": [], "aligned_storage": []}
+    keep = []  # live at once, so that the allocator cannot hand back one aligned block
+    for size in list(range(0, 130)) + [4093, 65536 + 24]:
+        data = bytes((i * 7 + size) & 0xFF for i in range(size))
+        array = kit.numpy_from_bytes(data, "uint8")
+        storage = kit.aligned_storage(data)
+        keep += [array, storage]
+        if array.ctypes.data % kit.ALIGNMENT or array.tobytes() != data:
+            problems["numpy_from_bytes"].append(
+                f"{size} bytes: address {array.ctypes.data:#x}, contents equal "
+                f"{array.tobytes() == data}")
+        address = ctypes.addressof(storage)
+        if address % kit.ALIGNMENT or bytes(storage)[:size] != data or len(storage) < 1:
+            problems["aligned_storage"].append(f"{size} bytes: address {address:#x}")
+    return [{"name": f"_probekit.{name} starts on a {kit.ALIGNMENT}-byte boundary and holds "
+                     "the bytes given", "ok": not found, "diag": found[:5]}
+            for name, found in problems.items()]
+
+
 def run_worker(name):
     fd, path = tempfile.mkstemp(prefix=f"probe-{name}-", suffix=".jsonl")
     os.close(fd)
@@ -787,7 +815,7 @@ def main(argv):
         return 2
     with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2))) as pool:
         outcomes = list(pool.map(run_worker, names))
-    tests = [t for lines in outcomes for t in lines]
+    tests = [t for lines in outcomes for t in lines] + check_kit()
     print(f"1..{len(tests)}")
     failed = 0
     for number, t in enumerate(tests, 1):
