@@ -285,6 +285,25 @@ def check_diff(tap, binary, workdir, runs):
     tap.ok(proc.returncode == 1 and counts_of(proc.stdout) == classify(b, a),
            "the other way round, regressions and improvements swap", counts_of(proc.stdout))
 
+    # Diagnostics: a crash's last output is not compared (it varies run to run); any other
+    # difference is a change, shown next to what it was.
+    edited = json.loads(json.dumps(a))
+    first, second = edited["cases"][0], edited["cases"][1]
+    first.update(outcome="crash", rule=None,
+                 diagnostic="the worker died with SIGSEGV during this case; last output: one")
+    second["diagnostic"] = "the base said this"
+    base_edit = write(os.path.join(workdir, "edit_base.json"), json.dumps(edited))
+    first["diagnostic"] = "the worker died with SIGSEGV during this case; last output: other"
+    second["diagnostic"] = "the new run says that"
+    head_edit = write(os.path.join(workdir, "edit_head.json"), json.dumps(edited))
+    proc = taplib.run(binary, "diff", base_edit, head_edit)
+    counts = counts_of(proc.stdout)
+    tap.ok(proc.returncode == 0 and counts["changed"] == 1 and first["id"] not in proc.stdout and
+           re.search(re.escape(second["id"]) + r": .*the new run says that\n +was: the base said "
+                     r"this\n", proc.stdout),
+           "a crash's last output is not a change; another diagnostic is, shown with what it was",
+           proc.stdout[-600:])
+
     # Cases added and removed: the same environment, other layouts; none regressed.
     c, d = runs["layouts_a"], runs["layouts_b"]
     proc = taplib.run(binary, "diff", c, d)
