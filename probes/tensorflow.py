@@ -1,10 +1,15 @@
-"""TensorFlow (CPU eager tensors).
+"""TensorFlow (eager tensors on the CPU, and on GPUs where TensorFlow sees one).
 
 Cannot: express strided layouts (tensors are dense row-major; tf.transpose and slicing copy),
-give a data pointer (describe() hands over memoryview(tensor) instead), import DLPack objects
+give a data pointer (describe() hands over memoryview(tensor) on the CPU, and on a GPU only the
+contents, copied to the host: TensorFlow has no public API for a tensor's address, so zero-copy
+is not checked for its GPU tensors), import DLPack objects
 (tf.experimental.dlpack.from_dlpack takes only a legacy "dltensor" capsule), or import buffers
 typed: tf.constant(memoryview) reads elements as Python numbers and picks its own dtype, so
-buffer import is left out. Tensors are immutable (always read-only).
+buffer import is left out. Tensors are immutable (always read-only). GPU tensors come from the
+tensorflow package with CUDA (tensorflow[and-cuda]); tensorflow-cpu sees no GPU and says so.
+TensorFlow has no public stream, so its stream-ordering cases are not run. The GPU side has not
+run in this project's CI (no GPU).
 """
 
 import _probekit
@@ -20,9 +25,16 @@ def load():
 
     tf = _tf
     no_views = "TensorFlow tensors are dense row-major: this op copies"
+    devices, gpu_notes = ["cpu"], {}
+    if tf.config.list_physical_devices("GPU"):
+        devices.append("cuda")
+    else:
+        gpu_notes["cuda"] = ("TensorFlow sees no GPU (tf.config.list_physical_devices('GPU') is "
+                             "empty): tensorflow-cpu, or no CUDA device")
+    on_gpu = {"devices": ["cuda"]}
     return {
         "version": tf.__version__,
-        "devices": ["cpu"],
+        "devices": devices,
         "dtypes": list(_probekit.DTYPES),
         "layouts": ["contiguous", "flat", "scalar", "empty"],
         "notes": {
@@ -30,16 +42,13 @@ def load():
             for layout in _probekit.LAYOUTS
             if layout not in ("contiguous", "flat", "scalar", "empty")
         }
-        # GPU tensors have no pointer API and no memoryview, so describe() could only copy them
-        # to the host: the GPU side is left out rather than checked without its addresses.
-        | {"cuda": "TensorFlow has no public API for a GPU tensor's address; tensorflow-cpu has "
-                   "no GPU at all"},
+        | gpu_notes,
         "readonly": True,
         "exports": {
             "dlpack": {"call": "x.__dlpack__"},
             "dlpack_capsule": {"call": "tf.experimental.dlpack.to_dlpack(x)"},
-            "buffer": {"call": "memoryview(x)"},
-            "array": {"call": "x.__array__"},
+            "buffer": {"call": "memoryview(x)", "devices": ["cpu"]},
+            "array": {"call": "x.__array__", "devices": ["cpu"]},
         },
         "imports": {
             # Its docstring: "The returned tensor uses the memory shared by dlpack capsules".
@@ -48,6 +57,7 @@ def load():
                 "zero_copy": True,
                 "typed": True,
                 "readonly": "always",
+                "devices": devices,
             },
             "array_interface": {
                 "call": "tf.constant(obj)",
@@ -65,17 +75,34 @@ def load():
     }
 
 
-def build(data, dtype, ops, readonly=False):
-    x = tf.constant(_probekit.numpy_from_bytes(data, dtype))
-    for name, arg in ops:
+def build(data, dtype, ops, readonly=False, device="cpu"):
+    for name, _ in ops:
         if name != "reshape":
             raise NotImplementedError(f"TensorFlow cannot express {name!r} as a view")
-        x = tf.reshape(x, arg)
+    with tf.device("/GPU:0" if device == "cuda" else "/CPU:0"):
+        # tf.identity places the tensor on the scope's device (a constant may stay on the host)
+        x = tf.identity(tf.constant(_probekit.numpy_from_bytes(data, dtype)))
+        for _, shape in ops:
+            x = tf.reshape(x, shape)
     return x
+
+
+def _gpu_ordinal(x):
+    """The GPU index of a tensor placed on a GPU, or None for the host."""
+    spec = tf.DeviceSpec.from_string(x.device)
+    if spec.device_type != "GPU":
+        return None
+    return spec.device_index or 0
 
 
 def describe(x):
     dtype = x.dtype.name
+    ordinal = _gpu_ordinal(x)
+    if ordinal is not None:
+        # No address and no memoryview on a GPU: the contents, copied to the host in C order.
+        host = tf.bitcast(x, tf.uint16) if dtype == "bfloat16" else x
+        return {"bytes": host.numpy().tobytes(), "shape": list(x.shape), "dtype": dtype,
+                "readonly": True, "device": ["cuda", ordinal]}
     if dtype == "bfloat16":
         # memoryview() of a bfloat16 tensor raises (no PEP 3118 code); tf.bitcast to uint16
         # shares the tensor's buffer, so its memoryview shows the same memory.

@@ -130,10 +130,12 @@ static int ic_stage_build(struct ic_case_state *st, uint64_t run_seed, struct ic
     return IC_STAGE_GO;
 }
 
-/* True when the host may read the view's memory directly (the CPU, pinned host memory). */
+/* True when the host may read the view's memory directly (the CPU, pinned host memory, or
+ * a host copy of a probe that could give only the contents). */
 static bool ic_host_readable(const struct ic_view *view)
 {
-    return view->device_type == IC_DEVICE_CPU || view->device_type == IC_DEVICE_CUDA_HOST;
+    return view->host_copy || view->device_type == IC_DEVICE_CPU ||
+           view->device_type == IC_DEVICE_CUDA_HOST;
 }
 
 /* Checks `got` (shaped like the expected view) against the pattern: on the host through
@@ -145,7 +147,8 @@ static int ic_pattern_compare(const struct ic_case_state *st, const struct ic_vi
 {
     struct ic_compare_result cmp;
     char err[400];
-    if (got->device_type == IC_DEVICE_CUDA_HOST && strcmp(st->c->device, "cuda") == 0) {
+    if (got->device_type == IC_DEVICE_CUDA_HOST && !got->host_copy &&
+        strcmp(st->c->device, "cuda") == 0) {
         /* The host reads pinned memory like the GPU's consumer would, after the work ordered
          * before `stream` has run: synchronising that stream is the host's way to wait. */
         if (ic_cuda_stream_synchronize(ic_gpu(), stream, err, sizeof(err)) < 0) {
@@ -311,6 +314,13 @@ static int ic_stage_queue_writes(struct ic_case_state *st, struct ic_result *res
     char err[400];
     if (!ic_is_stream_order(st->c->variant))
         return IC_STAGE_GO;
+    if (!st->produced.pointer_known) {
+        ic_result_set(res, IC_OUTCOME_UNSUPPORTED, NULL,
+                      "the %s probe gives its array's contents but not their address, so no "
+                      "writes can be queued into it",
+                      st->c->producer);
+        return IC_STAGE_DECIDED;
+    }
     uintptr_t stream;
     int rc = ic_probe_stream(st->producer, st->array, &stream, &st->exc);
     if (rc == IC_ENOTFOUND) {
@@ -784,7 +794,7 @@ static void ic_check_contents(struct ic_case_state *st, struct ic_result *res)
         }
         struct ic_view flat = {.data = c->data, .itemsize = st->expected.itemsize,
                                .dtype = st->expected.dtype, .device_type = c->device_type,
-                               .device_id = c->device_id};
+                               .device_id = c->device_id, .host_copy = c->host_copy};
         flat.ndim = st->expected.ndim;
         memcpy(flat.shape, st->expected.shape, sizeof(flat.shape));
         ic_view_set_c_strides(&flat);

@@ -333,6 +333,7 @@ static int ic_describe_from_bytes(PyObject *bytes, struct ic_described *out)
     }
     memcpy(out->bytes, data, (size_t)size);
     out->view.data = (uintptr_t)out->bytes;
+    out->view.host_copy = true;
     out->pointer_known = false;
     return 0;
 }

@@ -44,6 +44,9 @@ struct ic_view {
     int64_t strides[IC_MAX_NDIM]; /* bytes */
     bool readonly;
     bool readonly_known; /* false when the source cannot say (legacy DLPack) */
+    /* data is a host copy of the elements, which live on device_type: a library with no
+     * pointer API handed over its contents only. Compare on the host; addresses mean nothing. */
+    bool host_copy;
 };
 
 /* Fill `view` with C-contiguous strides for its shape and itemsize. IC_ERANGE on overflow. */

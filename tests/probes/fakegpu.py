@@ -17,6 +17,8 @@ What goes wrong depends on the dtype, so one run exercises every GPU finding:
   uint8     describes more elements than it allocated            -> fail (span)
   float64   exports while its stream still has work queued, and never makes the consumer wait
                                                                   -> fail (stream ordering)
+  uint32    correct, but describe() gives the contents only, as a library with no pointer API
+            (TensorFlow on a GPU) does: compared on the host, zero-copy not checked -> pass
 
 It is loaded only with --probe-dir tests/probes.
 """
@@ -282,8 +284,24 @@ def build(data, dtype, ops, readonly=False, device="cpu"):
 
 def describe(x):
     device = MEMORY[x.dtype][2] if x.dtype in MEMORY else "cuda"
+    if x.dtype == "uint32":
+        return {"bytes": _contents(x), "shape": list(x.shape), "dtype": x.dtype,
+                "readonly": False, "device": [device, 0]}
     return _probekit.pointer_description(x.pointer, x.shape, x.strides, x.dtype, False,
                                          device=(device, 0))
+
+
+def _contents(x):
+    """The elements of x in C order, copied to the host element by element."""
+    itemsize = ITEMSIZE[x.dtype]
+    out = bytearray()
+    element = ctypes.create_string_buffer(itemsize)
+    _check(drv.cuStreamSynchronize(ctypes.c_void_p(x.stream)), "cuStreamSynchronize")
+    for index in np.ndindex(*x.shape):
+        address = x.pointer + sum(i * s for i, s in zip(index, x.strides))
+        _check(drv.cuMemcpyDtoH_v2(element, ctypes.c_uint64(address), itemsize), "cuMemcpyDtoH")
+        out += element.raw
+    return bytes(out)
 
 
 def export(x, protocol):
