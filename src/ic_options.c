@@ -23,6 +23,7 @@ enum {
     OPT_JUNIT,
     OPT_MARKDOWN,
     OPT_HTML,
+    OPT_MARKDOWN_MAX,
     OPT_EXPECT,
     OPT_STRICT,
     OPT_FAIL_ON,
@@ -51,6 +52,7 @@ static const struct option ic_long_options[] = {
     {"junit", required_argument, NULL, OPT_JUNIT},
     {"markdown", required_argument, NULL, OPT_MARKDOWN},
     {"html", required_argument, NULL, OPT_HTML},
+    {"markdown-max", required_argument, NULL, OPT_MARKDOWN_MAX},
     {"expect", required_argument, NULL, OPT_EXPECT},
     {"strict", no_argument, NULL, OPT_STRICT},
     {"fail-on", required_argument, NULL, OPT_FAIL_ON},
@@ -125,6 +127,8 @@ void ic_options_usage(FILE *out)
         "  --junit FILE         JUnit XML: a testcase per case; fail, crash and timeout are\n"
         "                       failures, unsupported is skipped\n"
         "  --markdown FILE      a capped summary for a pull request or a CI step summary\n"
+        "  --markdown-max BYTES its cap (default 1000000, under GitHub's 1 MiB step summary;\n"
+        "                       65536 fits a pull request comment)\n"
         "\n"
         "Expectations and the exit status:\n"
         "  --expect FILE        an expectations file (repeatable): one entry a line,\n"
@@ -276,6 +280,14 @@ int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, 
             break;
         case OPT_HTML:
             opts->html = optarg;
+            break;
+        case OPT_MARKDOWN_MAX:
+            if (ic_parse_number(optarg, 4096, 1e9, &number) < 0) {
+                snprintf(err, err_size, "--markdown-max takes bytes between 4096 and 1e9, not '%s'",
+                         optarg);
+                return IC_EUSAGE;
+            }
+            opts->markdown_max = (size_t)number;
             break;
         case OPT_EXPECT:
             if (opts->nexpect == IC_MAX_LIST)

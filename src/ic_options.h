@@ -56,6 +56,7 @@ struct ic_options {
     /* Reports and expectations */
     const char *junit;    /* --junit FILE */
     const char *markdown; /* --markdown FILE */
+    size_t markdown_max;  /* --markdown-max BYTES */
     const char *html;     /* --html FILE (default: next to the JSON report) */
     const char *expect[IC_MAX_LIST]; /* --expect FILE, repeatable */
     int nexpect;

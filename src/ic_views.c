@@ -79,8 +79,8 @@ int ic_views_write(const cJSON *report, const char *json_path, const struct ic_o
     }
     if (opts->markdown) {
         /* The summary may be cut to fit a CI comment; it points to the JSON for the rest. */
-        rc = ic_markdown_write(report, opts->markdown, IC_MARKDOWN_DEFAULT_MAX, json_path, err,
-                               err_size);
+        size_t cap = opts->markdown_max ? opts->markdown_max : IC_MARKDOWN_DEFAULT_MAX;
+        rc = ic_markdown_write(report, opts->markdown, cap, json_path, err, err_size);
         if (rc < 0)
             goto done;
         printf("markdown: %s\n", opts->markdown);

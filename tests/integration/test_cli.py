@@ -150,6 +150,16 @@ def main(tap, args):
         tap.ok(ok and testcases == len(report["cases"]),
                "--junit, --markdown and --html on a run: one testcase per case of the report",
                (proc.returncode, testcases, proc.stdout, proc.stderr))
+        small = os.path.join(workdir, "small.md")
+        proc = taplib.run(binary, "report", os.path.join(workdir, "r.json"), "--markdown", small,
+                          "--markdown-max", "4096")
+        size = os.path.getsize(small) if os.path.exists(small) else -1
+        tap.ok(proc.returncode == 0 and 0 < size <= 4096,
+               f"--markdown-max caps the summary ({size} bytes of at most 4096)", proc.stderr)
+        proc = taplib.run(binary, "report", os.path.join(workdir, "r.json"), "--markdown-max",
+                          "100")
+        tap.ok(proc.returncode == 2 and "4096" in proc.stderr,
+               "a --markdown-max too small to hold a summary is a usage error", proc.stderr)
         proc = taplib.run(binary, "report", os.path.join(workdir, "r.json"), "--strict")
         tap.ok(proc.returncode == 2 and "--strict" in proc.stderr,
                "report refuses --strict, which could not gate anything there", proc.stderr)
