@@ -92,6 +92,11 @@ def main(tap, args):
         for variant in ("stream_1", "stream_2", "stream_handle", "stream_minus_1"):
             expect(f"dlpack.fakegpu.interopcheck.cuda.float32.flat.{variant}", "pass",
                    f"__dlpack__ with {variant.replace('_', '=', 1)} is honoured")
+        zero = cases.get("dlpack.fakegpu.interopcheck.cuda.float32.flat.stream_0", {})
+        note = zero.get("checks", {}).get("export", {}).get("note") or ""
+        tap.ok("[warning: dlpack 2.5.11] stream=0 was accepted" in note,
+               "a producer that accepts the ambiguous stream=0 is warned about (the spec's "
+               "'should raise')", zero)
         expect("dlpack.fakegpu.interopcheck.cuda.float32.flat.legacy", "unsupported",
                "a producer may refuse legacy capsules with BufferError", text="BufferError")
         # A library that can hand over its contents but not their address (TensorFlow on a
