@@ -248,43 +248,6 @@ int ic_descr_size(PyObject *descr, int64_t *ret_size, char *why, size_t why_size
  * The dict (rules 4.5.1-5)
  */
 
-/* Reads a tuple of ints into values[]; findings cite `rule` and name the key. */
-static bool ic_ai_int_tuple(PyObject *obj, const char *key, const char *rule, int64_t *values,
-                            int *ret_count, struct ic_diag *diag)
-{
-    char text[64];
-    if (!PyTuple_Check(obj)) {
-        ic_diag_error(diag, rule, "%s is a %s, not a tuple", key, Py_TYPE(obj)->tp_name);
-        return false;
-    }
-    Py_ssize_t count = PyTuple_GET_SIZE(obj);
-    if (count > IC_MAX_NDIM) {
-        ic_diag_error(diag, rule, "%s has %zd entries: at most %d dimensions", key, count,
-                      IC_MAX_NDIM);
-        return false;
-    }
-    bool ok = true;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *item = PyTuple_GET_ITEM(obj, i); /* borrowed */
-        bool exact = true;
-        int rc = ic_export_int64(item, &values[i], &exact);
-        if (rc == IC_ERANGE) {
-            ic_py_repr(item, text, sizeof(text));
-            ic_diag_error(diag, rule, "%s[%zd] = %s does not fit in int64", key, i, text);
-            ok = false;
-        } else if (rc < 0) {
-            ic_diag_error(diag, rule, "%s[%zd] is a %s, not an int", key, i,
-                          Py_TYPE(item)->tp_name);
-            ok = false;
-        } else if (!exact) {
-            ic_diag_warn(diag, rule, "%s[%zd] is a %s, not a Python int", key, i,
-                         Py_TYPE(item)->tp_name);
-        }
-    }
-    *ret_count = (int)count;
-    return ok;
-}
-
 static int ic_ai_check(PyObject *value, PyObject *owner, int depth, struct ic_diag *diag,
                        struct ic_view *ret_view, bool *ret_have_view);
 
@@ -483,7 +446,8 @@ static int ic_ai_check(PyObject *value, PyObject *owner, int depth, struct ic_di
     int64_t numel = 0, nbytes = 0, lo = 0, hi = 0;
     if (shape) {
         int ndim = 0;
-        shape_known = ic_ai_int_tuple(shape, "shape", IC_AI_RULE_SHAPE, view.shape, &ndim, diag);
+        shape_known =
+            ic_export_int_tuple(shape, "shape", IC_AI_RULE_SHAPE, view.shape, &ndim, diag);
         view.ndim = ndim;
         for (int i = 0; shape_known && i < ndim; i++) {
             if (view.shape[i] < 0) {
@@ -509,7 +473,8 @@ static int ic_ai_check(PyObject *value, PyObject *owner, int depth, struct ic_di
     }
     if (strides && strides != Py_None && shape_known) {
         int count = 0;
-        if (!ic_ai_int_tuple(strides, "strides", IC_AI_RULE_SHAPE, view.strides, &count, diag)) {
+        if (!ic_export_int_tuple(strides, "strides", IC_AI_RULE_SHAPE, view.strides, &count,
+                                 diag)) {
             describable = false;
         } else if (count != view.ndim) {
             ic_diag_error(diag, IC_AI_RULE_SHAPE,

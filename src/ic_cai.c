@@ -86,45 +86,6 @@ static void ic_cai_check_version(PyObject *version, struct ic_cai_state *st)
                      (long long)number, IC_CAI_VERSION, IC_CAI_VERSION);
 }
 
-/* Reads a tuple of ints into values[] (at most IC_MAX_NDIM); findings cite `rule`. */
-static bool ic_cai_int_tuple(PyObject *obj, const char *key, const char *rule, int64_t *values,
-                             int *ret_count, struct ic_diag *diag)
-{
-    char text[64];
-
-    if (!PyTuple_Check(obj)) {
-        ic_diag_error(diag, rule, "%s is a %s: it must be a tuple of ints", key,
-                      Py_TYPE(obj)->tp_name);
-        return false;
-    }
-    Py_ssize_t count = PyTuple_GET_SIZE(obj);
-    if (count > IC_MAX_NDIM) {
-        ic_diag_error(diag, rule, "%s has %zd entries: at most %d dimensions", key, count,
-                      IC_MAX_NDIM);
-        return false;
-    }
-    bool ok = true;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *item = PyTuple_GET_ITEM(obj, i); /* borrowed: the tuple is immutable */
-        bool exact = true;
-        int rc = PyBool_Check(item) ? IC_EINVAL : ic_export_int64(item, &values[i], &exact);
-        if (rc == IC_ERANGE) {
-            ic_py_repr(item, text, sizeof(text));
-            ic_diag_error(diag, rule, "%s[%zd] = %s does not fit in int64", key, i, text);
-            ok = false;
-        } else if (rc < 0) {
-            ic_diag_error(diag, rule, "%s[%zd] is a %s: it must be an int", key, i,
-                          Py_TYPE(item)->tp_name);
-            ok = false;
-        } else if (!exact) {
-            ic_diag_warn(diag, rule, "%s[%zd] is a %s, not a Python int", key, i,
-                         Py_TYPE(item)->tp_name);
-        }
-    }
-    *ret_count = (int)count;
-    return ok;
-}
-
 /* Rule 3.1.3: a tuple of ints >= 0 whose product (and size in bytes) fits in int64. */
 static void ic_cai_check_shape(PyObject *shape, struct ic_cai_state *st)
 {
@@ -133,7 +94,7 @@ static void ic_cai_check_shape(PyObject *shape, struct ic_cai_state *st)
 
     if (!shape)
         return; /* 3.1.1 */
-    if (!ic_cai_int_tuple(shape, "shape", IC_CAI_RULE_SHAPE, st->view.shape, &ndim, st->diag))
+    if (!ic_export_int_tuple(shape, "shape", IC_CAI_RULE_SHAPE, st->view.shape, &ndim, st->diag))
         return;
     st->view.ndim = ndim;
     for (int i = 0; i < ndim; i++) {
@@ -269,8 +230,8 @@ static void ic_cai_check_strides(PyObject *strides, struct ic_cai_state *st)
         return;
     }
     int count = 0;
-    if (!ic_cai_int_tuple(strides, "strides", IC_CAI_RULE_STRIDES, st->view.strides, &count,
-                          st->diag)) {
+    if (!ic_export_int_tuple(strides, "strides", IC_CAI_RULE_STRIDES, st->view.strides, &count,
+                             st->diag)) {
         st->describable = false;
         return;
     }

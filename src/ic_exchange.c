@@ -44,7 +44,7 @@ struct ic_case_state {
     const char *consumer_name;
     struct ic_import_traits traits;
 
-    unsigned char *base;    /* the pattern the producer's array is built from */
+    unsigned char *base;     /* the pattern the producer's array is built from */
     struct ic_view expected; /* the layout applied to `base` */
     uint64_t seed;           /* of the pattern in `base` */
     uintptr_t read_stream;   /* the stream the consumer reads on (GPU cases; 0 = legacy) */
@@ -110,8 +110,8 @@ static int ic_stage_build(struct ic_case_state *st, uint64_t run_seed, struct ic
         return IC_ENOMEM;
     }
     bool readonly = c->variant == IC_VARIANT_READONLY;
-    st->array = ic_probe_build(st->producer, st->data, c->dtype, layout, readonly, c->device,
-                               &st->exc);
+    st->array =
+        ic_probe_build(st->producer, st->data, c->dtype, layout, readonly, c->device, &st->exc);
     if (!st->array) {
         char text[IC_DIAGNOSTIC_MAX];
         ic_py_exc_format(&st->exc, text, sizeof(text));
@@ -138,6 +138,31 @@ static bool ic_host_readable(const struct ic_view *view)
            view->device_type == IC_DEVICE_CUDA_HOST;
 }
 
+/* The GPU's description of the expected view's elements: the pattern of `seed` over the
+ * layout's base, addressed like the expected view. IC_EUNSUPPORTED when the view has more
+ * dimensions than the kernels take. */
+static int ic_expected_pattern(const struct ic_case_state *st, uint64_t seed,
+                               struct ic_pattern_ref *ref)
+{
+    const struct ic_dtype_info *info = ic_dtype_info(st->c->dtype);
+    const struct ic_view *x = &st->expected;
+    if (x->ndim > IC_CUDA_MAX_NDIM)
+        return IC_EUNSUPPORTED;
+    *ref = (struct ic_pattern_ref){
+        .seed = seed,
+        .value_class = (int)info->value_class,
+        .itemsize = info->itemsize,
+        .base_count = ic_layout_info(st->c->layout)->base_len,
+        .ndim = x->ndim,
+        .first = (int64_t)(x->data - (uintptr_t)st->base) / info->itemsize,
+    };
+    for (int d = 0; d < x->ndim; d++) {
+        ref->shape[d] = x->shape[d];
+        ref->element_strides[d] = x->strides[d] / info->itemsize;
+    }
+    return 0;
+}
+
 /* Checks `got` (shaped like the expected view) against the pattern: on the host through
  * both views' strides, or for device memory with the GPU's pattern kernel on `stream`.
  * 1: equal; 0: they differ (note says where); negative: the check itself could not run
@@ -162,23 +187,11 @@ static int ic_pattern_compare(const struct ic_case_state *st, const struct ic_vi
             return IC_EINVAL;
         }
     } else {
-        const struct ic_dtype_info *info = ic_dtype_info(st->c->dtype);
-        const struct ic_view *x = &st->expected;
-        struct ic_pattern_ref ref = {.seed = st->seed,
-                                     .value_class = (int)info->value_class,
-                                     .itemsize = info->itemsize,
-                                     .base_count = ic_layout_info(st->c->layout)->base_len,
-                                     .ndim = x->ndim,
-                                     .first = (int64_t)(x->data - (uintptr_t)st->base) /
-                                              info->itemsize};
-        if (x->ndim > IC_CUDA_MAX_NDIM) {
+        struct ic_pattern_ref ref;
+        if (ic_expected_pattern(st, st->seed, &ref) < 0) {
             snprintf(note, size, "%s has %d dimensions, more than the GPU check takes", who,
-                     x->ndim);
+                     st->expected.ndim);
             return IC_EUNSUPPORTED;
-        }
-        for (int d = 0; d < x->ndim; d++) {
-            ref.shape[d] = x->shape[d];
-            ref.element_strides[d] = x->strides[d] / info->itemsize;
         }
         struct ic_cuda *cuda = ic_gpu();
         if (!cuda || ic_cuda_state(cuda) != IC_CUDA_READY) {
@@ -196,8 +209,8 @@ static int ic_pattern_compare(const struct ic_case_state *st, const struct ic_vi
         return 1;
     char index[96];
     ic_view_format_index(&st->expected, cmp.first_mismatch, index, sizeof(index));
-    snprintf(note, size, "%s: %lld of %lld elements differ from the pattern, the first at %s",
-             who, (long long)cmp.mismatches, (long long)cmp.compared, index);
+    snprintf(note, size, "%s: %lld of %lld elements differ from the pattern, the first at %s", who,
+             (long long)cmp.mismatches, (long long)cmp.compared, index);
     return 0;
 }
 
@@ -337,18 +350,12 @@ static int ic_stage_queue_writes(struct ic_case_state *st, struct ic_result *res
         return IC_STAGE_DECIDED;
     }
     uint64_t new_seed = st->seed ^ 0x5bd1e9955bd1e995ULL;
-    const struct ic_view *x = &st->expected;
-    const struct ic_dtype_info *info = ic_dtype_info(st->c->dtype);
-    struct ic_pattern_ref ref = {.seed = new_seed,
-                                 .value_class = (int)info->value_class,
-                                 .itemsize = info->itemsize,
-                                 .base_count = ic_layout_info(st->c->layout)->base_len,
-                                 .ndim = x->ndim,
-                                 .first = (int64_t)(x->data - (uintptr_t)st->base) /
-                                          info->itemsize};
-    for (int d = 0; d < x->ndim && d < IC_CUDA_MAX_NDIM; d++) {
-        ref.shape[d] = x->shape[d];
-        ref.element_strides[d] = x->strides[d] / info->itemsize;
+    struct ic_pattern_ref ref;
+    if (ic_expected_pattern(st, new_seed, &ref) < 0) {
+        ic_result_set(res, IC_OUTCOME_UNSUPPORTED, NULL,
+                      "the array has %d dimensions, more than the GPU fill takes",
+                      st->expected.ndim);
+        return IC_STAGE_DECIDED;
     }
     struct ic_cuda *cuda = ic_gpu();
     if (ic_cuda_spin(cuda, stream, 200 * 1000 * 1000ULL, err, sizeof(err)) < 0 ||
@@ -471,8 +478,7 @@ static int ic_stage_exchange(struct ic_case_state *st, struct ic_result *res)
         }
     } else {
         if (st->ops->inspect && st->ops->inspect(st->export_obj, &st->rec) < 0) {
-            ic_result_set(res, IC_OUTCOME_ERROR, NULL, "cannot inspect the %s export",
-                          st->ops->id);
+            ic_result_set(res, IC_OUTCOME_ERROR, NULL, "cannot inspect the %s export", st->ops->id);
             return IC_EPYTHON;
         }
         st->proxy = Py_NewRef(st->export_obj);
@@ -508,13 +514,12 @@ static void ic_check_device_pointers(struct ic_case_state *st)
     struct ic_export_record *rec = &st->rec;
     struct ic_cuda *cuda = ic_gpu();
     char err[400];
-    if (!rec->have_view || !ic_on_cuda(&rec->view) || !cuda ||
-        ic_cuda_state(cuda) != IC_CUDA_READY)
+    if (!rec->have_view || !ic_on_cuda(&rec->view) || !cuda || ic_cuda_state(cuda) != IC_CUDA_READY)
         return;
-    const char *rule = st->c->protocol == IC_PROTOCOL_DLPACK ||
-                               st->c->protocol == IC_PROTOCOL_DLPACK_CAPSULE
-                           ? "dlpack 2.5.19"
-                           : "cai 3.1.5";
+    const char *rule =
+        st->c->protocol == IC_PROTOCOL_DLPACK || st->c->protocol == IC_PROTOCOL_DLPACK_CAPSULE
+            ? "dlpack 2.5.19"
+            : "cai 3.1.5";
     if (st->c->protocol == IC_PROTOCOL_CAI) {
         /* The interface promises a device-accessible pointer, which pinned host and managed
          * memory are too: the driver says which, and which device (rule 3.1.5). Memory the
@@ -580,9 +585,8 @@ static void ic_judge_refusal(struct ic_case_state *st, struct ic_result *res)
         ic_result_set(res, IC_OUTCOME_FAIL, "python c-api errors",
                       "%s %s: the C API must not be called with an exception set, and the "
                       "producer then failed in that state%s%s%s%s",
-                      st->consumer_name, rec->consumer_misuse_text,
-                      first ? "; before that: [" : "", first ? first->rule : "",
-                      first ? "] " : "", first ? first->message : "");
+                      st->consumer_name, rec->consumer_misuse_text, first ? "; before that: [" : "",
+                      first ? first->rule : "", first ? "] " : "", first ? first->message : "");
         return;
     }
     if (res->checks[IC_CHECK_EXPORT].status == IC_CHECK_FAIL) {
@@ -601,8 +605,8 @@ static void ic_judge_refusal(struct ic_case_state *st, struct ic_result *res)
         } else if (strcmp(rec->producer_exc_type, "BufferError") == 0) {
             ic_result_set(res, IC_OUTCOME_UNSUPPORTED, NULL, "%s refused %s: %s", c->producer,
                           rec->request[0] ? rec->request : "the export", text);
-        } else if (strcmp(rec->producer_exc_type, "TypeError") == 0 && c->variant != IC_VARIANT_NONE &&
-                   !st->consumer) {
+        } else if (strcmp(rec->producer_exc_type, "TypeError") == 0 &&
+                   c->variant != IC_VARIANT_NONE && !st->consumer) {
             ic_result_set(res, IC_OUTCOME_UNSUPPORTED, NULL,
                           "%s does not accept %s (%s): it predates these keywords", c->producer,
                           rec->request, text);
@@ -743,13 +747,17 @@ static void ic_check_zero_copy(struct ic_case_state *st, struct ic_result *res)
         }
         if (!import_shares) {
             size_t used = strlen(note);
-            snprintf(note + used, sizeof(note) - used, "%s%s copied on import (it does not "
-                     "promise to share)", used ? "; " : "", st->consumer_name);
+            snprintf(note + used, sizeof(note) - used,
+                     "%s%s copied on import (it does not "
+                     "promise to share)",
+                     used ? "; " : "", st->consumer_name);
         }
     } else if (st->consumer && c) {
         size_t used = strlen(note);
-        snprintf(note + used, sizeof(note) - used, "%s%s has no pointer API: only the export "
-                 "was located", used ? "; " : "", st->consumer_name);
+        snprintf(note + used, sizeof(note) - used,
+                 "%s%s has no pointer API: only the export "
+                 "was located",
+                 used ? "; " : "", st->consumer_name);
     }
     ic_result_check(res, IC_CHECK_ZERO_COPY, IC_CHECK_PASS, NULL, "%s", note);
 }
@@ -792,9 +800,12 @@ static void ic_check_contents(struct ic_case_state *st, struct ic_result *res)
                             "an untyped import that is not contiguous");
             return;
         }
-        struct ic_view flat = {.data = c->data, .itemsize = st->expected.itemsize,
-                               .dtype = st->expected.dtype, .device_type = c->device_type,
-                               .device_id = c->device_id, .host_copy = c->host_copy};
+        struct ic_view flat = {.data = c->data,
+                               .itemsize = st->expected.itemsize,
+                               .dtype = st->expected.dtype,
+                               .device_type = c->device_type,
+                               .device_id = c->device_id,
+                               .host_copy = c->host_copy};
         flat.ndim = st->expected.ndim;
         memcpy(flat.shape, st->expected.shape, sizeof(flat.shape));
         ic_view_set_c_strides(&flat);
@@ -826,7 +837,8 @@ static void ic_check_contents(struct ic_case_state *st, struct ic_result *res)
                           : rec->has_stream
                               ? "did not wait for the stream the export names"
                               : "exported no stream while its writes were still queued";
-        ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_FAIL, cai ? "cai 3.1.9" : "dlpack 2.3 stream",
+        ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_FAIL,
+                        cai ? "cai 3.1.9" : "dlpack 2.3 stream",
                         "the import read the array before the producer's queued writes finished: "
                         "%s %s (%s)",
                         culprit, why, note);
@@ -938,16 +950,16 @@ static void ic_check_strides(struct ic_case_state *st, struct ic_result *res)
         }
     }
     if (!st->consumer) {
-        ic_result_check(res, IC_CHECK_STRIDES, rec->have_view ? IC_CHECK_PASS : IC_CHECK_SKIP,
-                        NULL, NULL);
+        ic_result_check(res, IC_CHECK_STRIDES, rec->have_view ? IC_CHECK_PASS : IC_CHECK_SKIP, NULL,
+                        NULL);
         return;
     }
     const struct ic_view *c = ic_consumer_view(st);
     if (!c || !rec->have_view || !st->consumed.pointer_known || !st->traits.typed) {
         ic_result_check(res, IC_CHECK_STRIDES, IC_CHECK_SKIP, NULL,
-                        !c ? "nothing was imported"
-                           : !st->traits.typed ? "an untyped import has no strides of its own"
-                                               : "the import cannot be located");
+                        !c                  ? "nothing was imported"
+                        : !st->traits.typed ? "an untyped import has no strides of its own"
+                                            : "the import cannot be located");
         return;
     }
     if (c->data != rec->view.data) {
@@ -1024,13 +1036,12 @@ static void ic_check_readonly(struct ic_case_state *st, struct ic_result *res)
         ic_result_check(res, IC_CHECK_READONLY, IC_CHECK_SKIP, NULL, "no export");
         return;
     }
-    bool dlpack = st->c->protocol == IC_PROTOCOL_DLPACK ||
-                  st->c->protocol == IC_PROTOCOL_DLPACK_CAPSULE;
+    bool dlpack =
+        st->c->protocol == IC_PROTOCOL_DLPACK || st->c->protocol == IC_PROTOCOL_DLPACK_CAPSULE;
     bool export_shares = st->produced.pointer_known && rec->view.data == p->data;
     if (producer_ro && rec->view.readonly_known && !rec->view.readonly) {
         if (export_shares) {
-            ic_result_check(res, IC_CHECK_READONLY, IC_CHECK_FAIL,
-                            dlpack ? "dlpack 2.5.10" : rule,
+            ic_result_check(res, IC_CHECK_READONLY, IC_CHECK_FAIL, dlpack ? "dlpack 2.5.10" : rule,
                             "the array is read-only but the export, which shares its memory, "
                             "says writable");
             return;
@@ -1038,7 +1049,8 @@ static void ic_check_readonly(struct ic_case_state *st, struct ic_result *res)
         snprintf(note, sizeof(note), "the export is a writable copy of a read-only array");
     }
     if (producer_ro && !rec->view.readonly_known)
-        snprintf(note, sizeof(note), "a read-only array went out as a legacy capsule, which "
+        snprintf(note, sizeof(note),
+                 "a read-only array went out as a legacy capsule, which "
                  "cannot say so (rule 2.5.10 expects BufferError)");
     if (!st->consumer || !st->have_consumed) {
         ic_result_check(res, IC_CHECK_READONLY, IC_CHECK_PASS, NULL, "%s", note);
@@ -1047,22 +1059,28 @@ static void ic_check_readonly(struct ic_case_state *st, struct ic_result *res)
     const struct ic_described *c = &st->consumed;
     size_t used = strlen(note);
     if (c->pointer_known && c->view.data != rec->view.data) {
-        snprintf(note + used, sizeof(note) - used, "%sthe import is a copy: its writability is "
-                 "%s's own", used ? "; " : "", st->consumer_name);
+        snprintf(note + used, sizeof(note) - used,
+                 "%sthe import is a copy: its writability is "
+                 "%s's own",
+                 used ? "; " : "", st->consumer_name);
         ic_result_check(res, IC_CHECK_READONLY, IC_CHECK_PASS, NULL, "%s", note);
         return;
     }
     if (!c->readonly_known) {
-        snprintf(note + used, sizeof(note) - used, "%s%s cannot say whether its array is "
-                 "read-only", used ? "; " : "", st->consumer_name);
+        snprintf(note + used, sizeof(note) - used,
+                 "%s%s cannot say whether its array is "
+                 "read-only",
+                 used ? "; " : "", st->consumer_name);
         ic_result_check(res, IC_CHECK_READONLY, IC_CHECK_SKIP, NULL, "%s", note);
         return;
     }
     bool export_ro = rec->view.readonly_known ? rec->view.readonly : producer_ro;
     if (export_ro && !c->view.readonly) {
         if (st->traits.readonly == IC_READONLY_NEVER) {
-            snprintf(note + used, sizeof(note) - used, "%s%s cannot mark arrays read-only: the "
-                     "import is writable", used ? "; " : "", st->consumer_name);
+            snprintf(note + used, sizeof(note) - used,
+                     "%s%s cannot mark arrays read-only: the "
+                     "import is writable",
+                     used ? "; " : "", st->consumer_name);
             ic_result_check(res, IC_CHECK_READONLY, IC_CHECK_SKIP, NULL, "%s", note);
         } else {
             ic_result_check(res, IC_CHECK_READONLY, IC_CHECK_FAIL, rule,
@@ -1148,8 +1166,8 @@ static void ic_case_state_release(struct ic_case_state *st)
     st->base = NULL;
 }
 
-int ic_exchange_run(const struct ic_case *c, struct ic_probe *producer,
-                    struct ic_probe *consumer, uint64_t run_seed, struct ic_result *res)
+int ic_exchange_run(const struct ic_case *c, struct ic_probe *producer, struct ic_probe *consumer,
+                    uint64_t run_seed, struct ic_result *res)
 {
     struct ic_case_state st;
     double start = ic_now_ms();
@@ -1199,8 +1217,8 @@ int ic_exchange_run(const struct ic_case *c, struct ic_probe *producer,
     ic_stage_finish(&st);
     ic_check_lifetime(&st, res);
     bool lifetime_failed = res->checks[IC_CHECK_LIFETIME].status == IC_CHECK_FAIL;
-    if (imported || (lifetime_failed && (res->outcome == IC_OUTCOME_UNSUPPORTED ||
-                                         res->outcome == IC_OUTCOME_PASS)))
+    if (imported || (lifetime_failed &&
+                     (res->outcome == IC_OUTCOME_UNSUPPORTED || res->outcome == IC_OUTCOME_PASS)))
         ic_result_conclude(res);
 
 done:

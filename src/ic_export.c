@@ -191,6 +191,44 @@ cleanup:
     return rc;
 }
 
+bool ic_export_int_tuple(PyObject *obj, const char *key, const char *rule, int64_t *values,
+                         int *ret_count, struct ic_diag *diag)
+{
+    char text[64];
+
+    if (!PyTuple_Check(obj)) {
+        ic_diag_error(diag, rule, "%s is a %s: it must be a tuple of ints", key,
+                      Py_TYPE(obj)->tp_name);
+        return false;
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(obj);
+    if (count > IC_MAX_NDIM) {
+        ic_diag_error(diag, rule, "%s has %zd entries: at most %d dimensions", key, count,
+                      IC_MAX_NDIM);
+        return false;
+    }
+    bool ok = true;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *item = PyTuple_GET_ITEM(obj, i); /* borrowed: the tuple is immutable */
+        bool exact = true;
+        int rc = PyBool_Check(item) ? IC_EINVAL : ic_export_int64(item, &values[i], &exact);
+        if (rc == IC_ERANGE) {
+            ic_py_repr(item, text, sizeof(text));
+            ic_diag_error(diag, rule, "%s[%zd] = %s does not fit in int64", key, i, text);
+            ok = false;
+        } else if (rc < 0) {
+            ic_diag_error(diag, rule, "%s[%zd] is a %s: it must be an int", key, i,
+                          Py_TYPE(item)->tp_name);
+            ok = false;
+        } else if (!exact) {
+            ic_diag_warn(diag, rule, "%s[%zd] is a %s, not a Python int", key, i,
+                         Py_TYPE(item)->tp_name);
+        }
+    }
+    *ret_count = (int)count;
+    return ok;
+}
+
 int ic_export_uintptr(PyObject *obj, uintptr_t *ret)
 {
     if (!PyLong_Check(obj))
@@ -209,8 +247,8 @@ int ic_export_uintptr(PyObject *obj, uintptr_t *ret)
     return 0;
 }
 
-PyObject *ic_export_read_attribute(PyObject *target, const char *attr,
-                                   struct ic_export_record *rec, bool propagate,
+PyObject *ic_export_read_attribute(PyObject *target, const char *attr, struct ic_export_record *rec,
+                                   bool propagate,
                                    void (*check)(PyObject *value, PyObject *target,
                                                  struct ic_export_record *rec))
 {

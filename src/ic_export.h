@@ -60,8 +60,8 @@ PyObject *ic_export_proxy_type_new(const char *name, const char *doc,
  * a proxy is detached: then it only forwards) and hands what was read to `check`. A producer's
  * exception is recorded; with `propagate` it stays pending for the consumer, otherwise it is
  * cleared. New reference, or NULL when the producer raised. */
-PyObject *ic_export_read_attribute(PyObject *target, const char *attr,
-                                   struct ic_export_record *rec, bool propagate,
+PyObject *ic_export_read_attribute(PyObject *target, const char *attr, struct ic_export_record *rec,
+                                   bool propagate,
                                    void (*check)(PyObject *value, PyObject *target,
                                                  struct ic_export_record *rec));
 
@@ -73,6 +73,13 @@ bool ic_export_is_f_contiguous(const struct ic_view *view);
  * does not fit, IC_EINVAL when it is no integer. *ret_exact (may be NULL) is false for
  * integer-like objects that are not Python ints (a NumPy integer in a shape tuple). */
 int ic_export_int64(PyObject *obj, int64_t *ret, bool *ret_exact);
+
+/* Reads a tuple of ints (shape, strides) into values[], at most IC_MAX_NDIM of them; each
+ * finding goes to `diag`, citing `rule` and naming `key`. A bool is refused (it is an int only
+ * by inheritance); an integer-like object that is not a Python int is a warning. False when
+ * the tuple cannot be used. */
+bool ic_export_int_tuple(PyObject *obj, const char *key, const char *rule, int64_t *values,
+                         int *ret_count, struct ic_diag *diag);
 
 /* Reads a Python int as an address in [0, UINTPTR_MAX]. IC_ERANGE when negative or too
  * large, IC_EINVAL when no int. */
