@@ -117,6 +117,16 @@ def apply_ops(x, ops, xp=None, **hooks):
     return x
 
 
+def slice_text(triples):
+    """The Python spelling of a slice op's (start, stop, step) triples, as in `x[1:5:2, :]`:
+    what a reproducer writes for build()'s `slice` step."""
+    parts = []
+    for start, stop, step in triples:
+        text = ("" if start is None else str(start)) + ":" + ("" if stop is None else str(stop))
+        parts.append(text if step in (None, 1) else f"{text}:{step}")
+    return ", ".join(parts)
+
+
 def dtype_name(dt):
     """The interface's name for a library dtype whose str() ends with a NumPy-style name.
 

@@ -12,6 +12,28 @@ NAME = "array_api_strict"
 
 xp = None
 
+# How a reproducer spells array-api-strict (probes/README.md, "Reproducers"). Arrays have no
+# tolist() and no data pointer; the contents are read through NumPy's from_dlpack (the library
+# wraps NumPy, so NumPy is there), and read-only-ness from the array's own buffer, as describe().
+REPRO = {
+    "import": "import array_api_strict as xp",
+    "ns": "xp",
+    "build": "xp.asarray(values, dtype={dtype})",
+    "reshape": "{x} = xp.reshape({x}, {shape})",
+    "permute": "{x} = xp.permute_dims({x}, {perm})",
+    "broadcast": "{x} = xp.broadcast_to({x}, {shape})",
+    "consume": {
+        "dlpack": "xp.from_dlpack({obj})",
+        "array_interface": "xp.asarray({obj})",
+        "array_struct": "xp.asarray({obj})",
+        "buffer": "xp.asarray({obj})",
+        "array": "xp.asarray({obj})",
+    },
+    "tolist": "np.from_dlpack({y}).tolist()",
+    "readonly": "memoryview({y}).readonly",
+    "extra_imports": {"np.from_dlpack(": "import numpy as np"},
+}
+
 
 def load():
     global xp

@@ -17,6 +17,37 @@ NUMERIC = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint
            "float64", "bool")
 
 
+def _repro_slice(triples):
+    # build()'s only view: a unit-step slice of the rows with iloc
+    if len(triples) != 1 or triples[0][2] not in (None, 1):
+        raise NotImplementedError(f"a Series cannot express slice {triples} as a view")
+    start, stop, _ = triples[0]
+    return f"x = x.iloc[{'' if start is None else start}:{'' if stop is None else stop}]"
+
+
+# How a reproducer spells cuDF (probes/README.md, "Reproducers"): a Series of a NumPy array, as
+# in build(), read back through to_numpy() (a 2-D DLPack import is a DataFrame, which has it
+# too). A Series is one column: no reshape, permute or broadcast. Not run by this project (no
+# GPU).
+REPRO = {
+    "import": "import cudf\nimport numpy as np",
+    "ns": "cudf",
+    "build": "cudf.Series(np.array(values, dtype={dtype}))",
+    "dtype_name": "np.{dtype}",
+    "dtypes": {"bool": "np.bool_"},
+    "reshape": None,
+    "permute": None,
+    "slice": _repro_slice,
+    "broadcast": None,
+    "export": {"dlpack_capsule": "x.to_dlpack()"},
+    "consume": {
+        "cuda_array_interface": "cudf.Series({obj})",
+        "dlpack_capsule": "cudf.from_dlpack({obj})",
+    },
+    "tolist": "{y}.to_numpy().tolist()",
+}
+
+
 def load():
     global cudf
     import cudf as _cudf

@@ -13,6 +13,24 @@ import _probekit
 
 cupy = None
 
+# How a reproducer spells CuPy (probes/README.md, "Reproducers"): the values go up from a NumPy
+# array, as in build(), and come back with get() to be read. Not run by this project (no GPU).
+REPRO = {
+    "import": "import cupy as cp\nimport numpy as np",
+    "ns": "cp",
+    "build": "cp.asarray(np.array(values, dtype={dtype}))",
+    "dtype_name": "np.{dtype}",
+    "dtypes": {"bfloat16": "ml_dtypes.bfloat16", "bool": "np.bool_"},
+    "consume": {
+        "dlpack": "cp.from_dlpack({obj})",
+        "dlpack_capsule": "cp.from_dlpack({obj})",
+        "cuda_array_interface": "cp.asarray({obj})",
+    },
+    "tolist": "{y}.get().tolist()",
+    "pointer": "{y}.data.ptr",
+    "extra_imports": {"ml_dtypes.": "import ml_dtypes"},
+}
+
 
 def load():
     global cupy

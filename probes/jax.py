@@ -15,6 +15,28 @@ NAME = "jax"
 jax = None
 jnp = None
 
+# How a reproducer spells JAX (probes/README.md, "Reproducers"): x64 mode on, as in load().
+# Only reshape exists as a view; arrays are immutable, so a read-only x needs no extra step.
+REPRO = {
+    "import": ('import jax\njax.config.update("jax_enable_x64", True)\nimport jax.dlpack\n'
+               "import jax.numpy as jnp"),
+    "ns": "jnp",
+    "build": "jnp.array(values, dtype={dtype})",
+    "permute": None,
+    "slice": None,
+    "broadcast": None,
+    "make_readonly": "# JAX arrays are immutable: x is read-only as it is",
+    "consume": {
+        "dlpack": "jax.dlpack.from_dlpack({obj})",
+        "cuda_array_interface": "jnp.asarray({obj})",
+        "array_interface": "jnp.asarray({obj})",
+        "array_struct": "jnp.asarray({obj})",
+        "buffer": "jnp.asarray({obj})",
+        "array": "jnp.asarray({obj})",
+    },
+    "pointer": "{y}.unsafe_buffer_pointer()",
+}
+
 
 def load():
     global jax, jnp

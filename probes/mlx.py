@@ -14,6 +14,39 @@ NAME = "mlx"
 mx = None
 
 
+def _repro_build(dtype, ops, readonly):
+    # mx.array takes a list in any of its dtypes (bfloat16, float64 and complex64 included), so
+    # no carrier is needed here; the views, and the eval that makes them, are build()'s.
+    if readonly:
+        raise NotImplementedError("MLX cannot make a read-only array")
+    lines = [f"x = mx.array(values, dtype=mx.{'bool_' if dtype == 'bool' else dtype})"]
+    for name, arg in ops:
+        if name == "slice":
+            lines.append(f"x = x[{_probekit.slice_text(arg)}]")
+        elif name == "broadcast":
+            lines.append(f"x = mx.broadcast_to(x, {tuple(arg)})")
+        else:
+            lines.append(f"x = x.{'transpose' if name == 'permute' else name}({tuple(arg)})")
+    lines.append("mx.eval(x)  # MLX makes the views when it evaluates the array")
+    return lines
+
+
+# How a reproducer spells MLX (probes/README.md, "Reproducers"). Its buffer export is a
+# memoryview, so that a consumer such as mx.asarray meets the buffer protocol and not an
+# mx.array. No read-only arrays and no data pointer: those keys stay out.
+REPRO = {
+    "import": "import mlx.core as mx",
+    "ns": "mx",
+    "build": _repro_build,
+    "export": {"buffer": "memoryview(x)"},
+    "consume": {
+        "dlpack": "mx.from_dlpack({obj})",
+        "dlpack_capsule": "mx.from_dlpack({obj})",
+        "buffer": "mx.asarray({obj})",
+    },
+}
+
+
 def load():
     global mx
     import mlx.core as _mx
@@ -26,6 +59,16 @@ def load():
         "layouts": list(_probekit.LAYOUTS),
         "notes": {"complex128": "MLX has no complex128"},
         "readonly": False,
+        # MLX's documentation says NumPy float64 arrays become float32 arrays on import
+        "deviations": [
+            {
+                "rule": "exchange.dtype",
+                "side": "consumer",
+                "dtypes": ["float64"],
+                "link": "https://ml-explore.github.io/mlx/build/html/usage/numpy.html",
+                "reason": "float64 imports become float32",
+            }
+        ],
         "exports": {
             "dlpack": {"call": "x.__dlpack__"},
             "buffer": {"call": "memoryview(x)"},

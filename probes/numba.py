@@ -15,6 +15,28 @@ cuda = None
 np = None
 
 
+def _repro_reshape(shape):
+    # build()'s spelling: the dimensions as arguments, () for the 0-d array
+    return f"x = x.reshape({', '.join(str(n) for n in shape)})" if shape else "x = x.reshape(())"
+
+
+# How a reproducer spells numba's device arrays (probes/README.md, "Reproducers"): to_device of
+# a NumPy array, as in build(), and copy_to_host() to read them. No zero-stride view (no
+# broadcast). Not run by this project (no GPU).
+REPRO = {
+    "import": "import numpy as np\nfrom numba import cuda",
+    "ns": "cuda",
+    "build": "cuda.to_device(np.array(values, dtype={dtype}))",
+    "dtype_name": "np.{dtype}",
+    "dtypes": {"bool": "np.bool_"},
+    "reshape": _repro_reshape,
+    "broadcast": None,
+    "consume": {"cuda_array_interface": "cuda.as_cuda_array({obj})"},
+    "tolist": "{y}.copy_to_host().tolist()",
+    "pointer": "{y}.device_ctypes_pointer.value or 0",
+}
+
+
 def load():
     global cuda, np
     import numba

@@ -12,6 +12,25 @@ NAME = "numpy"
 
 np = None
 
+# How a reproducer spells NumPy (probes/README.md, "Reproducers").
+REPRO = {
+    "import": "import numpy as np",
+    "ns": "np",
+    "build": "np.array(values, dtype={dtype})",
+    "dtypes": {"bfloat16": "ml_dtypes.bfloat16", "bool": "np.bool_"},
+    "make_readonly": "x.setflags(write=False)",
+    "consume": {
+        "dlpack": "np.from_dlpack({obj})",
+        "array_interface": "np.asarray({obj})",
+        "array_struct": "np.asarray({obj})",
+        "buffer": "np.asarray({obj})",
+        "array": "np.asarray({obj})",
+    },
+    "pointer": "{y}.ctypes.data",
+    "readonly": "not {y}.flags.writeable",
+    "extra_imports": {"ml_dtypes.": "import ml_dtypes"},
+}
+
 
 def load():
     global np

@@ -15,6 +15,48 @@ NAME = "paddle"
 
 paddle = None
 
+
+def _repro_build(dtype, ops, readonly):
+    # build()'s steps from a list: a NumPy array, paddle.to_tensor on the CPU, then the views
+    if readonly:
+        raise NotImplementedError("paddle cannot make a read-only tensor")
+    if dtype == "bfloat16":
+        lines = [
+            "# paddle takes bfloat16 data only as raw bits in a NumPy uint16 array: the top half",
+            "# of each float32 (exact here, the values being small integers)",
+            "bits = (np.array(values, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)",
+            'x = paddle.to_tensor(bits, place="cpu")',
+        ]
+    else:
+        np_dtype = "np.bool_" if dtype == "bool" else f"np.{dtype}"
+        lines = [f'x = paddle.to_tensor(np.array(values, dtype={np_dtype}), place="cpu")']
+    for name, arg in ops:
+        if name == "slice":
+            lines.append(f"x = x[{_probekit.slice_text(arg)}]")
+        elif name in ("reshape", "permute"):
+            method = "reshape" if name == "reshape" else "transpose"
+            lines.append(f"x = x.{method}({list(arg)})")
+        else:
+            raise NotImplementedError("paddle has no zero-stride broadcast view")
+    return lines
+
+
+# How a reproducer spells paddle (probes/README.md, "Reproducers"). Tensor.tolist() gives the
+# raw bits of bfloat16 elements, hence the cast there. No read-only tensors.
+REPRO = {
+    "import": "import numpy as np\nimport paddle\nimport paddle.utils.dlpack",
+    "ns": "paddle",
+    "build": _repro_build,
+    "export": {"dlpack_capsule": "paddle.utils.dlpack.to_dlpack(x)"},
+    "consume": {
+        "dlpack": "paddle.from_dlpack({obj})",
+        "dlpack_capsule": "paddle.utils.dlpack.from_dlpack({obj})",
+        "cuda_array_interface": "paddle.to_tensor({obj})",
+    },
+    "tolist": '({y}.astype("float32") if {y}.dtype == paddle.bfloat16 else {y}).tolist()',
+    "pointer": "{y}.data_ptr()",
+}
+
 DTYPES = [
     "bool",
     "int8",

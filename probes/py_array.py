@@ -28,6 +28,51 @@ _TYPECODES = {
 }
 
 
+def _repro_build(dtype, ops, readonly):
+    # build(): an empty array of the typecode, then frombytes of the packed values
+    if dtype not in _TYPECODES:
+        raise NotImplementedError(f"array.array has no typecode for {dtype}")
+    if ops or readonly:
+        raise NotImplementedError(f"array.array cannot express {ops} (read-only: {readonly})")
+    code = _TYPECODES[dtype]
+    return [f'x = array.array("{code}")',
+            f'x.frombytes(struct.pack("%d{code}" % len(values), *values))']
+
+
+# An untyped import holds the exported bytes; the script reads them back as the elements of
+# the export, `obj` in the script (its native format and shape), which is how interopcheck
+# compares them: complex formats as (real, imaginary) pairs, MLX's "bfloat16" widened to
+# float32; bytes of another size stay raw.
+_UNTYPED_TOLIST = (
+    "(lambda b, m, f: list(b) if len(b) != m.nbytes else [] if not b else "
+    "(lambda c, w, d: c(c, w, d))(lambda c, w, d: [c(c, e, d - 1) for e in w] if d else "
+    "complex(*w), memoryview(b).cast(f[1], [*m.shape, 2]).tolist(), m.ndim) "
+    'if f in ("Zf", "Zd") else memoryview(b"".join((b"\\0\\0" + b[i:i + 2], b[i:i + 2] + '
+    'b"\\0\\0")[sys.byteorder == "big"] for i in range(0, len(b), 2))).cast("f", m.shape)'
+    '.tolist() if f == "bfloat16" else memoryview(b).cast(f, m.shape).tolist())'
+    "(bytes({y}), (_m := memoryview(obj)), "
+    '_m.format.lstrip("@=" + "<>"[sys.byteorder == "big"]))'
+)
+
+# How a reproducer spells array.array (probes/README.md, "Reproducers"). {dtype} is the
+# typecode; the import is consume()'s two calls in one expression (frombytes returns None).
+# The dtype is named from the typecode's kind and the itemsize, as describe() does.
+REPRO = {
+    "import": "import array\nimport struct",
+    "build": _repro_build,
+    "dtypes": {d: f'"{code}"' for d, code in _TYPECODES.items()},
+    "consume": {
+        "buffer": '(_a := array.array({dtype})).frombytes(memoryview({obj}).cast("B")) or _a',
+    },
+    "tolist": _UNTYPED_TOLIST,
+    "dtype": ('("uint" if {y}.typecode in "BHILQ" else "float" if {y}.typecode in "fd" '
+              'else "int") + str(8 * {y}.itemsize)'),
+    "shape": "(len({y}),)",
+    "readonly": "memoryview({y}).readonly",
+    "pointer": "{y}.buffer_info()[0]",
+}
+
+
 def load():
     global array
     import array as _array

@@ -10,6 +10,41 @@ import _probekit
 NAME = "py_bytes"
 
 
+def _repro_build(dtype, ops, readonly):
+    # build() copies the driver's bytes into a new bytes object; the values are uint8, so
+    # bytes(values) is the same object. bytes are immutable: x is read-only as it is.
+    if dtype != "uint8" or ops:
+        raise NotImplementedError(f"bytes cannot express {dtype} {ops}")
+    return ["x = bytes(values)"]
+
+
+# An untyped import holds the exported bytes; the script reads them back as the elements of
+# the export, `obj` in the script (its native format and shape), which is how interopcheck
+# compares them: complex formats as (real, imaginary) pairs, MLX's "bfloat16" widened to
+# float32; bytes of another size stay raw.
+_UNTYPED_TOLIST = (
+    "(lambda b, m, f: list(b) if len(b) != m.nbytes else [] if not b else "
+    "(lambda c, w, d: c(c, w, d))(lambda c, w, d: [c(c, e, d - 1) for e in w] if d else "
+    "complex(*w), memoryview(b).cast(f[1], [*m.shape, 2]).tolist(), m.ndim) "
+    'if f in ("Zf", "Zd") else memoryview(b"".join((b"\\0\\0" + b[i:i + 2], b[i:i + 2] + '
+    'b"\\0\\0")[sys.byteorder == "big"] for i in range(0, len(b), 2))).cast("f", m.shape)'
+    '.tolist() if f == "bfloat16" else memoryview(b).cast(f, m.shape).tolist())'
+    "(bytes({y}), (_m := memoryview(obj)), "
+    '_m.format.lstrip("@=" + "<>"[sys.byteorder == "big"]))'
+)
+
+# How a reproducer spells bytes (probes/README.md, "Reproducers"): builtins only. The import
+# is untyped (flat bytes), so interopcheck checks neither its dtype nor its shape: no `dtype`.
+REPRO = {
+    "import": "",
+    "build": _repro_build,
+    "consume": {"buffer": "bytes({obj})"},
+    "tolist": _UNTYPED_TOLIST,
+    "shape": "(len({y}),)",
+    "readonly": "memoryview({y}).readonly",
+}
+
+
 def load():
     import sys
 

@@ -32,6 +32,69 @@ _NAMES = {t: d for d, t in _TYPES.items()}
 
 LAYOUTS = ["contiguous", "flat", "offset", "scalar", "empty"]
 
+# The reproducer's names of the element types (c_int32 and c_int are the same type; the script
+# says which size it means).
+_SPELLED = {d: "ctypes.c_" + {"float32": "float", "float64": "double"}.get(d, d) for d in _TYPES}
+
+
+def _repro_build(dtype, ops, readonly):
+    """The reproducer's lines making x as build() does: the values packed with struct, copied
+    into a ctypes array, then array types laid over that memory with from_buffer."""
+    if dtype not in _TYPES:
+        raise NotImplementedError(f"ctypes has no type for {dtype}")
+    if readonly:
+        raise NotImplementedError("ctypes arrays cannot be made read-only")
+    t, fmt = _SPELLED[dtype], _probekit.FORMATS[dtype]
+    lines = [f'data = struct.pack("%d{fmt}" % len(values), *values)',
+             f"x = ({t} * len(values)).from_buffer_copy(data)"]
+    for name, arg in ops:
+        if name == "reshape":
+            # shape () gives the element type itself: a 0-d buffer
+            nested = " * ".join([t] + [str(n) for n in reversed(arg)])
+            lines.append(f"x = ({nested}).from_buffer(x)" if arg else f"x = {t}.from_buffer(x)")
+        elif name == "slice" and len(arg) == 1 and arg[0][2] in (None, 1):
+            start, stop = arg[0][0], arg[0][1]
+            lines += [f"start, stop, _ = slice({start}, {stop}).indices(len(x))",
+                      f"x = ({t} * max(stop - start, 0))"
+                      f".from_buffer(x, start * ctypes.sizeof({t}))"]
+        else:
+            raise NotImplementedError(f"ctypes arrays cannot express {name} {arg} as a view")
+    return lines
+
+
+# An untyped import holds the exported bytes; the script reads them back as the elements of
+# the export, `obj` in the script (its native format and shape), which is how interopcheck
+# compares them: complex formats as (real, imaginary) pairs, MLX's "bfloat16" widened to
+# float32; bytes of another size stay raw.
+_UNTYPED_TOLIST = (
+    "(lambda b, m, f: list(b) if len(b) != m.nbytes else [] if not b else "
+    "(lambda c, w, d: c(c, w, d))(lambda c, w, d: [c(c, e, d - 1) for e in w] if d else "
+    "complex(*w), memoryview(b).cast(f[1], [*m.shape, 2]).tolist(), m.ndim) "
+    'if f in ("Zf", "Zd") else memoryview(b"".join((b"\\0\\0" + b[i:i + 2], b[i:i + 2] + '
+    'b"\\0\\0")[sys.byteorder == "big"] for i in range(0, len(b), 2))).cast("f", m.shape)'
+    '.tolist() if f == "bfloat16" else memoryview(b).cast(f, m.shape).tolist())'
+    "(bytes({y}), (_m := memoryview(obj)), "
+    '_m.format.lstrip("@=" + "<>"[sys.byteorder == "big"]))'
+)
+
+# How a reproducer spells ctypes arrays (probes/README.md, "Reproducers"). They have no
+# read-only form; the buffer import is untyped, so dtype and shape are the ctypes array's own.
+REPRO = {
+    "import": "import ctypes\nimport struct",
+    "build": _repro_build,
+    "dtypes": _SPELLED,
+    "consume": {
+        "buffer": ("({dtype} * ((_v := memoryview({obj})).nbytes // ctypes.sizeof({dtype})))"
+                   ".from_buffer(_v)"),
+    },
+    "tolist": _UNTYPED_TOLIST,
+    "dtype": ("{{" + ", ".join(f"{t}: {d!r}" for d, t in _SPELLED.items()) + "}}"
+              ".get({y}._type_, str({y}._type_))"),
+    "shape": "tuple(memoryview({y}).shape)",
+    "readonly": "memoryview({y}).readonly",
+    "pointer": "ctypes.addressof({y})",
+}
+
 
 def load():
     import sys

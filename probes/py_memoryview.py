@@ -14,6 +14,54 @@ import _probekit
 NAME = "py_memoryview"
 
 
+def _repro_build(dtype, ops, readonly):
+    """The reproducer's lines making x as build() does: the values packed with struct into a
+    bytearray, cast to the dtype's format, then reshaped by casts and sliced."""
+    if dtype not in _probekit.FORMATS:
+        raise NotImplementedError(f"memoryview.cast has no format for {dtype}")
+    fmt = _probekit.FORMATS[dtype]
+    lines = [f'data = struct.pack("%d{fmt}" % len(values), *values)',
+             f'x = memoryview(bytearray(data)).cast("{fmt}")']
+    for name, arg in ops:
+        if name == "reshape":
+            lines.append(f'x = x.cast("B").cast("{fmt}", {list(arg)!r})')
+        elif name == "slice" and len(arg) == 1:
+            start, stop, step = arg[0]
+            text = f"{'' if start is None else start}:{'' if stop is None else stop}"
+            lines.append(f"x = x[{text if step in (None, 1) else f'{text}:{step}'}]")
+        else:
+            raise NotImplementedError(f"memoryview cannot express {name} {arg} as a view")
+    if readonly:
+        lines.append("x = x.toreadonly()")
+    return lines
+
+
+# How a reproducer spells memoryview (probes/README.md, "Reproducers"). tolist() reads native
+# formats only, not "<f" (ctypes), complex ("Zf") or MLX's "bfloat16", so the elements are read
+# from a C-order copy cast to the format without its byte-order mark: complex ones as (real,
+# imaginary) pairs, bfloat16 widened to float32. The dtype is named from the format's kind and
+# the itemsize, as describe() does.
+REPRO = {
+    "import": "import struct",
+    "build": _repro_build,
+    "consume": {"buffer": "memoryview({obj})"},
+    "tolist": ("(lambda b, m, f: [] if not b else (lambda c, w, d: c(c, w, d))(lambda c, w, d: "
+               "[c(c, e, d - 1) for e in w] if d else complex(*w), "
+               "memoryview(b).cast(f[1], [*m.shape, 2]).tolist(), m.ndim) "
+               'if f in ("Zf", "Zd") else memoryview(b"".join((b"\\0\\0" + b[i:i + 2], '
+               'b[i:i + 2] + b"\\0\\0")[sys.byteorder == "big"] for i in range(0, len(b), 2)))'
+               '.cast("f", m.shape).tolist() if f == "bfloat16" else '
+               "memoryview(b).cast(f, m.shape).tolist())"
+               '({y}.tobytes(), {y}, {y}.format.lstrip("@=" + "<>"[sys.byteorder == "big"]))'),
+    "dtype": ("(lambda f, bits: 'bool' if f == '?' else 'int' + bits if f in tuple('bhilq') "
+              "else 'uint' + bits if f in tuple('BHILQ') else 'float' + bits "
+              "if f in tuple('efd') else 'complex' + bits if f in ('Zf', 'Zd') else {y}.format)"
+              '({y}.format[1:] if {y}.format[:1] in ("@", "=", "<>"[sys.byteorder == "big"]) '
+              "else {y}.format, str(8 * {y}.itemsize))"),
+    "readonly": "{y}.readonly",
+}
+
+
 def load():
     no_cast = "memoryview.cast accepts only single-character native formats"
     no_axes = "memoryview cannot permute or broadcast axes"

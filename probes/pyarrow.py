@@ -31,6 +31,39 @@ DTYPES = [
 ]
 
 
+def _repro_slice(triples):
+    """The reproducer's line for build()'s one view: Array.slice, offset and length."""
+    ((start, stop, step),) = triples
+    if step not in (None, 1) or start is None or stop is None or not 0 <= start <= stop:
+        raise NotImplementedError(f"pyarrow.Array cannot express slice {triples} as a view")
+    return f"x = x.slice({start}, {stop - start})"
+
+
+# How a reproducer spells pyarrow.Array (probes/README.md, "Reproducers"). pyarrow.array
+# copies the list into Arrow-allocated memory, as build() does with the bytes; the buffer import
+# types the exporter's memory with the dtype named, like consume().
+REPRO = {
+    "import": "import pyarrow as pa",
+    "ns": "pa",
+    "build": "pa.array(values, type={dtype})",
+    "dtype_name": "{ns}.{dtype}()",
+    "reshape": None,
+    "permute": None,
+    "slice": _repro_slice,
+    "broadcast": None,
+    "make_readonly": "# pyarrow arrays are immutable: x is read-only as it is",
+    "consume": {
+        "buffer": ("pa.Array.from_buffers({dtype}, (buf := pa.py_buffer({obj})).size // "
+                   "{dtype}.byte_width, [None, buf])"),
+    },
+    "tolist": "{y}.to_pylist()",
+    "dtype": ('{{"halffloat": "float16", "float": "float32", "double": "float64"}}'
+              ".get(str({y}.type), str({y}.type))"),
+    "shape": "(len({y}),)",
+    "pointer": "{y}.buffers()[1].address + {y}.offset * {y}.type.byte_width",
+}
+
+
 def load():
     global pa
     import pyarrow as _pa

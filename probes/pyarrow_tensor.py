@@ -32,6 +32,42 @@ DTYPES = [
 ]
 
 
+def _repro_build(dtype, ops, readonly):
+    """The reproducer's lines making x as build() does: a NumPy view of an Arrow buffer."""
+    size = _probekit.ITEMSIZE[dtype]
+    lines = [f"buf = pa.allocate_buffer({size} * len(values))",
+             f"view = np.frombuffer(buf, dtype=np.{dtype})",
+             "view[:] = values"]
+    for name, arg in ops:
+        if name == "reshape":
+            lines.append(f"view = view.reshape({tuple(arg)!r})")
+        elif name == "permute":
+            lines.append(f"view = view.transpose({tuple(arg)!r})")
+        elif name == "slice":
+            lines.append(f"view = view[{_probekit.slice_text(arg)}]")
+        elif name == "broadcast":
+            lines.append(f"view = np.broadcast_to(view, {tuple(arg)!r})")
+        else:
+            raise NotImplementedError(f"unknown layout op {name!r}")
+    if readonly:
+        lines.append("view.setflags(write=False)")
+    return lines + ["x = pa.Tensor.from_numpy(view)"]
+
+
+# How a reproducer spells pyarrow.Tensor (probes/README.md, "Reproducers"); pyarrow has no
+# tensor operations, so the views are NumPy's over Arrow memory, as in build().
+REPRO = {
+    "import": "import numpy as np\nimport pyarrow as pa",
+    "ns": "pa",
+    "build": _repro_build,
+    "consume": {"dlpack": "pa.Tensor.from_dlpack({obj})"},
+    "tolist": "{y}.to_numpy().tolist()",
+    "dtype": ('{{"halffloat": "float16", "float": "float32", "double": "float64"}}'
+              ".get(str({y}.type), str({y}.type))"),
+    "readonly": "not {y}.is_mutable",
+}
+
+
 def load():
     global pa, np
     import numpy as _np

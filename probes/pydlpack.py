@@ -19,6 +19,92 @@ NAME = "pydlpack"
 
 dlpack = None
 
+
+def _repro_build(dtype, ops, readonly):
+    # build()'s steps from a list: the bytes in storage the script allocates (64-byte aligned,
+    # as build()'s), the layout as stride arithmetic, and that view handed to dlpack.asdlpack
+    # through a minimal __array_interface__
+    if readonly:
+        raise NotImplementedError("pydlpack cannot make a read-only array")
+    itemsize = _probekit.ITEMSIZE[dtype]
+    if dtype.startswith("complex"):
+        part = "f" if itemsize == 8 else "d"
+        pack = (
+            f'struct.pack(f"{{2 * len(values)}}{part}", '
+            "*[p for v in values for p in (v.real, v.imag)])"
+        )
+    else:
+        pack = f'struct.pack(f"{{len(values)}}{_probekit.FORMATS[dtype]}", *values)'
+    lines = [
+        f"data = {pack}",
+        "block = ctypes.create_string_buffer(len(data) + 64)",
+        "address = ctypes.addressof(block) + -ctypes.addressof(block) % 64",
+        "ctypes.memmove(address, data, len(data))",
+        "# the layout's view of the storage: shape, and strides and offset in bytes",
+        f"shape, strides, offset = [len(values)], [{itemsize}], 0",
+    ]
+    ndim = 1
+    for name, arg in ops:
+        if name == "reshape":
+            lines.append(f"shape, strides = {list(arg)}, {_probekit.c_strides(arg, itemsize)}")
+            ndim = len(arg)
+        elif name == "permute":
+            perm = tuple(arg)
+            lines.append(
+                f"shape, strides = [shape[p] for p in {perm}], [strides[p] for p in {perm}]"
+            )
+        elif name == "slice":
+            for dim, (start, stop, step) in enumerate(arg):
+                lines += [
+                    f"start, stop, step = slice({start}, {stop}, {step}).indices(shape[{dim}])",
+                    f"offset += start * strides[{dim}]",
+                    f"shape[{dim}] = len(range(start, stop, step))",
+                    f"strides[{dim}] *= step",
+                ]
+        else:  # broadcast: a dimension of 1 that grows gets stride 0
+            lead = len(arg) - ndim
+            zeros = f"[0] * {lead} + " if lead else ""
+            lines += [
+                f"strides = {zeros}[0 if old == 1 and new != 1 else s",
+                f"           for new, old, s in zip({list(arg)[lead:]}, shape, strides)]",
+                f"shape = {list(arg)}",
+            ]
+            ndim = len(arg)
+    lines += [
+        "",
+        "",
+        "class Source:",
+        '    """The view, offered to pydlpack as __array_interface__ (version 3)."""',
+        "",
+        f'    __array_interface__ = {{"version": 3, "shape": tuple(shape), '
+        f'"typestr": "{_typestr(dtype)}",',
+        '                           "data": (address + offset, False), "strides": tuple(strides)}',
+        "",
+        "",
+        "source = Source()  # kept alive here: pydlpack's object does not own it",
+        "x = dlpack.asdlpack(source)",
+    ]
+    return lines
+
+
+# How a reproducer spells pydlpack (probes/README.md, "Reproducers"). Its object has no
+# element access: dlpack.todict reads dtype and shape from the DLTensor of a capsule it hands
+# out, and there is no `tolist`, so a wrong-contents import by pydlpack has no reproducer.
+# No read-only arrays.
+REPRO = {
+    "import": "import ctypes\nimport struct\nimport dlpack",
+    "ns": "dlpack",
+    "build": _repro_build,
+    "consume": {
+        "dlpack": "dlpack.asdlpack({obj})",
+        "array_interface": "dlpack.asdlpack({obj})",
+        "buffer": "dlpack.asdlpack({obj})",
+    },
+    "dtype": '(lambda t: "bool" if t["code"] == "DLBool" else t["code"][2:].lower() + '
+    'str(t["bits"]))(dlpack.todict({y}.__dlpack__())["dl_tensor"]["dtype"])',
+    "shape": 'tuple(dlpack.todict({y}.__dlpack__())["dl_tensor"]["shape"] or ())',
+}
+
 _KINDS = {"bool": "b", "int": "i", "uint": "u", "float": "f", "complex": "c"}
 
 # (DLPack type code, bits) -> interface name

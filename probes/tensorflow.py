@@ -19,6 +19,36 @@ NAME = "tensorflow"
 tf = None
 
 
+def _repro_build(dtype, ops, readonly):
+    """The reproducer's lines making x as build() does on the CPU; only reshape is a view."""
+    lines = ['with tf.device("/CPU:0"):',
+             f"    x = tf.identity(tf.constant(values, dtype=tf.{dtype}))"]
+    for name, shape in ops:
+        if name != "reshape":
+            raise NotImplementedError(f"TensorFlow cannot express {name!r} as a view")
+        lines.append(f"    x = tf.reshape(x, {tuple(shape)!r})")
+    if readonly:
+        lines.append("# TensorFlow tensors are immutable: x is read-only as it is")
+    return lines
+
+
+# How a reproducer spells TensorFlow (probes/README.md, "Reproducers"). Tensors have no
+# data pointer and no way to say they are read-only: they always are.
+REPRO = {
+    "import": "import tensorflow as tf",
+    "ns": "tf",
+    "build": _repro_build,
+    "export": {"dlpack_capsule": "tf.experimental.dlpack.to_dlpack(x)"},
+    "consume": {
+        "dlpack_capsule": "tf.experimental.dlpack.from_dlpack({obj})",
+        "array_interface": "tf.constant({obj})",
+        "array": "tf.constant({obj})",
+    },
+    "tolist": "{y}.numpy().tolist()",
+    "dtype": "{y}.dtype.name",
+}
+
+
 def load():
     global tf
     import tensorflow as _tf

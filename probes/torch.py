@@ -15,6 +15,22 @@ NAME = "torch"
 
 torch = None
 
+# How a reproducer spells PyTorch (probes/README.md, "Reproducers").
+REPRO = {
+    "import": "import torch\nimport torch.utils.dlpack",
+    "ns": "torch",
+    "build": "torch.tensor(values, dtype={dtype})",
+    "permute": "{x} = {x}.permute{perm}",
+    "broadcast": "{x} = {x}.expand{shape}",
+    "export": {"dlpack_capsule": "torch.utils.dlpack.to_dlpack(x)"},
+    "consume": {
+        "dlpack": "torch.from_dlpack({obj})",
+        "dlpack_capsule": "torch.from_dlpack({obj})",
+        "buffer": "torch.frombuffer({obj}, dtype={dtype})",
+    },
+    "pointer": "{y}.data_ptr()",
+}
+
 
 def load():
     global torch

@@ -16,6 +16,48 @@ tvm_ffi = None
 np = None
 
 
+def _repro_build(dtype, ops, readonly):
+    # build()'s steps from a list: a NumPy array, its views, then tvm_ffi.from_dlpack of the view
+    if readonly:
+        raise NotImplementedError("tvm_ffi cannot make a read-only tensor")
+    np_dtype = "np.bool_" if dtype == "bool" else f"np.{dtype}"
+    # np.fromiter, not np.array: an empty np.array has stride 0, build()'s empty base has the
+    # itemsize, and tvm_ffi keeps the difference
+    lines = [f"view = np.fromiter(values, dtype={np_dtype})"]
+    for name, arg in ops:
+        if name == "slice":
+            lines.append(f"view = view[{_probekit.slice_text(arg)}]")
+        elif name == "broadcast":
+            shape = tuple(arg)
+            lines += [
+                "# np.broadcast_to gives a read-only view, which NumPy's legacy DLPack export",
+                "# (the one tvm_ffi asks for) refuses; as_strided makes the same zero-stride view",
+                "# writable",
+                f"strides = np.broadcast_to(view, {shape}).strides",
+                f"view = np.lib.stride_tricks.as_strided(view, shape={shape}, strides=strides)",
+            ]
+        else:
+            method = "reshape" if name == "reshape" else "transpose"
+            lines.append(f"view = view.{method}({tuple(arg)})")
+    lines.append("x = tvm_ffi.from_dlpack(view)")
+    return lines
+
+
+# How a reproducer spells tvm_ffi (probes/README.md, "Reproducers"). A Tensor has no element
+# access of its own, so a reproducer reads one through NumPy, as build() makes one through it.
+REPRO = {
+    "import": "import numpy as np\nimport tvm_ffi",
+    "ns": "tvm_ffi",
+    "build": _repro_build,
+    "consume": {
+        "dlpack": "tvm_ffi.from_dlpack({obj})",
+        "dlpack_capsule": "tvm_ffi.from_dlpack({obj})",
+    },
+    "tolist": "np.from_dlpack({y}).tolist()",
+    "pointer": "{y}.data_ptr()",
+}
+
+
 def load():
     global tvm_ffi, np
     import numpy as _np
@@ -60,20 +102,18 @@ def build(data, dtype, ops, readonly=False):
     return tvm_ffi.from_dlpack(view)
 
 
-def _dtype_name(x):
-    try:
-        return _probekit.dtype_name(x.dtype)
-    except ValueError:
-        # from_dlpack accepts a complex capsule, then cannot even name the tensor's dtype; the
-        # driver reports the accepted-but-unusable import as a changed dtype
-        return "unrepresentable"
-
-
 def describe(x):
     if str(x.device) != "cpu:0":
         raise ValueError(f"not a CPU tensor: {x.device}")
-    name = _dtype_name(x)
-    size = _probekit.ITEMSIZE[name] if name in _probekit.ITEMSIZE else 0
+    try:
+        name = _probekit.dtype_name(x.dtype)
+    except ValueError:
+        # from_dlpack accepts a complex capsule, then its own Tensor.dtype raises: the
+        # library cannot name the dtype, and without it no byte strides can be given
+        return _probekit.pointer_description(x.data_ptr(), x.shape, None, None, None)
+    size = _probekit.ITEMSIZE.get(name)
+    if size is None:
+        raise ValueError(f"tvm_ffi names a dtype the interface does not know: {name!r}")
     return _probekit.pointer_description(
         x.data_ptr(), x.shape, [s * size for s in x.strides], name, None
     )

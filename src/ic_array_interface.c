@@ -12,11 +12,11 @@
 #include "ic_proxy.h"
 #include "ic_python.h"
 
-#define IC_AI_RULE_DICT  "array_interface 4.5.1"
-#define IC_AI_RULE_SHAPE "array_interface 4.5.2"
-#define IC_AI_RULE_TYPE  "array_interface 4.5.3"
-#define IC_AI_RULE_DATA  "array_interface 4.5.4"
-#define IC_AI_RULE_MASK  "array_interface 4.5.5"
+#define IC_AI_RULE_DICT  IC_RULE_ARRAY_INTERFACE_DICT
+#define IC_AI_RULE_SHAPE IC_RULE_ARRAY_INTERFACE_SHAPE
+#define IC_AI_RULE_TYPE  IC_RULE_ARRAY_INTERFACE_TYPESTR
+#define IC_AI_RULE_DATA  IC_RULE_ARRAY_INTERFACE_DATA
+#define IC_AI_RULE_MASK  IC_RULE_ARRAY_INTERFACE_MASK
 
 /* How deep a mask's own mask, or a descr's nested descr, is followed. */
 #define IC_AI_MAX_DEPTH 8
@@ -275,10 +275,10 @@ static void ic_ai_check_mask(PyObject *mask, const struct ic_view *view, bool sh
     }
     ic_diag_init(&mask_diag);
     ic_ai_check(interface, mask, depth + 1, &mask_diag, &mask_view, &have_mask_view);
-    const struct ic_finding *first = ic_diag_first_error(&mask_diag);
+    const struct ic_diag_entry *first = ic_diag_first_error(&mask_diag);
     if (first) {
         ic_diag_error(diag, IC_AI_RULE_MASK, "the mask's __array_interface__ is invalid: [%s] %s",
-                      first->rule, first->message);
+                      ic_rule_id(first->rule), first->message);
         goto cleanup;
     }
     if (!have_mask_view || !shape_known)

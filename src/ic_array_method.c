@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ic_array_interface.h"
 #include "ic_buffer.h"
 #include "ic_error.h"
 #include "ic_export.h"
@@ -28,6 +29,35 @@ bool ic_array_method_is_ndarray(PyObject *obj)
     return false;
 }
 
+/* An ndarray's elements through its __array_interface__, typed by its dtype's name. NumPy is
+ * not the library under test here, so its interface's own findings are not reported. */
+static int ic_array_method_locate(PyObject *array, struct ic_view *ret_view, bool *ret_have_view)
+{
+    PyObject *interface = PyObject_GetAttrString(array, "__array_interface__");
+    PyObject *dtype = PyObject_GetAttrString(array, "dtype");
+    PyObject *name = dtype ? PyObject_GetAttrString(dtype, "name") : NULL;
+    struct ic_diag ignored;
+    char text[32];
+    enum ic_dtype value;
+    int rc = IC_EINVAL;
+
+    ic_diag_init(&ignored);
+    if (interface && name && ic_py_str_copy(name, text, sizeof(text)) == 0 &&
+        ic_dtype_from_name(text, &value) == 0 &&
+        ic_array_interface_check(interface, array, &ignored, ret_view, ret_have_view) == 0 &&
+        *ret_have_view && ret_view->itemsize == ic_dtype_info(value)->itemsize) {
+        ret_view->dtype = value;
+        rc = 0;
+    } else {
+        *ret_have_view = false;
+    }
+    PyErr_Clear();
+    Py_XDECREF(interface);
+    Py_XDECREF(dtype);
+    Py_XDECREF(name);
+    return rc;
+}
+
 int ic_array_method_check_result(PyObject *result, struct ic_diag *diag, struct ic_view *ret_view,
                                  bool *ret_have_view)
 {
@@ -39,7 +69,7 @@ int ic_array_method_check_result(PyObject *result, struct ic_diag *diag, struct 
         return IC_EINVAL;
     *ret_have_view = false;
     if (!ic_array_method_is_ndarray(result)) {
-        ic_diag_error(diag, "array 4.4",
+        ic_diag_error(diag, IC_RULE_ARRAY_RETURNS_NDARRAY,
                       "__array__ returned a %s, not a numpy.ndarray: NumPy rejects it (\"object "
                       "__array__ method not producing an array\")",
                       Py_TYPE(result)->tp_name);
@@ -47,11 +77,15 @@ int ic_array_method_check_result(PyObject *result, struct ic_diag *diag, struct 
     }
     memset(&buffer, 0, sizeof(buffer));
     if (PyObject_GetBuffer(result, &buffer, PyBUF_RECORDS_RO) < 0) {
+        /* NumPy has no buffer format for dtypes of other packages (ml_dtypes' bfloat16): its
+         * own __array_interface__ locates the elements, and the dtype's name says what they
+         * are. */
         ic_py_fetch(&exc);
-        ic_diag_warn(diag, "array 4.4",
-                     "the returned ndarray cannot be read through the buffer protocol (%s: %s): "
-                     "the tester has no view of it",
-                     exc.type, exc.message);
+        if (ic_array_method_locate(result, ret_view, ret_have_view) < 0)
+            ic_diag_warn(diag, IC_RULE_ARRAY_RETURNS_NDARRAY,
+                         "the returned ndarray cannot be read through the buffer protocol (%s: "
+                         "%s) nor its array interface: the tester has no view of it",
+                         exc.type, exc.message);
         return 0;
     }
     /* NumPy is the exporter here, not the producer under test: its buffer findings are
@@ -84,12 +118,12 @@ static void ic_am_check_refusal(int copy, bool copy_given, const struct ic_py_ex
                                 struct ic_diag *diag)
 {
     if (exc->type_error && copy_given && strstr(exc->message, "copy"))
-        ic_diag_warn(diag, "array 4.4",
+        ic_diag_warn(diag, IC_RULE_ARRAY_COPY_KEYWORD,
                      "__array__ does not accept copy (%s: %s): the NumPy 1 signature; NumPy 2 "
                      "warns and retries without it",
                      exc->type, exc->message);
     else if (copy == 0 && !exc->value_error)
-        ic_diag_error(diag, "array 4.5.7",
+        ic_diag_error(diag, IC_RULE_ARRAY_NO_COPY_ERROR,
                       "copy=False was refused with %s (%s): NumPy 2 expects ValueError when a "
                       "copy cannot be avoided",
                       exc->type, exc->message);

@@ -9,7 +9,7 @@
 #include "ic_proxy.h"
 #include "ic_python.h"
 
-#define IC_AS_RULE "array_struct 4.5.6"
+#define IC_AS_RULE IC_RULE_ARRAY_STRUCT_STRUCT
 
 /* typekind and itemsize spelled as a typestr, so that one grammar judges both protocols. */
 static int ic_as_parse_type(char typekind, int itemsize, struct ic_typestr *ret, char *why,

@@ -224,16 +224,16 @@ int ic_buffer_check(const Py_buffer *buffer, int flags, struct ic_diag *diag,
 
     /* 5.1.1 */
     if (!buffer->obj)
-        ic_diag_error(diag, "buffer 5.1.1",
+        ic_diag_error(diag, IC_RULE_BUFFER_FIELDS,
                       "obj is NULL after a successful get: the exporter must set it to a new "
                       "reference to itself");
     if (ndim < 0 || ndim > PyBUF_MAX_NDIM) {
-        ic_diag_error(diag, "buffer 5.1.1", "ndim %d: it must be between 0 and %d", ndim,
+        ic_diag_error(diag, IC_RULE_BUFFER_FIELDS, "ndim %d: it must be between 0 and %d", ndim,
                       PyBUF_MAX_NDIM);
         return 0;
     }
     if (ndim == 0 && (buffer->shape || buffer->strides || buffer->suboffsets)) {
-        ic_diag_error(diag, "buffer 5.1.1",
+        ic_diag_error(diag, IC_RULE_BUFFER_SCALAR,
                       "ndim 0 with%s%s%s set: a scalar has no shape, strides or suboffsets",
                       buffer->shape ? " shape" : "", buffer->strides ? " strides" : "",
                       buffer->suboffsets ? " suboffsets" : "");
@@ -242,19 +242,21 @@ int ic_buffer_check(const Py_buffer *buffer, int flags, struct ic_diag *diag,
 
     /* 5.1.2, the fields that are always filled */
     if (buffer->itemsize <= 0) {
-        ic_diag_error(diag, "buffer 5.1.2", "itemsize %zd: it must be > 0", buffer->itemsize);
+        ic_diag_error(diag, IC_RULE_BUFFER_FIELDS, "itemsize %zd: it must be > 0",
+                      buffer->itemsize);
         describable = false;
     }
     if (buffer->len < 0) {
-        ic_diag_error(diag, "buffer 5.1.2", "len %zd: it must be >= 0", buffer->len);
+        ic_diag_error(diag, IC_RULE_BUFFER_FIELDS, "len %zd: it must be >= 0", buffer->len);
         describable = false;
     }
 
     /* 5.1.3 */
     if (want_format && !buffer->format)
-        ic_diag_error(diag, "buffer 5.1.3", "%s asked for the format, but format is NULL", request);
+        ic_diag_error(diag, IC_RULE_BUFFER_FORMAT_REQUEST,
+                      "%s asked for the format, but format is NULL", request);
     else if (!want_format && buffer->format)
-        ic_diag_error(diag, "buffer 5.1.3",
+        ic_diag_error(diag, IC_RULE_BUFFER_FORMAT_REQUEST,
                       "format \"%.40s\" is set although %s does not ask for it: it must be NULL",
                       buffer->format, request);
     if (buffer->format) {
@@ -262,49 +264,51 @@ int ic_buffer_check(const Py_buffer *buffer, int flags, struct ic_diag *diag,
         if (rc == 0) {
             have_format = true;
             if (format.itemsize != buffer->itemsize)
-                ic_diag_error(diag, "buffer 5.1.3",
+                ic_diag_error(diag, IC_RULE_BUFFER_FORMAT,
                               "format \"%.40s\" has %lld-byte items but itemsize is %zd",
                               buffer->format, (long long)format.itemsize, buffer->itemsize);
         } else if (rc == IC_EUNSUPPORTED) {
             Py_ssize_t size = PyBuffer_SizeFromFormat(buffer->format);
             if (size < 0) {
                 PyErr_Clear();
-                ic_diag_warn(diag, "buffer 5.1.3",
+                ic_diag_warn(diag, IC_RULE_BUFFER_FORMAT,
                              "format \"%.40s\" cannot be sized by the struct module: its "
                              "itemsize is unchecked",
                              buffer->format);
             } else if (size != buffer->itemsize) {
-                ic_diag_error(diag, "buffer 5.1.3",
+                ic_diag_error(diag, IC_RULE_BUFFER_FORMAT,
                               "format \"%.40s\" has %zd-byte items but itemsize is %zd",
                               buffer->format, size, buffer->itemsize);
             }
         } else {
-            ic_diag_error(diag, "buffer 5.1.3", "format \"%.40s\" is no struct / PEP 3118 format",
-                          buffer->format);
+            ic_diag_error(diag, IC_RULE_BUFFER_FORMAT,
+                          "format \"%.40s\" is no struct / PEP 3118 format", buffer->format);
         }
     }
 
     /* 5.1.4 */
     if (want_nd && ndim > 0 && !buffer->shape) {
-        ic_diag_error(diag, "buffer 5.1.4", "%s asked for the shape, but shape is NULL", request);
+        ic_diag_error(diag, IC_RULE_BUFFER_SHAPE_STRIDES,
+                      "%s asked for the shape, but shape is NULL", request);
         describable = false;
     } else if (!want_nd && buffer->shape) {
-        ic_diag_error(diag, "buffer 5.1.4",
+        ic_diag_error(diag, IC_RULE_BUFFER_SHAPE_STRIDES,
                       "shape is set although %s does not ask for it: it must be NULL", request);
     }
     if (want_strides && ndim > 0 && !buffer->strides)
-        ic_diag_error(diag, "buffer 5.1.4", "%s asked for strides, but strides is NULL", request);
+        ic_diag_error(diag, IC_RULE_BUFFER_SHAPE_STRIDES,
+                      "%s asked for strides, but strides is NULL", request);
     else if (!want_strides && buffer->strides)
-        ic_diag_error(diag, "buffer 5.1.4",
+        ic_diag_error(diag, IC_RULE_BUFFER_SHAPE_STRIDES,
                       "strides are set although %s does not ask for them: they must be NULL "
                       "(the buffer is then C-contiguous)",
                       request);
     if (buffer->strides && ndim > 0 && !buffer->shape) {
-        ic_diag_error(diag, "buffer 5.1.4", "strides without shape cannot be read");
+        ic_diag_error(diag, IC_RULE_BUFFER_SHAPE_STRIDES, "strides without shape cannot be read");
         describable = false;
     }
     if (buffer->suboffsets && !want_indirect) {
-        ic_diag_error(diag, "buffer 5.1.4",
+        ic_diag_error(diag, IC_RULE_BUFFER_SHAPE_STRIDES,
                       "suboffsets are set although %s does not ask for them: they must be NULL",
                       request);
         describable = false;
@@ -313,7 +317,7 @@ int ic_buffer_check(const Py_buffer *buffer, int flags, struct ic_diag *diag,
         for (int i = 0; i < ndim; i++)
             any_used = any_used || buffer->suboffsets[i] >= 0;
         if (!any_used)
-            ic_diag_warn(diag, "buffer 5.1.4",
+            ic_diag_warn(diag, IC_RULE_BUFFER_SHAPE_STRIDES,
                          "suboffsets are all negative: the exporter should set them to NULL");
         else
             describable = false; /* indirect (PIL-style) data has no strided view */
@@ -329,20 +333,21 @@ int ic_buffer_check(const Py_buffer *buffer, int flags, struct ic_diag *diag,
         for (int i = 0; i < ndim; i++) {
             view.shape[i] = buffer->shape[i];
             if (buffer->shape[i] < 0) {
-                ic_diag_error(diag, "buffer 5.1.2", "shape[%d] is %zd: extents must be >= 0", i,
-                              buffer->shape[i]);
+                ic_diag_error(diag, IC_RULE_BUFFER_SIZE, "shape[%d] is %zd: extents must be >= 0",
+                              i, buffer->shape[i]);
                 return 0;
             }
         }
         if (ic_view_numel(&view, &numel) < 0 ||
             __builtin_mul_overflow(numel, (int64_t)buffer->itemsize, &nbytes)) {
             ic_view_format_shape(&view, text, sizeof(text));
-            ic_diag_error(diag, "buffer 5.1.2", "the byte size of shape %s overflows int64", text);
+            ic_diag_error(diag, IC_RULE_BUFFER_SIZE, "the byte size of shape %s overflows int64",
+                          text);
             return 0;
         }
         if (nbytes != (int64_t)buffer->len) {
             ic_view_format_shape(&view, text, sizeof(text));
-            ic_diag_error(diag, "buffer 5.1.2",
+            ic_diag_error(diag, IC_RULE_BUFFER_SIZE,
                           "len is %zd but product(shape %s) x itemsize %zd is %lld", buffer->len,
                           text, buffer->itemsize, (long long)nbytes);
             describable = false;
@@ -351,7 +356,7 @@ int ic_buffer_check(const Py_buffer *buffer, int flags, struct ic_diag *diag,
         view.ndim = 0;
     } else {
         if (ndim == 0)
-            ic_diag_warn(diag, "buffer 5.1.1",
+            ic_diag_warn(diag, IC_RULE_BUFFER_SCALAR,
                          "ndim 0 for %s although len %zd holds %zd-byte items: CPython's own "
                          "exporters report ndim 1 when the shape is not requested",
                          request, buffer->len, buffer->itemsize);
@@ -363,7 +368,7 @@ int ic_buffer_check(const Py_buffer *buffer, int flags, struct ic_diag *diag,
 
     /* 5.1.5 */
     if (want_writable && buffer->readonly)
-        ic_diag_error(diag, "buffer 5.1.5",
+        ic_diag_error(diag, IC_RULE_BUFFER_WRITABLE,
                       "%s asked for a writable buffer, but readonly is %d: the exporter must "
                       "raise BufferError instead",
                       request, buffer->readonly);
@@ -373,37 +378,52 @@ int ic_buffer_check(const Py_buffer *buffer, int flags, struct ic_diag *diag,
         for (int i = 0; i < view.ndim; i++) {
             view.strides[i] = buffer->strides[i];
             if (buffer->strides[i] % buffer->itemsize != 0)
-                ic_diag_warn(diag, "buffer 5.1.7",
+                ic_diag_warn(diag, IC_RULE_BUFFER_STRIDES,
                              "strides[%d] = %zd is not a multiple of itemsize %zd: many "
                              "consumers cannot address such elements",
                              i, buffer->strides[i], buffer->itemsize);
         }
     } else if (ic_view_set_c_strides(&view) < 0) {
-        ic_diag_error(diag, "buffer 5.1.7", "the C-contiguous strides overflow int64");
+        ic_diag_error(diag, IC_RULE_BUFFER_STRIDES, "the C-contiguous strides overflow int64");
         return 0;
     }
     int64_t lo, hi;
     if (ic_view_span(&view, &lo, &hi) < 0) {
         ic_view_format_strides(&view, text, sizeof(text));
-        ic_diag_error(diag, "buffer 5.1.7", "the bytes addressed through strides %s overflow int64",
-                      text);
+        ic_diag_error(diag, IC_RULE_BUFFER_STRIDES,
+                      "the bytes addressed through strides %s overflow int64", text);
         return 0;
     }
     bool c_contiguous = ic_view_is_c_contiguous(&view);
     bool f_contiguous = ic_export_is_f_contiguous(&view);
     ic_view_format_strides(&view, text, sizeof(text));
+    /* The first clause names the fault, the same for every request that meets it. */
     if ((flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS && !c_contiguous)
-        ic_diag_error(diag, "buffer 5.1.6", "%s got strides %s, which are not C-contiguous",
+        ic_diag_error(diag, IC_RULE_BUFFER_CONTIGUOUS,
+                      "the exporter ignored the contiguity the request asks for; %s got strides "
+                      "%s, which are not C-contiguous",
                       request, text);
     if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && !f_contiguous)
-        ic_diag_error(diag, "buffer 5.1.6", "%s got strides %s, which are not Fortran-contiguous",
+        ic_diag_error(diag, IC_RULE_BUFFER_CONTIGUOUS,
+                      "the exporter ignored the contiguity the request asks for; %s got strides "
+                      "%s, which are not Fortran-contiguous",
                       request, text);
     if ((flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS && !c_contiguous && !f_contiguous)
-        ic_diag_error(diag, "buffer 5.1.6", "%s got strides %s, which are not contiguous", request,
-                      text);
+        ic_diag_error(diag, IC_RULE_BUFFER_CONTIGUOUS,
+                      "the exporter ignored the contiguity the request asks for; %s got strides "
+                      "%s, which are not contiguous",
+                      request, text);
+    /* A request without strides reads the buffer as C-contiguous bytes, whatever the
+     * exporter fills in beyond what was asked. */
+    if (!want_strides && buffer->strides && !c_contiguous)
+        ic_diag_error(diag, IC_RULE_BUFFER_CONTIGUOUS,
+                      "the exporter ignored the contiguity the request asks for; %s asks for no "
+                      "strides, so the buffer must be C-contiguous, but the exporter's strides %s "
+                      "are not",
+                      request, text);
 
     if (!buffer->buf && buffer->len > 0) {
-        ic_diag_error(diag, "buffer 5.1.1", "buf is NULL for %zd bytes", buffer->len);
+        ic_diag_error(diag, IC_RULE_BUFFER_FIELDS, "buf is NULL for %zd bytes", buffer->len);
         return 0;
     }
     if (!describable)
@@ -428,7 +448,7 @@ static void ic_buffer_check_failure(const Py_buffer *inner, struct ic_diag *diag
                                     struct ic_py_exc *exc)
 {
     if (!PyErr_Occurred()) {
-        ic_diag_error(diag, "buffer 5.1.8",
+        ic_diag_error(diag, IC_RULE_BUFFER_FAILED_GET,
                       "the exporter failed without setting an exception: it must raise "
                       "BufferError");
         PyErr_SetString(PyExc_SystemError,
@@ -437,11 +457,12 @@ static void ic_buffer_check_failure(const Py_buffer *inner, struct ic_diag *diag
     } else {
         ic_py_peek(exc);
         if (!exc->buffer_error)
-            ic_diag_warn(diag, "buffer 5.1.8", "the exporter refused with %s, not BufferError (%s)",
-                         exc->type, exc->message);
+            ic_diag_warn(diag, IC_RULE_BUFFER_FAILED_GET,
+                         "the exporter refused with %s, not BufferError (%s)", exc->type,
+                         exc->message);
     }
     if (inner->obj)
-        ic_diag_error(diag, "buffer 5.1.8",
+        ic_diag_error(diag, IC_RULE_BUFFER_FAILED_GET,
                       "the exporter failed but left view->obj non-NULL: it must be NULL");
 }
 
@@ -486,7 +507,7 @@ static int ic_buffer_proxy_getbuffer(PyObject *self, Py_buffer *view, int flags)
             ic_py_peek(&pending);
             rec->consumer_misuse = true;
             snprintf(rec->consumer_misuse_text, sizeof(rec->consumer_misuse_text),
-                     "requested %s with a %s still set from an earlier request", rec->request,
+                     "requested %s while a %s from its earlier request was still set", rec->request,
                      pending.type);
         }
     }
@@ -563,7 +584,7 @@ static void ic_buffer_finish(PyObject *obj, struct ic_export_record *rec)
         rec->released = proxy->released;
     }
     if (rec->acquired != rec->released)
-        ic_diag_error(&rec->lifetime, "buffer 5.1.9",
+        ic_diag_error(&rec->lifetime, IC_RULE_BUFFER_RELEASE,
                       "%d successful gets but %d releases: every get must be released exactly "
                       "once",
                       rec->acquired, rec->released);

@@ -12,15 +12,15 @@
 #include "ic_proxy.h"
 #include "ic_python.h"
 
-#define IC_CAI_RULE_DICT    "cai 3.1.1"
-#define IC_CAI_RULE_VERSION "cai 3.1.2"
-#define IC_CAI_RULE_SHAPE   "cai 3.1.3"
-#define IC_CAI_RULE_TYPE    "cai 3.1.4"
-#define IC_CAI_RULE_DATA    "cai 3.1.5"
-#define IC_CAI_RULE_STRIDES "cai 3.1.6"
-#define IC_CAI_RULE_DESCR   "cai 3.1.7"
-#define IC_CAI_RULE_MASK    "cai 3.1.8"
-#define IC_CAI_RULE_STREAM  "cai 3.1.9"
+#define IC_CAI_RULE_DICT    IC_RULE_CAI_DICT
+#define IC_CAI_RULE_VERSION IC_RULE_CAI_VERSION
+#define IC_CAI_RULE_SHAPE   IC_RULE_CAI_SHAPE
+#define IC_CAI_RULE_TYPE    IC_RULE_CAI_TYPESTR
+#define IC_CAI_RULE_DATA    IC_RULE_CAI_DATA
+#define IC_CAI_RULE_STRIDES IC_RULE_CAI_STRIDES
+#define IC_CAI_RULE_DESCR   IC_RULE_CAI_DESCR
+#define IC_CAI_RULE_MASK    IC_RULE_CAI_MASK
+#define IC_CAI_RULE_STREAM  IC_RULE_CAI_STREAM
 
 #define IC_CAI_ATTR "__cuda_array_interface__"
 
@@ -425,10 +425,10 @@ static void ic_cai_check_mask(PyObject *mask, int depth, struct ic_cai_state *st
     ic_diag_init(&mask_diag);
     memset(&mask_view, 0, sizeof(mask_view));
     ic_cai_check_dict(interface, depth + 1, &mask_diag, &mask_view, &have_mask_view, NULL);
-    const struct ic_finding *first = ic_diag_first_error(&mask_diag);
+    const struct ic_diag_entry *first = ic_diag_first_error(&mask_diag);
     if (first) {
         ic_diag_error(st->diag, IC_CAI_RULE_MASK, "the mask's " IC_CAI_ATTR " is invalid: [%s] %s",
-                      first->rule, first->message);
+                      ic_rule_id(first->rule), first->message);
         goto cleanup;
     }
     if (!have_mask_view || !st->shape_known)

@@ -38,7 +38,8 @@ int ic_device_kind_from_name(const char *name, enum ic_device_kind *ret);
 enum ic_library_state {
     IC_LIBRARY_FOUND,        /* scanned, not loaded yet */
     IC_LIBRARY_LOADED,       /* load() returned its info */
-    IC_LIBRARY_IMPORT_ERROR, /* load() raised: the library is not usable here */
+    IC_LIBRARY_NOT_INSTALLED, /* load() raised ModuleNotFoundError for the library itself */
+    IC_LIBRARY_IMPORT_ERROR, /* load() raised: the library is installed but not usable */
     IC_LIBRARY_IMPORT_CRASH, /* the worker died or hung while loading it */
     IC_LIBRARY_INVALID,      /* the probe file itself is unusable (bad name, bad info) */
 };

@@ -6,13 +6,17 @@
 #include <time.h>
 
 #include "ic_commands.h"
+#include "ic_config.h"
 #include "ic_error.h"
 #include "ic_expect.h"
+#include "ic_findings.h"
 #include "ic_plan.h"
 #include "ic_report.h"
 #include "ic_session.h"
 #include "ic_stream.h"
 #include "ic_views.h"
+#include "ic_json.h"
+#include "ic_supervisor.h"
 
 struct ic_run {
     struct ic_session *session;
@@ -204,7 +208,8 @@ static void ic_stream_path(const char *report, char *out, size_t size)
         snprintf(out, size, "%s.jsonl", report);
 }
 
-static void ic_print_summary(const struct ic_run *run, double seconds, const char *report)
+static void ic_print_summary(const struct ic_run *run, double seconds, const char *path,
+                             const cJSON *report)
 {
     const struct ic_plan *plan = run->plan;
     printf("interopcheck: %zu cases in %.1f s:", plan->count, seconds);
@@ -214,6 +219,8 @@ static void ic_print_summary(const struct ic_run *run, double seconds, const cha
     }
     printf("\n");
     if (!run->session->opts->quiet) {
+        /* Findings lead: one line per cause, the harmful ones (every crash) always. */
+        ic_views_print_findings(stdout, report, path, 20);
         printf("\n%-16s %7s %6s %6s %7s %6s %7s %6s %6s %6s\n", "protocol", "cases", "pass", "fail",
                "unsupp", "crash", "timeout", "error", "xfail", "xpass");
         for (int p = 0; p < IC_PROTOCOL_COUNT; p++) {
@@ -231,21 +238,171 @@ static void ic_print_summary(const struct ic_run *run, double seconds, const cha
                    counts[IC_OUTCOME_CRASH], counts[IC_OUTCOME_TIMEOUT], counts[IC_OUTCOME_ERROR],
                    counts[IC_OUTCOME_XFAIL], counts[IC_OUTCOME_XPASS]);
         }
-        int shown = 0;
-        for (size_t i = 0; i < plan->count && shown < 8; i++) {
-            const struct ic_planned *item = &plan->items[i];
-            if (!ic_outcome_is_failure(item->result.outcome))
-                continue;
-            char id[IC_CASE_ID_MAX];
-            ic_case_format_id(&item->c, id, sizeof(id));
-            if (shown++ == 0)
-                printf("\nfirst failures:\n");
-            printf("  %s: %s%s%s%s %.160s\n", id, ic_outcome_name(item->result.outcome),
-                   item->result.rule[0] ? " [" : "", item->result.rule,
-                   item->result.rule[0] ? "]" : "", item->result.diagnostic);
+    }
+    printf("\nreport: %s\n", path);
+}
+
+/* --- Reproducers ---------------------------------------------------------------------------- */
+
+/* The request for a finding's reproducer: its example case and the failure to show. */
+static cJSON *ic_repro_request(const cJSON *report, const cJSON *finding)
+{
+    const char *example = ic_json_string(finding, "example");
+    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(report, "cases");
+    const cJSON *c = NULL, *item;
+    cJSON_ArrayForEach(item, cases)
+    {
+        const char *id = ic_json_string(item, "id");
+        if (id && example && strcmp(id, example) == 0) {
+            c = item;
+            break;
         }
     }
-    printf("\nreport: %s\n", report);
+    const char *check = ic_json_string_or(finding, "check", "");
+    const cJSON *checks = cJSON_GetObjectItemCaseSensitive(c, "checks");
+    const cJSON *failed = cJSON_GetObjectItemCaseSensitive(checks, check);
+    cJSON *request = cJSON_CreateObject();
+    cJSON *failure = request ? cJSON_AddObjectToObject(request, "failure") : NULL;
+    enum ic_rule rule = IC_RULE_NONE;
+    ic_rule_from_id(ic_json_string(finding, "rule"), &rule);
+    const struct ic_rule_info *info = ic_rule_info(rule);
+    const cJSON *expectation = cJSON_GetObjectItemCaseSensitive(c, "expectation");
+    const char *outcome = ic_json_string_or(expectation, "observed",
+                                            ic_json_string_or(c, "outcome", "fail"));
+    const char *fields[][2] = {
+        {"case", example ? example : ""},
+        {"finding", ic_json_string_or(finding, "id", "")},
+        {"severity", ic_json_string_or(finding, "severity", "")},
+        {"culprit", ic_json_string_or(finding, "culprit", "")},
+        {"side", ic_json_string_or(finding, "side", "")},
+        {"rule", ic_json_string_or(finding, "rule", "")},
+        {"rule_text", info ? info->text : ""},
+        {"check", check},
+        {"outcome", outcome},
+        {"note", ic_json_string_or(failed, "note", ic_json_string_or(c, "diagnostic", ""))},
+        {"request", ic_json_string_or(c, "request", "")},
+        {"exported", ic_json_string_or(c, "exported", "")},
+        {"tool", IC_VERSION},
+    };
+    for (size_t i = 0; failure && i < sizeof(fields) / sizeof(fields[0]); i++) {
+        if (!cJSON_AddStringToObject(failure, fields[i][0], fields[i][1]))
+            failure = NULL;
+    }
+    if (!c || !failure || !cJSON_AddStringToObject(request, "case", example)) {
+        cJSON_Delete(request);
+        return NULL;
+    }
+    return request;
+}
+
+struct ic_repro_context {
+    cJSON **findings; /* the finding of each request */
+    size_t written, failed;
+};
+
+static void ic_on_script(void *context, size_t index, const char *script, const char *error)
+{
+    struct ic_repro_context *ctx = context;
+    cJSON *finding = ctx->findings[index];
+    cJSON_DeleteItemFromObjectCaseSensitive(finding, "reproducer");
+    cJSON_DeleteItemFromObjectCaseSensitive(finding, "reproducer_error");
+    if (script && cJSON_AddStringToObject(finding, "reproducer", script)) {
+        ctx->written++;
+    } else {
+        cJSON_AddStringToObject(finding, "reproducer_error", error ? error : "no script");
+        ctx->failed++;
+    }
+}
+
+/* Gives every finding of the report its reproducer, written by a worker from the finding's
+ * example case. A finding whose script could not be written says why instead. */
+static int ic_run_reproducers(struct ic_session *session, cJSON *report)
+{
+    cJSON *findings = cJSON_GetObjectItemCaseSensitive(report, "findings");
+    size_t count = (size_t)cJSON_GetArraySize(findings);
+    struct ic_repro_context ctx = {0};
+    cJSON **requests = calloc(count ? count : 1, sizeof(*requests));
+    ctx.findings = calloc(count ? count : 1, sizeof(*ctx.findings));
+    int rc = requests && ctx.findings ? 0 : IC_ENOMEM;
+    size_t n = 0;
+    cJSON *finding;
+    cJSON_ArrayForEach(finding, findings)
+    {
+        if (rc < 0)
+            break;
+        requests[n] = ic_repro_request(report, finding);
+        if (!requests[n]) {
+            rc = IC_ENOMEM;
+            break;
+        }
+        ctx.findings[n++] = finding;
+    }
+    if (rc == 0 && n > 0) {
+        if (session->progress)
+            fprintf(stderr, "\r\033[Kwriting %zu reproducers", n);
+        rc = ic_pool_reproduce(session->pool, requests, n, ic_on_script, &ctx);
+        if (session->progress)
+            fprintf(stderr, "\r\033[K");
+    }
+    for (size_t i = 0; i < n; i++)
+        cJSON_Delete(requests[i]);
+    free(requests);
+    free(ctx.findings);
+    if (ctx.failed)
+        fprintf(stderr, "interopcheck: %zu of %zu reproducers could not be written (see "
+                        "reproducer_error in the report)\n",
+                ctx.failed, n);
+    return rc;
+}
+
+/* --- Libraries that could not be tested ---------------------------------------------------- */
+
+static bool ic_named(const struct ic_options *opts, const char *name)
+{
+    for (int i = 0; i < opts->producers.count; i++) {
+        if (strcmp(opts->producers.items[i], name) == 0)
+            return true;
+    }
+    for (int i = 0; i < opts->consumers.count; i++) {
+        if (strcmp(opts->consumers.items[i], name) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Says which selected libraries cannot be tested and why; returns how many of them make the
+ * exit status 3: any whose import raised or crashed, and any named on the command line that is
+ * not installed. A library merely not installed, under --all, is a note. */
+static int ic_report_untested(const struct ic_catalog *catalog, uint64_t wanted,
+                              const struct ic_options *opts)
+{
+    int count = 0;
+    for (int i = 0; i < catalog->count; i++) {
+        const struct ic_library *lib = &catalog->libs[i];
+        if (!(wanted & (1ULL << i)) || lib->state == IC_LIBRARY_LOADED)
+            continue;
+        bool named = ic_named(opts, lib->name);
+        if (lib->state == IC_LIBRARY_NOT_INSTALLED && !named) {
+            if (!opts->quiet)
+                fprintf(stderr, "interopcheck: %s is not installed, so it is not tested (%.300s)\n",
+                        lib->name, lib->error);
+            continue;
+        }
+        if (lib->state == IC_LIBRARY_INVALID && !named) {
+            if (!opts->quiet)
+                fprintf(stderr, "interopcheck: the probe file of %s is unusable: %.300s\n",
+                        lib->name, lib->error);
+            continue;
+        }
+        const char *why = lib->state == IC_LIBRARY_NOT_INSTALLED ? "it is not installed"
+                          : lib->state == IC_LIBRARY_IMPORT_CRASH ? "its import crashed"
+                          : lib->state == IC_LIBRARY_INVALID      ? "its probe file is unusable"
+                                                                  : "its import raised";
+        fprintf(stderr, "interopcheck: %s could not be tested: %s: %.400s\n", lib->name, why,
+                lib->error);
+        count++;
+    }
+    return count;
 }
 
 /* --- Expectations and the exit status ------------------------------------------------------ */
@@ -343,6 +500,37 @@ static int ic_run_exit_status(const struct ic_run_policy *policy, const cJSON *r
     return status;
 }
 
+/* The statuses that say the run tested less than was asked: 3 when a selected library could
+ * not be tested, 4 when no case reached a verdict. They take precedence over 1 and 0, so that
+ * CI never reads a run that tested nothing as green, nor as an ordinary failure. */
+static int ic_run_tested_status(const struct ic_plan *plan, int untested, int status)
+{
+    size_t verdicts = 0;
+    for (size_t i = 0; i < plan->count; i++) {
+        enum ic_outcome o = plan->items[i].result.outcome;
+        if (plan->items[i].done && o != IC_OUTCOME_UNSUPPORTED && o != IC_OUTCOME_ERROR)
+            verdicts++;
+    }
+    if (untested > 0) {
+        fprintf(stderr, "interopcheck: exit status %d: %d selected librar%s could not be tested "
+                        "(see above)\n",
+                IC_EXIT_UNTESTED_LIB, untested, untested == 1 ? "y" : "ies");
+        return IC_EXIT_UNTESTED_LIB;
+    }
+    if (verdicts == 0) {
+        if (plan->count == 0)
+            fprintf(stderr, "interopcheck: exit status %d: nothing was tested: the selection "
+                            "has no case (interopcheck list shows what each library offers)\n",
+                    IC_EXIT_NOTHING_TESTED);
+        else
+            fprintf(stderr, "interopcheck: exit status %d: nothing was tested: none of the %zu "
+                            "cases reached a verdict (each was unsupported or an error)\n",
+                    IC_EXIT_NOTHING_TESTED, plan->count);
+        return IC_EXIT_NOTHING_TESTED;
+    }
+    return status;
+}
+
 static cJSON *ic_run_json(const struct ic_session *session, const struct ic_options *opts,
                           const char *started)
 {
@@ -419,11 +607,7 @@ int ic_cmd_run(const struct ic_options *opts)
         fprintf(stderr, "interopcheck: discovery failed\n");
         goto done;
     }
-    for (int i = 0; i < session.catalog.count; i++) {
-        const struct ic_library *lib = &session.catalog.libs[i];
-        if ((wanted & (1ULL << i)) && lib->state != IC_LIBRARY_LOADED && !opts->quiet)
-            fprintf(stderr, "interopcheck: %s is not tested: %.300s\n", lib->name, lib->error);
-    }
+    int untested = ic_report_untested(&session.catalog, wanted, opts);
     for (int k = 0; k < IC_KIND_COUNT; k++) {
         if ((filter.devices & (1u << k)) && !(session.devices.available & (1u << k)) &&
             (opts->devices.count || !opts->quiet))
@@ -485,6 +669,10 @@ int ic_cmd_run(const struct ic_options *opts)
     cJSON_AddNumberToObject(run_json, "duration_s", seconds);
     report = ic_report_build(tool, run_json, python, &session.catalog, &plan, &session.devices);
     int applied = report ? ic_run_policy_apply(&policy, report, &plan, run.counts) : 0;
+    if (applied == 0 && report && ic_findings_attach(report) < 0)
+        applied = IC_ENOMEM;
+    if (applied == 0 && report)
+        ic_run_reproducers(&session, report);
     if (applied < 0) {
         fprintf(stderr, "interopcheck: no report written (the results are in %s)\n", stream_path);
         goto done;
@@ -494,8 +682,9 @@ int ic_cmd_run(const struct ic_options *opts)
                 report ? err : "out of memory while building the report", stream_path);
         goto done;
     }
-    ic_print_summary(&run, seconds, output);
+    ic_print_summary(&run, seconds, output, report);
     status = ic_run_exit_status(&policy, report);
+    status = ic_run_tested_status(&plan, untested, status);
     /* The views come from the report just written, so they can always be made again from it
      * with `interopcheck report`; failing to write one is an environment error. */
     if (ic_views_write(report, output, opts, err, sizeof(err)) < 0) {

@@ -889,7 +889,7 @@ static const char *ic_cuda_memory_text(enum ic_cuda_memory memory)
 }
 
 static int ic_cuda_check_view_unscoped(struct ic_cuda *cuda, const struct ic_view *view,
-                                       const char *rule, struct ic_diag *diag, char *err,
+                                       enum ic_rule rule, struct ic_diag *diag, char *err,
                                        size_t err_size)
 {
     enum ic_cuda_memory expected;
@@ -1203,7 +1203,7 @@ int ic_cuda_free(struct ic_cuda *cuda, uintptr_t pointer)
     return rc;
 }
 
-int ic_cuda_check_view(struct ic_cuda *cuda, const struct ic_view *view, const char *rule,
+int ic_cuda_check_view(struct ic_cuda *cuda, const struct ic_view *view, enum ic_rule rule,
                        struct ic_diag *diag, char *err, size_t err_size)
 {
     CUcontext saved = ic_cuda_save_context(cuda);

@@ -77,7 +77,7 @@ int ic_cuda_pointer_info(struct ic_cuda *cuda, uintptr_t pointer, struct ic_cuda
     return ic_cuda_unsupported(cuda, err, err_size);
 }
 
-int ic_cuda_check_view(struct ic_cuda *cuda, const struct ic_view *view, const char *rule,
+int ic_cuda_check_view(struct ic_cuda *cuda, const struct ic_view *view, enum ic_rule rule,
                        struct ic_diag *diag, char *err, size_t err_size)
 {
     (void)view, (void)rule, (void)diag;

@@ -9,8 +9,8 @@ void ic_diag_init(struct ic_diag *diag)
     memset(diag, 0, sizeof(*diag));
 }
 
-void ic_diag_add(struct ic_diag *diag, enum ic_severity severity, const char *rule,
-                 const char *fmt, ...)
+void ic_diag_add_side(struct ic_diag *diag, enum ic_severity severity, enum ic_rule rule,
+                      enum ic_side side, const char *fmt, ...)
 {
     if (severity == IC_SEV_ERROR)
         diag->errors++;
@@ -18,16 +18,18 @@ void ic_diag_add(struct ic_diag *diag, enum ic_severity severity, const char *ru
         diag->dropped++;
         return;
     }
-    struct ic_finding *item = &diag->items[diag->count++];
+    struct ic_diag_entry *item = &diag->items[diag->count++];
     item->severity = severity;
-    snprintf(item->rule, sizeof(item->rule), "%s", rule ? rule : "");
+    item->rule = rule;
+    const struct ic_rule_info *info = ic_rule_info(rule);
+    item->side = side != IC_SIDE_NONE ? side : info ? info->side : IC_SIDE_NONE;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(item->message, sizeof(item->message), fmt, ap);
     va_end(ap);
 }
 
-const struct ic_finding *ic_diag_first_error(const struct ic_diag *diag)
+const struct ic_diag_entry *ic_diag_first_error(const struct ic_diag *diag)
 {
     for (int i = 0; i < diag->count; i++) {
         if (diag->items[i].severity == IC_SEV_ERROR)
@@ -36,10 +38,10 @@ const struct ic_finding *ic_diag_first_error(const struct ic_diag *diag)
     return NULL;
 }
 
-bool ic_diag_has_rule(const struct ic_diag *diag, const char *rule)
+bool ic_diag_has_rule(const struct ic_diag *diag, enum ic_rule rule)
 {
     for (int i = 0; i < diag->count; i++) {
-        if (strcmp(diag->items[i].rule, rule) == 0)
+        if (diag->items[i].rule == rule)
             return true;
     }
     return false;
@@ -52,9 +54,9 @@ void ic_diag_format(const struct ic_diag *diag, char *buf, int size)
         return;
     buf[0] = '\0';
     for (int i = 0; i < diag->count && used < size - 1; i++) {
-        const struct ic_finding *item = &diag->items[i];
+        const struct ic_diag_entry *item = &diag->items[i];
         int n = snprintf(buf + used, (size_t)(size - used), "%s[%s%s] %s", i ? "; " : "",
-                         item->severity == IC_SEV_WARNING ? "warning: " : "", item->rule,
+                         item->severity == IC_SEV_WARNING ? "warning: " : "", ic_rule_id(item->rule),
                          item->message);
         if (n < 0)
             break;

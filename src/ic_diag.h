@@ -1,13 +1,13 @@
 /*
- * ic_diag: findings of the protocol validators, each citing the rule it is about.
+ * ic_diag: what the protocol validators observed, each entry citing the rule it is about.
  *
  * Contract
- * - A rule is cited as "<protocol> <section>.<number>" from ../shared/docs/protocols.md, for
- *   example "dlpack 2.5.13" or "buffer 5.1.2"; a rule without a number cites its section
- *   ("dlpack 2.3 errors").
+ * - A rule is cited by its value in the rules table (ic_rules.h), never by a string. Each
+ *   entry also names the side that broke the rule: the rule's own side unless the finder says
+ *   otherwise (ic_diag_add_side).
  * - An error means the export or import broke the rule: the case fails. A warning records
- *   a spec ambiguity or a "should" (protocols.md §8): it is reported, and the case may pass.
- * - The list has a fixed capacity; findings past it are counted in `dropped`, never lost
+ *   a spec ambiguity or a "should": it is reported, and the case may pass.
+ * - The list has a fixed capacity; entries past it are counted in `dropped`, never lost
  *   silently. Messages longer than the slot are truncated. Nothing here allocates.
  */
 #ifndef IC_DIAG_H
@@ -15,8 +15,9 @@
 
 #include <stdbool.h>
 
+#include "ic_rules.h"
+
 #define IC_DIAG_MAX 16
-#define IC_DIAG_RULE_MAX 32
 #define IC_DIAG_MSG_MAX 320
 
 enum ic_severity {
@@ -24,9 +25,10 @@ enum ic_severity {
     IC_SEV_ERROR = 2,
 };
 
-struct ic_finding {
+struct ic_diag_entry {
     enum ic_severity severity;
-    char rule[IC_DIAG_RULE_MAX];
+    enum ic_rule rule;
+    enum ic_side side;
     char message[IC_DIAG_MSG_MAX];
 };
 
@@ -34,26 +36,30 @@ struct ic_diag {
     int count;
     int errors;
     int dropped;
-    struct ic_finding items[IC_DIAG_MAX];
+    struct ic_diag_entry items[IC_DIAG_MAX];
 };
 
 void ic_diag_init(struct ic_diag *diag);
 
-/* Records a finding; the message is printf-formatted. */
-void ic_diag_add(struct ic_diag *diag, enum ic_severity severity, const char *rule,
-                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Records an entry charged to `side` (IC_SIDE_NONE: the rule's own side); the message is
+ * printf-formatted. */
+void ic_diag_add_side(struct ic_diag *diag, enum ic_severity severity, enum ic_rule rule,
+                      enum ic_side side, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
+#define ic_diag_add(diag, severity, rule, ...)                                                     \
+    ic_diag_add_side((diag), (severity), (rule), IC_SIDE_NONE, __VA_ARGS__)
 #define ic_diag_error(diag, rule, ...) ic_diag_add((diag), IC_SEV_ERROR, (rule), __VA_ARGS__)
 #define ic_diag_warn(diag, rule, ...) ic_diag_add((diag), IC_SEV_WARNING, (rule), __VA_ARGS__)
 
-/* First error finding, or NULL when there is none. */
-const struct ic_finding *ic_diag_first_error(const struct ic_diag *diag);
+/* First error entry, or NULL when there is none. */
+const struct ic_diag_entry *ic_diag_first_error(const struct ic_diag *diag);
 
-/* True when some finding (of any severity) cites exactly `rule`. For tests and callers that
- * check which rule a validator applied. */
-bool ic_diag_has_rule(const struct ic_diag *diag, const char *rule);
+/* True when some entry (of any severity) cites `rule`. For tests and callers that check which
+ * rule a validator applied. */
+bool ic_diag_has_rule(const struct ic_diag *diag, enum ic_rule rule);
 
-/* Joins all findings as "[rule] message; [rule] message" into buf (always terminated). */
+/* Joins all entries as "[rule] message; [rule] message" into buf (always terminated). */
 void ic_diag_format(const struct ic_diag *diag, char *buf, int size);
 
 #endif

@@ -450,6 +450,8 @@ static const char *ic_library_label(const cJSON *environment, const char *name)
         const char *status = ic_or_empty(ic_json_string(lib, "status"));
         if (strcmp(status, "loaded") == 0)
             return ic_json_string(lib, "version") ? ic_json_string(lib, "version") : "?";
+        if (strcmp(status, "not_installed") == 0)
+            return "not installed";
         if (strcmp(status, "import_error") == 0)
             return "import error";
         if (strcmp(status, "import_crash") == 0)

@@ -85,7 +85,7 @@ static const char *ic_dlpack_code_name(uint8_t code)
 /* Rule 2.5.18. Returns false when the type is illegal, so that no view is built on it. */
 static bool ic_dlpack_check_dtype(DLDataType dtype, struct ic_diag *diag)
 {
-    const char *rule = "dlpack 2.5.18";
+    enum ic_rule rule = IC_RULE_DLPACK_DTYPE;
     const char *name = ic_dlpack_code_name(dtype.code);
     unsigned bits = dtype.bits;
     bool ok = true;
@@ -184,7 +184,7 @@ static bool ic_dlpack_check_dtype(DLDataType dtype, struct ic_diag *diag)
 /* Rule 2.5.19; the device only decides where the data is, never whether a view exists. */
 static void ic_dlpack_check_device(DLDevice device, struct ic_diag *diag)
 {
-    const char *rule = "dlpack 2.5.19";
+    enum ic_rule rule = IC_RULE_DLPACK_DEVICE;
     int32_t type = (int32_t)device.device_type;
 
     if (!ic_dlpack_device_known(type))
@@ -230,26 +230,26 @@ int ic_dlpack_check_tensor(const DLTensor *tensor, const struct ic_dlpack_header
     bool subbyte = elem_bits % 8 != 0;
     bool padded = header->versioned && (header->flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED);
     if (padded && elem_bits >= 8 && !subbyte)
-        ic_diag_warn(diag, "dlpack 2.5.21",
+        ic_diag_warn(diag, IC_RULE_DLPACK_SUBBYTE,
                      "flags set DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED for a %u-bit type: the "
                      "flag only means something for sub-byte types",
                      elem_bits);
 
     int32_t ndim = tensor->ndim;
     if (ndim < 0 || ndim > IC_MAX_NDIM) {
-        ic_diag_error(diag, "dlpack 2.5.12", "ndim %d: ndim must be between 0 and %d", (int)ndim,
-                      IC_MAX_NDIM);
+        ic_diag_error(diag, IC_RULE_DLPACK_NDIM, "ndim %d: ndim must be between 0 and %d",
+                      (int)ndim, IC_MAX_NDIM);
         return 0;
     }
     /* From here shape and strides may be read, but only for ndim > 0 (rule 2.5.13). */
     if (ndim > 0 && !tensor->shape) {
-        ic_diag_error(diag, "dlpack 2.5.13",
+        ic_diag_error(diag, IC_RULE_DLPACK_SHAPE_STRIDES,
                       "ndim %d with shape NULL: shape must hold ndim entries", (int)ndim);
         return 0;
     }
     if (ndim > 0 && !tensor->strides && header->versioned &&
         (header->major > 1 || (header->major == 1 && header->minor >= 2)))
-        ic_diag_error(diag, "dlpack 2.5.13",
+        ic_diag_error(diag, IC_RULE_DLPACK_SHAPE_STRIDES,
                       "ndim %d with strides NULL in a version %u.%u capsule: DLPack >= 1.2 "
                       "requires strides when ndim != 0",
                       (int)ndim, (unsigned)header->major, (unsigned)header->minor);
@@ -259,7 +259,7 @@ int ic_dlpack_check_tensor(const DLTensor *tensor, const struct ic_dlpack_header
     for (int i = 0; i < ndim; i++) {
         view.shape[i] = tensor->shape[i];
         if (tensor->shape[i] < 0) {
-            ic_diag_error(diag, "dlpack 2.5.14", "shape[%d] is %lld: extents must be >= 0", i,
+            ic_diag_error(diag, IC_RULE_DLPACK_SHAPE, "shape[%d] is %lld: extents must be >= 0", i,
                           (long long)tensor->shape[i]);
             shape_ok = false;
         }
@@ -267,7 +267,8 @@ int ic_dlpack_check_tensor(const DLTensor *tensor, const struct ic_dlpack_header
     int64_t numel = 0;
     if (shape_ok && ic_view_numel(&view, &numel) < 0) {
         ic_view_format_shape(&view, text, sizeof(text));
-        ic_diag_error(diag, "dlpack 2.5.14", "the element count of shape %s overflows int64", text);
+        ic_diag_error(diag, IC_RULE_DLPACK_SHAPE, "the element count of shape %s overflows int64",
+                      text);
         shape_ok = false;
     }
     if (!shape_ok || !describable)
@@ -279,14 +280,14 @@ int ic_dlpack_check_tensor(const DLTensor *tensor, const struct ic_dlpack_header
     if (subbyte && !padded) {
         int64_t nbits;
         if (__builtin_mul_overflow(numel, (int64_t)elem_bits, &nbits)) {
-            ic_diag_error(diag, "dlpack 2.5.14",
+            ic_diag_error(diag, IC_RULE_DLPACK_SHAPE,
                           "%lld elements of %u bits: the size in bits overflows int64",
                           (long long)numel, elem_bits);
             return 0;
         }
         nbytes = nbits / 8 + (nbits % 8 != 0);
     } else if (__builtin_mul_overflow(numel, itemsize, &nbytes)) {
-        ic_diag_error(diag, "dlpack 2.5.14",
+        ic_diag_error(diag, IC_RULE_DLPACK_SHAPE,
                       "%lld elements of %lld bytes: the size in bytes overflows int64",
                       (long long)numel, (long long)itemsize);
         return 0;
@@ -296,7 +297,7 @@ int ic_dlpack_check_tensor(const DLTensor *tensor, const struct ic_dlpack_header
     if (tensor->strides && ndim > 0) {
         for (int i = 0; i < ndim; i++) {
             if (__builtin_mul_overflow(tensor->strides[i], itemsize, &view.strides[i])) {
-                ic_diag_error(diag, "dlpack 2.5.15",
+                ic_diag_error(diag, IC_RULE_DLPACK_STRIDES,
                               "strides[%d] = %lld elements of %lld bytes: the byte stride "
                               "overflows int64",
                               i, (long long)tensor->strides[i], (long long)itemsize);
@@ -304,27 +305,27 @@ int ic_dlpack_check_tensor(const DLTensor *tensor, const struct ic_dlpack_header
             }
         }
     } else if (ic_view_set_c_strides(&view) < 0) {
-        ic_diag_error(diag, "dlpack 2.5.14",
+        ic_diag_error(diag, IC_RULE_DLPACK_SHAPE,
                       "the C-contiguous strides of this shape overflow int64");
         return 0;
     }
     int64_t lo = 0, hi = 0;
     if (ic_view_span(&view, &lo, &hi) < 0) {
         ic_view_format_strides(&view, text, sizeof(text));
-        ic_diag_error(diag, "dlpack 2.5.15",
+        ic_diag_error(diag, IC_RULE_DLPACK_STRIDES,
                       "the bytes addressed through strides %s overflow int64", text);
         return 0;
     }
 
     if (numel > 0 && !tensor->data) {
-        ic_diag_error(diag, "dlpack 2.5.16",
+        ic_diag_error(diag, IC_RULE_DLPACK_DATA,
                       "data is NULL for %lld elements: only an empty tensor may have no data",
                       (long long)numel);
         return 0;
     }
     uintptr_t base = (uintptr_t)tensor->data, first;
     if (tensor->byte_offset > UINTPTR_MAX - base) {
-        ic_diag_error(diag, "dlpack 2.5.17",
+        ic_diag_error(diag, IC_RULE_DLPACK_ADDRESS,
                       "data %p + byte_offset %llu wraps around the address space", tensor->data,
                       (unsigned long long)tensor->byte_offset);
         return 0;
@@ -332,7 +333,7 @@ int ic_dlpack_check_tensor(const DLTensor *tensor, const struct ic_dlpack_header
     first = base + (uintptr_t)tensor->byte_offset;
     if (numel > 0 &&
         ((lo < 0 && (uintptr_t)(-lo) > first) || (hi > 0 && (uintptr_t)hi > UINTPTR_MAX - first))) {
-        ic_diag_error(diag, "dlpack 2.5.17",
+        ic_diag_error(diag, IC_RULE_DLPACK_ADDRESS,
                       "the elements at %#llx + [%lld, %lld) wrap around the address space",
                       (unsigned long long)first, (long long)lo, (long long)hi);
         return 0;
@@ -344,14 +345,14 @@ int ic_dlpack_check_tensor(const DLTensor *tensor, const struct ic_dlpack_header
         dtype = IC_DTYPE_INVALID;
     int64_t alignment = ic_dlpack_natural_alignment(dtype, itemsize);
     if (numel > 0 && alignment > 1 && first % (uintptr_t)alignment != 0)
-        ic_diag_warn(diag, "dlpack 2.5.17",
+        ic_diag_warn(diag, IC_RULE_DLPACK_ADDRESS,
                      "the first element at %#llx is not aligned to %lld bytes (the element's "
                      "natural alignment); consumers may copy or fault",
                      (unsigned long long)first, (long long)alignment);
 
     if (subbyte && !padded) {
         /* Element strides of packed 4/6-bit data have no byte equivalent (§8.5). */
-        ic_diag_warn(diag, "dlpack 2.5.21",
+        ic_diag_warn(diag, IC_RULE_DLPACK_SUBBYTE,
                      "%s elements of %u bits are packed: the tester cannot describe them with "
                      "byte strides",
                      ic_dlpack_code_name(tensor->dtype.code), elem_bits);
@@ -375,7 +376,7 @@ int ic_dlpack_check_capsule(PyObject *capsule, struct ic_dlpack_capsule *ret_inf
                             struct ic_diag *diag, struct ic_view *ret_view, bool *ret_have_view)
 {
     struct ic_dlpack_capsule info;
-    const char *rule = "dlpack 2.5.1";
+    enum ic_rule rule = IC_RULE_DLPACK_CAPSULE_NAME;
 
     if (!capsule || !ret_info || !diag || !ret_view || !ret_have_view)
         return IC_EINVAL;
@@ -417,14 +418,15 @@ int ic_dlpack_check_capsule(PyObject *capsule, struct ic_dlpack_capsule *ret_inf
      * with its producer's object while the capsule still points at it) does not. */
     Dl_info where;
     if (dladdr(name, &where) == 0)
-        ic_diag_warn(diag, "dlpack 2.5.7",
+        ic_diag_warn(diag, IC_RULE_DLPACK_STATIC_NAME,
                      "the capsule name \"%s\" at %p lies outside every loaded module: it looks "
                      "allocated, but capsule names must be static strings",
                      name, (const void *)name);
     void *pointer = PyCapsule_GetPointer(capsule, name);
     if (!pointer) {
+        /* Python never makes a capsule of NULL; a broken capsule object could still get here */
         PyErr_Clear();
-        ic_diag_error(diag, "dlpack 2.5.2", "PyCapsule_GetPointer(capsule, \"%s\") is NULL", name);
+        ic_diag_error(diag, rule, "PyCapsule_GetPointer(capsule, \"%s\") is NULL", name);
         goto done;
     }
     info.usable = true;
@@ -435,7 +437,7 @@ int ic_dlpack_check_capsule(PyObject *capsule, struct ic_dlpack_capsule *ret_inf
         info.header.minor = managed->version.minor;
         info.header.flags = managed->flags;
         if (managed->version.major != 1) {
-            ic_diag_error(diag, "dlpack 2.5.3",
+            ic_diag_error(diag, IC_RULE_DLPACK_MAJOR_VERSION,
                           "version %u.%u: a consumer of DLPack 1.x must call the deleter and "
                           "read nothing else from a struct of another major version",
                           (unsigned)managed->version.major, (unsigned)managed->version.minor);
@@ -443,7 +445,7 @@ int ic_dlpack_check_capsule(PyObject *capsule, struct ic_dlpack_capsule *ret_inf
         }
         uint64_t unknown = managed->flags & ~(uint64_t)IC_DLPACK_KNOWN_FLAGS;
         if (unknown)
-            ic_diag_warn(diag, "dlpack 2.5.9",
+            ic_diag_warn(diag, IC_RULE_DLPACK_FLAG_BITS,
                          "flags 0x%llx set undefined bits 0x%llx (DLPack %d.%d defines bits 0-2 "
                          "only)",
                          (unsigned long long)managed->flags, (unsigned long long)unknown,
@@ -752,7 +754,7 @@ static bool ic_dlpack_check_device_result(PyObject *result, struct ic_diag *diag
                                           struct ic_dlpack_device *ret)
 {
     char text[96];
-    const char *rule = "dlpack 2.5.8";
+    enum ic_rule rule = IC_RULE_DLPACK_DEVICE_TUPLE;
 
     memset(ret, 0, sizeof(*ret));
     if (!PyTuple_Check(result) || PyTuple_GET_SIZE(result) != 2) {
@@ -801,20 +803,20 @@ static void ic_dlpack_check_request(const struct ic_dlpack_request *req,
         return;
     if (!req->max_version_given && header->versioned)
         ic_diag_error(
-            diag, "dlpack 2.3 max_version",
+            diag, IC_RULE_DLPACK_LEGACY_REQUEST,
             "a versioned capsule (DLPack %u.%u) answered a request without "
             "max_version: such a consumer only understands the legacy \"" IC_DLPACK_NAME_LEGACY
             "\" capsule (or a BufferError)",
             (unsigned)header->major, (unsigned)header->minor);
     if (req->max_version_valid) {
         if (!header->versioned && req->max_major >= 1)
-            ic_diag_warn(diag, "dlpack 2.5.4",
+            ic_diag_warn(diag, IC_RULE_DLPACK_PREFER_VERSIONED,
                          "a legacy \"" IC_DLPACK_NAME_LEGACY
                          "\" capsule although max_version=(%lld, %lld) allows DLPack 1.x: the "
                          "producer may lack DLPack 1.x support",
                          (long long)req->max_major, (long long)req->max_minor);
         if (header->versioned && (int64_t)header->major > req->max_major)
-            ic_diag_error(diag, "dlpack 2.5.4",
+            ic_diag_error(diag, IC_RULE_DLPACK_MAX_VERSION,
                           "version %u.%u exceeds the requested max_version=(%lld, %lld): the "
                           "major version must not be greater",
                           (unsigned)header->major, (unsigned)header->minor,
@@ -823,16 +825,16 @@ static void ic_dlpack_check_request(const struct ic_dlpack_request *req,
 
     bool copied = header->versioned && (header->flags & DLPACK_FLAG_BITMASK_IS_COPIED);
     if (req->copy == 1 && !header->versioned)
-        ic_diag_error(diag, "dlpack 2.5.9",
+        ic_diag_error(diag, IC_RULE_DLPACK_COPY_FLAG,
                       "copy=True, but a legacy capsule cannot carry "
                       "DLPACK_FLAG_BITMASK_IS_COPIED");
     else if (req->copy == 1 && !copied)
-        ic_diag_error(diag, "dlpack 2.5.9",
+        ic_diag_error(diag, IC_RULE_DLPACK_COPY_FLAG,
                       "copy=True, but flags 0x%llx lack DLPACK_FLAG_BITMASK_IS_COPIED (0x2): a "
                       "producer that copies must say so",
                       (unsigned long long)header->flags);
     else if (req->copy == 0 && copied)
-        ic_diag_error(diag, "dlpack 2.5.9",
+        ic_diag_error(diag, IC_RULE_DLPACK_NO_COPY,
                       "copy=False, but flags 0x%llx set DLPACK_FLAG_BITMASK_IS_COPIED: the "
                       "producer copied although copying was forbidden",
                       (unsigned long long)header->flags);
@@ -845,7 +847,7 @@ static void ic_dlpack_check_request(const struct ic_dlpack_request *req,
     } else if (req->dl_device_valid) {
         if ((int64_t)device.device_type != req->dl_device_type ||
             (int64_t)device.device_id != req->dl_device_id)
-            ic_diag_error(diag, "dlpack 2.5.8",
+            ic_diag_error(diag, IC_RULE_DLPACK_DEVICE_MATCH,
                           "the capsule's device (%d, %d) differs from the requested "
                           "dl_device=(%lld, %lld)",
                           (int)device.device_type, (int)device.device_id,
@@ -853,7 +855,7 @@ static void ic_dlpack_check_request(const struct ic_dlpack_request *req,
     } else if (reported && reported->valid) {
         if ((int64_t)device.device_type != reported->type ||
             (int64_t)device.device_id != reported->id)
-            ic_diag_error(diag, "dlpack 2.5.8",
+            ic_diag_error(diag, IC_RULE_DLPACK_DEVICE_MATCH,
                           "the capsule's device (%d, %d) differs from __dlpack_device__() = "
                           "(%lld, %lld)",
                           (int)device.device_type, (int)device.device_id, (long long)reported->type,
@@ -865,21 +867,21 @@ static void ic_dlpack_check_request(const struct ic_dlpack_request *req,
         bool cuda = type == IC_DL_CUDA || type == IC_DL_CUDA_MANAGED;
         ic_dlpack_format_stream(req, text, sizeof(text));
         if (type == IC_DL_CPU)
-            ic_diag_error(diag, "dlpack 2.5.11",
+            ic_diag_error(diag, IC_RULE_DLPACK_CPU_STREAM,
                           "stream=%s was passed for a CPU array and the producer exported anyway: "
                           "CPU producers must raise for any stream but None",
                           text);
         else if (!req->stream_is_int && (cuda || type == IC_DL_ROCM))
-            ic_diag_error(diag, "dlpack 2.5.11",
+            ic_diag_error(diag, IC_RULE_DLPACK_STREAM_VALUE,
                           "stream=%s was accepted on device type %d: a CUDA or ROCm stream is "
                           "an int >= -1 (a reserved value or a handle); anything else must "
                           "raise",
                           text, (int)type);
         else if (req->stream_is_int && req->stream < -1)
-            ic_diag_error(diag, "dlpack 2.5.11",
+            ic_diag_error(diag, IC_RULE_DLPACK_STREAM_VALUE,
                           "stream=%s was accepted: stream values below -1 are invalid", text);
         else if (req->stream_is_int && req->stream == 0 && cuda)
-            ic_diag_warn(diag, "dlpack 2.5.11",
+            ic_diag_warn(diag, IC_RULE_DLPACK_STREAM_VALUE,
                          "stream=0 was accepted on CUDA (device type %d): 0 is disallowed "
                          "(ambiguous) and should raise",
                          (int)type);
@@ -917,14 +919,14 @@ static void ic_dlpack_after_export(PyObject *capsule, const struct ic_dlpack_req
         /* A versioned capsule would say it copied; a CPU producer's legacy capsule shares. */
         rec->zero_copy_known = true;
         if (!info.header.versioned)
-            ic_diag_warn(&diag, "dlpack 2.5.9",
+            ic_diag_warn(&diag, IC_RULE_DLPACK_COPY_FLAG,
                          "a legacy capsule cannot say whether the producer copied: the export is "
                          "assumed to share the producer's memory");
 
         int id = -1;
         int rc = ic_dlpack_watch(info.managed, info.header.versioned, &id);
         if (rc < 0) {
-            ic_diag_warn(&diag, "dlpack 2.5.5",
+            ic_diag_warn(&diag, IC_RULE_DLPACK_DELETER_ONCE,
                          "the deleter could not be instrumented (%s): its calls are not counted",
                          ic_strerror(rc));
         } else {
@@ -934,7 +936,7 @@ static void ic_dlpack_after_export(PyObject *capsule, const struct ic_dlpack_req
             if (!listed && rec->watch_count < capacity) {
                 rec->watch[rec->watch_count++] = id;
             } else if (!listed) {
-                ic_diag_warn(&diag, "dlpack 2.5.5",
+                ic_diag_warn(&diag, IC_RULE_DLPACK_DELETER_ONCE,
                              "more than %d exports in one case: the deleter of this one is "
                              "instrumented but not checked",
                              capacity);
@@ -944,6 +946,8 @@ static void ic_dlpack_after_export(PyObject *capsule, const struct ic_dlpack_req
         }
     }
     ic_dlpack_describe(&info, detail, sizeof(detail));
+    if (have_view && !rec->have_view)
+        rec->byte_offset = info.tensor->byte_offset;
     ic_export_record(rec, &view, have_view, &diag, detail);
     *ret_info = info;
 }
@@ -959,16 +963,25 @@ static PyObject *ic_dlpack_proxy_dlpack(PyObject *self, PyObject *args, PyObject
     PyObject *method = NULL, *capsule = NULL, *device = NULL;
     struct ic_py_exc exc;
 
+    bool asks_max_version =
+        kwargs && PyDict_Check(kwargs) && PyDict_GetItemString(kwargs, "max_version") != NULL;
     if (rec) {
         rec->export_calls++;
         ic_export_format_call("__dlpack__", args, kwargs, rec->request, sizeof(rec->request));
+        if (asks_max_version)
+            rec->dl_max_version_asked = true;
+        else if (rec->dl_max_version_refused)
+            rec->dl_retried = true;
     }
     method = PyObject_GetAttrString(proxy->target, "__dlpack__");
     if (method)
         capsule = PyObject_Call(method, args, kwargs);
     if (!capsule) {
-        if (rec && ic_py_peek(&exc))
+        if (rec && ic_py_peek(&exc)) {
             ic_export_producer_raised(rec, &exc);
+            if (asks_max_version && exc.type_error)
+                rec->dl_max_version_refused = true;
+        }
         goto cleanup; /* the producer's exception goes on to the consumer unchanged */
     }
     if (rec) {
@@ -1080,7 +1093,7 @@ static void ic_dlpack_observe_capsule(PyObject *capsule, struct ic_export_record
     bool used_versioned = strcmp(name, IC_DLPACK_NAME_USED_VERSIONED) == 0;
     if (!used_legacy && !used_versioned) {
         if (strcmp(name, IC_DLPACK_NAME_LEGACY) != 0 && strcmp(name, IC_DLPACK_NAME_VERSIONED) != 0)
-            ic_diag_error(&rec->lifetime, "dlpack 2.5.5",
+            ic_diag_error(&rec->lifetime, IC_RULE_DLPACK_CONSUMER_RENAME,
                           "the capsule is now named \"%s\": a consumer takes ownership by renaming "
                           "it to \"" IC_DLPACK_NAME_USED_LEGACY
                           "\" or \"" IC_DLPACK_NAME_USED_VERSIONED "\"",
@@ -1099,19 +1112,40 @@ static void ic_dlpack_observe_capsule(PyObject *capsule, struct ic_export_record
         return;
     ic_dlpack_watch_mark_consumed(id);
     if (state.versioned != used_versioned)
-        ic_diag_error(&rec->lifetime, "dlpack 2.5.5",
+        ic_diag_error(&rec->lifetime, IC_RULE_DLPACK_CONSUMER_RENAME,
                       "the consumer renamed a capsule holding a %s to \"%s\"",
                       state.versioned ? "DLManagedTensorVersioned" : "DLManagedTensor", name);
+}
+
+/* How a library consumer asked, judged once it returned: it must offer max_version (so that a
+ * producer may answer with a versioned capsule), and fall back to a call without it when the
+ * producer is too old for the keyword. */
+static void ic_dlpack_observe_requests(struct ic_export_record *rec)
+{
+    if (rec->export_calls == 0)
+        return;
+    if (!rec->dl_max_version_asked)
+        ic_diag_error(&rec->diag, IC_RULE_DLPACK_CONSUMER_MAX_VERSION,
+                      "the consumer called %s: without max_version a producer may only answer "
+                      "with a legacy capsule",
+                      rec->request);
+    else if (rec->dl_max_version_refused && !rec->dl_retried)
+        ic_diag_error(&rec->diag, IC_RULE_DLPACK_CONSUMER_RETRY,
+                      "the producer refused max_version with TypeError (%s: %s) and the consumer "
+                      "did not call __dlpack__() again without it",
+                      rec->producer_exc_type, rec->producer_exc_message);
 }
 
 static void ic_dlpack_observe(PyObject *obj, struct ic_export_record *rec)
 {
     if (!obj || !rec)
         return;
-    if (ic_dlpack_is_proxy(obj))
+    if (ic_dlpack_is_proxy(obj)) {
         ic_dlpack_observe_capsule(((struct ic_proxy *)obj)->last_export, rec);
-    else
+        ic_dlpack_observe_requests(rec);
+    } else {
         ic_dlpack_observe_capsule(obj, rec);
+    }
 }
 
 static void ic_dlpack_finish(PyObject *obj, struct ic_export_record *rec)
@@ -1128,24 +1162,24 @@ static void ic_dlpack_finish(PyObject *obj, struct ic_export_record *rec)
         if (ic_dlpack_watch_state(rec->watch[i], &state) < 0)
             continue;
         if (state.consumed && state.calls == 0)
-            ic_diag_error(&rec->lifetime, "dlpack 2.5.5",
+            ic_diag_error(&rec->lifetime, IC_RULE_DLPACK_DELETER_ONCE,
                           "export %d was consumed (renamed to used_*) but its deleter was never "
                           "called: the consumer leaks the tensor",
                           i + 1);
         else if (state.consumed && state.calls > 1)
-            ic_diag_error(&rec->lifetime, "dlpack 2.5.5",
+            ic_diag_error(&rec->lifetime, IC_RULE_DLPACK_DELETER_ONCE,
                           "export %d: the deleter was called %d times after the capsule was "
                           "consumed; it must be called exactly once (only the first call reached "
                           "the producer)",
                           i + 1, state.calls);
         else if (!state.consumed && state.calls > 1)
-            ic_diag_error(&rec->lifetime, "dlpack 2.5.6",
+            ic_diag_error(&rec->lifetime, IC_RULE_DLPACK_CAPSULE_DESTRUCTOR,
                           "export %d was not consumed, yet its deleter was called %d times: the "
                           "capsule destructor must call it exactly once (only the first call "
                           "reached the producer)",
                           i + 1, state.calls);
         else if (!state.consumed && state.calls == 0)
-            ic_diag_warn(&rec->lifetime, "dlpack 2.5.6",
+            ic_diag_warn(&rec->lifetime, IC_RULE_DLPACK_CAPSULE_DESTRUCTOR,
                          "export %d was not consumed and its deleter was never called: the "
                          "capsule is still alive, or the producer's capsule destructor frees the "
                          "tensor without the deleter",
@@ -1284,12 +1318,12 @@ static void ic_dlpack_check_variant(const struct ic_dlpack_capsule *info,
     if (!info->usable)
         return;
     if (rec->variant == IC_VARIANT_DL_LEGACY && info->header.versioned)
-        ic_diag_error(&rec->diag, "dlpack 2.3 max_version",
+        ic_diag_error(&rec->diag, IC_RULE_DLPACK_LEGACY_REQUEST,
                       "__dlpack__() without max_version returned a \"" IC_DLPACK_NAME_VERSIONED
                       "\" capsule: an old consumer needs \"" IC_DLPACK_NAME_LEGACY
                       "\" or a BufferError");
     if (rec->variant == IC_VARIANT_READONLY && !info->header.versioned)
-        ic_diag_warn(&rec->diag, "dlpack 2.5.10",
+        ic_diag_warn(&rec->diag, IC_RULE_DLPACK_READONLY_FLAG,
                      "a read-only array was exported as a legacy capsule, which cannot say it is "
                      "read-only: producers should raise BufferError instead");
 }
@@ -1355,7 +1389,7 @@ static int ic_dlpack_reference_consume(PyObject *export_obj, struct ic_export_re
         bool plain = rec->variant == IC_VARIANT_NONE || rec->variant == IC_VARIANT_READONLY;
         if (plain && exc.type_error) {
             /* The spec's fallback for producers that predate max_version. */
-            ic_diag_warn(&rec->diag, "dlpack 2.3 max_version",
+            ic_diag_warn(&rec->diag, IC_RULE_DLPACK_CONSUMER_RETRY,
                          "the producer does not accept max_version (%s: %s); retried "
                          "__dlpack__() without arguments",
                          exc.type, exc.message);
@@ -1391,7 +1425,7 @@ static void ic_dlpack_capsule_note_versioned(const struct ic_dlpack_capsule *inf
                                              struct ic_export_record *rec)
 {
     if (info->usable && info->header.versioned)
-        ic_diag_warn(&rec->diag, "dlpack 2.3 max_version",
+        ic_diag_warn(&rec->diag, IC_RULE_DLPACK_PREFER_VERSIONED,
                      "the bare capsule is \"" IC_DLPACK_NAME_VERSIONED
                      "\": legal, but to_dlpack functions make \"" IC_DLPACK_NAME_LEGACY
                      "\" capsules and consumers that take capsules may expect one");

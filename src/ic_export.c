@@ -69,12 +69,12 @@ void ic_export_format_call(const char *name, PyObject *args, PyObject *kwargs, c
     ic_export_append(buf, size, &used, ")");
 }
 
-static bool ic_export_diag_holds(const struct ic_diag *diag, const struct ic_finding *finding)
+static bool ic_export_diag_holds(const struct ic_diag *diag, const struct ic_diag_entry *finding)
 {
     for (int i = 0; i < diag->count; i++) {
-        const struct ic_finding *item = &diag->items[i];
-        if (item->severity == finding->severity && strcmp(item->rule, finding->rule) == 0 &&
-            strcmp(item->message, finding->message) == 0)
+        const struct ic_diag_entry *item = &diag->items[i];
+        if (item->severity == finding->severity && item->rule == finding->rule &&
+            item->side == finding->side && strcmp(item->message, finding->message) == 0)
             return true;
     }
     return false;
@@ -83,18 +83,19 @@ static bool ic_export_diag_holds(const struct ic_diag *diag, const struct ic_fin
 void ic_export_diag_merge(struct ic_diag *dst, const struct ic_diag *src)
 {
     for (int i = 0; i < src->count; i++) {
-        const struct ic_finding *finding = &src->items[i];
+        const struct ic_diag_entry *finding = &src->items[i];
         if (!ic_export_diag_holds(dst, finding))
-            ic_diag_add(dst, finding->severity, finding->rule, "%s", finding->message);
+            ic_diag_add_side(dst, finding->severity, finding->rule, finding->side, "%s",
+                             finding->message);
     }
     /* What the source had to drop are still findings of this export. */
     dst->dropped += src->dropped;
 }
 
-bool ic_export_diag_has_error(const struct ic_diag *diag, const char *rule)
+bool ic_export_diag_has_error(const struct ic_diag *diag, enum ic_rule rule)
 {
     for (int i = 0; i < diag->count; i++) {
-        if (diag->items[i].severity == IC_SEV_ERROR && strcmp(diag->items[i].rule, rule) == 0)
+        if (diag->items[i].severity == IC_SEV_ERROR && diag->items[i].rule == rule)
             return true;
     }
     return false;
@@ -191,7 +192,7 @@ cleanup:
     return rc;
 }
 
-bool ic_export_int_tuple(PyObject *obj, const char *key, const char *rule, int64_t *values,
+bool ic_export_int_tuple(PyObject *obj, const char *key, enum ic_rule rule, int64_t *values,
                          int *ret_count, struct ic_diag *diag)
 {
     char text[64];

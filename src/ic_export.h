@@ -40,7 +40,7 @@ void ic_export_format_call(const char *name, PyObject *args, PyObject *kwargs, c
 void ic_export_diag_merge(struct ic_diag *dst, const struct ic_diag *src);
 
 /* True when some finding of `diag` is an error citing exactly `rule`. */
-bool ic_export_diag_has_error(const struct ic_diag *diag, const char *rule);
+bool ic_export_diag_has_error(const struct ic_diag *diag, enum ic_rule rule);
 
 /* Records one validated export: the first one that produced a view (or, while none has,
  * the first one at all) fills rec->view, have_view and detail; the findings of every export
@@ -78,7 +78,7 @@ int ic_export_int64(PyObject *obj, int64_t *ret, bool *ret_exact);
  * finding goes to `diag`, citing `rule` and naming `key`. A bool is refused (it is an int only
  * by inheritance); an integer-like object that is not a Python int is a warning. False when
  * the tuple cannot be used. */
-bool ic_export_int_tuple(PyObject *obj, const char *key, const char *rule, int64_t *values,
+bool ic_export_int_tuple(PyObject *obj, const char *key, enum ic_rule rule, int64_t *values,
                          int *ret_count, struct ic_diag *diag);
 
 /* Reads a Python int as an address in [0, UINTPTR_MAX]. IC_ERANGE when negative or too

@@ -40,6 +40,12 @@ int main(int argc, char **argv)
     case IC_COMMAND_MERGE:
         status = ic_cmd_merge(&opts);
         break;
+    case IC_COMMAND_REPRO:
+        status = ic_cmd_repro(&opts);
+        break;
+    case IC_COMMAND_RULES:
+        status = ic_cmd_rules(&opts);
+        break;
     case IC_COMMAND_WORKER: {
         struct ic_worker_config config = {
             .fd = opts.worker_fd, .python = opts.python, .kit_path = opts.probekit};

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ic_error.h"
+#include "ic_findings.h"
 #include "ic_json.h"
 #include "ic_report.h"
 #include "ic_result.h"
@@ -521,6 +522,28 @@ static int ic_merge_build(const cJSON *const *reports, int nreports,
         }
     }
     rc = ic_merge_summary(merged, reports, nreports, envs, count);
+    if (rc < 0)
+        goto fail;
+    /* The inputs' findings, for their reproducers; the findings are made again over the merged
+     * cases, and keep the reproducer of an input finding with the same id. */
+    cJSON *findings = cJSON_AddArrayToObject(merged, "findings");
+    rc = findings ? 0 : IC_ENOMEM;
+    for (int r = 0; r < nreports && rc == 0; r++) {
+        const cJSON *f;
+        cJSON_ArrayForEach(f, ic_get(reports[r], "findings"))
+        {
+            if (ic_findings_find(merged, ic_json_string(f, "id")))
+                continue;
+            cJSON *copy = cJSON_Duplicate(f, true);
+            if (!copy || !cJSON_AddItemToArray(findings, copy)) {
+                cJSON_Delete(copy);
+                rc = IC_ENOMEM;
+                break;
+            }
+        }
+    }
+    if (rc == 0)
+        rc = ic_findings_attach(merged);
     if (rc < 0)
         goto fail;
     *ret = merged;

@@ -32,6 +32,8 @@ enum {
     OPT_VERSION,
     OPT_WORKER_FD,
     OPT_PROBEKIT,
+    OPT_RUN,
+    OPT_JUNIT_CASES,
 };
 
 static const struct option ic_long_options[] = {
@@ -63,6 +65,8 @@ static const struct option ic_long_options[] = {
     {"version", no_argument, NULL, OPT_VERSION},
     {"worker-fd", required_argument, NULL, OPT_WORKER_FD},
     {"probekit", required_argument, NULL, OPT_PROBEKIT},
+    {"run", no_argument, NULL, OPT_RUN},
+    {"junit-cases", no_argument, NULL, OPT_JUNIT_CASES},
     {NULL, 0, NULL, 0},
 };
 
@@ -78,6 +82,10 @@ void ic_options_usage(FILE *out)
         "                                           what changed between two reports\n"
         "       interopcheck merge A.json B.json ... -o ALL.json\n"
         "                                           one report of several environments\n"
+        "       interopcheck repro RUN.json FINDING [--run]\n"
+        "                                           a finding's reproducer: print it, or run it\n"
+        "       interopcheck rules [--format text|markdown|json]\n"
+        "                                           the rules every verdict cites\n"
         "\n"
         "interopcheck imports every installed array library through a probe, exchanges arrays\n"
         "between every pair over every protocol (DLPack, __array_interface__, __array_struct__,\n"
@@ -124,8 +132,10 @@ void ic_options_usage(FILE *out)
         "  --html FILE          the dashboard: one self-contained page, a matrix per protocol\n"
         "                       and device, filters, each case's checks (default: the JSON\n"
         "                       report's name with .html)\n"
-        "  --junit FILE         JUnit XML: a testcase per case; fail, crash and timeout are\n"
-        "                       failures, unsupported is skipped\n"
+        "  --junit FILE         JUnit XML: a testcase per finding (a crash or a timeout is an\n"
+        "                       <error>, any other a <failure> typed by its rule)\n"
+        "  --junit-cases        ... and a testcase per case (fail is a failure; crash, timeout\n"
+        "                       and error are errors; unsupported is skipped)\n"
         "  --markdown FILE      a capped summary for a pull request or a CI step summary\n"
         "  --markdown-max BYTES its cap (default 1000000, under GitHub's 1 MiB step summary;\n"
         "                       65536 fits a pull request comment)\n"
@@ -151,16 +161,38 @@ void ic_options_usage(FILE *out)
         "  merge A B... -o OUT  the environment becomes a dimension: every case and summary\n"
         "                       cell names the run it came from (CPU and GPU jobs, versions)\n"
         "\n"
-        "Outcomes: pass; fail (a rule was broken: the report names it, citing\n"
-        "../shared/docs/protocols.md numbering); unsupported (a refusal the spec allows, with\n"
-        "its reason); crash and timeout (the worker died or hung in that case); error (the\n"
-        "tool's or the environment's fault, never charged to a library); xfail and xpass\n"
-        "(an expected failure that failed, or passed).\n"
+        "Findings and reproducers:\n"
+        "  repro RUN.json FINDING  print the reproducer of a finding (or of a failing case's\n"
+        "                       finding, given the case id): a standalone Python script that\n"
+        "                       shows the problem with the libraries involved only\n"
+        "  --run                run it with the report's Python instead (or --python PATH);\n"
+        "                       --timeout bounds it\n"
         "\n"
-        "Exit status: 1 when a case had an outcome of --fail-on (default: it failed, crashed\n"
-        "or timed out; with --strict also xpass), else 0; 2 for a usage or environment error\n"
-        "(nothing was run). diff: 1 when a case regressed. merge and report: 0 when\n"
-        "written, 2 when not (report never fails because the run had failures).\n",
+        "Outcomes: pass; fail (a rule was broken: the case names the rule, the side that broke\n"
+        "it, producer or consumer, and the severity); unsupported (a refusal the spec allows,\n"
+        "with its reason); crash and timeout (the worker died or hung in that case; the Python\n"
+        "call that was running is named); error (the tool's or the environment's fault, never\n"
+        "charged to a library); xfail and xpass (an expected failure that failed, or passed).\n"
+        "Severity: harmful (silent wrong values, memory unsafety, a crash, a leak, lost\n"
+        "writes), nonconformant (the spec says otherwise but the user gets a clear error or a\n"
+        "correct result), documented (the library documents the deviation). Failing cases are\n"
+        "grouped into findings: one per culprit library, rule and cause, most severe first.\n"
+        "The rules: `interopcheck rules`, or docs/rules.md.\n"
+        "\n"
+        "Exit status of a run:\n"
+        "  0  cases were tested and none had an outcome of --fail-on\n"
+        "  1  a case had an outcome of --fail-on (default: it failed, crashed or timed out;\n"
+        "     with --strict also xpass)\n"
+        "  2  a usage or environment error: nothing was run\n"
+        "  3  a selected library could not be tested: its import raised or crashed, or it was\n"
+        "     named with --producer/--consumer and is not installed (under --all a library\n"
+        "     that is simply not installed is a note)\n"
+        "  4  nothing was tested: the selection has no case, or every case was unsupported or\n"
+        "     an error\n"
+        "3 and 4 win over 1: a run that could not test what was asked never reads as an\n"
+        "ordinary failure. diff: 1 when a case regressed. merge and report: 0 when written, 2\n"
+        "when not (report never fails because the run had failures). repro --run: 0 when the\n"
+        "problem still shows, 1 when it does not, 2 when it cannot be judged.\n",
         out);
 }
 
@@ -302,8 +334,10 @@ int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, 
             rc = ic_list_add(&opts->fail_on, optarg);
             break;
         case OPT_FORMAT:
-            if (strcmp(optarg, "text") != 0 && strcmp(optarg, "markdown") != 0) {
-                snprintf(err, err_size, "--format takes text or markdown, not '%s'", optarg);
+            if (strcmp(optarg, "text") != 0 && strcmp(optarg, "markdown") != 0 &&
+                strcmp(optarg, "json") != 0) {
+                snprintf(err, err_size, "--format takes text, markdown or json, not '%s'",
+                         optarg);
                 return IC_EUSAGE;
             }
             opts->format = optarg;
@@ -328,6 +362,12 @@ int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, 
             break;
         case OPT_PROBEKIT:
             opts->probekit = optarg;
+            break;
+        case OPT_RUN:
+            opts->run = true;
+            break;
+        case OPT_JUNIT_CASES:
+            opts->junit_cases = true;
             break;
         case ':':
             snprintf(err, err_size, "option '%s' needs a value", argv[optind - 1]);
@@ -360,6 +400,10 @@ int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, 
             opts->command = IC_COMMAND_DIFF;
         } else if (strcmp(word, "merge") == 0) {
             opts->command = IC_COMMAND_MERGE;
+        } else if (strcmp(word, "repro") == 0) {
+            opts->command = IC_COMMAND_REPRO;
+        } else if (strcmp(word, "rules") == 0) {
+            opts->command = IC_COMMAND_RULES;
         } else {
             snprintf(err, err_size, "unknown command '%s': use 'list', or options such as --all",
                      word);
@@ -367,7 +411,7 @@ int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, 
         }
     }
     bool takes_files = opts->command == IC_COMMAND_REPORT || opts->command == IC_COMMAND_DIFF ||
-                       opts->command == IC_COMMAND_MERGE;
+                       opts->command == IC_COMMAND_MERGE || opts->command == IC_COMMAND_REPRO;
     /* GNU getopt_long moves the non-options (the command word, the files) after the options,
      * wherever they were written. */
     while (takes_files && optind < argc && opts->nfiles < IC_MAX_LIST)
@@ -387,6 +431,20 @@ int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, 
                                 "are written; gate on the run's own exit status, or on "
                                 "'interopcheck diff'",
                  opts->strict ? "--strict" : "--fail-on");
+        return IC_EUSAGE;
+    }
+    if (opts->command == IC_COMMAND_REPRO && opts->nfiles != 2) {
+        snprintf(err, err_size, "repro takes a report and a finding: interopcheck repro RUN.json "
+                                "FINDING [--run]");
+        return IC_EUSAGE;
+    }
+    if (opts->run && opts->command != IC_COMMAND_REPRO) {
+        snprintf(err, err_size, "--run belongs to 'interopcheck repro REPORT FINDING --run'");
+        return IC_EUSAGE;
+    }
+    if (opts->format && strcmp(opts->format, "json") == 0 && opts->command != IC_COMMAND_RULES) {
+        snprintf(err, err_size, "--format json is for 'interopcheck rules'; diff takes text or "
+                                "markdown");
         return IC_EUSAGE;
     }
     if (opts->command == IC_COMMAND_DIFF && opts->nfiles != 2) {

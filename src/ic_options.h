@@ -30,6 +30,8 @@ enum ic_command {
     IC_COMMAND_REPORT, /* report RUN.json: the HTML, JUnit and Markdown reports of a run */
     IC_COMMAND_DIFF,   /* diff BASE.json NEW.json */
     IC_COMMAND_MERGE,  /* merge A.json B.json ... -o ALL.json */
+    IC_COMMAND_REPRO,  /* repro REPORT FINDING [--run] */
+    IC_COMMAND_RULES,  /* rules [--format text|markdown|json] */
 };
 
 struct ic_name_list {
@@ -55,6 +57,7 @@ struct ic_options {
     struct ic_name_list producers, consumers, protocols, dtypes, layouts, devices;
     /* Reports and expectations */
     const char *junit;    /* --junit FILE */
+    bool junit_cases;     /* --junit-cases: a testcase per case too */
     const char *markdown; /* --markdown FILE */
     size_t markdown_max;  /* --markdown-max BYTES */
     const char *html;     /* --html FILE (default: next to the JSON report) */
@@ -62,7 +65,8 @@ struct ic_options {
     int nexpect;
     bool strict;                 /* an xpass fails the run */
     struct ic_name_list fail_on; /* outcomes that make the exit status 1 */
-    const char *format;          /* diff: "text" or "markdown" */
+    const char *format;          /* diff: "text" or "markdown"; rules: also "json" */
+    bool run;                    /* repro --run */
     /* Positional arguments of report, diff and merge: report files. */
     const char *files[IC_MAX_LIST];
     int nfiles;

@@ -54,17 +54,17 @@ static void ic_plan_decide(const struct ic_library *producer, struct ic_planned 
     item->run = true;
     if (!(producer->dtypes & (1u << c->dtype))) {
         note = ic_library_note(producer, dtype);
-        ic_result_set(&item->result, IC_OUTCOME_UNSUPPORTED, NULL, "%s has no %s arrays%s%s",
+        ic_result_set(&item->result, IC_OUTCOME_UNSUPPORTED, "%s has no %s arrays%s%s",
                       producer->name, dtype, note ? ": " : "", note ? note : "");
         item->run = false;
     } else if (!(producer->layouts & (1u << c->layout))) {
         note = ic_library_note(producer, layout);
-        ic_result_set(&item->result, IC_OUTCOME_UNSUPPORTED, NULL,
+        ic_result_set(&item->result, IC_OUTCOME_UNSUPPORTED,
                       "%s cannot make a %s view%s%s", producer->name, layout, note ? ": " : "",
                       note ? note : "");
         item->run = false;
     } else if (c->variant == IC_VARIANT_READONLY && !producer->readonly) {
-        ic_result_set(&item->result, IC_OUTCOME_UNSUPPORTED, NULL,
+        ic_result_set(&item->result, IC_OUTCOME_UNSUPPORTED,
                       "%s cannot make read-only arrays", producer->name);
         item->run = false;
     }

@@ -63,6 +63,70 @@ int ic_probe_kit_load(const char *path, struct ic_py_exc *exc)
     return 0;
 }
 
+char *ic_probe_reproducer(const char *kit_path, const char *failure_json, const struct ic_case *c,
+                          struct ic_probe *producer, struct ic_probe *consumer,
+                          struct ic_py_exc *exc)
+{
+    PyObject *repro = NULL, *ops = NULL, *script = NULL;
+    char path[1100], *text = NULL;
+    const struct ic_layout_info *layout = ic_layout_info(c->layout);
+
+    /* The generator lives next to the kit; it is loaded once per worker. */
+    repro = PyImport_ImportModule("_repro");
+    if (!repro) {
+        PyErr_Clear();
+        const char *slash = strrchr(kit_path, '/');
+        int dir = slash ? (int)(slash - kit_path) : 1;
+        snprintf(path, sizeof(path), "%.*s/_repro.py", dir, slash ? kit_path : ".");
+        repro = ic_import_file("_repro", path);
+    }
+    ops = repro ? ic_layout_ops_to_python(layout) : NULL;
+    if (ops)
+        script = PyObject_CallMethod(repro, "generate", "sOnOO", failure_json, ops,
+                                     (Py_ssize_t)layout->base_len, producer->module,
+                                     consumer ? consumer->module : Py_None);
+    if (script && !PyUnicode_Check(script))
+        PyErr_SetString(PyExc_TypeError, "_repro.generate() must return a str");
+    else if (script) {
+        Py_ssize_t len = 0;
+        const char *utf8 = PyUnicode_AsUTF8AndSize(script, &len);
+        if (utf8 && (text = malloc((size_t)len + 1)) != NULL)
+            memcpy(text, utf8, (size_t)len + 1);
+        else if (utf8)
+            PyErr_NoMemory();
+    }
+    if (!text)
+        ic_py_fetch(exc);
+    Py_XDECREF(script);
+    Py_XDECREF(ops);
+    Py_XDECREF(repro);
+    return text;
+}
+
+/* True when the pending exception is ModuleNotFoundError for the probe's library itself
+ * (the probe's MODULE, or its name); leaves the exception pending. */
+static bool ic_import_names_module(PyObject *probe_module, const char *name)
+{
+    if (!PyErr_ExceptionMatches(PyExc_ModuleNotFoundError))
+        return false;
+    PyObject *type = NULL, *value = NULL, *traceback = NULL;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    PyObject *missing = value ? PyObject_GetAttrString(value, "name") : NULL;
+    PyObject *module = PyObject_GetAttrString(probe_module, "MODULE");
+    if (!module) {
+        PyErr_Clear();
+        module = PyUnicode_FromString(name);
+    }
+    bool same = missing && module && PyUnicode_Check(missing) &&
+                PyObject_RichCompareBool(missing, module, Py_EQ) == 1;
+    PyErr_Clear();
+    Py_XDECREF(missing);
+    Py_XDECREF(module);
+    PyErr_Restore(type, value, traceback);
+    return same;
+}
+
 int ic_probe_load(struct ic_probe *probe, const char *name, const char *path,
                   char **ret_info_json, struct ic_py_exc *exc)
 {
@@ -95,6 +159,7 @@ int ic_probe_load(struct ic_probe *probe, const char *name, const char *path,
     return 0;
 
 fail:
+    probe->not_installed = module && ic_import_names_module(module, name);
     ic_py_fetch(exc);
     Py_XDECREF(module);
     Py_XDECREF(info);
@@ -132,6 +197,61 @@ int ic_probe_import_traits(const struct ic_probe *probe, enum ic_protocol protoc
     PyErr_Clear();
     *ret = traits;
     return 0;
+}
+
+/* True when `list` (a deviation's filter) is absent or holds `name`. */
+static bool ic_listed(PyObject *entry, const char *key, const char *name)
+{
+    PyObject *list = PyDict_GetItemString(entry, key); /* borrowed */
+    if (!list)
+        return true;
+    if (!PyList_Check(list) && !PyTuple_Check(list))
+        return false;
+    PyObject *seq = PySequence_Fast(list, "");
+    if (!seq) {
+        PyErr_Clear();
+        return false;
+    }
+    bool found = false;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq) && !found; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        found = PyUnicode_Check(item) && PyUnicode_CompareWithASCIIString(item, name) == 0;
+    }
+    Py_DECREF(seq);
+    return found;
+}
+
+static bool ic_string_is(PyObject *entry, const char *key, const char *want)
+{
+    PyObject *value = PyDict_GetItemString(entry, key); /* borrowed */
+    return value && PyUnicode_Check(value) && PyUnicode_CompareWithASCIIString(value, want) == 0;
+}
+
+bool ic_probe_deviation(const struct ic_probe *probe, enum ic_rule rule, enum ic_side side,
+                        const struct ic_case *c, char *ret_link, size_t size)
+{
+    PyObject *list = probe->info ? PyDict_GetItemString(probe->info, "deviations") : NULL;
+    bool found = false;
+    if (!list || !PyList_Check(list))
+        return false;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list) && !found; i++) {
+        PyObject *entry = PyList_GET_ITEM(list, i); /* borrowed */
+        if (!PyDict_Check(entry) || !ic_string_is(entry, "rule", ic_rule_id(rule)) ||
+            !ic_string_is(entry, "side", ic_side_name(side)) ||
+            !ic_listed(entry, "protocols", ic_protocol_id(c->protocol)) ||
+            !ic_listed(entry, "dtypes", ic_dtype_name(c->dtype)) ||
+            !ic_listed(entry, "layouts", ic_layout_name(c->layout)))
+            continue;
+        PyObject *link = PyDict_GetItemString(entry, "link"); /* borrowed */
+        const char *text = link && PyUnicode_Check(link) ? PyUnicode_AsUTF8(link) : NULL;
+        /* A deviation is documented only with a link to the library's own documentation. */
+        if (text && (strncmp(text, "https://", 8) == 0 || strncmp(text, "http://", 7) == 0)) {
+            snprintf(ret_link, size, "%s", text);
+            found = true;
+        }
+    }
+    PyErr_Clear();
+    return found;
 }
 
 static PyObject *ic_int_list(const int64_t *values, int n)
@@ -357,8 +477,10 @@ int ic_probe_describe(struct ic_probe *probe, PyObject *array, struct ic_describ
         goto done;
     }
     value = PyDict_GetItemString(desc, "dtype");
-    if (!value || ic_py_str_copy(value, out.dtype_name, sizeof(out.dtype_name)) < 0) {
-        PyErr_SetString(PyExc_ValueError, "describe(): 'dtype' must be a str");
+    /* None: the library's own API cannot name the dtype (dtype_name stays ""). */
+    if (!value || (value != Py_None &&
+                   ic_py_str_copy(value, out.dtype_name, sizeof(out.dtype_name)) < 0)) {
+        PyErr_SetString(PyExc_ValueError, "describe(): 'dtype' must be a str or None");
         goto done;
     }
     if (ic_dtype_from_name(out.dtype_name, &out.view.dtype) == 0)

@@ -30,6 +30,10 @@ struct ic_probe {
     char path[1024];
     PyObject *module; /* NULL until loaded */
     PyObject *info;   /* the dict load() returned */
+    /* load() failed because the library itself is not installed: its import raised
+     * ModuleNotFoundError for the probe's MODULE (default: the probe's name), not for one of
+     * the library's own dependencies. */
+    bool not_installed;
 };
 
 /* How a consumer's import of one protocol behaves, from its load() info. */
@@ -49,7 +53,8 @@ struct ic_import_traits {
 /* What describe() said about an array. */
 struct ic_described {
     struct ic_view view;
-    char dtype_name[32];  /* as the probe spelled it, also when unknown to the tester */
+    char dtype_name[32];  /* as the probe spelled it, also when unknown to the tester; "" when
+                           * the library cannot name its array's dtype */
     bool pointer_known;   /* false when the probe could only give the bytes */
     bool readonly_known;
     bool holds_buffer;
@@ -59,6 +64,14 @@ struct ic_described {
 
 /* Loads `_probekit.py` from `path` as the module `_probekit`. */
 int ic_probe_kit_load(const char *path, struct ic_py_exc *exc);
+
+/* Writes the reproducer of one failure with probes/_repro.py (found next to the kit at
+ * `kit_path`, loaded once): `failure_json` describes the case and its failed check, `c` is
+ * the case, `consumer` NULL for interopcheck's own consumer. Returns the script (malloc'd,
+ * the caller frees), or NULL with the reason in `exc`. */
+char *ic_probe_reproducer(const char *kit_path, const char *failure_json, const struct ic_case *c,
+                          struct ic_probe *producer, struct ic_probe *consumer,
+                          struct ic_py_exc *exc);
 
 /* Imports the probe file and calls its load(). On success probe->module and probe->info are
  * set and *ret_info_json (malloc'd, the caller frees) holds info as JSON. */
@@ -70,6 +83,12 @@ void ic_probe_release(struct ic_probe *probe);
 
 int ic_probe_import_traits(const struct ic_probe *probe, enum ic_protocol protocol,
                            struct ic_import_traits *ret);
+
+/* True when the probe's load() info declares a deviation of its library for `rule` broken by
+ * `side`, on this case's protocol, dtype and layout (each filter optional), with a link to the
+ * library's own documentation, which goes to ret_link. See probes/README.md, `deviations`. */
+bool ic_probe_deviation(const struct ic_probe *probe, enum ic_rule rule, enum ic_side side,
+                        const struct ic_case *c, char *ret_link, size_t size);
 
 /* build(data, dtype, ops, readonly): an array of `dtype` from the bytes of `data` (the
  * layout's base), with the layout's ops applied. */

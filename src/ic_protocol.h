@@ -131,6 +131,13 @@ struct ic_export_record {
     char producer_exc_type[64];
     char producer_exc_message[400];
 
+    /* DLPack requests of a library consumer: whether some __dlpack__ call passed max_version,
+     * whether such a call was refused with TypeError, and whether a call without max_version
+     * followed that refusal (the spec's fallback for old producers). */
+    bool dl_max_version_asked;
+    bool dl_max_version_refused;
+    bool dl_retried;
+
     /* The consumer broke the C API while asking (it requested an export with a Python
      * exception still set, as if its previous failed request were not its problem): the
      * producer's code then runs in a broken state, and what follows is the consumer's fault. */
@@ -143,6 +150,10 @@ struct ic_export_record {
     struct ic_diag diag;
     char detail[160]; /* what was exported, e.g. "dltensor_versioned 1.3 flags=0x1" */
 
+    /* DLPack: the byte_offset of the export whose view the record keeps (the view's data
+     * already includes it); lets the judge recognise a consumer that ignored it. */
+    uint64_t byte_offset;
+
     /* Zero-copy expectations of this export; set by the protocol module. */
     bool copy_expected;   /* the request asked for a copy (copy=True): memory must differ */
     bool no_copy_required; /* the request forbade a copy (copy=False): memory must be shared */
@@ -154,7 +165,7 @@ struct ic_export_record {
      * non-contiguous array asked for a contiguous buffer): a refusal is the conformant answer,
      * and an export is an error finding. Set by reference_consume. */
     bool refusal_required;
-    char refusal_rule[IC_DIAG_RULE_MAX]; /* the rule an export would break, e.g. "dlpack 2.5.11" */
+    enum ic_rule refusal_rule; /* the rule an export would break */
 
     /* The stream the export names for the consumer to order its work after (CUDA Array
      * Interface, version 3: the producer hands it over in the dict). has_stream is false and

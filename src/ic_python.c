@@ -122,6 +122,7 @@ int ic_py_init(const struct ic_py_config *config, char *err, size_t err_size)
     /* Isolated: the tested environment is chosen by --python alone, never by PYTHONPATH or
      * PYTHONHOME leaking in from the user's shell. Signal handlers stay ours. */
     PyConfig_InitIsolatedConfig(&pyconfig);
+    pyconfig.faulthandler = config->faulthandler ? 1 : 0;
     pyconfig.install_signal_handlers = 0;
     pyconfig.site_import = 1;
     pyconfig.write_bytecode = 0;
@@ -415,4 +416,25 @@ int ic_py_str_copy(PyObject *obj, char *buf, size_t size)
     }
     snprintf(buf, size, "%s", utf8);
     return 0;
+}
+
+void ic_py_faulthandler_rearm(void)
+{
+    /* enable() alone does nothing while faulthandler counts itself enabled, even when a
+     * library has since replaced its handlers: disable() first, then enable() installs them
+     * again in front. */
+    PyObject *module = PyImport_ImportModule("faulthandler");
+    PyObject *off = module ? PyObject_CallMethod(module, "disable", NULL) : NULL;
+    PyObject *args = PyTuple_New(0);
+    PyObject *kwargs = Py_BuildValue("{s:O}", "all_threads", Py_True);
+    PyObject *enable = module ? PyObject_GetAttrString(module, "enable") : NULL;
+    PyObject *on = off && args && kwargs && enable ? PyObject_Call(enable, args, kwargs) : NULL;
+    if (!on)
+        PyErr_Clear();
+    Py_XDECREF(on);
+    Py_XDECREF(enable);
+    Py_XDECREF(kwargs);
+    Py_XDECREF(args);
+    Py_XDECREF(off);
+    Py_XDECREF(module);
 }

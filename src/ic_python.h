@@ -27,6 +27,9 @@ typedef struct _object PyObject;
 struct ic_py_config {
     const char *python;         /* path of the environment's python executable */
     const char *const *sys_path; /* directories put first on sys.path, NULL-terminated, or NULL */
+    /* Python's faulthandler from the start: a fatal signal (and SIGABRT) writes the Python
+     * stack of every thread to stderr, which tells a crash report the call that was running. */
+    bool faulthandler;
 };
 
 /* Checks that `python` exists, runs, and has the major.minor version libpython was built
@@ -42,6 +45,12 @@ const char *ic_py_runtime_version(void);
 /* Starts the interpreter. On failure writes the reason into err and returns IC_EPYTHON;
  * the process should then exit, since CPython cannot be initialised twice reliably. */
 int ic_py_init(const struct ic_py_config *config, char *err, size_t err_size);
+
+/* Installs faulthandler's signal handlers again, in front of whatever a library installed
+ * since (paddle installs its own SIGSEGV handler, which hides the Python stack, some time
+ * after its import). The library's handler is dropped: a fatal signal dumps the Python stack
+ * and kills the process. GIL held; raises nothing. */
+void ic_py_faulthandler_rearm(void);
 
 /* Finalises the interpreter (GIL must not be held). Safe to call when init failed. */
 void ic_py_finalize(void);

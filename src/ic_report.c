@@ -15,6 +15,7 @@
 static const char *const ic_library_state_names[] = {
     [IC_LIBRARY_FOUND] = "not_loaded",
     [IC_LIBRARY_LOADED] = "loaded",
+    [IC_LIBRARY_NOT_INSTALLED] = "not_installed",
     [IC_LIBRARY_IMPORT_ERROR] = "import_error",
     [IC_LIBRARY_IMPORT_CRASH] = "import_crash",
     [IC_LIBRARY_INVALID] = "invalid_probe",

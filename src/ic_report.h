@@ -21,7 +21,7 @@
 #include "ic_catalog.h"
 #include "ic_plan.h"
 
-#define IC_REPORT_SCHEMA_VERSION 1
+#define IC_REPORT_SCHEMA_VERSION 2
 
 /* Which device kinds cases can run on, and why (or why not), one sentence each. */
 struct ic_devices {

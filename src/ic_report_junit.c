@@ -103,9 +103,10 @@ static void ic_junit_count(struct ic_junit_counts *counts, const cJSON *c)
 {
     int outcome = ic_case_outcome(c);
     counts->tests++;
-    if (ic_outcome_is_failure((enum ic_outcome)outcome))
+    if (outcome == IC_OUTCOME_FAIL)
         counts->failures++;
-    else if (outcome == IC_OUTCOME_ERROR)
+    else if (outcome == IC_OUTCOME_ERROR || outcome == IC_OUTCOME_CRASH ||
+             outcome == IC_OUTCOME_TIMEOUT)
         counts->errors++;
     else if (outcome == IC_OUTCOME_UNSUPPORTED || outcome == IC_OUTCOME_XFAIL ||
              outcome == IC_OUTCOME_WAIVED)
@@ -315,15 +316,23 @@ static void ic_junit_testcase(struct ic_text_buf *out, const struct ic_junit_cas
         ic_text_buf_adds(out, "/>\n");
         return;
     case IC_OUTCOME_FAIL:
-    case IC_OUTCOME_CRASH:
-    case IC_OUTCOME_TIMEOUT:
-        /* A failure's type is the rule it broke; crash and timeout break none. */
+        /* A failure's type is the rule it broke. */
         ic_text_buf_adds(out, ">\n      <failure");
-        ic_junit_message(out, outcome == IC_OUTCOME_FAIL ? NULL : outcome_name, rule, diagnostic);
+        ic_junit_message(out, NULL, rule, diagnostic);
         ic_junit_attr(out, "type", rule ? rule : outcome_name, IC_JUNIT_NAME_CAP);
         ic_text_buf_adds(out, ">");
         ic_junit_details(out, c);
         ic_text_buf_adds(out, "</failure>\n");
+        break;
+    case IC_OUTCOME_CRASH:
+    case IC_OUTCOME_TIMEOUT:
+        /* The test did not run to its end: an error, as JUnit readers expect. */
+        ic_text_buf_adds(out, ">\n      <error");
+        ic_junit_message(out, outcome_name, rule, diagnostic);
+        ic_junit_attr(out, "type", outcome_name, IC_JUNIT_NAME_CAP);
+        ic_text_buf_adds(out, ">");
+        ic_junit_details(out, c);
+        ic_text_buf_adds(out, "</error>\n");
         break;
     case IC_OUTCOME_ERROR:
         ic_text_buf_adds(out, ">\n      <error");
@@ -391,7 +400,84 @@ static void ic_junit_suite(struct ic_text_buf *out, const cJSON *report,
     ic_text_buf_adds(out, "  </testsuite>\n");
 }
 
-int ic_junit_write(const cJSON *report, const char *path, char *err, size_t err_size)
+/* One testcase per finding: a finding that crashed or hung is an <error>, any other a
+ * <failure> whose type is its rule; the body holds its cases, example and reproducer. */
+static void ic_junit_finding(struct ic_text_buf *out, const cJSON *f)
+{
+    const cJSON *outcomes = cJSON_GetObjectItemCaseSensitive(f, "outcomes");
+    bool broke = cJSON_GetObjectItemCaseSensitive(outcomes, "crash") ||
+                 cJSON_GetObjectItemCaseSensitive(outcomes, "timeout");
+    const char *element = broke ? "error" : "failure";
+    char classname[IC_JUNIT_NAME_CAP], prefix[160];
+    snprintf(classname, sizeof(classname), "interopcheck.findings.%s",
+             ic_json_string_or(f, "culprit", "unknown"));
+    snprintf(prefix, sizeof(prefix), "%s, %.0f cases", ic_json_string_or(f, "severity", "?"),
+             cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(f, "count")));
+
+    ic_text_buf_adds(out, "    <testcase");
+    ic_junit_attr(out, "classname", classname, IC_JUNIT_NAME_CAP);
+    ic_junit_attr(out, "name", ic_json_string_or(f, "id", "?"), IC_JUNIT_NAME_CAP);
+    ic_text_buf_addf(out, " time=\"0\">\n      <%s", element);
+    ic_junit_message(out, prefix, ic_json_string(f, "rule"), ic_json_string(f, "diagnostic"));
+    ic_junit_attr(out, "type", ic_json_string_or(f, "rule", element), IC_JUNIT_NAME_CAP);
+    ic_text_buf_adds(out, ">");
+    ic_junit_line(out, "culprit", ic_json_string(f, "culprit"), IC_JUNIT_NAME_CAP);
+    ic_junit_line(out, "side", ic_json_string(f, "side"), IC_JUNIT_NAME_CAP);
+    ic_junit_line(out, "documented", ic_json_string(f, "documented"), IC_JUNIT_FIELD_CAP);
+    ic_junit_line(out, "example", ic_json_string(f, "example"), IC_JUNIT_NAME_CAP);
+    const cJSON *pattern;
+    cJSON_ArrayForEach(pattern, cJSON_GetObjectItemCaseSensitive(f, "cases"))
+        ic_junit_line(out, "cases", cJSON_GetStringValue(pattern), IC_JUNIT_NAME_CAP);
+    const char *script = ic_json_string(f, "reproducer");
+    if (script) {
+        ic_text_buf_adds(out, "reproducer:\n");
+        ic_text_buf_add_escaped_str(out, script, IC_ESCAPE_XML_TEXT, 20000);
+    }
+    ic_text_buf_addf(out, "</%s>\n    </testcase>\n", element);
+}
+
+/* The findings suite's counts: a testcase per finding (one when there is none), an error for
+ * a finding that crashed or hung. */
+static void ic_junit_count_findings(struct ic_junit_counts *counts, const cJSON *report)
+{
+    const cJSON *findings = cJSON_GetObjectItemCaseSensitive(report, "findings");
+    const cJSON *f;
+    int total = cJSON_GetArraySize(findings);
+    counts->tests += total ? (size_t)total : 1;
+    cJSON_ArrayForEach(f, findings)
+    {
+        const cJSON *outcomes = cJSON_GetObjectItemCaseSensitive(f, "outcomes");
+        if (cJSON_GetObjectItemCaseSensitive(outcomes, "crash") ||
+            cJSON_GetObjectItemCaseSensitive(outcomes, "timeout"))
+            counts->errors++;
+        else
+            counts->failures++;
+    }
+}
+
+static void ic_junit_findings(struct ic_text_buf *out, const cJSON *report, const char *timestamp)
+{
+    const cJSON *findings = cJSON_GetObjectItemCaseSensitive(report, "findings");
+    struct ic_junit_counts counts = {0};
+    const cJSON *f;
+    ic_junit_count_findings(&counts, report);
+    ic_text_buf_addf(out,
+                     "  <testsuite id=\"0\" name=\"interopcheck.findings\" tests=\"%zu\" "
+                     "failures=\"%zu\" errors=\"%zu\" skipped=\"0\" time=\"0\"",
+                     counts.tests, counts.failures, counts.errors);
+    if (timestamp)
+        ic_junit_attr(out, "timestamp", timestamp, IC_JUNIT_NAME_CAP);
+    ic_text_buf_adds(out, ">\n");
+    if (cJSON_GetArraySize(findings) == 0)
+        ic_text_buf_adds(out, "    <testcase classname=\"interopcheck.findings\" "
+                              "name=\"no findings\" time=\"0\"/>\n");
+    cJSON_ArrayForEach(f, findings)
+        ic_junit_finding(out, f);
+    ic_text_buf_adds(out, "  </testsuite>\n");
+}
+
+int ic_junit_write(const cJSON *report, const char *path, bool per_case, char *err,
+                   size_t err_size)
 {
     const cJSON *cases_json = cJSON_GetObjectItemCaseSensitive(report, "cases");
     const cJSON *run = cJSON_GetObjectItemCaseSensitive(report, "run");
@@ -444,13 +530,23 @@ int ic_junit_write(const cJSON *report, const char *path, char *err, size_t err_
 
     ic_text_buf_adds(
         &out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"interopcheck\"");
-    ic_junit_count_attrs(&out, &counts,
+    /* The totals are the findings' suite's, plus the cases' when they are written. */
+    struct ic_junit_counts root = {0};
+    ic_junit_count_findings(&root, report);
+    if (per_case) {
+        root.tests += counts.tests;
+        root.failures += counts.failures;
+        root.errors += counts.errors;
+        root.skipped += counts.skipped;
+    }
+    ic_junit_count_attrs(&out, &root,
                          cJSON_IsNumber(duration) ? duration->valuedouble : counts.seconds);
     if (timestamp)
         ic_junit_attr(&out, "timestamp", timestamp, IC_JUNIT_NAME_CAP);
     ic_text_buf_adds(&out, ">\n");
-    for (size_t s = 0; s < nsuites; s++)
-        ic_junit_suite(&out, report, cases, &suites[s], s, timestamp, hostname);
+    ic_junit_findings(&out, report, timestamp);
+    for (size_t s = 0; per_case && s < nsuites; s++)
+        ic_junit_suite(&out, report, cases, &suites[s], s + 1, timestamp, hostname);
     ic_text_buf_adds(&out, "</testsuites>\n");
     if (out.status)
         goto nomem;

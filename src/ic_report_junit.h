@@ -3,11 +3,15 @@
  * reporters).
  *
  * Contract
- * - One <testcase> per case, grouped into <testsuite>s by protocol and producer/consumer pair
- *   (and environment, for a merged report); classname and name derive from the case id.
- * - fail, crash and timeout are <failure>s carrying the rule and diagnostic; unsupported is
- *   <skipped> with its reason; error is <error>; xfail and waived are <skipped> that say so;
- *   xpass passes with a note in <system-out>.
+ * - The suite "interopcheck.findings" has one <testcase> per finding (classname
+ *   interopcheck.findings.<culprit>, name the finding's id): a finding whose cases crashed or
+ *   hung is an <error>, any other a <failure> whose type is its rule; the body holds its cases,
+ *   example and reproducer. A report without findings has one passing testcase.
+ * - With `per_case`, one <testcase> per case follows, grouped into <testsuite>s by protocol
+ *   and producer/consumer pair (and environment, for a merged report): fail is a <failure>
+ *   carrying the rule and diagnostic; crash, timeout and error are <error>s; unsupported is
+ *   <skipped> with its reason; xfail and waived are <skipped> that say so; xpass passes with
+ *   a note in <system-out>.
  * - All text is made safe for XML 1.0 (ic_text): escaped, invalid UTF-8 repaired, characters
  *   XML forbids replaced, long messages capped. The file is written atomically.
  * - Returns 0, or a negative IC_E* code with err saying why; nothing is left half-written.
@@ -15,10 +19,12 @@
 #ifndef IC_REPORT_JUNIT_H
 #define IC_REPORT_JUNIT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <cjson/cJSON.h>
 
-int ic_junit_write(const cJSON *report, const char *path, char *err, size_t err_size);
+int ic_junit_write(const cJSON *report, const char *path, bool per_case, char *err,
+                   size_t err_size);
 
 #endif

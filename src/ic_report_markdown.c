@@ -68,8 +68,10 @@ struct ic_md_writer {
     bool cut;        /* a section did not fit: nothing more is added */
     size_t matrices; /* matrices, and those shown */
     size_t matrices_shown;
-    size_t listed; /* cases listed (failures, errors, unexpected passes), and those shown */
+    size_t listed; /* cases listed (errors, unexpected passes), and those shown */
     size_t listed_shown;
+    size_t findings; /* findings, and those shown */
+    size_t findings_shown;
     bool environment_shown;
 };
 
@@ -377,6 +379,109 @@ static void ic_md_matrices(struct ic_md_writer *w, const cJSON *report)
     ic_text_buf_release(&without);
 }
 
+/* --- Findings ------------------------------------------------------------------------------- */
+
+/* A fence for a script: longer than any run of backticks inside it, so nothing in the script
+ * can close the block early. */
+static size_t ic_md_fence_len(const char *text)
+{
+    size_t longest = 0, run = 0;
+    for (const char *p = text; *p; p++) {
+        run = *p == '`' ? run + 1 : 0;
+        if (run > longest)
+            longest = run;
+    }
+    return longest < 3 ? 3 : longest + 1;
+}
+
+static void ic_md_reproducer(struct ic_text_buf *out, const cJSON *finding)
+{
+    const char *script = ic_json_string(finding, "reproducer");
+    if (!script)
+        return;
+    size_t fence = ic_md_fence_len(script);
+    ic_text_buf_adds(out, "<details><summary>Reproducer of ");
+    ic_md_code(out, ic_json_string_or(finding, "id", "?"));
+    ic_text_buf_adds(out, "</summary>\n\n");
+    for (size_t i = 0; i < fence; i++)
+        ic_text_buf_adds(out, "`");
+    ic_text_buf_adds(out, "python\n");
+    ic_text_buf_add_escaped_str(out, script, IC_ESCAPE_PLAIN, 20000);
+    if (script[0] && script[strlen(script) - 1] != '\n')
+        ic_text_buf_adds(out, "\n");
+    for (size_t i = 0; i < fence; i++)
+        ic_text_buf_adds(out, "`");
+    ic_text_buf_adds(out, "\n\n</details>\n\n");
+}
+
+/* A rule id, linked to its entry in the rules document when that is on the web. */
+static void ic_md_rule(struct ic_text_buf *out, const cJSON *finding)
+{
+    const char *link = ic_json_string(finding, "rule_link");
+    static const char url_chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                    "0123456789-._~:/?#@!$&'*+,;=%";
+    bool web = link && strncmp(link, "https://", 8) == 0 &&
+               strspn(link, url_chars) == strlen(link) && strlen(link) < 400;
+    if (web)
+        ic_text_buf_adds(out, "[");
+    ic_md_code(out, ic_json_string_or(finding, "rule", "?"));
+    if (web)
+        ic_text_buf_addf(out, "](<%s>)", link);
+}
+
+/* The findings: one row per cause, most severe first; then the reproducers of the harmful
+ * ones, folded, as far as the cap allows. */
+static void ic_md_findings(struct ic_md_writer *w, const cJSON *report)
+{
+    const cJSON *findings = cJSON_GetObjectItemCaseSensitive(report, "findings");
+    int total = cJSON_GetArraySize(findings);
+    struct ic_text_buf section;
+    if (total == 0)
+        return;
+    ic_text_buf_init(&section);
+    ic_text_buf_addf(&section,
+                     "### Findings (%d)\n\nOne row per cause: the library at fault, the rule it "
+                     "broke (see the rules document), and what was seen in its first case. "
+                     "`interopcheck repro REPORT FINDING` prints a finding's reproducer.\n\n"
+                     "| severity | cases | culprit | rule | finding | what was seen |\n"
+                     "|---|---|---|---|---|---|\n",
+                     total);
+    w->findings = (size_t)total;
+    if (ic_md_commit(w, &section)) {
+        const cJSON *f;
+        cJSON_ArrayForEach(f, findings)
+        {
+            ic_text_buf_truncate(&section, 0);
+            ic_text_buf_adds(&section, "| ");
+            ic_md_code(&section, ic_json_string_or(f, "severity", "?"));
+            ic_text_buf_addf(&section, " | %.0f | ",
+                             cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(f, "count")));
+            ic_md_code(&section, ic_json_string_or(f, "culprit", "?"));
+            ic_text_buf_adds(&section, " | ");
+            ic_md_rule(&section, f);
+            ic_text_buf_adds(&section, " | ");
+            ic_md_code(&section, ic_json_string_or(f, "id", "?"));
+            ic_text_buf_adds(&section, " | ");
+            ic_md_text(&section, ic_json_string_or(f, "diagnostic", ""), IC_MD_FIELD_CAP);
+            ic_text_buf_adds(&section, " |\n");
+            if (!ic_md_commit(w, &section))
+                break;
+            w->findings_shown++;
+        }
+        ic_text_buf_adds(&w->out, "\n");
+        cJSON_ArrayForEach(f, findings)
+        {
+            if (strcmp(ic_json_string_or(f, "severity", ""), "harmful") != 0)
+                continue;
+            ic_text_buf_truncate(&section, 0);
+            ic_md_reproducer(&section, f);
+            if (!ic_md_commit(w, &section))
+                break;
+        }
+    }
+    ic_text_buf_release(&section);
+}
+
 /* --- Cases to look at ------------------------------------------------------------------------ */
 
 static void ic_md_case_row(struct ic_text_buf *out, const cJSON *c, bool merged)
@@ -425,9 +530,8 @@ static void ic_md_cases(struct ic_md_writer *w, const cJSON *report,
     const cJSON *cases = cJSON_GetObjectItemCaseSensitive(report, "cases");
     bool merged = cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(report, "environments"));
     struct ic_text_buf section;
-    size_t in_group[3] = {counts[IC_OUTCOME_FAIL] + counts[IC_OUTCOME_CRASH] +
-                              counts[IC_OUTCOME_TIMEOUT],
-                          counts[IC_OUTCOME_ERROR], counts[IC_OUTCOME_XPASS]};
+    /* Failing cases are not listed one by one: the findings stand for them. */
+    size_t in_group[3] = {0, counts[IC_OUTCOME_ERROR], counts[IC_OUTCOME_XPASS]};
 
     ic_text_buf_init(&section);
     for (int group = 0; group < 3; group++) {
@@ -489,6 +593,11 @@ static void ic_md_closing(struct ic_text_buf *out, const struct ic_md_writer *w,
                              w->matrices);
             sep = ", ";
         }
+        if (w->findings_shown < w->findings) {
+            ic_text_buf_addf(out, "%s%zu of %zu findings", sep, w->findings - w->findings_shown,
+                             w->findings);
+            sep = ", ";
+        }
         ic_text_buf_addf(out, "%s%zu of %zu listed cases.", sep, w->listed - w->listed_shown,
                          w->listed);
         ic_text_buf_adds(out, full_report ? " Everything is in "
@@ -529,7 +638,8 @@ int ic_markdown_write(const cJSON *report, const char *path, size_t max_bytes,
     ic_text_buf_init(&closing);
 
     /* Room for the closing line, measured with every count at its largest. */
-    struct ic_md_writer worst = {.cut = true, .matrices = SIZE_MAX, .listed = SIZE_MAX};
+    struct ic_md_writer worst = {
+        .cut = true, .matrices = SIZE_MAX, .listed = SIZE_MAX, .findings = SIZE_MAX};
     ic_md_closing(&closing, &worst, max_bytes, full_report);
     size_t reserve = closing.len + 8; /* and the newlines that end the last table */
 
@@ -543,6 +653,7 @@ int ic_markdown_write(const cJSON *report, const char *path, size_t max_bytes,
         goto done;
     }
     w.limit = max_bytes - reserve;
+    ic_md_findings(&w, report);
     ic_md_environment(&w, report);
     ic_md_matrices(&w, report);
     ic_md_cases(&w, report, counts);

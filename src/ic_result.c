@@ -68,53 +68,107 @@ const char *ic_check_summary(enum ic_check check)
 const char *ic_check_status_name(enum ic_check_status status)
 {
     return ((int)status >= 0 && status <= IC_CHECK_SKIP) ? ic_check_status_names[status]
-                                                          : "invalid";
+                                                         : "invalid";
+}
+
+static void ic_result_note(char *dst, size_t size, const char *fmt, va_list ap)
+{
+    dst[0] = '\0';
+    if (!fmt)
+        return;
+    int len = vsnprintf(dst, size, fmt, ap);
+    /* Notes and diagnostics quote library text: valid UTF-8, and a cut says so. */
+    ic_text_fix_formatted(dst, size, len);
+}
+
+/* The side and severity a broken rule charges: the side given, else the rule's own; the rule's
+ * class, else `fallback` (for IC_RULE_NONE). */
+static void ic_rule_charge(enum ic_rule rule, enum ic_side side, enum ic_severity_class fallback,
+                           enum ic_side *ret_side, enum ic_severity_class *ret_severity)
+{
+    const struct ic_rule_info *info = ic_rule_info(rule);
+    *ret_side = side != IC_SIDE_NONE ? side : info ? info->side : IC_SIDE_NONE;
+    *ret_severity = info ? info->severity : fallback;
 }
 
 void ic_result_check(struct ic_result *res, enum ic_check check, enum ic_check_status status,
-                     const char *rule, const char *fmt, ...)
+                     const char *fmt, ...)
 {
     struct ic_check_result *slot = &res->checks[check];
+    va_list ap;
+    memset(slot, 0, sizeof(*slot));
     slot->status = status;
-    snprintf(slot->rule, sizeof(slot->rule), "%s", rule ? rule : "");
-    slot->note[0] = '\0';
-    if (fmt) {
-        va_list ap;
-        va_start(ap, fmt);
-        int len = vsnprintf(slot->note, sizeof(slot->note), fmt, ap);
-        va_end(ap);
-        /* Notes quote library text: valid UTF-8, and a cut says so. */
-        ic_text_fix_formatted(slot->note, sizeof(slot->note), len);
-    }
+    va_start(ap, fmt);
+    ic_result_note(slot->note, sizeof(slot->note), fmt, ap);
+    va_end(ap);
 }
 
-void ic_result_set(struct ic_result *res, enum ic_outcome outcome, const char *rule,
-                   const char *fmt, ...)
+void ic_result_fail(struct ic_result *res, enum ic_check check, enum ic_rule rule,
+                    enum ic_side side, const char *fmt, ...)
 {
+    struct ic_check_result *slot = &res->checks[check];
+    va_list ap;
+    slot->status = IC_CHECK_FAIL;
+    slot->rule = rule;
+    ic_rule_charge(rule, side, IC_CLASS_NONCONFORMANT, &slot->side, &slot->severity);
+    va_start(ap, fmt);
+    ic_result_note(slot->note, sizeof(slot->note), fmt, ap);
+    va_end(ap);
+}
+
+void ic_result_set(struct ic_result *res, enum ic_outcome outcome, const char *fmt, ...)
+{
+    va_list ap;
     res->outcome = outcome;
-    snprintf(res->rule, sizeof(res->rule), "%s", rule ? rule : "");
-    res->diagnostic[0] = '\0';
-    if (fmt) {
-        va_list ap;
-        va_start(ap, fmt);
-        int len = vsnprintf(res->diagnostic, sizeof(res->diagnostic), fmt, ap);
-        va_end(ap);
-        /* Diagnostics quote library text: valid UTF-8, and a cut says so. */
-        ic_text_fix_formatted(res->diagnostic, sizeof(res->diagnostic), len);
+    res->rule = IC_RULE_NONE;
+    res->side = IC_SIDE_NONE;
+    res->severity = IC_CLASS_NOTE;
+    res->documented[0] = '\0';
+    va_start(ap, fmt);
+    ic_result_note(res->diagnostic, sizeof(res->diagnostic), fmt, ap);
+    va_end(ap);
+}
+
+void ic_result_set_fault(struct ic_result *res, enum ic_outcome outcome, enum ic_rule rule,
+                         enum ic_side side, const char *fmt, ...)
+{
+    va_list ap;
+    res->outcome = outcome;
+    res->rule = rule;
+    ic_rule_charge(rule, side, IC_CLASS_HARMFUL, &res->side, &res->severity);
+    res->documented[0] = '\0';
+    va_start(ap, fmt);
+    ic_result_note(res->diagnostic, sizeof(res->diagnostic), fmt, ap);
+    va_end(ap);
+}
+
+int ic_result_primary_check(const struct ic_result *res)
+{
+    int primary = -1;
+    for (int i = 0; i < IC_CHECK_COUNT; i++) {
+        const struct ic_check_result *check = &res->checks[i];
+        if (check->status != IC_CHECK_FAIL)
+            continue;
+        if (primary < 0 || check->severity < res->checks[primary].severity)
+            primary = i;
     }
+    return primary;
 }
 
 void ic_result_conclude(struct ic_result *res)
 {
-    for (int i = 0; i < IC_CHECK_COUNT; i++) {
-        const struct ic_check_result *check = &res->checks[i];
-        if (check->status == IC_CHECK_FAIL) {
-            ic_result_set(res, IC_OUTCOME_FAIL, check->rule, "%s: %s", ic_check_name(i),
-                          check->note);
-            return;
-        }
+    int primary = ic_result_primary_check(res);
+    if (primary < 0) {
+        ic_result_set(res, IC_OUTCOME_PASS, NULL);
+        return;
     }
-    ic_result_set(res, IC_OUTCOME_PASS, NULL, NULL);
+    const struct ic_check_result *check = &res->checks[primary];
+    res->outcome = IC_OUTCOME_FAIL;
+    res->rule = check->rule;
+    res->side = check->side;
+    res->severity = check->severity;
+    snprintf(res->diagnostic, sizeof(res->diagnostic), "%s: %s", ic_check_name(primary),
+             check->note);
 }
 
 static bool ic_add_string(cJSON *object, const char *key, const char *value)
@@ -138,7 +192,12 @@ cJSON *ic_result_to_json(const struct ic_result *res)
         return NULL;
     if (!ic_add_string(json, "outcome", ic_outcome_name(res->outcome)))
         goto fail;
-    if (res->rule[0] && !ic_add_string(json, "rule", res->rule))
+    if (res->rule != IC_RULE_NONE &&
+        (!ic_add_string(json, "rule", ic_rule_id(res->rule)) ||
+         !ic_add_string(json, "side", ic_side_name(res->side)) ||
+         !ic_add_string(json, "severity", ic_severity_name(res->severity))))
+        goto fail;
+    if (res->documented[0] && !ic_add_string(json, "documented", res->documented))
         goto fail;
     if (res->diagnostic[0] && !ic_add_string(json, "diagnostic", res->diagnostic))
         goto fail;
@@ -158,7 +217,15 @@ cJSON *ic_result_to_json(const struct ic_result *res)
         cJSON *item = cJSON_AddObjectToObject(checks, ic_check_name(i));
         if (!item || !ic_add_string(item, "status", ic_check_status_name(check->status)))
             goto fail;
-        if (check->rule[0] && !ic_add_string(item, "rule", check->rule))
+        if (check->status == IC_CHECK_FAIL &&
+            (!ic_add_string(item, "rule", ic_rule_id(check->rule)) ||
+             !ic_add_string(item, "side", ic_side_name(check->side)) ||
+             !ic_add_string(item, "severity", ic_severity_name(check->severity))))
+            goto fail;
+        /* A pass or skip may carry a note-class rule: conformant, but worth knowing. */
+        if (check->status != IC_CHECK_FAIL && check->rule != IC_RULE_NONE &&
+            (!ic_add_string(item, "rule", ic_rule_id(check->rule)) ||
+             !ic_add_string(item, "severity", ic_severity_name(check->severity))))
             goto fail;
         if (check->note[0] && !ic_add_string(item, "note", check->note))
             goto fail;
@@ -178,6 +245,26 @@ static void ic_copy_json_string(const cJSON *object, const char *key, char *dst,
         dst[0] = '\0';
 }
 
+/* The rule, side and severity of a failure; all three absent is no failure. IC_EPROTO for a
+ * rule this build does not know or a malformed field. */
+static int ic_failure_from_json(const cJSON *json, enum ic_rule *rule, enum ic_side *side,
+                                enum ic_severity_class *severity)
+{
+    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(json, "rule"));
+    const char *side_name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(json, "side"));
+    const char *class_name =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(json, "severity"));
+    *rule = IC_RULE_NONE;
+    *side = IC_SIDE_NONE;
+    *severity = IC_CLASS_NOTE;
+    if (!id)
+        return 0;
+    if (ic_rule_from_id(id, rule) < 0 || ic_severity_from_name(class_name, severity) < 0 ||
+        (side_name && ic_side_from_name(side_name, side) < 0))
+        return IC_EPROTO;
+    return 0;
+}
+
 int ic_result_from_json(const cJSON *json, struct ic_result *ret)
 {
     struct ic_result res;
@@ -185,7 +272,9 @@ int ic_result_from_json(const cJSON *json, struct ic_result *ret)
     const cJSON *outcome = cJSON_GetObjectItemCaseSensitive(json, "outcome");
     if (!cJSON_IsString(outcome) || ic_outcome_from_name(outcome->valuestring, &res.outcome) < 0)
         return IC_EPROTO;
-    ic_copy_json_string(json, "rule", res.rule, sizeof(res.rule));
+    if (ic_failure_from_json(json, &res.rule, &res.side, &res.severity) < 0)
+        return IC_EPROTO;
+    ic_copy_json_string(json, "documented", res.documented, sizeof(res.documented));
     ic_copy_json_string(json, "diagnostic", res.diagnostic, sizeof(res.diagnostic));
     ic_copy_json_string(json, "request", res.request, sizeof(res.request));
     ic_copy_json_string(json, "exported", res.exported, sizeof(res.exported));
@@ -208,7 +297,9 @@ int ic_result_from_json(const cJSON *json, struct ic_result *ret)
         if (value == IC_CHECK_NOT_RUN)
             return IC_EPROTO;
         res.checks[i].status = value;
-        ic_copy_json_string(item, "rule", res.checks[i].rule, sizeof(res.checks[i].rule));
+        if (ic_failure_from_json(item, &res.checks[i].rule, &res.checks[i].side,
+                                 &res.checks[i].severity) < 0)
+            return IC_EPROTO;
         ic_copy_json_string(item, "note", res.checks[i].note, sizeof(res.checks[i].note));
     }
     *ret = res;

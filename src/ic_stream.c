@@ -32,6 +32,19 @@ cJSON *ic_case_to_json(const struct ic_case *c, const struct ic_result *res)
         cJSON *item = json->child;
         cJSON_DetachItemViaPointer(json, item);
         cJSON_AddItemToObject(ordered, item->string, item);
+        /* The library the failure is charged to, right after the side that names it. */
+        if (strcmp(item->string, "side") == 0) {
+            char both[2 * IC_NAME_MAX + 2];
+            snprintf(both, sizeof(both), "%s+%s", c->producer, c->consumer);
+            const char *culprit = res->side == IC_SIDE_PRODUCER   ? c->producer
+                                  : res->side == IC_SIDE_CONSUMER ? c->consumer
+                                  : strcmp(c->producer, c->consumer) == 0 ? c->producer
+                                                                           : both;
+            if (!cJSON_AddStringToObject(ordered, "culprit", culprit)) {
+                cJSON_Delete(ordered);
+                goto fail;
+            }
+        }
     }
     cJSON_Delete(json);
     return ordered;

@@ -14,13 +14,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ic_crash.h"
 #include "ic_error.h"
 #include "ic_ipc.h"
+#include "ic_json.h"
 
 extern char **environ;
 
 #define IC_MAX_JOBS 64
-#define IC_TAIL_MAX 2048
+/* Enough to keep faulthandler's Python stack when a library's own crash handler prints its
+ * C backtrace after it. */
+#define IC_TAIL_MAX 16384
 
 struct ic_proc {
     pid_t pid; /* 0: no process */
@@ -91,7 +95,7 @@ static void ic_proc_keep_output(struct ic_proc *p, const char *data, size_t n)
 
 static void ic_proc_drain_output(struct ic_proc *p)
 {
-    char chunk[4096];
+    char chunk[IC_TAIL_MAX];
     for (;;) {
         ssize_t n = read(p->out_fd, chunk, sizeof(chunk));
         if (n > 0) {
@@ -202,6 +206,27 @@ static void ic_proc_kill(struct ic_proc *p)
     p->pid = 0;
 }
 
+/* Sends a hung worker SIGABRT, which faulthandler answers with the Python stack of every
+ * thread before the process dies, and waits up to a second for that output. */
+static void ic_proc_abort(struct ic_proc *p)
+{
+    if (p->pid <= 0)
+        return;
+    kill(p->pid, SIGABRT);
+    double deadline = ic_clock_s() + 1.0;
+    while (ic_clock_s() < deadline) {
+        struct pollfd out = {.fd = p->out_fd, .events = POLLIN};
+        if (poll(&out, 1, 50) > 0)
+            ic_proc_drain_output(p);
+        if (waitpid(p->pid, NULL, WNOHANG) == p->pid) {
+            ic_proc_drain_output(p);
+            ic_proc_close_fds(p);
+            p->pid = 0;
+            return;
+        }
+    }
+}
+
 /* Asks a worker to quit, and kills it if it does not within a second. */
 static void ic_proc_stop(struct ic_proc *p)
 {
@@ -261,12 +286,17 @@ static int ic_proc_next(struct ic_proc *p, double deadline, cJSON **ret_msg, cha
     }
 }
 
-/* The worker's last output, flattened to one line for a diagnostic. */
+/* The worker's last output, flattened to one line for a diagnostic. The Python stack that
+ * faulthandler wrote when the worker died is left out: the diagnostic names the call it
+ * shows, and the library's own last words are what a reader needs besides. */
 static void ic_proc_tail_text(const struct ic_proc *p, char *buf, size_t size)
 {
-    size_t start = p->tail_len > 600 ? p->tail_len - 600 : 0;
+    size_t end = p->tail_len;
+    for (const char *at = p->tail; (at = strstr(at, "Fatal Python error: ")) != NULL; at++)
+        end = (size_t)(at - p->tail);
+    size_t start = end > 600 ? end - 600 : 0;
     size_t used = 0;
-    for (size_t i = start; i < p->tail_len && used + 1 < size; i++) {
+    for (size_t i = start; i < end && used + 1 < size; i++) {
         char ch = p->tail[i];
         buf[used++] = (ch == '\n' || ch == '\r' || ch == '\t') ? ' ' : ch;
     }
@@ -317,6 +347,7 @@ static int ic_send_load(struct ic_proc *p, const struct ic_library *lib)
 
 enum ic_load_result {
     IC_LOAD_OK,
+    IC_LOAD_NOT_INSTALLED,
     IC_LOAD_IMPORT_ERROR,
     IC_LOAD_DIED,
     IC_LOAD_TIMEOUT,
@@ -376,7 +407,9 @@ static enum ic_load_result ic_pool_load(struct ic_pool *pool, struct ic_proc *p,
         const cJSON *message = cJSON_GetObjectItemCaseSensitive(error, "message");
         snprintf(why, why_size, "%s: %s", cJSON_IsString(type) ? type->valuestring : "Error",
                  cJSON_IsString(message) ? message->valuestring : "");
-        result = IC_LOAD_IMPORT_ERROR;
+        result = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(error, "not_installed"))
+                     ? IC_LOAD_NOT_INSTALLED
+                     : IC_LOAD_IMPORT_ERROR;
     }
     cJSON_Delete(msg);
     return result;
@@ -427,8 +460,11 @@ int ic_pool_discover(struct ic_pool *pool, uint64_t wanted, ic_discover_progress
             catalog->order[catalog->order_count++] = index;
             continue;
         }
-        if (result == IC_LOAD_IMPORT_ERROR) {
-            ic_mark_failed(lib, IC_LIBRARY_IMPORT_ERROR, why);
+        if (result == IC_LOAD_IMPORT_ERROR || result == IC_LOAD_NOT_INSTALLED) {
+            ic_mark_failed(lib,
+                           result == IC_LOAD_NOT_INSTALLED ? IC_LIBRARY_NOT_INSTALLED
+                                                           : IC_LIBRARY_IMPORT_ERROR,
+                           why);
             continue;
         }
         if (catalog->order_count == 0) {
@@ -438,8 +474,11 @@ int ic_pool_discover(struct ic_pool *pool, uint64_t wanted, ic_discover_progress
         /* It died after others were imported: try it alone, first in a fresh worker. */
         ic_proc_kill(p);
         result = ic_pool_load(pool, p, index, alone_why, sizeof(alone_why));
-        if (result == IC_LOAD_IMPORT_ERROR) {
-            ic_mark_failed(lib, IC_LIBRARY_IMPORT_ERROR, alone_why);
+        if (result == IC_LOAD_IMPORT_ERROR || result == IC_LOAD_NOT_INSTALLED) {
+            ic_mark_failed(lib,
+                           result == IC_LOAD_NOT_INSTALLED ? IC_LIBRARY_NOT_INSTALLED
+                                                           : IC_LIBRARY_IMPORT_ERROR,
+                           alone_why);
             ic_pool_restore(pool, p);
             continue;
         }
@@ -505,21 +544,14 @@ static bool ic_proc_conflicts(const struct ic_pool *pool, const struct ic_proc *
     return false;
 }
 
-static int ic_send_run(struct ic_pool *pool, struct ic_proc *p, const struct ic_case *c,
-                       uint64_t needed)
+/* Adds the "load" list of the libraries in `needed` that `p` lacks, in the pool's import
+ * order, and remembers them as pending. */
+static int ic_add_load_list(struct ic_pool *pool, struct ic_proc *p, cJSON *msg, uint64_t needed)
 {
     const struct ic_catalog *catalog = pool->catalog;
-    char id[IC_CASE_ID_MAX], seed[32];
-    int rc = IC_ENOMEM;
-    if (ic_case_format_id(c, id, sizeof(id)) < 0)
-        return IC_EINVAL;
-    snprintf(seed, sizeof(seed), "%" PRIu64, pool->config.seed);
-    cJSON *msg = cJSON_CreateObject();
-    cJSON *load = msg ? cJSON_AddArrayToObject(msg, "load") : NULL;
-    if (!load || !cJSON_AddStringToObject(msg, "op", "run") ||
-        !cJSON_AddStringToObject(msg, "case", id) || !cJSON_AddStringToObject(msg, "seed", seed))
-        goto done;
-    /* Missing libraries go in the pool's import order. */
+    cJSON *load = cJSON_AddArrayToObject(msg, "load");
+    if (!load)
+        return IC_ENOMEM;
     int pending[IC_MAX_LIBRARIES], count = 0;
     for (int i = 0; i < catalog->count; i++) {
         if ((needed & (1ULL << i)) && !(p->loaded & (1ULL << i)))
@@ -539,24 +571,145 @@ static int ic_send_run(struct ic_pool *pool, struct ic_proc *p, const struct ic_
         if (!item || !cJSON_AddItemToArray(load, item) ||
             !cJSON_AddStringToObject(item, "probe", catalog->libs[pending[i]].name) ||
             !cJSON_AddStringToObject(item, "path", catalog->libs[pending[i]].path))
-            goto done;
+            return IC_ENOMEM;
     }
     memcpy(p->pending, pending, sizeof(int) * (size_t)count);
     p->npending = count;
+    return 0;
+}
+
+static uint64_t ic_needed(const struct ic_pool *pool, const char *producer, const char *consumer)
+{
+    uint64_t needed = 0;
+    int a = ic_catalog_find(pool->catalog, producer);
+    int b = ic_catalog_find(pool->catalog, consumer);
+    if (a >= 0)
+        needed |= 1ULL << a;
+    if (b >= 0)
+        needed |= 1ULL << b;
+    return needed;
+}
+
+/* One reproducer: sends the request to `p` and waits for its answer. */
+static void ic_reproduce_one(struct ic_pool *pool, struct ic_proc *p, const cJSON *request,
+                             size_t index, ic_script_fn on_script, void *context)
+{
+    char how[64], error[800];
+    struct ic_case c;
+    const char *id = ic_json_string(request, "case");
+    if (!id || ic_case_parse_id(id, &c) < 0) {
+        on_script(context, index, NULL, "the example case id is not valid");
+        return;
+    }
+    uint64_t needed = ic_needed(pool, c.producer, c.consumer);
+    if (p->pid && ic_proc_conflicts(pool, p, needed))
+        ic_proc_stop(p);
+    if (p->pid == 0 && ic_proc_spawn(pool, p) < 0) {
+        on_script(context, index, NULL, "no worker process could be started");
+        return;
+    }
+    cJSON *msg = cJSON_Duplicate(request, true);
+    if (!msg || !cJSON_AddStringToObject(msg, "op", "repro") ||
+        ic_add_load_list(pool, p, msg, needed) < 0 || ic_ipc_send(p->fd, msg) < 0) {
+        cJSON_Delete(msg);
+        ic_proc_kill(p);
+        on_script(context, index, NULL, "the request could not be sent to a worker");
+        return;
+    }
+    cJSON_Delete(msg);
+    double deadline = ic_clock_s() + pool->config.load_timeout_s + pool->config.case_timeout_s;
+    for (;;) {
+        cJSON *answer = NULL;
+        int rc = ic_proc_next(p, deadline, &answer, how, sizeof(how));
+        if (rc <= 0) {
+            if (rc == 0)
+                ic_proc_kill(p);
+            snprintf(error, sizeof(error), "the worker %s while writing the reproducer",
+                     rc == 0 ? "timed out" : "died");
+            p->loaded = 0;
+            on_script(context, index, NULL, error);
+            return;
+        }
+        const char *ev = ic_json_string(answer, "ev");
+        const char *probe = ic_json_string(answer, "probe");
+        if (ev && strcmp(ev, "loaded") == 0 && probe &&
+            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(answer, "ok"))) {
+            int lib = ic_catalog_find(pool->catalog, probe);
+            if (lib >= 0)
+                p->loaded |= 1ULL << lib;
+        }
+        if (ev && strcmp(ev, "repro") == 0) {
+            on_script(context, index, ic_json_string(answer, "script"),
+                      ic_json_string_or(answer, "error", "no script"));
+            cJSON_Delete(answer);
+            return;
+        }
+        cJSON_Delete(answer);
+    }
+}
+
+int ic_pool_reproduce(struct ic_pool *pool, cJSON *const *requests, size_t count,
+                      ic_script_fn on_script, void *context)
+{
+    struct ic_proc *p = &pool->procs[0];
+    for (size_t i = 0; i < count; i++) {
+        if (p->busy)
+            return IC_EINVAL;
+        ic_reproduce_one(pool, p, requests[i], i, on_script, context);
+    }
+    return 0;
+}
+
+static int ic_send_run(struct ic_pool *pool, struct ic_proc *p, const struct ic_case *c,
+                       uint64_t needed)
+{
+    char id[IC_CASE_ID_MAX], seed[32];
+    int rc = IC_ENOMEM;
+    if (ic_case_format_id(c, id, sizeof(id)) < 0)
+        return IC_EINVAL;
+    snprintf(seed, sizeof(seed), "%" PRIu64, pool->config.seed);
+    cJSON *msg = cJSON_CreateObject();
+    if (!msg || !cJSON_AddStringToObject(msg, "op", "run") ||
+        !cJSON_AddStringToObject(msg, "case", id) || !cJSON_AddStringToObject(msg, "seed", seed) ||
+        ic_add_load_list(pool, p, msg, needed) < 0)
+        goto done;
     rc = ic_ipc_send(p->fd, msg);
 done:
     cJSON_Delete(msg);
     return rc;
 }
 
-static void ic_deliver_failure(struct ic_proc *p, enum ic_outcome outcome, const char *what,
+/* Ends the worker's case as crash, timeout (charged to the side its Python stack shows at
+ * work) or error (the tool's or the environment's). */
+static void ic_deliver_failure(struct ic_pool *pool, struct ic_proc *p, const struct ic_case *c,
+                               enum ic_outcome outcome, const char *what,
                                ic_result_fn on_result, void *context)
 {
     struct ic_result res;
-    char tail[700];
+    struct ic_crash_site site;
+    char tail[700], where[600] = "";
     memset(&res, 0, sizeof(res));
     ic_proc_tail_text(p, tail, sizeof(tail));
-    ic_result_set(&res, outcome, NULL, "%s%s%s", what, tail[0] ? "; last output: " : "", tail);
+    if (outcome == IC_OUTCOME_ERROR) {
+        ic_result_set(&res, outcome, "%s%s%s", what, tail[0] ? "; last output: " : "", tail);
+    } else {
+        int producer = ic_catalog_find(pool->catalog, c->producer);
+        int consumer = ic_catalog_find(pool->catalog, c->consumer);
+        ic_crash_locate(p->tail, producer >= 0 ? pool->catalog->libs[producer].path : NULL,
+                        consumer >= 0 ? pool->catalog->libs[consumer].path : NULL, &site);
+        if (site.probe_call[0])
+            snprintf(where, sizeof(where), " in %s (innermost Python frame: %s)", site.probe_call,
+                     site.innermost);
+        else if (site.innermost[0])
+            snprintf(where, sizeof(where), " (innermost Python frame: %s)", site.innermost);
+        else if (site.traceback)
+            snprintf(where, sizeof(where), " outside Python code (no Python frame was running)");
+        ic_result_set_fault(&res, outcome,
+                            outcome == IC_OUTCOME_CRASH ? IC_RULE_EXCHANGE_CRASH
+                                                        : IC_RULE_EXCHANGE_TIMEOUT,
+                            site.side, "%s%s%s%s", what, where, tail[0] ? "; last output: " : "",
+                            tail);
+    }
     on_result(context, p->case_index, &res);
     p->busy = false;
 }
@@ -594,7 +747,7 @@ static bool ic_handle_message(struct ic_pool *pool, struct ic_proc *p, const cJS
         struct ic_result res;
         if (ic_result_from_json(cJSON_GetObjectItemCaseSensitive(msg, "result"), &res) < 0) {
             memset(&res, 0, sizeof(res));
-            ic_result_set(&res, IC_OUTCOME_ERROR, NULL, "the worker sent a malformed result");
+            ic_result_set(&res, IC_OUTCOME_ERROR, "the worker sent a malformed result");
         }
         on_result(context, p->case_index, &res);
         p->busy = false;
@@ -676,7 +829,7 @@ int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
             if (ic_send_run(pool, p, c, needed) < 0) {
                 ic_proc_reap(p, how, sizeof(how));
                 snprintf(what, sizeof(what), "the worker ended (%s) before the case was sent", how);
-                ic_deliver_failure(p, IC_OUTCOME_ERROR, what, on_result, context);
+                ic_deliver_failure(pool, p, c, IC_OUTCOME_ERROR, what, on_result, context);
                 done++;
             }
         }
@@ -736,8 +889,9 @@ int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
                     snprintf(what, sizeof(what),
                              "the worker died with %s before the case began (importing %s)", how,
                              ic_proc_importing(pool, p));
-                ic_deliver_failure(p, p->began ? IC_OUTCOME_CRASH : IC_OUTCOME_ERROR, what,
-                                   on_result, context);
+                ic_deliver_failure(pool, p, &cases[p->case_index],
+                                   p->began ? IC_OUTCOME_CRASH : IC_OUTCOME_ERROR, what, on_result,
+                                   context);
                 p->loaded = 0;
                 done++;
             }
@@ -748,6 +902,8 @@ int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
             struct ic_proc *p = &pool->procs[j];
             if (!p->busy || now < p->deadline)
                 continue;
+            if (p->began)
+                ic_proc_abort(p); /* its Python stack, for the diagnostic */
             ic_proc_drain_output(p);
             ic_proc_kill(p);
             if (p->began)
@@ -756,8 +912,9 @@ int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
             else
                 snprintf(what, sizeof(what), "importing %s took longer than %.0f s",
                          ic_proc_importing(pool, p), pool->config.load_timeout_s);
-            ic_deliver_failure(p, p->began ? IC_OUTCOME_TIMEOUT : IC_OUTCOME_ERROR, what,
-                               on_result, context);
+            ic_deliver_failure(pool, p, &cases[p->case_index],
+                               p->began ? IC_OUTCOME_TIMEOUT : IC_OUTCOME_ERROR, what, on_result,
+                               context);
             p->loaded = 0;
             done++;
         }

@@ -24,6 +24,7 @@
 
 #include "ic_case.h"
 #include "ic_catalog.h"
+#include "ic_json.h"
 #include "ic_result.h"
 
 struct ic_supervisor_config {
@@ -56,6 +57,17 @@ typedef void (*ic_result_fn)(void *context, size_t index, const struct ic_result
  * outcome), negative when the supervisor itself failed (no process could be started). */
 int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
                 ic_result_fn on_result, void *context);
+
+/* Called once per reproducer request with the script, or NULL and why there is none. */
+typedef void (*ic_script_fn)(void *context, size_t index, const char *script, const char *error);
+
+/* Has a worker write the reproducer of each request: requests[i] is {"case": ID, "failure":
+ * {...}} (the finding's example case and its failure). Generating only writes text, so one
+ * worker serves them in turn, importing the libraries each needs; a worker that dies costs
+ * that request alone. Returns 0 when every request was answered, negative when no worker
+ * could be started. */
+int ic_pool_reproduce(struct ic_pool *pool, cJSON *const *requests, size_t count,
+                      ic_script_fn on_script, void *context);
 
 /* "SIGSEGV" for 11; "signal N" for a number without a name. */
 const char *ic_signal_name(int sig, char *buf, size_t size);

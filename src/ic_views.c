@@ -5,10 +5,12 @@
 #include <string.h>
 
 #include "ic_error.h"
+#include "ic_json.h"
 #include "ic_report.h"
 #include "ic_report_html.h"
 #include "ic_report_junit.h"
 #include "ic_report_markdown.h"
+#include "ic_rules.h"
 
 /* Room for the unmatched-entry lines of ic_expect_apply: one "FILE:LINE: PATTERN" each. */
 #define IC_UNMATCHED_MAX (64 * 1024)
@@ -72,7 +74,7 @@ int ic_views_write(const cJSON *report, const char *json_path, const struct ic_o
         goto done;
     printf("html: %s\n", html_path);
     if (opts->junit) {
-        rc = ic_junit_write(report, opts->junit, err, err_size);
+        rc = ic_junit_write(report, opts->junit, opts->junit_cases, err, err_size);
         if (rc < 0)
             goto done;
         printf("junit: %s\n", opts->junit);
@@ -88,4 +90,66 @@ int ic_views_write(const cJSON *report, const char *json_path, const struct ic_o
 done:
     free(html_path);
     return rc;
+}
+
+/* Copies `text` into buf on one line: control characters (a library's ANSI escapes, newlines)
+ * become '?', and a cut ends with "...". */
+static void ic_one_line(const char *text, char *buf, size_t size)
+{
+    size_t used = 0, len = strlen(text);
+    for (size_t i = 0; i < len && used + 4 < size; i++) {
+        unsigned char ch = (unsigned char)text[i];
+        buf[used++] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+    }
+    if (used < len && size > 4)
+        memcpy(buf + (used < size - 4 ? used : size - 4), "...", 4);
+    else
+        buf[used] = '\0';
+}
+
+void ic_views_print_findings(FILE *out, const cJSON *report, const char *json_path, int max_other)
+{
+    const cJSON *findings = cJSON_GetObjectItemCaseSensitive(report, "findings");
+    int total = cJSON_GetArraySize(findings);
+    if (total == 0)
+        return;
+    int counts[IC_CLASS_COUNT] = {0};
+    size_t cases = 0;
+    const cJSON *f;
+    cJSON_ArrayForEach(f, findings)
+    {
+        enum ic_severity_class c = IC_CLASS_HARMFUL;
+        ic_severity_from_name(ic_json_string(f, "severity"), &c);
+        counts[c]++;
+        cases += (size_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(f, "count"));
+    }
+    fprintf(out, "\n%d finding%s in %zu failing cases:", total, total == 1 ? "" : "s", cases);
+    for (int c = 0; c < IC_CLASS_COUNT; c++) {
+        if (counts[c])
+            fprintf(out, " %d %s", counts[c], ic_severity_name(c));
+    }
+    fprintf(out, "\n");
+    const char *shown_class = NULL;
+    int other = 0, hidden = 0;
+    cJSON_ArrayForEach(f, findings)
+    {
+        const char *severity = ic_json_string_or(f, "severity", "harmful");
+        bool harmful = strcmp(severity, "harmful") == 0;
+        if (!harmful && other++ >= max_other) {
+            hidden++;
+            continue;
+        }
+        if (!shown_class || strcmp(shown_class, severity) != 0) {
+            fprintf(out, "  %s:\n", severity);
+            shown_class = severity;
+        }
+        char text[200];
+        ic_one_line(ic_json_string_or(f, "diagnostic", ""), text, sizeof(text));
+        fprintf(out, "  %5.0f  %-48s %s\n",
+                cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(f, "count")),
+                ic_json_string_or(f, "id", "?"), text);
+    }
+    if (hidden)
+        fprintf(out, "  ... and %d more finding%s in the report\n", hidden, hidden == 1 ? "" : "s");
+    fprintf(out, "each finding's cases and reproducer: interopcheck repro %s FINDING\n", json_path);
 }

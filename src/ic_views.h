@@ -16,6 +16,7 @@
 #define IC_VIEWS_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include <cjson/cJSON.h>
 
@@ -28,5 +29,10 @@ int ic_views_expect(const struct ic_expectations *expectations, cJSON *report, c
 
 int ic_views_write(const cJSON *report, const char *json_path, const struct ic_options *opts,
                    char *err, size_t err_size);
+
+/* The terminal view of the report's findings, most severe first: every harmful finding (and so
+ * every crash and timeout), then up to `max_other` of the others with a count of the rest.
+ * Library text is shown escaped, one line a finding. */
+void ic_views_print_findings(FILE *out, const cJSON *report, const char *json_path, int max_other);
 
 #endif

@@ -65,6 +65,7 @@ static int ic_worker_load(struct ic_worker *w, const char *name, const char *pat
         return IC_ERANGE;
     ic_py_enter();
     rc = ic_probe_load(&w->probes[w->count], name, path, &info, &exc);
+    ic_py_faulthandler_rearm();
     ic_py_leave();
 
     cJSON *msg = cJSON_CreateObject();
@@ -83,8 +84,11 @@ static int ic_worker_load(struct ic_worker *w, const char *name, const char *pat
             cJSON_AddItemToObject(msg, "info", parsed);
     } else {
         cJSON *error = ic_exc_to_json(&exc);
-        if (error)
+        if (error) {
+            cJSON_AddBoolToObject(error, "not_installed", w->probes[w->count].not_installed);
             cJSON_AddItemToObject(msg, "error", error);
+        }
+        memset(&w->probes[w->count], 0, sizeof(w->probes[w->count]));
     }
     free(info);
     int sent = ic_ipc_send(w->fd, msg);
@@ -111,6 +115,8 @@ static int ic_worker_send_end(struct ic_worker *w, const char *id, const struct 
     return rc;
 }
 
+static int ic_worker_load_list(struct ic_worker *w, const cJSON *load);
+
 static int ic_worker_run(struct ic_worker *w, const cJSON *msg)
 {
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "case");
@@ -121,17 +127,9 @@ static int ic_worker_run(struct ic_worker *w, const cJSON *msg)
 
     if (!cJSON_IsString(id) || !cJSON_IsString(seed) || ic_case_parse_id(id->valuestring, &c) < 0)
         return IC_EPROTO;
-    const cJSON *item;
-    cJSON_ArrayForEach(item, load)
-    {
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(item, "probe");
-        const cJSON *path = cJSON_GetObjectItemCaseSensitive(item, "path");
-        if (!cJSON_IsString(name) || !cJSON_IsString(path))
-            return IC_EPROTO;
-        int rc = ic_worker_load(w, name->valuestring, path->valuestring);
-        if (rc == IC_EIO || rc == IC_ENOMEM)
-            return rc;
-    }
+    int loaded = ic_worker_load_list(w, load);
+    if (loaded < 0)
+        return loaded;
 
     cJSON *begin = cJSON_CreateObject();
     if (!begin)
@@ -148,18 +146,85 @@ static int ic_worker_run(struct ic_worker *w, const cJSON *msg)
     bool reference = strcmp(c.consumer, IC_REFERENCE_CONSUMER) == 0;
     if (!producer || (!consumer && !reference)) {
         memset(&res, 0, sizeof(res));
-        ic_result_set(&res, IC_OUTCOME_ERROR, NULL, "the worker could not load the %s probe",
+        ic_result_set(&res, IC_OUTCOME_ERROR, "the worker could not load the %s probe",
                       producer ? c.consumer : c.producer);
     } else {
         /* 64-bit seeds travel as strings: JSON numbers are doubles. */
         uint64_t run_seed = strtoull(seed->valuestring, NULL, 10);
         ic_py_enter();
+        ic_py_faulthandler_rearm(); /* a library may have taken the fatal signals since */
         rc = ic_exchange_run(&c, producer, reference ? NULL : consumer, run_seed, &res);
         ic_py_leave();
         if (rc < 0)
             return rc;
     }
     return ic_worker_send_end(w, id->valuestring, &res);
+}
+
+/* Loads the probes a request lists ("load": [{"probe", "path"}, ...]), answering each. */
+static int ic_worker_load_list(struct ic_worker *w, const cJSON *load)
+{
+    const cJSON *item;
+    cJSON_ArrayForEach(item, load)
+    {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(item, "probe");
+        const cJSON *path = cJSON_GetObjectItemCaseSensitive(item, "path");
+        if (!cJSON_IsString(name) || !cJSON_IsString(path))
+            return IC_EPROTO;
+        int rc = ic_worker_load(w, name->valuestring, path->valuestring);
+        if (rc == IC_EIO || rc == IC_ENOMEM)
+            return rc;
+    }
+    return 0;
+}
+
+/* {"op":"repro","case":ID,"failure":{...},"load":[...]}: writes the reproducer of the case's
+ * failure and answers {"ev":"repro","case":ID,"script":S} or {...,"error":E}. */
+static int ic_worker_repro(struct ic_worker *w, const cJSON *msg, const char *kit_path)
+{
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "case");
+    const cJSON *failure = cJSON_GetObjectItemCaseSensitive(msg, "failure");
+    struct ic_case c;
+    struct ic_py_exc exc;
+    char *failure_json = NULL, *script = NULL, error[1400] = "";
+
+    if (!cJSON_IsString(id) || !cJSON_IsObject(failure) ||
+        ic_case_parse_id(id->valuestring, &c) < 0)
+        return IC_EPROTO;
+    int rc = ic_worker_load_list(w, cJSON_GetObjectItemCaseSensitive(msg, "load"));
+    if (rc < 0)
+        return rc;
+    struct ic_probe *producer = ic_worker_find(w, c.producer);
+    struct ic_probe *consumer = ic_worker_find(w, c.consumer);
+    bool reference = strcmp(c.consumer, IC_REFERENCE_CONSUMER) == 0;
+    failure_json = cJSON_PrintUnformatted(failure);
+    if (!failure_json)
+        return IC_ENOMEM;
+    if (!producer || (!consumer && !reference)) {
+        snprintf(error, sizeof(error), "the %s probe could not be loaded",
+                 producer ? c.consumer : c.producer);
+    } else {
+        ic_py_enter();
+        script = ic_probe_reproducer(kit_path, failure_json, &c, producer,
+                                     reference ? NULL : consumer, &exc);
+        ic_py_leave();
+        if (!script)
+            ic_py_exc_format(&exc, error, sizeof(error));
+    }
+    free(failure_json);
+    cJSON *answer = cJSON_CreateObject();
+    if (!answer || !cJSON_AddStringToObject(answer, "ev", "repro") ||
+        !cJSON_AddStringToObject(answer, "case", id->valuestring) ||
+        !(script ? cJSON_AddStringToObject(answer, "script", script)
+                 : cJSON_AddStringToObject(answer, "error", error))) {
+        cJSON_Delete(answer);
+        free(script);
+        return IC_ENOMEM;
+    }
+    free(script);
+    rc = ic_ipc_send(w->fd, answer);
+    cJSON_Delete(answer);
+    return rc;
 }
 
 int ic_worker_main(const struct ic_worker_config *config)
@@ -172,7 +237,8 @@ int ic_worker_main(const struct ic_worker_config *config)
     if (!w)
         return 1;
     w->fd = config->fd;
-    struct ic_py_config pyconfig = {.python = config->python, .sys_path = NULL};
+    struct ic_py_config pyconfig = {
+        .python = config->python, .sys_path = NULL, .faulthandler = true};
     if (ic_py_init(&pyconfig, err, sizeof(err)) < 0) {
         fprintf(stderr, "interopcheck worker: %s\n", err);
         goto done;
@@ -210,6 +276,8 @@ int ic_worker_main(const struct ic_worker_config *config)
             }
         } else if (cJSON_IsString(op) && strcmp(op->valuestring, "run") == 0) {
             rc = ic_worker_run(w, msg);
+        } else if (cJSON_IsString(op) && strcmp(op->valuestring, "repro") == 0) {
+            rc = ic_worker_repro(w, msg, config->kit_path);
         }
         cJSON_Delete(msg);
         if (rc < 0) {

@@ -6,6 +6,7 @@ the exit status. Meson runs these scripts with protocol 'tap'.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -48,9 +49,35 @@ def run(binary, *args, env=None, timeout=600):
                           timeout=timeout)
 
 
+RULE_TOKEN = re.compile(r"\[(?:warning: |note: )?([a-z_]+\.[a-z0-9_]+)\]")
+
+
+def record_rules(report):
+    """Appends every rule id the report shows fired (a case's or a check's rule, and the
+    [rule] citations in notes, warnings included) to the file named by $IC_RULES_FIRED, which
+    the rules coverage test (test_rules.py) reads after the suite."""
+    path = os.environ.get("IC_RULES_FIRED")
+    if not path:
+        return
+    fired = set()
+    for case in report.get("cases", []):
+        if case.get("rule"):
+            fired.add(case["rule"])
+        for check in case.get("checks", {}).values():
+            if check.get("rule"):
+                fired.add(check["rule"])
+            fired.update(RULE_TOKEN.findall(check.get("note", "")))
+        fired.update(RULE_TOKEN.findall(case.get("diagnostic", "")))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.writelines(f"{rule}\n" for rule in sorted(fired))
+
+
 def load_report(path):
     with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+        report = json.load(handle)
+    record_rules(report)
+    return report
 
 
 def cases_by_id(report):
@@ -65,7 +92,7 @@ def schema_errors(report):
     """Validation errors of a report against reports/schema (jsonschema, draft 2020-12)."""
     import jsonschema
 
-    path = os.path.join(source_root(), "reports", "schema", "interopcheck-report-v1.schema.json")
+    path = os.path.join(source_root(), "reports", "schema", "interopcheck-report-v2.schema.json")
     with open(path, encoding="utf-8") as handle:
         schema = json.load(handle)
     validator = jsonschema.Draft202012Validator(schema,

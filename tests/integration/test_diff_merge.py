@@ -317,10 +317,10 @@ def check_diff(tap, binary, workdir, runs):
            "added and removed cases are listed with their outcomes", proc.stdout[-600:])
 
     not_json = write(os.path.join(workdir, "not_json.json"), "this is not JSON\n")
-    other = dict(a, schema_version=2)
-    v2 = write(os.path.join(workdir, "v2.json"), json.dumps(other))
+    other = dict(a, schema_version=3)
+    v3 = write(os.path.join(workdir, "v3.json"), json.dumps(other))
     not_report = write(os.path.join(workdir, "other.json"), json.dumps({"cases": []}))
-    for path, what in ((not_json, "not JSON"), (v2, "schema version 2"),
+    for path, what in ((not_json, "not JSON"), (v3, "schema version 3"),
                        (not_report, "not an interopcheck report")):
         proc = taplib.run(binary, "diff", base, path)
         tap.ok(proc.returncode == 2 and path in proc.stderr, f"diff refuses a file that is {what}",
@@ -406,9 +406,9 @@ def check_merge(tap, binary, workdir, runs):
            "two runs of one environment: the second id gets -2", same_ids)
 
     not_json = write(os.path.join(workdir, "merge_not_json.json"), "[1, 2")
-    v2 = write(os.path.join(workdir, "merge_v2.json"), json.dumps(dict(a, schema_version=2)))
+    v3 = write(os.path.join(workdir, "merge_v3.json"), json.dumps(dict(a, schema_version=3)))
     refused = os.path.join(workdir, "refused.json")
-    for path, what in ((not_json, "not JSON"), (v2, "of schema version 2")):
+    for path, what in ((not_json, "not JSON"), (v3, "of schema version 3")):
         proc = taplib.run(binary, "merge", runs["a"], path, "-o", refused)
         tap.ok(proc.returncode == 2 and path in proc.stderr and not os.path.exists(refused),
                f"merge refuses an input that is {what}, writing nothing",

@@ -43,7 +43,7 @@ def main(tap, args):
                "a BufferError refusal is unsupported, with the message",
                text="badlib cannot export int8")
         expect("dlpack.badlib.numpy.cpu.int16.contiguous", "fail",
-               "a ValueError refusal breaks the BufferError rule", rule="dlpack 2.3 errors")
+               "a ValueError refusal breaks the BufferError rule", rule="exchange.refusal")
         case = cases.get("dlpack.badlib.numpy.cpu.uint8.contiguous", {})
         tap.ok(case.get("outcome") == "fail" and
                case.get("checks", {}).get("zero_copy", {}).get("status") == "fail" and
@@ -79,16 +79,30 @@ def main(tap, args):
 
         out2 = os.path.join(workdir, "imports.json")
         proc = taplib.run(binary, "--probe-dir", probes, "--protocol", "dlpack", "--dtype",
-                          "float32", "--layout", "flat", "--producer", "numpy", "-o", out2, "-q")
+                          "float32", "--layout", "flat", "--producer", "numpy", "-o", out2)
+        tap.ok(proc.returncode == 3 and
+               "broken_import could not be tested: its import raised: ImportError: libbroken" in
+               proc.stderr and "crash_on_import could not be tested: its import crashed" in
+               proc.stderr,
+               "a selected library that is installed but whose import raises or crashes: exit "
+               "status 3, and a line saying which and what its import raised",
+               f"status {proc.returncode}\n{proc.stderr}")
+        tap.ok("missing_lib is not installed, so it is not tested" in proc.stderr and
+               "missing_lib could not be tested" not in proc.stderr,
+               "a library that is merely not installed, and not named, is a note", proc.stderr)
         report = taplib.load_report(out2)
         libs = {lib["name"]: lib for lib in report["environment"]["libraries"]}
         crashed = libs.get("crash_on_import", {})
         tap.ok(crashed.get("status") == "import_crash" and "SIGSEGV" in (crashed.get("error") or ""),
                "a library whose import kills the worker is recorded as import_crash", crashed)
         missing = libs.get("missing_lib", {})
-        tap.ok(missing.get("status") == "import_error" and
+        tap.ok(missing.get("status") == "not_installed" and
                "interopcheck_no_such_library" in (missing.get("error") or ""),
-               "a library that fails to import is recorded with its message", missing)
+               "a library that is not installed is recorded as such, with the message", missing)
+        broken = libs.get("broken_import", {})
+        tap.ok(broken.get("status") == "import_error" and
+               "libbroken.so.1" in (broken.get("error") or ""),
+               "a library whose import raises is recorded with its message", broken)
         bad = libs.get("bad_name", libs.get("Bad-Name", {}))
         tap.ok(any(lib["status"] == "invalid_probe" and "Bad-Name.py" in (lib.get("error") or "")
                    for lib in report["environment"]["libraries"]),
@@ -96,6 +110,9 @@ def main(tap, args):
         torch_case = taplib.cases_by_id(report).get("dlpack.numpy.torch.cpu.float32.flat", {})
         tap.ok(torch_case.get("outcome") == "pass",
                "the other libraries are still tested after an import crash", torch_case)
+
+        check_exit_statuses(tap, binary, probes, workdir)
+        check_readonly(tap, binary, probes, workdir)
 
         # Two libraries that coexist only in one import order (as paddle and tensorflow do),
         # met by a fresh worker (after a crash) in the other order: the order is learned and
@@ -110,6 +127,63 @@ def main(tap, args):
         tap.ok(crashed.get("outcome") == "crash" and later.get("outcome") == "pass",
                "an import-order conflict met at run time is learned and the case runs again",
                [crashed, later])
+
+
+def check_readonly(tap, binary, probes, workdir):
+    """Read-only flags that lie, each charged to the side that lied (tests/probes/rolib.py)."""
+    out = os.path.join(workdir, "readonly.json")
+    proc = taplib.run(binary, "--probe-dir", probes, "--producer", "rolib,numpy", "--consumer",
+                      "numpy,rolib", "--protocol", "array_interface,array_struct", "--dtype",
+                      "float32,float64,int32,int16", "--layout", "flat,contiguous", "-o", out,
+                      "-q")
+    tap.ok(proc.returncode == 1, "read-only lies: exit status 1", proc.stderr)
+    cases = taplib.cases_by_id(taplib.load_report(out))
+
+    def expect(case_id, outcome, rule=None, side=None):
+        case = cases.get(case_id, {})
+        tap.ok(case.get("outcome") == outcome and case.get("rule") == rule and
+               case.get("side") == side and
+               (rule is None or case.get("checks", {}).get("readonly", {}).get("status") == "fail"),
+               f"{case_id}: {outcome}{' under ' + rule + ' (' + side + ')' if rule else ''}", case)
+
+    expect("array_interface.rolib.numpy.cpu.float32.flat.readonly", "fail",
+           "array_interface.readonly", "producer")
+    expect("array_struct.rolib.numpy.cpu.float32.flat.readonly", "fail", "array_struct.flags",
+           "producer")
+    expect("array_interface.rolib.numpy.cpu.float64.flat.readonly", "pass")
+    expect("array_interface.numpy.rolib.cpu.int32.flat.readonly", "fail", "exchange.readonly",
+           "consumer")
+    expect("array_interface.numpy.rolib.cpu.int16.flat", "fail", "exchange.writable", "consumer")
+    expect("array_interface.numpy.rolib.cpu.float64.flat.readonly", "pass")
+    expect("array_interface.numpy.rolib.cpu.float64.flat", "pass")
+
+
+def check_exit_statuses(tap, binary, probes, workdir):
+    """The statuses that keep CI from going green when nothing was tested (issue 8, point 5)."""
+    out = os.path.join(workdir, "status.json")
+    proc = taplib.run(binary, "--probe-dir", probes, "--producer", "numpy", "--consumer",
+                      "numpy,missing_lib", "--protocol", "dlpack", "--dtype", "float32",
+                      "--layout", "flat", "-o", out, "-q")
+    tap.ok(proc.returncode == 3 and "missing_lib could not be tested: it is not installed" in
+           proc.stderr and "ModuleNotFoundError" in proc.stderr,
+           "a library named with --consumer that is not installed: exit status 3, naming it",
+           f"status {proc.returncode}\n{proc.stderr}")
+    proc = taplib.run(binary, "--producer", "numpy", "--consumer", "numpy", "--protocol",
+                      "cuda_array_interface", "--device", "cpu", "-o", out, "-q")
+    tap.ok(proc.returncode == 4 and "nothing was tested: the selection has no case" in proc.stderr,
+           "a selection that runs no case: exit status 4", f"status {proc.returncode}\n{proc.stderr}")
+    proc = taplib.run(binary, "--probe-dir", probes, "--producer", "badlib", "--consumer", "numpy",
+                      "--protocol", "dlpack", "--dtype", "float32", "--layout", "scalar", "-o",
+                      out, "-q")
+    report = taplib.load_report(out)
+    tap.ok(proc.returncode == 4 and "none of the 1 cases reached a verdict" in proc.stderr and
+           [c["outcome"] for c in report["cases"]] == ["error"],
+           "a run in which every case is an error: exit status 4",
+           f"status {proc.returncode}\n{proc.stderr}")
+    help_text = taplib.run(binary, "--help").stdout
+    tap.ok(all(f"  {n}  " in help_text or f" {n} " in help_text for n in ("0", "1", "2", "3", "4"))
+           and "could not be tested" in help_text and "nothing was tested" in help_text,
+           "--help documents every exit status", help_text[-1500:])
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ class Writers:
         junit, markdown = stem + ".xml", stem + ".md"
         if use_command and max_bytes is None and full_report is None and self.command is not False:
             proc = taplib.run(self.binary, "report", report_path, "--junit", junit,
-                              "--markdown", markdown)
+                              "--junit-cases", "--markdown", markdown)
             if proc.returncode == 0:
                 if self.command is None:
                     self.tap.diag("reports written by `interopcheck report`")
@@ -124,14 +124,22 @@ def check_junit(tap, report, path, what):
     root = doc.getroot()
     cases = report["cases"]
     outcomes = [c["outcome"] for c in cases]
-    expect = {"tests": len(cases), "failures": sum(o in FAILING for o in outcomes),
-              "errors": outcomes.count("error"), "skipped": sum(o in SKIPPED for o in outcomes)}
+    findings = report.get("findings", [])
+    broke = [f for f in findings if set(f["outcomes"]) & {"crash", "timeout"}]
+    expect = {"tests": len(cases) + max(len(findings), 1),
+              "failures": outcomes.count("fail") + len(findings) - len(broke),
+              "errors": sum(o in ("error", "crash", "timeout") for o in outcomes) + len(broke),
+              "skipped": sum(o in SKIPPED for o in outcomes)}
     got = {k: int(root.get(k, -1)) for k in expect}
-    tap.ok(got == expect, f"{what}: the totals of <testsuites> are the report's", (got, expect))
+    tap.ok(got == expect, f"{what}: the totals of <testsuites> are the findings' and the cases'",
+           (got, expect))
+    check_junit_findings(tap, report, root, what)
 
     bad_suites = []
     seen = {}
     for suite in root.iter("testsuite"):
+        if suite.get("name") == "interopcheck.findings":
+            continue
         testcases = suite.findall("testcase")
         counted = {"tests": len(testcases),
                    "failures": sum(1 for t in testcases if t.find("failure") is not None),
@@ -161,13 +169,18 @@ def check_junit(tap, report, path, what):
         failure, error, skipped = t.find("failure"), t.find("error"), t.find("skipped")
         if outcome == "pass":
             ok = len(t) == 0
-        elif outcome in FAILING:
+        elif outcome == "fail":
             message = failure.get("message", "") if failure is not None else ""
             ok = (failure is not None and
                   failure.get("type") == (case.get("rule") or outcome) and
                   (message.endswith(diagnostic) or "bytes cut]" in message) and
                   len(message.encode()) <= JUNIT_MESSAGE_CAP + 40 and
                   diagnostic[:200] in (failure.text or ""))
+        elif outcome in ("crash", "timeout"):
+            message = error.get("message", "") if error is not None else ""
+            ok = (error is not None and failure is None and error.get("type") == outcome and
+                  (message.endswith(diagnostic) or "bytes cut]" in message) and
+                  diagnostic[:200] in (error.text or ""))
         elif outcome == "error":
             ok = error is not None and diagnostic[:200] in (error.text or "")
         elif outcome == "unsupported":
@@ -211,6 +224,29 @@ def check_junit(tap, report, path, what):
     tap.ok(not props_bad, f"{what}: each suite's properties give the tool, Python and library "
            "versions", props_bad[:2])
     return doc
+
+
+def check_junit_findings(tap, report, root, what):
+    """The findings suite: a testcase per finding, an <error> for one that crashed or hung,
+    else a <failure> typed by its rule, the reproducer in the body."""
+    suites = [s for s in root.iter("testsuite") if s.get("name") == "interopcheck.findings"]
+    findings = report.get("findings", [])
+    if not tap.ok(len(suites) == 1, f"{what}: one suite of findings", len(suites)):
+        return
+    testcases = {t.get("name"): t for t in suites[0].findall("testcase")}
+    wrong = []
+    for f in findings:
+        t = testcases.get(f["id"])
+        broke = bool(set(f["outcomes"]) & {"crash", "timeout"})
+        element = t.find("error" if broke else "failure") if t is not None else None
+        if (element is None or t.get("classname") != f"interopcheck.findings.{f['culprit']}" or
+                element.get("type") != f["rule"] or
+                (f.get("reproducer") and xml_safe(f["reproducer"])[:300] not in element.text)):
+            wrong.append((f["id"], etree_text(t) if t is not None else None))
+    tap.ok(not wrong and (len(testcases) == len(findings) or (not findings and
+                                                               len(testcases) == 1)),
+           f"{what}: a testcase per finding, typed by its rule, its reproducer in the body",
+           wrong[:3])
 
 
 def etree_text(element):
@@ -340,7 +376,10 @@ def check_markdown(tap, report, path, what, listed_all=True):
     tap.ok(not wrong, f"{what}: a matrix per protocol and device, each cell marker and "
            "passed/total", wrong[:5])
 
-    # The failures table: every failing case with its rule and diagnostic.
+    check_markdown_findings(tap, report, tree, what, listed_all)
+
+    # The errors and unexpected passes: every such case with its rule and diagnostic (the
+    # failing cases are the findings').
     merged = "environments" in report
     rows = {}
     for table in tree.iter("table"):
@@ -353,7 +392,7 @@ def check_markdown(tap, report, path, what, listed_all=True):
             if tds:
                 key = tuple(td.text_content().strip() for td in tds[:2 if merged else 1])
                 rows[key] = [td.text_content() for td in tds]
-    listed = [c for c in report["cases"] if c["outcome"] in FAILING + ("error", "xpass")]
+    listed = [c for c in report["cases"] if c["outcome"] in ("error", "xpass")]
     bad = []
     for case in listed:
         key = (case["id"], case["environment"]) if merged else (case["id"],)
@@ -369,15 +408,38 @@ def check_markdown(tap, report, path, what, listed_all=True):
                  "bytes cut]" not in diagnostic)):
             bad.append((case["id"], row, want))
     tap.ok(not bad and (not listed_all or len(rows) == len(listed)),
-           f"{what}: the failures list has each failing case, its rule and its diagnostic",
+           f"{what}: the lists of errors and unexpected passes have each case, its rule and its "
+           "diagnostic",
            (len(rows), len(listed), bad[:3]))
     return text, tree
+
+
+def check_markdown_findings(tap, report, tree, what, listed_all):
+    """The findings table: one row per finding, severity, cases, culprit, rule and id."""
+    rows = {}
+    for table in tree.iter("table"):
+        heading = table.getprevious()
+        while heading is not None and heading.tag == "p":
+            heading = heading.getprevious()
+        if heading is None or not heading.text_content().startswith("Findings ("):
+            continue
+        for tr in table.iter("tr"):
+            tds = [td.text_content().strip() for td in tr.findall("td")]
+            if tds:
+                rows[tds[4]] = tds
+    findings = report.get("findings", [])
+    bad = [f["id"] for f in findings
+           if rows.get(f["id"], [None])[:4] != [f["severity"], str(f["count"]), f["culprit"],
+                                                 f["rule"]]]
+    tap.ok(not bad and (not listed_all or len(rows) == len(findings)),
+           f"{what}: the findings table has every finding, its severity, cases, culprit and rule",
+           (len(rows), len(findings), bad[:3]))
 
 
 def check_markdown_is_inert(tap, text, tree, what, known_ids):
     """Library text cannot make markup: the only elements are the writer's own."""
     allowed = {"div", "h2", "h3", "p", "br", "table", "thead", "tbody", "tr", "th", "td",
-               "strong", "code", "a"}
+               "strong", "code", "a", "details", "summary", "pre"}
     tags = {el.tag for el in tree.iter()}
     tap.ok(tags <= allowed, f"{what}: no element but the writer's own (no script, img, em, "
            "lists, quotes, headings from text)", sorted(tags - allowed))
@@ -387,10 +449,14 @@ def check_markdown_is_inert(tap, text, tree, what, known_ids):
            f"{what}: bold text is only the writer's (producers, failing cells, totals)",
            [s for s in strong if not re.fullmatch(r"[a-z0-9_]+|\u2717 \d+/\d+|\d+ cases:", s)][:3])
     headings = [el.text_content() for el in tree.iter("h2", "h3")]
-    tap.ok(all(re.match(r"interopcheck: |[a-z_]+ on [a-z]+|Failures \(|Errors \(|"
+    tap.ok(all(re.match(r"interopcheck: |[a-z_]+ on [a-z]+|Findings \(|Errors \(|"
                         r"Unexpected passes \(", h) for h in headings),
            f"{what}: headings are only the writer's", headings[:5])
-    codes = [el.text_content() for el in tree.iter("code")]
+    # Code spans outside the reproducers' blocks (whose script is the writer's own, fenced);
+    # the one sentence on how to get a reproducer names the command.
+    codes = [el.text_content() for el in tree.iter("code")
+             if el.getparent().tag != "pre"
+             and el.text_content() != "interopcheck repro REPORT FINDING"]
     tap.ok(all(re.fullmatch(r"[a-z0-9_.\-]+", c) for c in codes),
            f"{what}: code spans are only the writer's ids", [c for c in codes if not
                                                             re.fullmatch(r"[a-z0-9_.\-]+", c)][:3])
@@ -519,10 +585,10 @@ def check_merged(tap, writers, report, workdir):
 
 
 def check_cap(tap, writers, report_path, report, workdir):
-    """A small cap cuts the failures list, says how many are left out, and points to the full
+    """A small cap cuts what does not fit, says how much is left out, and points to the full
     report; a cap too small for the totals is refused."""
-    failing = [c for c in report["cases"] if c["outcome"] in FAILING + ("error", "xpass")]
-    for cap in (6000, 20000):
+    findings = report.get("findings", [])
+    for cap in (2000, 20000):
         stem = os.path.join(workdir, f"cap{cap}")
         pointer = "https://ci.example.invalid/jobs/1/artifacts/run.json"
         junit, markdown, proc = writers.write(report_path, stem, max_bytes=cap,
@@ -533,15 +599,17 @@ def check_cap(tap, writers, report_path, report, workdir):
             raw = handle.read()
         text = raw.decode("utf-8")
         tap.ok(len(raw) <= cap, f"max {cap}: the summary is {len(raw)} bytes, within the cap")
-        shown = len(re.findall(r"^\| `", text, re.M))
-        match = re.search(r"(\d+) of (\d+) listed cases\.", text)
-        tap.ok(match and int(match.group(2)) == len(failing) and
-               int(match.group(1)) == len(failing) - shown and shown < len(failing),
-               f"max {cap}: the cut says how many listed cases are left out "
-               f"({shown} of {len(failing)} shown)", text[-600:])
+        shown = len(re.findall(r"^\| `(harmful|nonconformant|documented)`", text, re.M))
+        match = re.search(r"(\d+) of (\d+) findings", text)
+        cut = int(match.group(1)) if match else 0
+        tap.ok(shown + cut == len(findings) and (not match or int(match.group(2)) ==
+                                                 len(findings)),
+               f"max {cap}: every finding is shown or counted as left out "
+               f"({shown} of {len(findings)} shown)", text[-600:])
         tap.ok(text.rstrip().endswith(f"[the full report](<{pointer}>).") and
-               "**Cut to stay within" in text,
-               f"max {cap}: the last line points to the full report", text[-300:])
+               ("**Cut to stay within" in text) == (cap == 2000),
+               f"max {cap}: the last line points to the full report"
+               f"{', after saying what was cut' if cap == 2000 else ''}", text[-300:])
         tree = render_markdown(text)
         links = [a.get("href") for a in tree.iter("a")]
         tap.ok(links == [pointer], f"max {cap}: the pointer renders as a link", links)
@@ -601,7 +669,7 @@ def check_hostile(tap, writers, workdir):
            repr(diag(refusal)))
     failure = "dlpack.hostile_text.numpy.cpu.int16.contiguous"
     tap.ok(cases.get(failure, {}).get("outcome") == "fail" and
-           ("ValueError: " + shown) in diag(failure),
+           "with ValueError" in diag(failure) and (": " + shown + ";") in diag(failure),
            "hostile JSON: a ValueError's text is kept whole in the failure",
            repr(diag(failure)))
     long_refusal = diag("dlpack.hostile_text.numpy.cpu.int32.contiguous")
@@ -663,9 +731,10 @@ def check_hostile(tap, writers, workdir):
                f"hostile JUnit: a long reason is capped at {len(message.encode())} bytes with "
                "the marker", message[-100:])
         t = by_key.get(("interopcheck.dlpack.numpy.hostile_text", "cpu.int64.contiguous"))
-        failure = t.find("failure") if t is not None else None
-        tap.ok(failure is not None and "<script>alert(4)</script>" in failure.text,
-               "hostile JUnit: a crash's raw output reads back as text")
+        error = t.find("error") if t is not None else None
+        tap.ok(error is not None and "<script>alert(4)</script>" in error.text,
+               "hostile JUnit: a crash (an <error>) keeps its raw output, which reads back as "
+               "text")
 
     # Markdown: tables keep their shape, nothing renders as markup, the text reads back.
     result = check_markdown(tap, report, markdown, "hostile")

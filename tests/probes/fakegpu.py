@@ -20,6 +20,10 @@ What goes wrong depends on the dtype, so one run exercises every GPU finding:
   uint32    correct, but describe() gives the contents only, as a library with no pointer API
             (TensorFlow on a GPU) does: compared on the host, zero-copy not checked -> pass
 
+Read-only arrays (the `readonly` variant) carry DLPack's read-only flag and refuse legacy
+capsules, as they should, but the CUDA Array Interface says writable for them
+                                                                  -> fail (cai.readonly)
+
 It is loaded only with --probe-dir tests/probes.
 """
 
@@ -118,6 +122,7 @@ class FakeArray:
         self.pointer, self.shape, self.strides = pointer, tuple(shape), tuple(strides)
         self.dtype, self.owner, self.stream = dtype, owner, stream
         self.host_buffer = None  # int8: the plain host memory it pretends is device memory
+        self.readonly = False
 
     # -- what goes wrong, by dtype (see the module docstring) --
     def _claimed_shape(self):
@@ -133,6 +138,7 @@ class FakeArray:
         return {
             "shape": self._claimed_shape(),
             "typestr": TYPESTR[self.dtype],
+            # never says read-only, not even for a read-only array: the cai.readonly test
             "data": (self.pointer if _numel(self.shape) else 0, False),
             "strides": self.strides,
             "version": 3,
@@ -164,6 +170,8 @@ class FakeArray:
 
     def to_dlpack(self):
         """A legacy capsule, as the to_dlpack functions of TensorFlow and cuDF make them."""
+        if self.readonly:
+            raise BufferError("fakegpu cannot mark a legacy capsule read-only")
         return self._capsule(versioned=False)
 
     def _capsule(self, versioned):
@@ -178,6 +186,7 @@ class FakeArray:
         }
         if versioned:
             managed.version = DLPackVersion(1, 0)
+            managed.flags = 1 if self.readonly else 0  # DLPACK_FLAG_BITMASK_READ_ONLY
         managed.deleter = _deleter
         code, bits = DLPACK_CODES[self.dtype]
         managed.dl_tensor = DLTensor(
@@ -237,7 +246,7 @@ def load():
         "layouts": ["contiguous", "flat", "transposed", "strided", "offset", "scalar", "empty"],
         "notes": {d: "fakegpu has the dtypes of its test plan only"
                   for d in _probekit.DTYPES if d not in DLPACK_CODES},
-        "readonly": False,
+        "readonly": True,
         "exports": {"dlpack": {"call": "FakeArray.__dlpack__", "devices": ["cuda"]},
                     "dlpack_capsule": {"call": "FakeArray.to_dlpack()", "devices": ["cuda"]},
                     "cuda_array_interface": {"call": "FakeArray.__cuda_array_interface__",
@@ -279,15 +288,17 @@ def build(data, dtype, ops, readonly=False, device="cpu"):
             _check(drv.cuMemcpyHtoD_v2(ctypes.c_uint64(base), data, size), "cuMemcpyHtoD")
     # the view's first element sits where the host view's sits in its own base
     offset = host.ctypes.data - base_array.ctypes.data if host.size else 0
-    return FakeArray(base + offset, host.shape, host.strides, dtype, owner, stream.value or 0)
+    array = FakeArray(base + offset, host.shape, host.strides, dtype, owner, stream.value or 0)
+    array.readonly = readonly
+    return array
 
 
 def describe(x):
     device = MEMORY[x.dtype][2] if x.dtype in MEMORY else "cuda"
     if x.dtype == "uint32":
         return {"bytes": _contents(x), "shape": list(x.shape), "dtype": x.dtype,
-                "readonly": False, "device": [device, 0]}
-    return _probekit.pointer_description(x.pointer, x.shape, x.strides, x.dtype, False,
+                "readonly": x.readonly, "device": [device, 0]}
+    return _probekit.pointer_description(x.pointer, x.shape, x.strides, x.dtype, x.readonly,
                                          device=(device, 0))
 
 

@@ -1,5 +1,8 @@
-"""A probe for a library that is not installed: its import error is recorded, with the
-message, and the run goes on."""
+"""A probe for a library that is not installed: its import raises ModuleNotFoundError for the
+library's own module (MODULE), so the library is recorded as not installed, with the message,
+and the run goes on. Only when a run names it is that an error (exit status 3)."""
+
+MODULE = "interopcheck_no_such_library"
 
 
 def load():

@@ -12,6 +12,7 @@
 #include "ic_protocol.h"
 #include "ic_proxy.h"
 #include "tap.h"
+#include "test_diag.h"
 #include "test_python.h"
 
 static double host_data[6] = {0, 1, 2, 3, 4, 5};
@@ -79,20 +80,6 @@ static struct checked check(PyObject *value, PyObject *owner)
     return out;
 }
 
-static bool has_error(const struct ic_diag *diag, const char *rule)
-{
-    return ic_export_diag_has_error(diag, rule);
-}
-
-static bool has_warning(const struct ic_diag *diag, const char *rule)
-{
-    for (int i = 0; i < diag->count; i++) {
-        if (diag->items[i].severity == IC_SEV_WARNING && strcmp(diag->items[i].rule, rule) == 0)
-            return true;
-    }
-    return false;
-}
-
 static void show(const char *what, const struct ic_diag *diag)
 {
     char text[1024];
@@ -138,56 +125,59 @@ static void test_dict(void)
 
     /* 4.5.1 */
     c = check(PyList_New(0), NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.1") && !c.have_view, "a list is no dict");
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_DICT) && !c.have_view, "a list is no dict");
     c = check(with(base_dict(), "version", NULL), NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.1"), "a missing version is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_DICT), "a missing version is an error");
     c = check(with(base_dict(), "version", PyLong_FromLong(2)), NULL);
-    TAP_OK(has_warning(&c.diag, "array_interface 4.5.1") && c.diag.errors == 0,
+    TAP_OK(has_warning(&c.diag, IC_RULE_ARRAY_INTERFACE_DICT) && c.diag.errors == 0,
            "version 2 is only a warning");
     c = check(with(base_dict(), "version", PyUnicode_FromString("3")), NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.1"), "a str version is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_DICT), "a str version is an error");
     c = check(with(base_dict(), "shape", NULL), NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.1") && !c.have_view,
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_DICT) && !c.have_view,
            "a missing shape is an error");
     c = check(with(base_dict(), "typestr", NULL), NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.1"), "a missing typestr is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_DICT), "a missing typestr is an error");
 
     /* 4.5.2 */
     c = check(with(base_dict(), "shape", Py_BuildValue("[ii]", 2, 3)), NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.2"), "a list shape is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_SHAPE), "a list shape is an error");
     c = check(with(base_dict(), "shape", Py_BuildValue("(ii)", 2, -3)), NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.2") && !c.have_view,
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_SHAPE) && !c.have_view,
            "a negative extent is an error");
     PyObject *big = PyLong_FromString("1180591620717411303424", NULL, 10); /* 2**70 */
     c = check(with(base_dict(), "shape", Py_BuildValue("(N)", big)), NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.2"), "an extent of 2**70 does not fit in int64");
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_SHAPE),
+           "an extent of 2**70 does not fit in int64");
     show("2**70", &c.diag);
     c = check(with(base_dict(), "shape", Py_BuildValue("(LL)", (long long)(INT64_MAX / 2), 4LL)),
               NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.2"), "an overflowing element count is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_SHAPE),
+           "an overflowing element count is an error");
     c = check(with(base_dict(), "strides", Py_BuildValue("(i)", 8)), NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.2"),
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_SHAPE),
            "one stride for two dimensions is an error");
     c = check(with(base_dict(), "strides", Py_BuildValue("(is)", 24, "8")), NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.2"), "a str stride is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_SHAPE), "a str stride is an error");
     c = check(with(base_dict(), "strides", Py_BuildValue("(Li)", (long long)INT64_MAX, 8)), NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.2"), "a span that overflows is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_SHAPE), "a span that overflows is an error");
 
     /* 4.5.3 */
     c = check(with(base_dict(), "typestr", PyUnicode_FromString("<f3")), NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.3") && !c.have_view, "typestr <f3 is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_TYPESTR) && !c.have_view,
+           "typestr <f3 is an error");
     show("<f3", &c.diag);
     c = check(with(base_dict(), "typestr", PyUnicode_FromString("bfloat16")), NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.3"), "typestr bfloat16 is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_TYPESTR), "typestr bfloat16 is an error");
     c = check(with(base_dict(), "typestr", PyLong_FromLong(8)), NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.3"), "an int typestr is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_TYPESTR), "an int typestr is an error");
     c = check(with(base_dict(), "typestr", PyBytes_FromString("<f8")), NULL);
-    TAP_OK(has_warning(&c.diag, "array_interface 4.5.3") && c.diag.errors == 0,
+    TAP_OK(has_warning(&c.diag, IC_RULE_ARRAY_INTERFACE_TYPESTR) && c.diag.errors == 0,
            "a bytes typestr is a warning");
     c = check(with(base_dict(), "descr", Py_BuildValue("[(ss)]", "", "<f8")), NULL);
     TAP_OK(c.diag.count == 0, "the default descr matches");
     c = check(with(base_dict(), "descr", Py_BuildValue("[(ss)]", "", "<f4")), NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.3"),
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_TYPESTR),
            "a 4-byte descr for an 8-byte typestr is an error");
     PyObject *record = with(base_dict(), "typestr", PyUnicode_FromString("|V8"));
     c = check(
@@ -198,28 +188,29 @@ static void test_dict(void)
     c = check(with(base_dict(), "descr", Py_BuildValue("[(ssi)]", "", "<f4", 2)), NULL);
     TAP_OK(c.diag.count == 0, "a sub-array field (f4, 2) totals 8 bytes");
     c = check(with(base_dict(), "descr", PyUnicode_FromString("<f8")), NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.3"), "a str descr is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_TYPESTR), "a str descr is an error");
 
     /* 4.5.4 */
     c = check(with(base_dict(), "data", Py_BuildValue("(KO)", 0ULL, Py_False)), NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.4") && !c.have_view,
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_DATA) && !c.have_view,
            "pointer 0 with 48 bytes is an error");
     PyObject *empty = with(base_dict(), "shape", Py_BuildValue("(ii)", 0, 3));
     c = check(with(empty, "data", Py_BuildValue("(KO)", 0ULL, Py_False)), NULL);
     TAP_OK(c.diag.count == 0 && c.have_view, "pointer 0 for an empty array is fine");
     c = check(with(base_dict(), "data", Py_BuildValue("(KOi)", 8ULL, Py_False, 1)), NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.4"), "a 3-tuple data is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_DATA), "a 3-tuple data is an error");
     c = check(with(base_dict(), "data", Py_BuildValue("(iO)", -8, Py_False)), NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.4"), "a negative pointer is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_DATA), "a negative pointer is an error");
     c = check(with(base_dict(), "data", PyLong_FromLong(5)), NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.4"), "an int data is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_DATA), "an int data is an error");
     c = check(with(base_dict(), "data",
                    Py_BuildValue("(Ki)", (unsigned long long)(uintptr_t)host_data, 1)),
               NULL);
-    TAP_OK(has_warning(&c.diag, "array_interface 4.5.4") && c.diag.errors == 0 && c.view.readonly,
+    TAP_OK(has_warning(&c.diag, IC_RULE_ARRAY_INTERFACE_DATA) && c.diag.errors == 0 &&
+               c.view.readonly,
            "an int readonly flag is a warning and read as true");
     c = check(with(base_dict(), "offset", PyLong_FromLong(8)), NULL);
-    TAP_OK(has_warning(&c.diag, "array_interface 4.5.4") && c.diag.errors == 0 &&
+    TAP_OK(has_warning(&c.diag, IC_RULE_ARRAY_INTERFACE_DATA) && c.diag.errors == 0 &&
                c.view.data == (uintptr_t)host_data,
            "offset with a tuple is ignored, with a warning");
 
@@ -233,13 +224,13 @@ static void test_dict(void)
     d = Py_BuildValue("{s:(i),s:s,s:O,s:i,s:i}", "shape", 6, "typestr", "<f8", "data", bytes,
                       "offset", 8, "version", 3);
     c = check(d, NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.4"),
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_DATA),
            "6 doubles after offset 8 overrun 48 bytes");
     show("overrun", &c.diag);
     d = Py_BuildValue("{s:(i),s:s,s:O,s:i,s:i}", "shape", 5, "typestr", "<f8", "data", bytes,
                       "offset", -8, "version", 3);
     c = check(d, NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.4"), "a negative offset is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_DATA), "a negative offset is an error");
     d = Py_BuildValue("{s:(i),s:s,s:i}", "shape", 6, "typestr", "<f8", "version", 3);
     c = check(d, bytes);
     TAP_OK(c.diag.count == 0 && c.view.data == (uintptr_t)start,
@@ -248,7 +239,7 @@ static void test_dict(void)
                       "version", 3);
     PyObject *not_a_buffer = PyLong_FromLong(1);
     c = check(d, not_a_buffer);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.4"),
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_DATA),
            "data None with an owner that exports no buffer is an error");
     Py_DECREF(not_a_buffer);
     PyObject *frozen = PyBytes_FromStringAndSize(NULL, 48);
@@ -295,17 +286,17 @@ static void test_mask(void)
         Py_BuildValue("{s:(i),s:s,s:(KO),s:i}", "shape", 3, "typestr", "|b1", "data",
                       (unsigned long long)(uintptr_t)valid, Py_False, "version", 3);
     struct checked c = check(with(base_dict(), "mask", make("Iface", mask_dict)), NULL);
-    TAP_OK(has_warning(&c.diag, "array_interface 4.5.5") && c.diag.errors == 0 && c.have_view,
+    TAP_OK(has_warning(&c.diag, IC_RULE_ARRAY_INTERFACE_MASK) && c.diag.errors == 0 && c.have_view,
            "a (3,) mask broadcasts to (2, 3): only the NumPy-ignores-it warning");
     mask_dict = Py_BuildValue("{s:(i),s:s,s:(KO),s:i}", "shape", 4, "typestr", "|b1", "data",
                               (unsigned long long)(uintptr_t)valid, Py_False, "version", 3);
     c = check(with(base_dict(), "mask", make("Iface", mask_dict)), NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.5"), "a (4,) mask does not broadcast");
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_MASK), "a (4,) mask does not broadcast");
     c = check(with(base_dict(), "mask", PyLong_FromLong(1)), NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.5"), "an int mask is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_MASK), "an int mask is an error");
     mask_dict = Py_BuildValue("{s:(i),s:s,s:i}", "shape", 3, "typestr", "|b7", "version", 3);
     c = check(with(base_dict(), "mask", make("Iface", mask_dict)), NULL);
-    TAP_OK(has_error(&c.diag, "array_interface 4.5.5"),
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_MASK),
            "a mask with an invalid interface is an error");
     show("invalid mask", &c.diag);
     c = check(with(base_dict(), "mask", Py_NewRef(Py_None)), NULL);
@@ -350,7 +341,7 @@ static void test_ops(void)
     ic_export_record_init(&rec, IC_PROTOCOL_ARRAY_INTERFACE, IC_VARIANT_NONE);
     proxy = ic_array_interface_ops.proxy_new(target, &rec);
     got = PyObject_GetAttrString(proxy, "__array_interface__");
-    TAP_OK(got && ic_export_diag_has_error(&rec.diag, "array_interface 4.5.1"),
+    TAP_OK(got && ic_export_diag_has_error(&rec.diag, IC_RULE_ARRAY_INTERFACE_DICT),
            "a broken dict passes through the proxy and is recorded as an error");
     Py_XDECREF(got);
     ic_proxy_detach(proxy);

@@ -12,6 +12,7 @@
 #include "ic_protocol.h"
 #include "ic_proxy.h"
 #include "tap.h"
+#include "test_diag.h"
 #include "test_python.h"
 
 static const char producers_code[] =
@@ -58,20 +59,6 @@ static PyObject *eval(const char *expression)
     return obj;
 }
 
-static bool has_error(const struct ic_diag *diag, const char *rule)
-{
-    return ic_export_diag_has_error(diag, rule);
-}
-
-static bool has_warning(const struct ic_diag *diag, const char *rule)
-{
-    for (int i = 0; i < diag->count; i++) {
-        if (diag->items[i].severity == IC_SEV_WARNING && strcmp(diag->items[i].rule, rule) == 0)
-            return true;
-    }
-    return false;
-}
-
 static void test_result_check(void)
 {
     PyObject *array = eval("np.arange(4, dtype=np.int16)"), *sub = eval("Subclass().__array__()");
@@ -91,7 +78,8 @@ static void test_result_check(void)
            "an int16 ndarray is read through its buffer");
     ic_diag_init(&diag);
     ic_array_method_check_result(list, &diag, &view, &have_view);
-    TAP_OK(has_error(&diag, "array 4.4") && !have_view, "a list result is an error");
+    TAP_OK(has_error(&diag, IC_RULE_ARRAY_RETURNS_NDARRAY) && !have_view,
+           "a list result is an error");
     Py_DECREF(array);
     Py_DECREF(sub);
     Py_DECREF(list);
@@ -176,7 +164,8 @@ static void test_proxy(void)
     ic_export_record_init(&rec, IC_PROTOCOL_ARRAY_METHOD, IC_VARIANT_NONE);
     proxy = ic_array_method_ops.proxy_new(target, &rec);
     result = call_array(proxy, NULL, kwargs, &exc);
-    TAP_OK(!result && strcmp(exc.type, "RuntimeError") == 0 && has_error(&rec.diag, "array 4.5.7"),
+    TAP_OK(!result && strcmp(exc.type, "RuntimeError") == 0 &&
+               has_error(&rec.diag, IC_RULE_ARRAY_NO_COPY_ERROR),
            "proxy: a RuntimeError for copy=False is an error");
     ic_proxy_detach(proxy);
     Py_DECREF(proxy);
@@ -186,7 +175,8 @@ static void test_proxy(void)
     ic_export_record_init(&rec, IC_PROTOCOL_ARRAY_METHOD, IC_VARIANT_NONE);
     proxy = ic_array_method_ops.proxy_new(target, &rec);
     result = call_array(proxy, NULL, kwargs, &exc);
-    TAP_OK(!result && exc.type_error && has_warning(&rec.diag, "array 4.4") && rec.diag.errors == 0,
+    TAP_OK(!result && exc.type_error && has_warning(&rec.diag, IC_RULE_ARRAY_COPY_KEYWORD) &&
+               rec.diag.errors == 0,
            "proxy: an __array__ without copy is the old signature (warning)");
     ic_proxy_detach(proxy);
     Py_DECREF(proxy);
@@ -197,7 +187,8 @@ static void test_proxy(void)
     ic_export_record_init(&rec, IC_PROTOCOL_ARRAY_METHOD, IC_VARIANT_NONE);
     proxy = ic_array_method_ops.proxy_new(target, &rec);
     result = call_array(proxy, NULL, NULL, &exc);
-    TAP_OK(result && PyList_Check(result) && has_error(&rec.diag, "array 4.4") && !rec.have_view,
+    TAP_OK(result && PyList_Check(result) && has_error(&rec.diag, IC_RULE_ARRAY_RETURNS_NDARRAY) &&
+               !rec.have_view,
            "proxy: a list result passes through and is an error");
     Py_XDECREF(result);
     ic_proxy_detach(proxy);
@@ -242,13 +233,13 @@ static void test_reference_consumer(void)
                strcmp(c.rec.producer_exc_type, "ValueError") == 0,
            "no_copy: a ValueError refusal is allowed");
     c = consume("WrongRefusal()", IC_VARIANT_ARR_NO_COPY);
-    TAP_OK(c.rec.producer_raised && has_error(&c.rec.diag, "array 4.5.7"),
+    TAP_OK(c.rec.producer_raised && has_error(&c.rec.diag, IC_RULE_ARRAY_NO_COPY_ERROR),
            "no_copy: a RuntimeError refusal is an error");
     c = consume("Old()", IC_VARIANT_ARR_COPY);
-    TAP_OK(c.rec.producer_raised && has_warning(&c.rec.diag, "array 4.4"),
+    TAP_OK(c.rec.producer_raised && has_warning(&c.rec.diag, IC_RULE_ARRAY_COPY_KEYWORD),
            "copy: the old signature is a warning");
     c = consume("NotArray()", IC_VARIANT_NONE);
-    TAP_OK(has_error(&c.rec.diag, "array 4.4") && !c.handle_is_array,
+    TAP_OK(has_error(&c.rec.diag, IC_RULE_ARRAY_RETURNS_NDARRAY) && !c.handle_is_array,
            "plain: a list result is an error");
     c = consume("Good()", IC_VARIANT_READONLY);
     TAP_OK(c.handle_is_array && strcmp(c.rec.request, "__array__()") == 0,

@@ -12,6 +12,7 @@
 #include "ic_protocol.h"
 #include "ic_proxy.h"
 #include "tap.h"
+#include "test_diag.h"
 #include "test_python.h"
 
 static float data[8];
@@ -51,20 +52,6 @@ static struct checked check_struct(struct ic_pyarrayinterface s, const char *nam
     return out;
 }
 
-static bool has_error(const struct ic_diag *diag, const char *rule)
-{
-    return ic_export_diag_has_error(diag, rule);
-}
-
-static bool has_warning(const struct ic_diag *diag, const char *rule)
-{
-    for (int i = 0; i < diag->count; i++) {
-        if (diag->items[i].severity == IC_SEV_WARNING && strcmp(diag->items[i].rule, rule) == 0)
-            return true;
-    }
-    return false;
-}
-
 static void show(const char *what, const struct ic_diag *diag)
 {
     char text[1024];
@@ -72,7 +59,7 @@ static void show(const char *what, const struct ic_diag *diag)
     TAP_DIAG("%s: %s", what, text[0] ? text : "(no findings)");
 }
 
-#define RULE "array_struct 4.5.6"
+#define RULE IC_RULE_ARRAY_STRUCT_STRUCT
 
 static void test_rules(void)
 {

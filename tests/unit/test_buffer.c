@@ -13,21 +13,8 @@
 #include "ic_protocol.h"
 #include "ic_proxy.h"
 #include "tap.h"
+#include "test_diag.h"
 #include "test_python.h"
-
-static bool has_error(const struct ic_diag *diag, const char *rule)
-{
-    return ic_export_diag_has_error(diag, rule);
-}
-
-static bool has_warning(const struct ic_diag *diag, const char *rule)
-{
-    for (int i = 0; i < diag->count; i++) {
-        if (diag->items[i].severity == IC_SEV_WARNING && strcmp(diag->items[i].rule, rule) == 0)
-            return true;
-    }
-    return false;
-}
 
 static void show(const char *what, const struct ic_diag *diag)
 {
@@ -163,66 +150,71 @@ static void test_rules(void)
     b = good_buffer();
     b.obj = NULL;
     c = check(b, PyBUF_RECORDS_RO);
-    TAP_OK(has_error(&c.diag, "buffer 5.1.1"), "obj NULL after a successful get is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FIELDS),
+           "obj NULL after a successful get is an error");
     b = good_buffer();
     b.ndim = 65;
     c = check(b, PyBUF_RECORDS_RO);
-    TAP_OK(has_error(&c.diag, "buffer 5.1.1") && !c.have_view, "ndim 65 is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FIELDS) && !c.have_view, "ndim 65 is an error");
     b = good_buffer();
     b.ndim = 0;
     c = check(b, PyBUF_RECORDS_RO);
-    TAP_OK(has_error(&c.diag, "buffer 5.1.1"), "ndim 0 with shape and strides is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_SCALAR), "ndim 0 with shape and strides is an error");
     b = good_buffer();
     b.ndim = 0;
     b.shape = b.strides = NULL;
     b.format = NULL;
     c = check(b, PyBUF_SIMPLE);
-    TAP_OK(has_warning(&c.diag, "buffer 5.1.1") && c.diag.errors == 0 && c.view.shape[0] == 6,
+    TAP_OK(has_warning(&c.diag, IC_RULE_BUFFER_SCALAR) && c.diag.errors == 0 &&
+               c.view.shape[0] == 6,
            "NumPy's ndim 0 for a SIMPLE request is a warning; the view is 6 raw items");
 
     /* 5.1.2 */
     b = good_buffer();
     b.len = 20;
     c = check(b, PyBUF_RECORDS_RO);
-    TAP_OK(has_error(&c.diag, "buffer 5.1.2") && !c.have_view, "len 20 for 2x3 floats is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_SIZE) && !c.have_view,
+           "len 20 for 2x3 floats is an error");
     show("bad len", &c.diag);
     b = good_buffer();
     b.itemsize = 0;
     c = check(b, PyBUF_STRIDED_RO);
-    TAP_OK(has_error(&c.diag, "buffer 5.1.2"), "itemsize 0 is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FIELDS), "itemsize 0 is an error");
     Py_ssize_t negative[2] = {2, -3};
     b = good_buffer();
     b.shape = negative;
     c = check(b, PyBUF_RECORDS_RO);
-    TAP_OK(has_error(&c.diag, "buffer 5.1.2"), "a negative extent is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_SIZE), "a negative extent is an error");
 
     /* 5.1.3 */
     b = good_buffer();
     b.format = NULL;
     c = check(b, PyBUF_RECORDS_RO);
-    TAP_OK(has_error(&c.diag, "buffer 5.1.3"), "FORMAT requested but format NULL is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FORMAT_REQUEST),
+           "FORMAT requested but format NULL is an error");
     c = check(good_buffer(), PyBUF_STRIDED_RO);
-    TAP_OK(has_error(&c.diag, "buffer 5.1.3"), "a format without FORMAT requested is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FORMAT_REQUEST),
+           "a format without FORMAT requested is an error");
     b = good_buffer();
     b.format = "d";
     c = check(b, PyBUF_RECORDS_RO);
-    TAP_OK(has_error(&c.diag, "buffer 5.1.3") && c.view.dtype == IC_DTYPE_INVALID,
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FORMAT) && c.view.dtype == IC_DTYPE_INVALID,
            "format d with itemsize 4 is an error");
     b.format = "y";
     c = check(b, PyBUF_RECORDS_RO);
-    TAP_OK(has_error(&c.diag, "buffer 5.1.3"), "format y is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FORMAT), "format y is an error");
     b.format = "2h";
     c = check(b, PyBUF_RECORDS_RO);
     TAP_OK(c.diag.count == 0 && c.view.dtype == IC_DTYPE_INVALID, "format 2h is 4 bytes");
     b.format = "3h";
     c = check(b, PyBUF_RECORDS_RO);
-    TAP_OK(has_error(&c.diag, "buffer 5.1.3"), "format 3h is 6 bytes, not 4");
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FORMAT), "format 3h is 6 bytes, not 4");
     b.format = "hh";
     c = check(b, PyBUF_RECORDS_RO);
     TAP_OK(c.diag.count == 0, "format hh is 4 bytes by the struct module");
     b.format = "T{h:a:h:b:}";
     c = check(b, PyBUF_RECORDS_RO);
-    TAP_OK(has_warning(&c.diag, "buffer 5.1.3") && c.diag.errors == 0,
+    TAP_OK(has_warning(&c.diag, IC_RULE_BUFFER_FORMAT) && c.diag.errors == 0,
            "a T{} format the struct module cannot size is a warning");
 
     /* 5.1.4 */
@@ -230,34 +222,40 @@ static void test_rules(void)
     b.shape = NULL;
     b.strides = NULL;
     c = check(b, PyBUF_RECORDS_RO);
-    TAP_OK(has_error(&c.diag, "buffer 5.1.4"), "ND requested but shape NULL is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_SHAPE_STRIDES),
+           "ND requested but shape NULL is an error");
     b = good_buffer();
     b.strides = NULL;
     b.format = NULL;
     c = check(b, PyBUF_SIMPLE);
-    TAP_OK(has_error(&c.diag, "buffer 5.1.4"), "a shape for a SIMPLE request is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_SHAPE_STRIDES),
+           "a shape for a SIMPLE request is an error");
     b = good_buffer();
     b.format = NULL;
     c = check(b, PyBUF_ND);
-    TAP_OK(has_error(&c.diag, "buffer 5.1.4"), "strides when only ND was requested is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_SHAPE_STRIDES),
+           "strides when only ND was requested is an error");
     b = good_buffer();
     b.strides = NULL;
     c = check(b, PyBUF_RECORDS_RO);
-    TAP_OK(has_error(&c.diag, "buffer 5.1.4"), "STRIDES requested but strides NULL is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_SHAPE_STRIDES),
+           "STRIDES requested but strides NULL is an error");
     Py_ssize_t suboffsets[2] = {-1, -1};
     b = good_buffer();
     b.suboffsets = suboffsets;
     c = check(b, PyBUF_RECORDS_RO);
-    TAP_OK(has_error(&c.diag, "buffer 5.1.4"), "suboffsets without INDIRECT are an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_SHAPE_STRIDES),
+           "suboffsets without INDIRECT are an error");
     c = check(b, PyBUF_FULL_RO);
-    TAP_OK(has_warning(&c.diag, "buffer 5.1.4") && c.diag.errors == 0 && c.have_view,
+    TAP_OK(has_warning(&c.diag, IC_RULE_BUFFER_SHAPE_STRIDES) && c.diag.errors == 0 && c.have_view,
            "all-negative suboffsets are a warning");
 
     /* 5.1.5 */
     b = good_buffer();
     b.readonly = 1;
     c = check(b, PyBUF_RECORDS);
-    TAP_OK(has_error(&c.diag, "buffer 5.1.5"), "read-only for a WRITABLE request is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_WRITABLE),
+           "read-only for a WRITABLE request is an error");
     c = check(b, PyBUF_RECORDS_RO);
     TAP_OK(c.diag.count == 0 && c.view.readonly, "read-only for a _RO request is fine");
 
@@ -265,9 +263,10 @@ static void test_rules(void)
     b = good_buffer();
     b.strides = f_strides;
     c = check(b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT);
-    TAP_OK(has_error(&c.diag, "buffer 5.1.6"), "Fortran strides for a C_CONTIGUOUS request");
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_CONTIGUOUS),
+           "Fortran strides for a C_CONTIGUOUS request");
     c = check(good_buffer(), PyBUF_F_CONTIGUOUS | PyBUF_FORMAT);
-    TAP_OK(has_error(&c.diag, "buffer 5.1.6"), "C strides for an F_CONTIGUOUS request");
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_CONTIGUOUS), "C strides for an F_CONTIGUOUS request");
     c = check(b, PyBUF_ANY_CONTIGUOUS | PyBUF_FORMAT);
     TAP_OK(c.diag.count == 0, "Fortran strides answer ANY_CONTIGUOUS");
     Py_ssize_t reversed[2] = {-12, 4};
@@ -275,7 +274,8 @@ static void test_rules(void)
     b.strides = reversed;
     b.buf = data + 3;
     c = check(b, PyBUF_ANY_CONTIGUOUS | PyBUF_FORMAT);
-    TAP_OK(has_error(&c.diag, "buffer 5.1.6"), "flipped rows do not answer ANY_CONTIGUOUS");
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_CONTIGUOUS),
+           "flipped rows do not answer ANY_CONTIGUOUS");
     c = check(b, PyBUF_RECORDS_RO);
     TAP_OK(c.diag.count == 0 && c.have_view, "but are fine for a strided request");
 
@@ -284,13 +284,14 @@ static void test_rules(void)
     b = good_buffer();
     b.strides = odd;
     c = check(b, PyBUF_RECORDS_RO);
-    TAP_OK(has_warning(&c.diag, "buffer 5.1.7") && c.diag.errors == 0,
+    TAP_OK(has_warning(&c.diag, IC_RULE_BUFFER_STRIDES) && c.diag.errors == 0,
            "a stride that is not a multiple of itemsize is a warning");
     Py_ssize_t far[2] = {PY_SSIZE_T_MAX, 4};
     b = good_buffer();
     b.strides = far;
     c = check(b, PyBUF_RECORDS_RO);
-    TAP_OK(has_error(&c.diag, "buffer 5.1.7") && !c.have_view, "an overflowing span is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_STRIDES) && !c.have_view,
+           "an overflowing span is an error");
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -430,7 +431,7 @@ static void test_proxy(void)
            "the consumer's buffer names the proxy as obj");
     PyBuffer_Release(&first);
     ic_buffer_ops.finish(proxy, &rec);
-    TAP_OK(has_error(&rec.lifetime, "buffer 5.1.9"), "a get without a release is an error");
+    TAP_OK(has_error(&rec.lifetime, IC_RULE_BUFFER_RELEASE), "a get without a release is an error");
     show("leak", &rec.lifetime);
     PyBuffer_Release(&second);
     ic_proxy_detach(proxy);
@@ -470,14 +471,17 @@ static void test_proxy(void)
     static const struct {
         enum exporter_mode mode;
         int flags;
-        const char *rule;
+        enum ic_rule rule;
         const char *what;
     } broken[] = {
-        {MODE_BAD_LEN, PyBUF_RECORDS_RO, "buffer 5.1.2", "len that does not match shape"},
-        {MODE_BAD_FORMAT, PyBUF_RECORDS_RO, "buffer 5.1.3", "format d with itemsize 4"},
-        {MODE_ALWAYS_READONLY, PyBUF_RECORDS, "buffer 5.1.5", "read-only for PyBUF_RECORDS"},
-        {MODE_ALWAYS_STRIDES, PyBUF_CONTIG_RO, "buffer 5.1.4", "strides for PyBUF_CONTIG_RO"},
-        {MODE_FORTRAN, PyBUF_C_CONTIGUOUS, "buffer 5.1.6", "Fortran data for PyBUF_C_CONTIGUOUS"},
+        {MODE_BAD_LEN, PyBUF_RECORDS_RO, IC_RULE_BUFFER_SIZE, "len that does not match shape"},
+        {MODE_BAD_FORMAT, PyBUF_RECORDS_RO, IC_RULE_BUFFER_FORMAT, "format d with itemsize 4"},
+        {MODE_ALWAYS_READONLY, PyBUF_RECORDS, IC_RULE_BUFFER_WRITABLE,
+         "read-only for PyBUF_RECORDS"},
+        {MODE_ALWAYS_STRIDES, PyBUF_CONTIG_RO, IC_RULE_BUFFER_SHAPE_STRIDES,
+         "strides for PyBUF_CONTIG_RO"},
+        {MODE_FORTRAN, PyBUF_C_CONTIGUOUS, IC_RULE_BUFFER_CONTIGUOUS,
+         "Fortran data for PyBUF_C_CONTIGUOUS"},
     };
     for (size_t i = 0; i < sizeof(broken) / sizeof(broken[0]); i++) {
         struct exporter *e = exporter_new(broken[i].mode);
@@ -485,7 +489,7 @@ static void test_proxy(void)
         proxy = ic_buffer_ops.proxy_new((PyObject *)e, &rec);
         int rc = get_and_release(proxy, broken[i].flags);
         TAP_OK(rc == 0 && has_error(&rec.diag, broken[i].rule) && e->exports == 0,
-               "proxy: %s is %s", broken[i].what, broken[i].rule);
+               "proxy: %s is %s", broken[i].what, ic_rule_id(broken[i].rule));
         ic_buffer_ops.finish(proxy, &rec);
         TAP_OK(rec.lifetime.count == 0, "proxy: and the inner buffer was released once");
         ic_proxy_detach(proxy);
@@ -499,7 +503,7 @@ static void test_proxy(void)
     refused =
         get_and_release(proxy, PyBUF_RECORDS_RO) < 0 && PyErr_ExceptionMatches(PyExc_BufferError);
     PyErr_Clear();
-    TAP_OK(refused && has_error(&rec.diag, "buffer 5.1.8") && rec.producer_raised,
+    TAP_OK(refused && has_error(&rec.diag, IC_RULE_BUFFER_FAILED_GET) && rec.producer_raised,
            "a failure that leaves obj set is an error; the BufferError reaches the consumer");
     ic_proxy_detach(proxy);
     Py_DECREF(proxy);
@@ -511,7 +515,7 @@ static void test_proxy(void)
     refused =
         get_and_release(proxy, PyBUF_RECORDS_RO) < 0 && PyErr_ExceptionMatches(PyExc_SystemError);
     PyErr_Clear();
-    TAP_OK(refused && has_error(&rec.diag, "buffer 5.1.8"),
+    TAP_OK(refused && has_error(&rec.diag, IC_RULE_BUFFER_FAILED_GET),
            "a failure without an exception is an error; the consumer gets a SystemError");
     ic_proxy_detach(proxy);
     Py_DECREF(proxy);
@@ -523,7 +527,7 @@ static void test_proxy(void)
     refused =
         get_and_release(proxy, PyBUF_RECORDS_RO) < 0 && PyErr_ExceptionMatches(PyExc_ValueError);
     PyErr_Clear();
-    TAP_OK(refused && has_warning(&rec.diag, "buffer 5.1.8") && rec.diag.errors == 0 &&
+    TAP_OK(refused && has_warning(&rec.diag, IC_RULE_BUFFER_FAILED_GET) && rec.diag.errors == 0 &&
                strcmp(rec.producer_exc_type, "ValueError") == 0,
            "a ValueError refusal (NumPy's) is a warning");
     ic_proxy_detach(proxy);
@@ -566,7 +570,7 @@ static void test_reference_consumer(void)
     e = exporter_new(MODE_FORTRAN);
     ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_BUF_CONTIG);
     ic_buffer_ops.reference_consume((PyObject *)e, &rec, &handle);
-    TAP_OK(handle && has_error(&rec.diag, "buffer 5.1.6"),
+    TAP_OK(handle && has_error(&rec.diag, IC_RULE_BUFFER_CONTIGUOUS),
            "contig: Fortran data for a C_CONTIGUOUS request is an error");
     Py_CLEAR(handle);
     Py_DECREF(e);
@@ -574,7 +578,7 @@ static void test_reference_consumer(void)
     e = exporter_new(MODE_ALWAYS_READONLY);
     ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_BUF_WRITABLE);
     ic_buffer_ops.reference_consume((PyObject *)e, &rec, &handle);
-    TAP_OK(handle && has_error(&rec.diag, "buffer 5.1.5"),
+    TAP_OK(handle && has_error(&rec.diag, IC_RULE_BUFFER_WRITABLE),
            "writable: a read-only answer to PyBUF_RECORDS is an error");
     Py_CLEAR(handle);
     Py_DECREF(e);

@@ -13,6 +13,7 @@
 #include "ic_protocol.h"
 #include "ic_proxy.h"
 #include "tap.h"
+#include "test_diag.h"
 #include "test_python.h"
 
 #define DEVICE_PTR    0x7f0000001000ULL /* a plausible device address, never dereferenced */
@@ -39,24 +40,19 @@ static struct checked check(PyObject *value)
     return out;
 }
 
-static bool has_error(const struct ic_diag *diag, const char *rule)
-{
-    return ic_export_diag_has_error(diag, rule);
-}
-
 /* Exactly the findings of one rule (of one severity), none of another rule. */
-static bool only(const struct checked *c, enum ic_severity severity, const char *rule)
+static bool only(const struct checked *c, enum ic_severity severity, enum ic_rule rule)
 {
     if (c->pending || c->diag.count == 0)
         return false;
     for (int i = 0; i < c->diag.count; i++) {
-        if (c->diag.items[i].severity != severity || strcmp(c->diag.items[i].rule, rule) != 0)
+        if (c->diag.items[i].severity != severity || c->diag.items[i].rule != rule)
             return false;
     }
-    return ic_diag_has_rule(&c->diag, rule);
+    return test_has(&c->diag, severity, rule);
 }
 
-static bool only_error(const struct checked *c, const char *rule)
+static bool only_error(const struct checked *c, enum ic_rule rule)
 {
     return has_error(&c->diag, rule) && !c->pending;
 }
@@ -159,11 +155,11 @@ static void test_dict_and_version(void)
 {
     /* 3.1.1 */
     struct checked c = check(PyList_New(0));
-    TAP_OK(only_error(&c, "cai 3.1.1") && !c.have_view, "a list is no dict");
+    TAP_OK(only_error(&c, IC_RULE_CAI_DICT) && !c.have_view, "a list is no dict");
     static const char *const required[] = {"shape", "typestr", "data", "version"};
     for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
         c = check(with(base_dict(), required[i], NULL));
-        TAP_OK(only_error(&c, "cai 3.1.1"), "a missing '%s' is an error", required[i]);
+        TAP_OK(only_error(&c, IC_RULE_CAI_DICT), "a missing '%s' is an error", required[i]);
     }
     c = check(with(base_dict(), "version", NULL));
     TAP_OK(c.have_view && c.info.stream_applies,
@@ -171,78 +167,81 @@ static void test_dict_and_version(void)
 
     /* 3.1.2 */
     c = check(with(base_dict(), "version", PyUnicode_FromString("3")));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.2"), "a str version is an error");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_VERSION), "a str version is an error");
     c = check(with(base_dict(), "version", Py_NewRef(Py_True)));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.2"), "a bool version is an error");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_VERSION), "a bool version is an error");
     c = check(with(base_dict(), "version", PyLong_FromLong(-1)));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.2"), "version -1 is an error");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_VERSION), "version -1 is an error");
     c = check(with(base_dict(), "version", big_int("100000000000000000000")));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.2"), "version 10**20 is an error");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_VERSION), "version 10**20 is an error");
     c = check(with(base_dict(), "version", PyLong_FromLong(4)));
-    TAP_OK(only(&c, IC_SEV_WARNING, "cai 3.1.2") && c.have_view && c.info.stream_applies,
+    TAP_OK(only(&c, IC_SEV_WARNING, IC_RULE_CAI_VERSION) && c.have_view && c.info.stream_applies,
            "version 4 is only a warning (unknown, not rejected)");
     show("version 4", &c.diag);
     PyObject *old = with(base_dict(), "version", PyLong_FromLong(2));
     c = check(with(old, "stream", PyLong_FromLong(5)));
-    TAP_OK(only(&c, IC_SEV_WARNING, "cai 3.1.2") && !c.info.has_stream,
+    TAP_OK(only(&c, IC_SEV_WARNING, IC_RULE_CAI_VERSION) && !c.info.has_stream,
            "a stream in a version 2 export is ignored, with a warning");
     old = with(base_dict(), "version", PyLong_FromLong(2));
     c = check(with(old, "stream", PyLong_FromLong(0)));
-    TAP_OK(only(&c, IC_SEV_WARNING, "cai 3.1.2"),
+    TAP_OK(only(&c, IC_SEV_WARNING, IC_RULE_CAI_VERSION),
            "even stream 0 is not judged by rule 3.1.9 in a version 2 export");
 }
 
 static void test_shape(void)
 {
     struct checked c = check(with(base_dict(), "shape", Py_BuildValue("[ii]", 2, 3)));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.3") && !c.have_view, "a list shape is an error");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_SHAPE) && !c.have_view, "a list shape is an error");
     c = check(with(base_dict(), "shape", Py_BuildValue("(ii)", 2, -3)));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.3") && !c.have_view, "a negative extent is an error");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_SHAPE) && !c.have_view,
+           "a negative extent is an error");
     show("negative extent", &c.diag);
     c = check(with(base_dict(), "shape", Py_BuildValue("(N)", big_int("1180591620717411303424"))));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.3"), "an extent of 2**70 does not fit in int64");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_SHAPE), "an extent of 2**70 does not fit in int64");
     c = check(with(base_dict(), "shape", Py_BuildValue("(LL)", (long long)(INT64_MAX / 2), 4LL)));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.3"), "an overflowing element count is an error");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_SHAPE), "an overflowing element count is an error");
     c = check(with(base_dict(), "shape", Py_BuildValue("(L)", (long long)(INT64_MAX / 2))));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.3"),
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_SHAPE),
            "an element count whose size in bytes overflows is an error");
     c = check(with(base_dict(), "shape", Py_BuildValue("(is)", 2, "3")));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.3"), "a str extent is an error");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_SHAPE), "a str extent is an error");
     c = check(with(base_dict(), "shape", Py_BuildValue("(iO)", 2, Py_True)));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.3"), "a bool extent is an error");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_SHAPE), "a bool extent is an error");
     PyObject *deep = PyTuple_New(IC_MAX_NDIM + 1);
     for (Py_ssize_t i = 0; i < IC_MAX_NDIM + 1; i++)
         PyTuple_SET_ITEM(deep, i, PyLong_FromLong(1));
     c = check(with(base_dict(), "shape", deep));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.3"), "%d dimensions are too many", IC_MAX_NDIM + 1);
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_SHAPE), "%d dimensions are too many",
+           IC_MAX_NDIM + 1);
 }
 
 static void test_typestr(void)
 {
     struct checked c = check(with(base_dict(), "typestr", PyUnicode_FromString(">f4")));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.4") && !c.have_view,
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_TYPESTR) && !c.have_view,
            "a big-endian float32 is an error on the GPU");
     show(">f4", &c.diag);
     c = check(with(base_dict(), "typestr", PyUnicode_FromString("bfloat16")));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.4") && !c.have_view,
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_TYPESTR) && !c.have_view,
            "a non-standard \"bfloat16\" is an error");
     show("bfloat16", &c.diag);
     c = check(with(base_dict(), "typestr", PyUnicode_FromString("<f3")));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.4"), "<f3 has no such size");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_TYPESTR), "<f3 has no such size");
     c = check(with(base_dict(), "typestr", PyUnicode_FromString("|V0")));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.4"), "|V0: the size must be > 0");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_TYPESTR), "|V0: the size must be > 0");
     c = check(with(base_dict(), "typestr", PyLong_FromLong(4)));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.4"), "an int typestr is an error");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_TYPESTR), "an int typestr is an error");
     c = check(with(base_dict(), "typestr", PyBytes_FromString("<f4")));
-    TAP_OK(only(&c, IC_SEV_WARNING, "cai 3.1.4") && c.have_view, "a bytes typestr is a warning");
+    TAP_OK(only(&c, IC_SEV_WARNING, IC_RULE_CAI_TYPESTR) && c.have_view,
+           "a bytes typestr is a warning");
     c = check(with(base_dict(), "typestr", PyUnicode_FromString("=f4")));
-    TAP_OK(only(&c, IC_SEV_WARNING, "cai 3.1.4") && c.have_view,
+    TAP_OK(only(&c, IC_SEV_WARNING, IC_RULE_CAI_TYPESTR) && c.have_view,
            "byte order '=' is not one of the protocol's: a warning");
     c = check(with(base_dict(), "typestr", PyUnicode_FromString("|f4")));
-    TAP_OK(only(&c, IC_SEV_WARNING, "cai 3.1.4") && c.have_view,
+    TAP_OK(only(&c, IC_SEV_WARNING, IC_RULE_CAI_TYPESTR) && c.have_view,
            "'|' on a 4-byte float is a warning");
     c = check(with(base_dict(), "typestr", PyUnicode_FromString("|O")));
-    TAP_OK(only(&c, IC_SEV_WARNING, "cai 3.1.4"),
+    TAP_OK(only(&c, IC_SEV_WARNING, IC_RULE_CAI_TYPESTR),
            "Python object pointers in device memory are a warning");
 }
 
@@ -250,69 +249,70 @@ static void test_data(void)
 {
     struct checked c =
         check(with(base_dict(), "data", Py_BuildValue("[KO]", DEVICE_PTR, Py_False)));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.5") && !c.have_view, "a list data is an error");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_DATA) && !c.have_view, "a list data is an error");
     c = check(with(base_dict(), "data", Py_BuildValue("(KOi)", DEVICE_PTR, Py_False, 0)));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.5"), "a 3-tuple data is an error");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_DATA), "a 3-tuple data is an error");
     c = check(with(base_dict(), "data", Py_BuildValue("(iO)", -4096, Py_False)));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.5") && !c.have_view, "a negative pointer is an error");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_DATA) && !c.have_view,
+           "a negative pointer is an error");
     c = check(with(base_dict(), "data",
                    Py_BuildValue("(NO)", big_int("18446744073709551616"), Py_False)));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.5"), "a pointer of 2**64 is past UINTPTR_MAX");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_DATA), "a pointer of 2**64 is past UINTPTR_MAX");
     show("2**64", &c.diag);
     c = check(with(base_dict(), "data", Py_BuildValue("(OO)", Py_None, Py_False)));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.5"), "pointer None (old Numba) is an error");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_DATA), "pointer None (old Numba) is an error");
     c = check(with(base_dict(), "data", Py_BuildValue("(Ki)", DEVICE_PTR, 1)));
-    TAP_OK(only(&c, IC_SEV_WARNING, "cai 3.1.5") && c.have_view && c.view.readonly,
+    TAP_OK(only(&c, IC_SEV_WARNING, IC_RULE_CAI_DATA) && c.have_view && c.view.readonly,
            "an int read-only flag is a warning and read as its truth value");
     c = check(with(base_dict(), "data", Py_BuildValue("(KO)", DEVICE_PTR, Py_None)));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.5"), "a None read-only flag is an error");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_DATA), "a None read-only flag is an error");
     c = check(with(base_dict(), "data", Py_BuildValue("(KO)", 0ULL, Py_False)));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.5") && !c.have_view,
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_DATA) && !c.have_view,
            "pointer 0 for 6 elements is an error");
     show("pointer 0", &c.diag);
     PyObject *empty = with(base_dict(), "shape", Py_BuildValue("(ii)", 2, 0));
     c = check(empty);
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.5"),
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_DATA),
            "a zero-size array with a non-zero pointer is an error (cupy#2610)");
     show("empty, pointer set", &c.diag);
     empty = with(base_dict(), "shape", Py_BuildValue("(ii)", 2, 0));
     c = check(with(empty, "version", PyLong_FromLong(1)));
-    TAP_OK(only(&c, IC_SEV_WARNING, "cai 3.1.5"),
+    TAP_OK(only(&c, IC_SEV_WARNING, IC_RULE_CAI_DATA),
            "in a version 1 export, which predates the rule, it is a warning");
 }
 
 static void test_strides(void)
 {
     struct checked c = check(with(base_dict(), "strides", Py_BuildValue("(i)", 4)));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.6") && !c.have_view,
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_STRIDES) && !c.have_view,
            "one stride for two dimensions is an error");
     c = check(with(base_dict(), "strides", Py_BuildValue("[ii]", 12, 4)));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.6"), "a list of strides is an error");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_STRIDES), "a list of strides is an error");
     c = check(with(base_dict(), "strides", Py_BuildValue("(is)", 12, "4")));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.6"), "a str stride is an error");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_STRIDES), "a str stride is an error");
     c = check(with(base_dict(), "strides", Py_BuildValue("(Li)", (long long)INT64_MAX, 4)));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.6") && !c.have_view,
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_STRIDES) && !c.have_view,
            "a span that overflows int64 is an error");
     c = check(with(base_dict(), "strides", Py_BuildValue("(ii)", 12, 2)));
-    TAP_OK(only(&c, IC_SEV_WARNING, "cai 3.1.6") && c.have_view && c.view.strides[1] == 2,
+    TAP_OK(only(&c, IC_SEV_WARNING, IC_RULE_CAI_STRIDES) && c.have_view && c.view.strides[1] == 2,
            "a stride that is no multiple of the itemsize is a warning");
     show("stride 2 for 4-byte items", &c.diag);
     PyObject *row = with(base_dict(), "shape", Py_BuildValue("(ii)", 1, 3));
     c = check(with(row, "strides", Py_BuildValue("(ii)", 1, 4)));
-    TAP_OK(only(&c, IC_SEV_WARNING, "cai 3.1.6"),
+    TAP_OK(only(&c, IC_SEV_WARNING, IC_RULE_CAI_STRIDES),
            "also for a dimension of extent 1 (PyTorch checks every stride)");
 }
 
 static void test_descr(void)
 {
     struct checked c = check(with(base_dict(), "descr", Py_BuildValue("[(ss)]", "", "<f8")));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.7") && c.have_view,
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_DESCR) && c.have_view,
            "an 8-byte descr for a 4-byte typestr is an error");
     show("descr <f8", &c.diag);
     c = check(with(base_dict(), "descr", PyUnicode_FromString("<f4")));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.7"), "a str descr is an error");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_DESCR), "a str descr is an error");
     c = check(with(base_dict(), "descr", Py_BuildValue("[(s)]", "x")));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.7"), "a field without a type is an error");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_DESCR), "a field without a type is an error");
     PyObject *record = with(base_dict(), "typestr", PyUnicode_FromString("|V8"));
     c = check(with(record, "descr", Py_BuildValue("[(ss),(ss)]", "x", "<f4", "y", "<i4")));
     TAP_OK(clean(&c) && c.view.itemsize == 8 && c.view.dtype == IC_DTYPE_INVALID,
@@ -374,27 +374,27 @@ static void test_mask(void)
 {
     struct checked c =
         check(with(base_dict(), "mask", make("Cai", mask_dict(Py_BuildValue("(i)", 3)))));
-    TAP_OK(only(&c, IC_SEV_WARNING, "cai 3.1.8") && c.have_view && c.info.has_mask,
+    TAP_OK(only(&c, IC_SEV_WARNING, IC_RULE_CAI_MASK) && c.have_view && c.info.has_mask,
            "a (3,) mask broadcasts to (2, 3): only the consumers-reject-masks warning");
     show("(3,) mask", &c.diag);
     c = check(with(base_dict(), "mask", make("Cai", mask_dict(Py_BuildValue("(ii)", 2, 1)))));
-    TAP_OK(only(&c, IC_SEV_WARNING, "cai 3.1.8"), "a (2, 1) mask broadcasts to (2, 3)");
+    TAP_OK(only(&c, IC_SEV_WARNING, IC_RULE_CAI_MASK), "a (2, 1) mask broadcasts to (2, 3)");
     c = check(with(base_dict(), "mask", make("Cai", mask_dict(Py_BuildValue("(i)", 4)))));
-    TAP_OK(has_error(&c.diag, "cai 3.1.8") && !c.pending, "a (4,) mask does not broadcast");
+    TAP_OK(has_error(&c.diag, IC_RULE_CAI_MASK) && !c.pending, "a (4,) mask does not broadcast");
     show("(4,) mask", &c.diag);
     c = check(with(base_dict(), "mask", make("Cai", mask_dict(Py_BuildValue("(iii)", 1, 2, 3)))));
-    TAP_OK(has_error(&c.diag, "cai 3.1.8"), "a mask with more dimensions does not broadcast");
+    TAP_OK(has_error(&c.diag, IC_RULE_CAI_MASK), "a mask with more dimensions does not broadcast");
     c = check(with(base_dict(), "mask", PyLong_FromLong(1)));
-    TAP_OK(has_error(&c.diag, "cai 3.1.8") && !c.pending,
+    TAP_OK(has_error(&c.diag, IC_RULE_CAI_MASK) && !c.pending,
            "an int mask (no interface) is an error, and its AttributeError is not left pending");
     PyObject *broken = mask_dict(Py_BuildValue("(i)", 3));
     broken = with(broken, "typestr", PyUnicode_FromString(">f4"));
     c = check(with(base_dict(), "mask", make("Cai", broken)));
-    TAP_OK(has_error(&c.diag, "cai 3.1.8") && !has_error(&c.diag, "cai 3.1.4"),
+    TAP_OK(has_error(&c.diag, IC_RULE_CAI_MASK) && !has_error(&c.diag, IC_RULE_CAI_TYPESTR),
            "a mask with an invalid interface is a mask error, citing the mask's rule inside");
     show("invalid mask", &c.diag);
     c = check(with(base_dict(), "mask", make("Failing", NULL)));
-    TAP_OK(has_error(&c.diag, "cai 3.1.8") && !c.pending,
+    TAP_OK(has_error(&c.diag, IC_RULE_CAI_MASK) && !c.pending,
            "a mask whose attribute raises is an error, nothing left pending");
 }
 
@@ -412,21 +412,21 @@ static void test_stream(void)
     TAP_OK(clean(&c) && c.info.has_stream && c.info.stream == (int64_t)STREAM_HANDLE,
            "a cudaStream_t handle");
     c = check(with(base_dict(), "stream", PyLong_FromLong(0)));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.9") && !c.info.has_stream && c.have_view,
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_STREAM) && !c.info.has_stream && c.have_view,
            "stream 0 is an error (ambiguous)");
     show("stream 0", &c.diag);
     c = check(with(base_dict(), "stream", PyLong_FromLong(-1)));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.9") && !c.info.has_stream,
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_STREAM) && !c.info.has_stream,
            "stream -1 is an error (negative)");
     c = check(with(base_dict(), "stream", PyUnicode_FromString("1")));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.9"), "a str stream is an error");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_STREAM), "a str stream is an error");
     c = check(with(base_dict(), "stream", Py_NewRef(Py_True)));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.9"), "a bool stream is an error");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_STREAM), "a bool stream is an error");
     c = check(with(base_dict(), "stream", big_int("18446744073709551615")));
-    TAP_OK(only(&c, IC_SEV_ERROR, "cai 3.1.9"), "a stream past int64 is an error");
+    TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_STREAM), "a stream past int64 is an error");
     PyObject *newer = with(base_dict(), "version", PyLong_FromLong(4));
     c = check(with(newer, "stream", PyLong_FromLong(0)));
-    TAP_OK(has_error(&c.diag, "cai 3.1.9"), "a newer version keeps the stream rules");
+    TAP_OK(has_error(&c.diag, IC_RULE_CAI_STREAM), "a newer version keeps the stream rules");
 }
 
 static void test_ops(void)
@@ -485,7 +485,7 @@ static void test_ops(void)
     ic_export_record_init(&rec, IC_PROTOCOL_CAI, IC_VARIANT_NONE);
     proxy = ic_cai_ops.proxy_new(target, &rec);
     got = PyObject_GetAttrString(proxy, "__cuda_array_interface__");
-    TAP_OK(got && ic_export_diag_has_error(&rec.diag, "cai 3.1.9") && !rec.has_stream &&
+    TAP_OK(got && ic_export_diag_has_error(&rec.diag, IC_RULE_CAI_STREAM) && !rec.has_stream &&
                rec.stream == 0,
            "a broken dict passes through the proxy and is recorded as an error, no stream");
     Py_XDECREF(got);

@@ -102,20 +102,33 @@ static void test_results(void)
 
     struct ic_result res;
     memset(&res, 0, sizeof(res));
-    ic_result_check(&res, IC_CHECK_EXPORT, IC_CHECK_PASS, NULL, NULL);
-    ic_result_check(&res, IC_CHECK_CONTENTS, IC_CHECK_FAIL, "dlpack 2.2", "3 of 24 differ");
-    ic_result_check(&res, IC_CHECK_STRIDES, IC_CHECK_FAIL, "dlpack 2.5.15", "later failure");
+    ic_result_check(&res, IC_CHECK_EXPORT, IC_CHECK_PASS, NULL);
+    ic_result_fail(&res, IC_CHECK_IMPORT, IC_RULE_DLPACK_CONSUMER_MAX_VERSION, IC_SIDE_NONE,
+                   "no max_version");
+    ic_result_fail(&res, IC_CHECK_CONTENTS, IC_RULE_EXCHANGE_CONTENTS, IC_SIDE_CONSUMER,
+                   "3 of 24 differ");
+    ic_result_fail(&res, IC_CHECK_STRIDES, IC_RULE_EXCHANGE_ADDRESSES, IC_SIDE_PRODUCER,
+                   "later failure");
     ic_result_conclude(&res);
-    TAP_OK(res.outcome == IC_OUTCOME_FAIL && strcmp(res.rule, "dlpack 2.2") == 0 &&
+    TAP_OK(res.outcome == IC_OUTCOME_FAIL && res.rule == IC_RULE_EXCHANGE_CONTENTS &&
+               res.side == IC_SIDE_CONSUMER && res.severity == IC_CLASS_HARMFUL &&
                strstr(res.diagnostic, "contents: 3 of 24 differ") != NULL,
-           "the first failed check decides the outcome and the rule (got %s)", res.diagnostic);
+           "the most severe failed check, then the first, decides outcome, rule, side and "
+           "severity (got %s)",
+           res.diagnostic);
+    TAP_OK(res.checks[IC_CHECK_IMPORT].side == IC_SIDE_CONSUMER &&
+               res.checks[IC_CHECK_IMPORT].severity == IC_CLASS_NONCONFORMANT,
+           "IC_SIDE_NONE takes the rule's own side and class from the table");
 
     cJSON *json = ic_result_to_json(&res);
     struct ic_result back;
     TAP_OK(json && ic_result_from_json(json, &back) == 0 && back.outcome == IC_OUTCOME_FAIL &&
+               back.rule == IC_RULE_EXCHANGE_CONTENTS && back.side == IC_SIDE_CONSUMER &&
+               back.severity == IC_CLASS_HARMFUL &&
                back.checks[IC_CHECK_CONTENTS].status == IC_CHECK_FAIL &&
                back.checks[IC_CHECK_DTYPE].status == IC_CHECK_NOT_RUN &&
-               strcmp(back.checks[IC_CHECK_STRIDES].rule, "dlpack 2.5.15") == 0,
+               back.checks[IC_CHECK_STRIDES].rule == IC_RULE_EXCHANGE_ADDRESSES &&
+               back.checks[IC_CHECK_STRIDES].side == IC_SIDE_PRODUCER,
            "a result survives its JSON form");
     cJSON_Delete(json);
 
@@ -125,11 +138,16 @@ static void test_results(void)
     broken = cJSON_Parse("{\"outcome\":\"pass\",\"checks\":{\"export\":{\"status\":\"great\"}}}");
     TAP_OK(ic_result_from_json(broken, &back) == IC_EPROTO, "an unknown check status is IC_EPROTO");
     cJSON_Delete(broken);
+    broken = cJSON_Parse("{\"outcome\":\"fail\",\"rule\":\"dlpack 2.5.8\",\"side\":\"producer\","
+                         "\"severity\":\"harmful\"}");
+    TAP_OK(ic_result_from_json(broken, &back) == IC_EPROTO,
+           "a rule id the table does not hold is IC_EPROTO");
+    cJSON_Delete(broken);
 
     memset(&res, 0, sizeof(res));
-    ic_result_check(&res, IC_CHECK_ZERO_COPY, IC_CHECK_SKIP, NULL, "empty");
+    ic_result_check(&res, IC_CHECK_ZERO_COPY, IC_CHECK_SKIP, "empty");
     ic_result_conclude(&res);
-    TAP_OK(res.outcome == IC_OUTCOME_PASS && res.rule[0] == '\0', "no failed check is a pass");
+    TAP_OK(res.outcome == IC_OUTCOME_PASS && res.rule == IC_RULE_NONE, "no failed check is a pass");
 }
 
 int main(void)

@@ -226,7 +226,7 @@ static int check(struct ic_cuda *cuda, const struct ic_view *v, struct ic_diag *
 {
     char err[512];
     ic_diag_init(diag);
-    if (ic_cuda_check_view(cuda, v, "dlpack 2.5.19", diag, err, sizeof(err)) < 0)
+    if (ic_cuda_check_view(cuda, v, IC_RULE_DLPACK_DEVICE, diag, err, sizeof(err)) < 0)
         return -1;
     return diag->errors;
 }
@@ -265,7 +265,7 @@ static void test_pointers(struct ic_cuda *cuda)
     TAP_OK(compared && mine && before == mine && after == before,
            "work on device 1 leaves the caller's device-0 context current %s", err);
     v.device_id = 1;
-    TAP_OK(check(cuda, &v, &diag) == 1 && ic_diag_has_rule(&diag, "dlpack 2.5.19") &&
+    TAP_OK(check(cuda, &v, &diag) == 1 && ic_diag_has_rule(&diag, IC_RULE_DLPACK_DEVICE) &&
                contains(first_message(&diag), "lives on CUDA device 0") &&
                contains(first_message(&diag), "device 1"),
            "the wrong device id is an error citing the rule: %s", first_message(&diag));
@@ -330,7 +330,8 @@ static void test_pointers(struct ic_cuda *cuda)
     v.device_type = IC_DEVICE_CUDA_HOST;
     TAP_OK(check(cuda, &v, &diag) == 1, "managed memory claimed as pinned memory is an error");
     v.device_type = IC_DEVICE_CPU;
-    TAP_OK(ic_cuda_check_view(cuda, &v, "dlpack 2.5.19", &diag, err, sizeof(err)) == IC_EINVAL,
+    TAP_OK(ic_cuda_check_view(cuda, &v, IC_RULE_DLPACK_DEVICE, &diag, err, sizeof(err)) ==
+               IC_EINVAL,
            "a CPU view is not the driver's to check");
     si.cuMemFreeHost(pinned);
     si.cuMemFree(managed);

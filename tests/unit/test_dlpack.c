@@ -16,6 +16,7 @@
 #include "ic_protocol.h"
 #include "ic_proxy.h"
 #include "tap.h"
+#include "test_diag.h"
 #include "test_python.h"
 
 /* ---------------------------------------------------------------------------------------
@@ -283,20 +284,6 @@ static PyObject *producer(const char *expression)
     return obj;
 }
 
-static bool has_error(const struct ic_diag *diag, const char *rule)
-{
-    return ic_export_diag_has_error(diag, rule);
-}
-
-static bool has_warning(const struct ic_diag *diag, const char *rule)
-{
-    for (int i = 0; i < diag->count; i++) {
-        if (diag->items[i].severity == IC_SEV_WARNING && strcmp(diag->items[i].rule, rule) == 0)
-            return true;
-    }
-    return false;
-}
-
 static void show(const char *what, const struct ic_diag *diag)
 {
     char text[2048];
@@ -357,7 +344,8 @@ static void test_tensor_rules(void)
     DLTensor t = base;
     t.strides = NULL;
     c = check_tensor(&t, v13);
-    TAP_OK(has_error(&c.diag, "dlpack 2.5.13"), "strides NULL in a 1.3 capsule is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_SHAPE_STRIDES),
+           "strides NULL in a 1.3 capsule is an error");
     show("strides NULL, 1.3", &c.diag);
     c = check_tensor(&t, v10);
     TAP_OK(c.diag.count == 0 && c.have_view && c.view.strides[0] == 12,
@@ -369,10 +357,10 @@ static void test_tensor_rules(void)
     t = base;
     t.ndim = -1;
     c = check_tensor(&t, v13);
-    TAP_OK(has_error(&c.diag, "dlpack 2.5.12") && !c.have_view, "negative ndim is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_NDIM) && !c.have_view, "negative ndim is an error");
     t.ndim = 65;
     c = check_tensor(&t, v13);
-    TAP_OK(has_error(&c.diag, "dlpack 2.5.12"), "ndim 65 is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_NDIM), "ndim 65 is an error");
 
     /* ndim 0: shape and strides point nowhere valid and must not be read */
     t = base;
@@ -389,27 +377,29 @@ static void test_tensor_rules(void)
     t = base;
     t.shape = NULL;
     c = check_tensor(&t, v13);
-    TAP_OK(has_error(&c.diag, "dlpack 2.5.13") && !c.have_view,
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_SHAPE_STRIDES) && !c.have_view,
            "shape NULL with ndim 2 is an error");
 
     int64_t negative[2] = {2, -3};
     t = base;
     t.shape = negative;
     c = check_tensor(&t, v13);
-    TAP_OK(has_error(&c.diag, "dlpack 2.5.14") && !c.have_view, "a negative extent is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_SHAPE) && !c.have_view,
+           "a negative extent is an error");
 
     int64_t huge[2] = {INT64_MAX / 2, 4};
     t = base;
     t.shape = huge;
     c = check_tensor(&t, v13);
-    TAP_OK(has_error(&c.diag, "dlpack 2.5.14") && !c.have_view, "an overflowing shape is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_SHAPE) && !c.have_view,
+           "an overflowing shape is an error");
     show("overflowing shape", &c.diag);
 
     int64_t far[2] = {INT64_MAX / 2, 1};
     t = base;
     t.strides = far;
     c = check_tensor(&t, v13);
-    TAP_OK(has_error(&c.diag, "dlpack 2.5.15"),
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_STRIDES),
            "element strides whose bytes overflow are an error");
 
     t = base;
@@ -422,36 +412,39 @@ static void test_tensor_rules(void)
     t.data = (void *)(UINTPTR_MAX - 4);
     t.byte_offset = 16;
     c = check_tensor(&t, v13);
-    TAP_OK(has_error(&c.diag, "dlpack 2.5.17"), "data + byte_offset wrapping around is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_ADDRESS),
+           "data + byte_offset wrapping around is an error");
 
     t = base;
     t.byte_offset = 1;
     c = check_tensor(&t, v13);
-    TAP_OK(has_warning(&c.diag, "dlpack 2.5.17") && c.diag.errors == 0,
+    TAP_OK(has_warning(&c.diag, IC_RULE_DLPACK_ADDRESS) && c.diag.errors == 0,
            "a float32 element at an odd address is only a warning");
 
     t = base;
     t.dtype = (DLDataType){kDLBool, 16, 1};
     c = check_tensor(&t, v13);
-    TAP_OK(has_error(&c.diag, "dlpack 2.5.18") && !c.have_view, "bool with 16 bits is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_DTYPE) && !c.have_view,
+           "bool with 16 bits is an error");
     t.dtype = (DLDataType){kDLComplex, 32, 1};
     c = check_tensor(&t, v13);
-    TAP_OK(has_error(&c.diag, "dlpack 2.5.18"), "complex with 32 bits is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_DTYPE), "complex with 32 bits is an error");
     t.dtype = (DLDataType){17, 8, 1};
     c = check_tensor(&t, v13);
-    TAP_OK(has_error(&c.diag, "dlpack 2.5.18"), "fp4 (code 17) with 8 bits is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_DTYPE), "fp4 (code 17) with 8 bits is an error");
     t.dtype = (DLDataType){15, 8, 1};
     c = check_tensor(&t, v13);
-    TAP_OK(has_error(&c.diag, "dlpack 2.5.18"), "fp6 (code 15) with 8 bits is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_DTYPE), "fp6 (code 15) with 8 bits is an error");
     t.dtype = (DLDataType){40, 8, 1};
     c = check_tensor(&t, v13);
-    TAP_OK(has_error(&c.diag, "dlpack 2.5.18"), "type code 40 is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_DTYPE), "type code 40 is an error");
     t.dtype = (DLDataType){kDLFloat, 32, 0};
     c = check_tensor(&t, v13);
-    TAP_OK(has_error(&c.diag, "dlpack 2.5.18"), "lanes 0 is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_DTYPE), "lanes 0 is an error");
     t.dtype = (DLDataType){kDLFloat, 32, 4};
     c = check_tensor(&t, v13);
-    TAP_OK(has_warning(&c.diag, "dlpack 2.5.18") && c.diag.errors == 0, "lanes 4 is a warning");
+    TAP_OK(has_warning(&c.diag, IC_RULE_DLPACK_DTYPE) && c.diag.errors == 0,
+           "lanes 4 is a warning");
     t.dtype = (DLDataType){10, 8, 1}; /* kDLFloat8_e4m3fn */
     c = check_tensor(&t, v13);
     TAP_OK(c.diag.count == 0 && c.have_view && c.view.dtype == IC_DTYPE_INVALID &&
@@ -459,7 +452,7 @@ static void test_tensor_rules(void)
            "float8_e4m3fn is legal: no finding, a view of 1-byte items, dtype invalid");
     t.dtype = (DLDataType){17, 4, 1};
     c = check_tensor(&t, v13);
-    TAP_OK(c.diag.errors == 0 && has_warning(&c.diag, "dlpack 2.5.21") && !c.have_view,
+    TAP_OK(c.diag.errors == 0 && has_warning(&c.diag, IC_RULE_DLPACK_SUBBYTE) && !c.have_view,
            "packed fp4 is legal but has no byte-strided view");
     struct ic_dlpack_header padded = v13;
     padded.flags = DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED;
@@ -468,19 +461,19 @@ static void test_tensor_rules(void)
            "padded fp4 is a view of 1-byte items");
     t = base;
     c = check_tensor(&t, padded);
-    TAP_OK(has_warning(&c.diag, "dlpack 2.5.21") && c.diag.errors == 0,
+    TAP_OK(has_warning(&c.diag, IC_RULE_DLPACK_SUBBYTE) && c.diag.errors == 0,
            "the padded flag on float32 is a warning");
 
     t = base;
     t.device = (DLDevice){(DLDeviceType)5, 0};
     c = check_tensor(&t, v13);
-    TAP_OK(has_error(&c.diag, "dlpack 2.5.19"), "device type 5 is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_DEVICE), "device type 5 is an error");
     t.device = (DLDevice){kDLCUDA, -1};
     c = check_tensor(&t, v13);
-    TAP_OK(has_error(&c.diag, "dlpack 2.5.19"), "device_id -1 is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_DEVICE), "device_id -1 is an error");
     t.device = (DLDevice){kDLCPU, 1};
     c = check_tensor(&t, v13);
-    TAP_OK(has_warning(&c.diag, "dlpack 2.5.19") && c.diag.errors == 0,
+    TAP_OK(has_warning(&c.diag, IC_RULE_DLPACK_DEVICE) && c.diag.errors == 0,
            "CPU device_id 1 is a warning");
     t.device = (DLDevice){(DLDeviceType)18, 0}; /* kDLTrn */
     c = check_tensor(&t, v13);
@@ -489,7 +482,7 @@ static void test_tensor_rules(void)
     t = base;
     t.data = NULL;
     c = check_tensor(&t, v13);
-    TAP_OK(has_error(&c.diag, "dlpack 2.5.16") && !c.have_view,
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_DATA) && !c.have_view,
            "data NULL with 6 elements is an error");
     int64_t empty[2] = {0, 3};
     t.shape = empty;
@@ -548,7 +541,7 @@ static void test_capsule_rules(void)
     DLManagedTensorVersioned *managed = PyCapsule_GetPointer(capsule, "used_dltensor_versioned");
     before = deleter_calls;
     c = check_capsule(capsule);
-    TAP_OK(has_error(&c.diag, "dlpack 2.5.1") && c.info.used && !c.info.usable,
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_CAPSULE_NAME) && c.info.used && !c.info.usable,
            "a used_ capsule is rejected");
     TAP_OK(deleter_calls == before, "a used_ capsule's deleter is not called");
     Py_DECREF(capsule);
@@ -557,7 +550,8 @@ static void test_capsule_rules(void)
     capsule = capsule_new(&spec, "dltensor_v2", NULL);
     managed = PyCapsule_GetPointer(capsule, "dltensor_v2");
     c = check_capsule(capsule);
-    TAP_OK(has_error(&c.diag, "dlpack 2.5.1") && !c.info.usable, "a wrong name is rejected");
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_CAPSULE_NAME) && !c.info.usable,
+           "a wrong name is rejected");
     Py_DECREF(capsule);
     managed->deleter(managed);
 
@@ -565,7 +559,8 @@ static void test_capsule_rules(void)
     char *heap_name = strdup("dltensor_versioned");
     capsule = capsule_new(&spec, heap_name, test_capsule_destructor);
     c = check_capsule(capsule);
-    TAP_OK(has_warning(&c.diag, "dlpack 2.5.7") && c.diag.errors == 0 && c.info.readable,
+    TAP_OK(has_warning(&c.diag, IC_RULE_DLPACK_STATIC_NAME) && c.diag.errors == 0 &&
+               c.info.readable,
            "a heap-allocated capsule name is a warning");
     show("heap name", &c.diag);
     Py_DECREF(capsule);
@@ -573,13 +568,13 @@ static void test_capsule_rules(void)
 
     PyObject *number = PyLong_FromLong(7);
     c = check_capsule(number);
-    TAP_OK(has_error(&c.diag, "dlpack 2.5.1"), "an int is no capsule");
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_CAPSULE_NAME), "an int is no capsule");
     Py_DECREF(number);
 
     struct test_tensor *block = test_tensor_new(&spec);
     capsule = PyCapsule_New(block, NULL, NULL);
     c = check_capsule(capsule);
-    TAP_OK(has_error(&c.diag, "dlpack 2.5.1"), "an unnamed capsule is rejected");
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_CAPSULE_NAME), "an unnamed capsule is rejected");
     Py_DECREF(capsule);
     block->managed.versioned.deleter(&block->managed.versioned);
 
@@ -594,7 +589,7 @@ static void test_capsule_rules(void)
     managed->dl_tensor.dtype.code = 99;
     before = deleter_calls;
     c = check_capsule(capsule);
-    TAP_OK(has_error(&c.diag, "dlpack 2.5.3") && c.diag.count == 1 && c.info.usable &&
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_MAJOR_VERSION) && c.diag.count == 1 && c.info.usable &&
                !c.info.readable && !c.have_view,
            "major version 2 is rejected and nothing past the flags is read");
     show("major 2", &c.diag);
@@ -605,7 +600,7 @@ static void test_capsule_rules(void)
     spec.flags = DLPACK_FLAG_BITMASK_READ_ONLY | (1u << 5);
     capsule = capsule_new(&spec, NULL, test_capsule_destructor);
     c = check_capsule(capsule);
-    TAP_OK(has_warning(&c.diag, "dlpack 2.5.9") && c.diag.errors == 0 && c.view.readonly,
+    TAP_OK(has_warning(&c.diag, IC_RULE_DLPACK_FLAG_BITS) && c.diag.errors == 0 && c.view.readonly,
            "an undefined flag bit is a warning; READ_ONLY still applies");
     Py_DECREF(capsule);
 
@@ -613,7 +608,8 @@ static void test_capsule_rules(void)
     spec.no_strides = true;
     capsule = capsule_new(&spec, NULL, test_capsule_destructor);
     c = check_capsule(capsule);
-    TAP_OK(has_error(&c.diag, "dlpack 2.5.13"), "a 1.3 capsule with strides NULL is an error");
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_SHAPE_STRIDES),
+           "a 1.3 capsule with strides NULL is an error");
     Py_DECREF(capsule);
     spec.minor = 1;
     capsule = capsule_new(&spec, NULL, test_capsule_destructor);
@@ -762,13 +758,13 @@ static void test_proxy(void)
 
     ic_export_record_init(&rec, IC_PROTOCOL_DLPACK, IC_VARIANT_NONE);
     run_proxy_consumer("Good()", true, 2, &rec, &producer_calls);
-    TAP_OK(has_error(&rec.lifetime, "dlpack 2.5.5") && producer_calls == 1,
+    TAP_OK(has_error(&rec.lifetime, IC_RULE_DLPACK_DELETER_ONCE) && producer_calls == 1,
            "two deleter calls: a finding, and the producer's deleter ran once");
     show("double call", &rec.lifetime);
 
     ic_export_record_init(&rec, IC_PROTOCOL_DLPACK, IC_VARIANT_NONE);
     run_proxy_consumer("Good()", true, 0, &rec, &producer_calls);
-    TAP_OK(has_error(&rec.lifetime, "dlpack 2.5.5"),
+    TAP_OK(has_error(&rec.lifetime, IC_RULE_DLPACK_DELETER_ONCE),
            "a consumed tensor whose deleter never ran leaks");
     TAP_OK(producer_calls == 1, "a late call after finish still reaches the producer once");
 
@@ -779,29 +775,30 @@ static void test_proxy(void)
 
     ic_export_record_init(&rec, IC_PROTOCOL_DLPACK, IC_VARIANT_NONE);
     run_proxy_consumer("Bad(buggy=True)", true, 1, &rec, &producer_calls);
-    TAP_OK(has_error(&rec.lifetime, "dlpack 2.5.5") && producer_calls == 1,
+    TAP_OK(has_error(&rec.lifetime, IC_RULE_DLPACK_DELETER_ONCE) && producer_calls == 1,
            "a destructor that calls the deleter after the rename: double call found");
-    TAP_OK(has_error(&rec.diag, "dlpack 2.5.8"), "__dlpack_device__ returning a list is an error");
+    TAP_OK(has_error(&rec.diag, IC_RULE_DLPACK_DEVICE_TUPLE),
+           "__dlpack_device__ returning a list is an error");
 
     /* requests that the export must answer */
     PyObject *target = producer("Bad()"), *capsule = NULL, *kwargs = NULL;
     ic_export_record_init(&rec, IC_PROTOCOL_DLPACK, IC_VARIANT_NONE);
     PyObject *proxy = ic_dlpack_ops.proxy_new(target, &rec);
     capsule = call_dlpack(proxy, NULL);
-    TAP_OK(capsule && has_error(&rec.diag, "dlpack 2.3 max_version"),
+    TAP_OK(capsule && has_error(&rec.diag, IC_RULE_DLPACK_LEGACY_REQUEST),
            "a versioned capsule for a request without max_version is an error");
     Py_XDECREF(capsule);
     PyObject *stream = PyLong_FromLong(1);
     kwargs = max_version_kwargs("stream", stream);
     capsule = call_dlpack(proxy, kwargs);
-    TAP_OK(capsule && has_error(&rec.diag, "dlpack 2.5.11"),
+    TAP_OK(capsule && has_error(&rec.diag, IC_RULE_DLPACK_CPU_STREAM),
            "a CPU export that accepted stream=1 is an error");
     Py_XDECREF(capsule);
     Py_DECREF(kwargs);
     Py_DECREF(stream);
     kwargs = max_version_kwargs("copy", Py_True);
     capsule = call_dlpack(proxy, kwargs);
-    TAP_OK(capsule && has_error(&rec.diag, "dlpack 2.5.9") && rec.copy_expected,
+    TAP_OK(capsule && has_error(&rec.diag, IC_RULE_DLPACK_COPY_FLAG) && rec.copy_expected,
            "copy=True without IS_COPIED is an error");
     Py_XDECREF(capsule);
     Py_DECREF(kwargs);
@@ -867,31 +864,36 @@ static void test_gpu_streams(void)
     struct ic_export_record rec;
 
     stream_export(kDLCUDA, PyLong_FromLong(0), &rec);
-    TAP_OK(has_warning(&rec.diag, "dlpack 2.5.11") && !has_error(&rec.diag, "dlpack 2.5.11") &&
-               rec.have_view && rec.view.device_type == kDLCUDA,
+    TAP_OK(has_warning(&rec.diag, IC_RULE_DLPACK_STREAM_VALUE) &&
+               !has_error(&rec.diag, IC_RULE_DLPACK_STREAM_VALUE) && rec.have_view &&
+               rec.view.device_type == kDLCUDA,
            "CUDA: accepting stream=0 is a warning (should raise)");
     show("CUDA stream=0", &rec.diag);
     stream_export(kDLCUDAManaged, PyLong_FromLong(0), &rec);
-    TAP_OK(has_warning(&rec.diag, "dlpack 2.5.11"), "CUDA managed memory: the same warning");
+    TAP_OK(has_warning(&rec.diag, IC_RULE_DLPACK_STREAM_VALUE),
+           "CUDA managed memory: the same warning");
     stream_export(kDLCUDA, PyLong_FromLong(-2), &rec);
-    TAP_OK(has_error(&rec.diag, "dlpack 2.5.11"), "CUDA: accepting stream=-2 is an error");
+    TAP_OK(has_error(&rec.diag, IC_RULE_DLPACK_STREAM_VALUE),
+           "CUDA: accepting stream=-2 is an error");
     show("CUDA stream=-2", &rec.diag);
     stream_export(kDLCUDA, PyUnicode_FromString("default"), &rec);
-    TAP_OK(has_error(&rec.diag, "dlpack 2.5.11"), "CUDA: accepting a str stream is an error");
+    TAP_OK(has_error(&rec.diag, IC_RULE_DLPACK_STREAM_VALUE),
+           "CUDA: accepting a str stream is an error");
     show("CUDA stream='default'", &rec.diag);
     static const long long valid[] = {-1, 1, 2, 0x5555deadbe00LL};
     for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); i++) {
         stream_export(kDLCUDA, PyLong_FromLongLong(valid[i]), &rec);
-        TAP_OK(rec.have_view && !ic_diag_has_rule(&rec.diag, "dlpack 2.5.11"),
+        TAP_OK(rec.have_view && !ic_diag_has_rule(&rec.diag, IC_RULE_DLPACK_STREAM_VALUE),
                "CUDA: stream=%lld is a valid request, no 2.5.11 finding", valid[i]);
     }
     stream_export(kDLROCM, PyLong_FromLong(0), &rec);
-    TAP_OK(!ic_diag_has_rule(&rec.diag, "dlpack 2.5.11"),
+    TAP_OK(!ic_diag_has_rule(&rec.diag, IC_RULE_DLPACK_STREAM_VALUE),
            "ROCm: stream=0 is the default stream, no finding");
     stream_export(kDLCPU, PyLong_FromLong(2), &rec);
-    TAP_OK(has_error(&rec.diag, "dlpack 2.5.11"), "CPU: accepting any stream is an error");
+    TAP_OK(has_error(&rec.diag, IC_RULE_DLPACK_CPU_STREAM),
+           "CPU: accepting any stream is an error");
     stream_export(kDLCPU, PyLong_FromLong(-2), &rec);
-    TAP_OK(has_error(&rec.diag, "dlpack 2.5.11"), "CPU: also stream=-2");
+    TAP_OK(has_error(&rec.diag, IC_RULE_DLPACK_CPU_STREAM), "CPU: also stream=-2");
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -932,10 +934,10 @@ static void test_reference_consumer(void)
     TAP_OK(strcmp(c.rec.request, "__dlpack__(max_version=(1, 3))") == 0, "plain request %s",
            c.rec.request);
     c = consume("Bad()", IC_VARIANT_NONE);
-    TAP_OK(c.handle && has_error(&c.rec.diag, "dlpack 2.5.8"),
+    TAP_OK(c.handle && has_error(&c.rec.diag, IC_RULE_DLPACK_DEVICE_TUPLE),
            "plain: __dlpack_device__ returning a list is an error");
     c = consume("Old()", IC_VARIANT_NONE);
-    TAP_OK(c.handle && has_warning(&c.rec.diag, "dlpack 2.3 max_version") &&
+    TAP_OK(c.handle && has_warning(&c.rec.diag, IC_RULE_DLPACK_CONSUMER_RETRY) &&
                c.rec.export_calls == 2 && strcmp(c.rec.detail, "dltensor") == 0 &&
                c.producer_calls == 1,
            "plain: a producer without max_version gets the TypeError fallback");
@@ -948,10 +950,10 @@ static void test_reference_consumer(void)
     TAP_OK(c.handle && c.rec.diag.errors == 0 && strcmp(c.rec.detail, "dltensor") == 0 &&
                !c.rec.view.readonly_known && c.producer_calls == 1,
            "legacy: a legacy capsule, read-only unknown");
-    TAP_OK(has_warning(&c.rec.diag, "dlpack 2.5.9"),
+    TAP_OK(has_warning(&c.rec.diag, IC_RULE_DLPACK_COPY_FLAG),
            "legacy: a legacy capsule cannot say it copied");
     c = consume("Bad()", IC_VARIANT_DL_LEGACY);
-    TAP_OK(has_error(&c.rec.diag, "dlpack 2.3 max_version"),
+    TAP_OK(has_error(&c.rec.diag, IC_RULE_DLPACK_LEGACY_REQUEST),
            "legacy: a versioned answer to __dlpack__() is an error");
     c = consume("Good(readonly=True)", IC_VARIANT_DL_LEGACY);
     TAP_OK(!c.handle && c.rec.producer_raised &&
@@ -962,7 +964,8 @@ static void test_reference_consumer(void)
     TAP_OK(c.handle && c.rec.diag.errors == 0 && c.producer_calls == 1,
            "max_version_2: a 1.3 capsule answers (2, 0)");
     c = consume("Bad(major=3)", IC_VARIANT_DL_MAX_VERSION_2);
-    TAP_OK(has_error(&c.rec.diag, "dlpack 2.5.4") && has_error(&c.rec.diag, "dlpack 2.5.3"),
+    TAP_OK(has_error(&c.rec.diag, IC_RULE_DLPACK_MAX_VERSION) &&
+               has_error(&c.rec.diag, IC_RULE_DLPACK_MAJOR_VERSION),
            "max_version_2: version 3.x is above the request and unknown");
     TAP_OK(c.handle && !c.rec.consumed && c.producer_calls == 1,
            "max_version_2: the rejected capsule is not consumed; its destructor runs the deleter");
@@ -971,13 +974,13 @@ static void test_reference_consumer(void)
     TAP_OK(c.rec.diag.errors == 0 && c.rec.copy_expected && c.rec.copy_flagged,
            "copy: IS_COPIED is set");
     c = consume("Bad()", IC_VARIANT_DL_COPY);
-    TAP_OK(has_error(&c.rec.diag, "dlpack 2.5.9"), "copy: IS_COPIED missing is an error");
+    TAP_OK(has_error(&c.rec.diag, IC_RULE_DLPACK_COPY_FLAG), "copy: IS_COPIED missing is an error");
 
     c = consume("Good()", IC_VARIANT_DL_NO_COPY);
     TAP_OK(c.rec.diag.errors == 0 && c.rec.no_copy_required && !c.rec.copy_flagged,
            "no_copy: IS_COPIED is clear");
     c = consume("Bad(flags=2)", IC_VARIANT_DL_NO_COPY);
-    TAP_OK(has_error(&c.rec.diag, "dlpack 2.5.9"), "no_copy: IS_COPIED set is an error");
+    TAP_OK(has_error(&c.rec.diag, IC_RULE_DLPACK_NO_COPY), "no_copy: IS_COPIED set is an error");
 
     c = consume("Good()", IC_VARIANT_DL_CPU_STREAM);
     TAP_OK(!c.handle && c.rec.refusal_required && c.rec.producer_raised,
@@ -985,23 +988,25 @@ static void test_reference_consumer(void)
     TAP_OK(strcmp(c.rec.request, "__dlpack__(max_version=(1, 3), stream=1)") == 0,
            "cpu_stream request %s", c.rec.request);
     c = consume("Bad()", IC_VARIANT_DL_CPU_STREAM);
-    TAP_OK(c.handle && c.rec.refusal_required && has_error(&c.rec.diag, "dlpack 2.5.11"),
+    TAP_OK(c.handle && c.rec.refusal_required && has_error(&c.rec.diag, IC_RULE_DLPACK_CPU_STREAM),
            "cpu_stream: exporting anyway is an error");
 
     c = consume("Good()", IC_VARIANT_DL_DEVICE_CPU);
     TAP_OK(c.handle && c.rec.diag.errors == 0, "dl_device_cpu: the CPU export matches (1, 0)");
     c = consume("Bad(device_type=2)", IC_VARIANT_DL_DEVICE_CPU);
-    TAP_OK(has_error(&c.rec.diag, "dlpack 2.5.8"),
+    TAP_OK(has_error(&c.rec.diag, IC_RULE_DLPACK_DEVICE_MATCH),
            "dl_device_cpu: a capsule on device (2, 0) is an error");
 
     c = consume("Good(readonly=True)", IC_VARIANT_READONLY);
     TAP_OK(c.handle && c.rec.view.readonly && c.rec.view.readonly_known && c.rec.diag.errors == 0,
            "readonly: the READ_ONLY flag reaches the view");
     c = consume("Bad(versioned=False)", IC_VARIANT_READONLY);
-    TAP_OK(has_warning(&c.rec.diag, "dlpack 2.5.10") && has_warning(&c.rec.diag, "dlpack 2.5.4"),
+    TAP_OK(has_warning(&c.rec.diag, IC_RULE_DLPACK_READONLY_FLAG) &&
+               has_warning(&c.rec.diag, IC_RULE_DLPACK_PREFER_VERSIONED),
            "readonly: a legacy export cannot say read-only");
     c = consume("Bad(buggy=True)", IC_VARIANT_NONE);
-    TAP_OK(has_error(&c.rec.lifetime, "dlpack 2.5.6") || has_error(&c.rec.lifetime, "dlpack 2.5.5"),
+    TAP_OK(has_error(&c.rec.lifetime, IC_RULE_DLPACK_CAPSULE_DESTRUCTOR) ||
+               has_error(&c.rec.lifetime, IC_RULE_DLPACK_DELETER_ONCE),
            "a producer whose destructor ignores the rename calls the deleter twice");
     TAP_OK(c.producer_calls == 1, "and its deleter still ran once only");
 }
@@ -1038,7 +1043,7 @@ static void test_bare_capsule(void)
     ic_export_record_init(&rec, IC_PROTOCOL_DLPACK_CAPSULE, IC_VARIANT_NONE);
     capsule = capsule_new(&spec, NULL, test_capsule_destructor);
     ic_dlpack_capsule_ops.inspect(capsule, &rec);
-    TAP_OK(has_warning(&rec.diag, "dlpack 2.3 max_version") && rec.diag.errors == 0,
+    TAP_OK(has_warning(&rec.diag, IC_RULE_DLPACK_PREFER_VERSIONED) && rec.diag.errors == 0,
            "a versioned bare capsule is legal, with a note");
     managed = NULL;
     PyObject *handle = NULL;
@@ -1064,7 +1069,7 @@ static void test_bare_capsule(void)
     PyCapsule_SetName(capsule, "used_dltensor");
     versioned->deleter(versioned);
     ic_dlpack_capsule_ops.observe(capsule, &rec);
-    TAP_OK(has_error(&rec.lifetime, "dlpack 2.5.5"),
+    TAP_OK(has_error(&rec.lifetime, IC_RULE_DLPACK_CONSUMER_RENAME),
            "renaming a versioned capsule used_dltensor is an error");
     ic_dlpack_capsule_ops.finish(capsule, &rec);
     Py_DECREF(capsule);

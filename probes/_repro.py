@@ -1,0 +1,943 @@
+"""Writes the reproducer of a finding: a short standalone Python script that uses only the
+libraries involved (and ctypes where interopcheck's own C consumer is a side, or where the fault
+is in a C structure), shows what goes wrong, and says whether it still does.
+
+The worker calls generate() for a finding's example case. Each probe describes how its library
+builds, exports, imports and inspects arrays in a `REPRO` dict (see probes/README.md); this file
+knows the protocols and the rules, and turns a failure into the few lines that show it.
+
+A generated script prints what it sees, then ends with one line and an exit status:
+    REPRODUCED: ...        exit 1   the problem is there (a crash shows as the process dying)
+    NOT REPRODUCED: ...    exit 0   the problem is gone
+`interopcheck repro --run` relies on that line. The script never needs interopcheck.
+"""
+
+import json
+import re
+
+import _probekit
+
+MAX_LIST = 24  # elements printed of a list
+
+# --- The pieces every script may need -----------------------------------------------------------
+
+VERDICT = '''
+def reproduced(what):
+    print("REPRODUCED:", what)
+    sys.exit(1)
+
+
+def not_reproduced(what):
+    print("NOT REPRODUCED:", what)
+    sys.exit(0)
+'''
+
+BUFFER_HELPER = '''
+class Py_buffer(ctypes.Structure):
+    _fields_ = [("buf", ctypes.c_void_p), ("obj", ctypes.c_void_p), ("len", ctypes.c_ssize_t),
+                ("itemsize", ctypes.c_ssize_t), ("readonly", ctypes.c_int), ("ndim", ctypes.c_int),
+                ("format", ctypes.c_char_p), ("shape", ctypes.POINTER(ctypes.c_ssize_t)),
+                ("strides", ctypes.POINTER(ctypes.c_ssize_t)), ("suboffsets", ctypes.c_void_p),
+                ("internal", ctypes.c_void_p)]
+
+
+PyBUF = {"SIMPLE": 0, "WRITABLE": 0x1, "FORMAT": 0x4, "ND": 0x8, "STRIDES": 0x18,
+         "C_CONTIGUOUS": 0x38, "F_CONTIGUOUS": 0x58, "ANY_CONTIGUOUS": 0x98, "INDIRECT": 0x118,
+         "CONTIG": 0x9, "CONTIG_RO": 0x8, "STRIDED": 0x19, "STRIDED_RO": 0x18,
+         "RECORDS": 0x1d, "RECORDS_RO": 0x1c, "FULL": 0x11d, "FULL_RO": 0x11c}
+_get = ctypes.pythonapi.PyObject_GetBuffer
+_get.argtypes = [ctypes.py_object, ctypes.POINTER(Py_buffer), ctypes.c_int]
+_release = ctypes.pythonapi.PyBuffer_Release
+_release.argtypes = [ctypes.POINTER(Py_buffer)]
+
+
+def get_buffer(obj, flags):
+    """PyObject_GetBuffer(obj, flags), as a C consumer calls it: the fields, then released."""
+    view = Py_buffer()
+    _get(obj, ctypes.byref(view), flags)  # raises what the exporter raised
+    ndim = view.ndim
+    info = {"address": view.buf, "len": view.len, "itemsize": view.itemsize,
+            "readonly": view.readonly, "ndim": ndim,
+            "format": view.format.decode() if view.format else None,
+            "shape": [view.shape[i] for i in range(ndim)] if view.shape else None,
+            "strides": [view.strides[i] for i in range(ndim)] if view.strides else None,
+            "suboffsets": bool(view.suboffsets)}
+    if not (flags & 0x10):
+        # no strides asked for: the exporter promises len contiguous bytes at buf
+        info["bytes"] = ctypes.string_at(view.buf, view.len) if view.len else b""
+    _release(ctypes.byref(view))
+    return info
+'''
+
+DLPACK_HELPER = '''
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p)]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32),
+                ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p),
+                ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
+
+
+_name = ctypes.pythonapi.PyCapsule_GetName
+_name.argtypes, _name.restype = [ctypes.py_object], ctypes.c_char_p
+_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_pointer.argtypes, _pointer.restype = [ctypes.py_object, ctypes.c_char_p], ctypes.c_void_p
+
+
+def capsule_struct(capsule):
+    """The capsule's name and its managed tensor struct (in place, not a copy)."""
+    name = _name(capsule)
+    struct = DLManagedTensorVersioned if name == b"dltensor_versioned" else DLManagedTensor
+    return name.decode(), struct.from_address(_pointer(capsule, name))
+
+
+def capsule_info(capsule):
+    name, managed = capsule_struct(capsule)
+    t = managed.dl_tensor
+    info = {"name": name, "device": (t.device.device_type, t.device.device_id),
+            "dtype": (t.dtype.code, t.dtype.bits, t.dtype.lanes), "ndim": t.ndim,
+            "data": t.data, "byte_offset": t.byte_offset}
+    if name == "dltensor_versioned":
+        info["version"] = (managed.major, managed.minor)
+        info["flags"] = managed.flags
+    return info
+'''
+
+DELETER_HELPER = '''
+DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+deleter_calls = []
+_keep = []
+
+
+def counting_deleter(capsule):
+    """Makes the capsule's deleter count its calls, then do what it did."""
+    name, managed = capsule_struct(capsule)
+    original = DELETER(managed.deleter) if managed.deleter else None
+
+    def deleter(pointer):
+        deleter_calls.append(pointer)
+        if original:
+            original(pointer)
+
+    _keep.append(DELETER(deleter))
+    managed.deleter = ctypes.cast(_keep[-1], ctypes.c_void_p).value
+    return capsule
+'''
+
+# What the consumer receives: the export with only the case's protocol (the methods pass the
+# consumer's own arguments, and a buffer request's flags, on to the export unchanged).
+ONLY_PROTOCOL = {
+    "buffer": '''
+class Exported:
+    """The export, offering only the buffer protocol (PEP 688): the consumer's flags go on to
+    the export's own buffer slot."""
+
+    def __buffer__(self, flags):
+        return exported.__buffer__(flags)
+''',
+    "array_interface": '''
+class Exported:
+    """The export, offering only __array_interface__."""
+
+    @property
+    def __array_interface__(self):
+        return exported.__array_interface__
+''',
+    "array_struct": '''
+class Exported:
+    """The export, offering only __array_struct__."""
+
+    @property
+    def __array_struct__(self):
+        return exported.__array_struct__
+''',
+    "array": '''
+class Exported:
+    """The export, offering only __array__."""
+
+    def __array__(self, *args, **kwargs):
+        return exported.__array__(*args, **kwargs)
+''',
+    "dlpack": '''
+class Exported:
+    """The export, offering only __dlpack__ and __dlpack_device__."""
+
+    def __dlpack__(self, *args, **kwargs):
+        return exported.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return exported.__dlpack_device__()
+''',
+    "cuda_array_interface": '''
+class Exported:
+    """The export, offering only __cuda_array_interface__."""
+
+    @property
+    def __cuda_array_interface__(self):
+        return exported.__cuda_array_interface__
+''',
+}
+
+# --- Values the script builds its array from --------------------------------------------------
+
+
+def _value(dtype, i):
+    if dtype == "bool":
+        return i % 3 == 0
+    if dtype.startswith(("int", "uint")):
+        return i
+    if dtype.startswith("complex"):
+        return complex(i, -i)
+    return float(i)
+
+
+def _literal(value):
+    if isinstance(value, complex):
+        return f"complex({value.real!r}, {value.imag!r})"
+    return repr(value)
+
+
+def _list_literal(values):
+    return "[" + ", ".join(_literal(v) for v in values) + "]"
+
+
+class _View:
+    """Enough of a strided array to say what the layout's ops make of the base values."""
+
+    def __init__(self, values):
+        self.values, self.shape, self.strides, self.offset = values, [len(values)], [1], 0
+
+    def apply(self, ops):
+        for name, arg in ops:
+            getattr(self, "_" + name)(arg)
+        return self
+
+    def _reshape(self, shape):
+        # the layouts only reshape C-contiguous views
+        self.shape = list(shape)
+        self.strides, step = [], 1
+        for n in reversed(self.shape):
+            self.strides.insert(0, step)
+            step *= max(n, 1)
+
+    def _permute(self, perm):
+        self.shape = [self.shape[p] for p in perm]
+        self.strides = [self.strides[p] for p in perm]
+
+    def _slice(self, triples):
+        for dim, (start, stop, step) in enumerate(triples):
+            rng = range(self.shape[dim])[slice(start, stop, step)]
+            self.offset += (rng.start if len(rng) else 0) * self.strides[dim]
+            self.shape[dim] = len(rng)
+            self.strides[dim] *= rng.step
+
+    def _broadcast(self, shape):
+        lead = len(shape) - len(self.shape)
+        strides = [0] * lead + list(self.strides)
+        old = [1] * lead + list(self.shape)
+        self.strides = [0 if o == 1 and n != 1 else s for n, o, s in zip(shape, old, strides)]
+        self.shape = list(shape)
+
+    def tolist(self, dim=0, offset=None):
+        offset = self.offset if offset is None else offset
+        if dim == len(self.shape):
+            return self.values[offset]
+        return [self.tolist(dim + 1, offset + i * self.strides[dim]) for i in range(self.shape[dim])]
+
+    def flat(self):
+        out = []
+
+        def walk(item):
+            if isinstance(item, list):
+                for part in item:
+                    walk(part)
+            else:
+                out.append(item)
+
+        walk(self.tolist())
+        return out
+
+
+# --- How one library does things ---------------------------------------------------------------
+
+
+def _dims(values):
+    return "(" + ", ".join(str(int(v)) for v in values) + ("," if len(values) == 1 else "") + ")"
+
+
+
+
+class Library:
+    """A probe's REPRO description, with the defaults of NumPy-like libraries."""
+
+    DEFAULTS = {
+        "reshape": "{x} = {x}.reshape({shape})",
+        "permute": "{x} = {x}.transpose({perm})",
+        "slice": "{x} = {x}[{slices}]",
+        "broadcast": "{x} = {ns}.broadcast_to({x}, {shape})",
+        "export": "x",
+        "tolist": "{y}.tolist()",
+        "dtype": "str({y}.dtype)",
+        "shape": "tuple({y}.shape)",
+    }
+
+    def __init__(self, module, name):
+        self.name = name
+        self.spec = dict(getattr(module, "REPRO", {}) or {})
+        if not self.spec:
+            raise NotImplementedError(f"the {name} probe has no REPRO description")
+
+    def get(self, key, default=None):
+        return self.spec.get(key, self.DEFAULTS.get(key, default))
+
+    def imports(self):
+        return [line for line in self.get("import", "").splitlines() if line]
+
+    def dtype(self, name):
+        spelled = self.get("dtypes", {}).get(name)
+        return spelled if spelled else self.get("dtype_name", "{ns}.{dtype}").format(
+            ns=self.get("ns", ""), dtype=name)
+
+    def build(self, dtype, ops, readonly):
+        """Lines that make `x` from `values` (the base, 1-D), with the layout's ops."""
+        make = self.get("build")
+        if callable(make):
+            return make(dtype, ops, readonly)
+        lines = [f"x = {make.format(ns=self.get('ns', ''), dtype=self.dtype(dtype))}"]
+        for name, arg in ops:
+            template = self.get(name)
+            if template is None:
+                raise NotImplementedError(f"{self.name} has no {name} view in its REPRO")
+            if callable(template):
+                lines.append(template(arg))
+                continue
+            fields = {"x": "x", "ns": self.get("ns", "")}
+            if name == "slice":
+                fields["slices"] = _probekit.slice_text(arg)
+            else:
+                fields.update(shape=_dims(arg), perm=_dims(arg), shape_list=list(arg),
+                              perm_list=list(arg))
+            lines.append(template.format(**fields))
+        if readonly:
+            line = self.get("make_readonly")
+            if not line:
+                raise NotImplementedError(f"{self.name} cannot make a read-only array")
+            lines.append(line)
+        return lines
+
+    def export(self, protocol):
+        value = self.get("export")
+        return value.get(protocol, "x") if isinstance(value, dict) else value
+
+    def consume(self, protocol, dtype, obj="obj"):
+        calls = self.get("consume", {})
+        if protocol not in calls:
+            raise NotImplementedError(f"{self.name} has no {protocol} import in its REPRO")
+        return calls[protocol].format(obj=obj, ns=self.get("ns", ""), dtype=self.dtype(dtype),
+                                      dtype_name=dtype)
+
+    def expr(self, key, y):
+        template = self.get(key)
+        return None if template is None else template.format(y=y, ns=self.get("ns", ""))
+
+
+# --- The script --------------------------------------------------------------------------------
+
+
+class Script:
+    def __init__(self, failure, ops, base_len, producer, consumer):
+        self.f = failure
+        self.case = failure["case"]
+        parts = self.case.split(".")
+        self.protocol, self.producer_name, self.consumer_name = parts[0], parts[1], parts[2]
+        self.device, self.dtype, self.layout = parts[3], parts[4], parts[5]
+        self.variant = parts[6] if len(parts) > 6 else ""
+        self.ops = [(name, arg) for name, arg in ops]
+        self.base = [_value(self.dtype, i) for i in range(base_len)]
+        self.view = _View(list(self.base)).apply(self.ops)
+        self.producer = Library(producer, self.producer_name)
+        self.consumer = Library(consumer, self.consumer_name) if consumer is not None else None
+        self.helpers = set()
+        self.body = []
+
+    # the pieces of the body
+
+    def line(self, *lines):
+        self.body.extend(lines)
+
+    def expected_lines(self):
+        expected = self.view.tolist()
+        text = repr(expected) if self.dtype != "bool" else repr(expected)
+        if any(isinstance(v, complex) for v in self.view.flat()):
+            text = re.sub(r"\(?(-?[0-9.]+)([+-][0-9.]+)j\)?", r"complex(\1, \2)", text)
+        return [f"expected = {text}  # the elements of x, in C order"]
+
+    def build_lines(self):
+        readonly = self.variant == "readonly"
+        return ([f"values = {_list_literal(self.base)}"] +
+                self.producer.build(self.dtype, self.ops, readonly))
+
+    def request(self):
+        return self.f.get("request", "")
+
+    def dlpack_call(self, target="x"):
+        """The consumer's __dlpack__ request as code, from the text the proxy recorded."""
+        m = re.fullmatch(r"__dlpack__\((.*)\)", self.request())
+        args = m.group(1) if m else ""
+        if not re.fullmatch(r"[\w=(), \-]*", args):
+            args = "max_version=(1, 3)"
+        return f"{target}.__dlpack__({args})"
+
+    def buffer_flags(self):
+        names = [n.strip() for n in self.request().split("|")]
+        flags = [f'PyBUF["{n[6:]}"]' for n in names if n.startswith("PyBUF_")]
+        return " | ".join(flags) if flags else 'PyBUF["FULL_RO"]'
+
+    def export_expr(self):
+        return self.producer.export(self.protocol)
+
+    def exported(self):
+        """Lines binding `obj`, what the consumer gets: the export, offering only the case's
+        protocol, as interopcheck's proxy did (a consumer may otherwise take another protocol
+        of the same object)."""
+        wrapper = ONLY_PROTOCOL.get(self.protocol)
+        if not wrapper:
+            return [f"obj = {self.export_expr()}"]
+        bind = ["obj = Exported()"]
+        if self.protocol == "buffer":
+            # A Python wrapper hands the consumer CPython's copy of the exporter's fields (a
+            # memoryview fills in strides the exporter left NULL): an object that offers the
+            # buffer protocol alone goes to the consumer as it is, as interopcheck's proxy
+            # passes the exporter's own Py_buffer.
+            bind = [
+                "others = (\"__dlpack__\", \"__array_interface__\", \"__array_struct__\", "
+                "\"__array__\",",
+                "          \"__cuda_array_interface__\")",
+                "obj = Exported() if any(hasattr(exported, n) for n in others) else exported",
+            ]
+        return [f"exported = {self.export_expr()}", "", ""] + wrapper.strip("\n").splitlines() + [
+            "", ""] + bind
+
+    def consume_expr(self, obj="obj"):
+        return self.consumer.consume(self.protocol, self.dtype, obj)
+
+    def need(self, *helpers):
+        self.helpers.update(helpers)
+
+    # the whole script
+
+    def render(self):
+        f = self.f
+        culprit = f.get("culprit", "")
+        header = [
+            f"# Reproducer of interopcheck finding {f.get('finding', '')} ({f.get('severity', '')})",
+            f"# rule {f.get('rule', '')}: {f.get('rule_text', '')}",
+            f"# culprit: {culprit} (the {f.get('side', '')}); example case: {self.case}",
+            f"# what interopcheck saw: {_one_line(f.get('note', ''), 300)}",
+            "# Run it with the Python the libraries are installed in. It prints what it sees and",
+            "# ends with REPRODUCED (exit status 1) while the problem is there, NOT REPRODUCED",
+            "# (exit status 0) once it is gone; a crash shows as the process dying.",
+            f"# Written by interopcheck {f.get('tool', '')}.",
+        ]
+        imports = ["import sys"]
+        if self.helpers & {"buffer", "dlpack", "deleter"}:
+            imports.append("import ctypes")
+        if "gc" in self.helpers:
+            imports.append("import gc")
+        libs = [line for line in self.producer.imports() if line not in imports]
+        if self.consumer:
+            libs += [line for line in self.consumer.imports() if line not in libs + imports]
+        code = "\n".join(self.build_lines() + self.body)
+        for lib in (self.producer, self.consumer):
+            for token, line in (lib.get("extra_imports", {}) if lib else {}).items():
+                if token in code and line not in libs + imports:
+                    libs.append(line)
+        blocks = ["\n".join(header), "\n".join(imports + libs), VERDICT.strip("\n")]
+        if "buffer" in self.helpers:
+            blocks.append(BUFFER_HELPER.strip("\n"))
+        if self.helpers & {"dlpack", "deleter"}:
+            blocks.append(DLPACK_HELPER.strip("\n"))
+        if "deleter" in self.helpers:
+            blocks.append(DELETER_HELPER.strip("\n"))
+        blocks.append("\n".join(self.build_lines() + self.body))
+        return "\n\n\n".join(blocks[:3]) + "\n\n\n" + "\n\n\n".join(blocks[3:]) + "\n"
+
+
+def _one_line(text, limit):
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --- What each kind of failure shows -------------------------------------------------------------
+
+def _show_exchange(s):
+    """The import the consumer does, as it does it."""
+    if s.consumer is None:
+        _reference_request(s, "result")
+        return
+    s.line(*s.exported())
+    s.line(f"y = {s.consume_expr()}")
+
+
+def _reference_request(s, result):
+    """interopcheck's own consumer's request, done with ctypes where it is a C call."""
+    if s.protocol == "dlpack":
+        s.line(f"{result} = {s.dlpack_call()}")
+    elif s.protocol == "buffer":
+        s.need("buffer")
+        s.line(f"{result} = get_buffer({s.export_expr()}, {s.buffer_flags()})")
+    elif s.protocol == "array":
+        m = re.fullmatch(r"__array__\((.*)\)", s.request())
+        args = m.group(1) if m and re.fullmatch(r"[\w=, ]*", m.group(1)) else ""
+        s.line(f"{result} = x.__array__({args})")
+    elif s.protocol == "dlpack_capsule":
+        s.line(f"{result} = {s.export_expr()}")
+    else:
+        attr = {"array_interface": "__array_interface__", "array_struct": "__array_struct__",
+                "cuda_array_interface": "__cuda_array_interface__"}[s.protocol]
+        s.line(f"{result} = x.{attr}")
+
+
+def crash(s):
+    s.line('print("importing; a crash ends the process here", flush=True)')
+    _show_exchange(s)
+    s.line('not_reproduced("the exchange finished without crashing")')
+
+
+def timeout(s):
+    s.line('print("importing; a hang stops here", flush=True)')
+    _show_exchange(s)
+    s.line('not_reproduced("the exchange finished")')
+
+
+def consumer_refusal(s):
+    s.line(*s.exported())
+    s.line("try:",
+           f"    y = {s.consume_expr()}",
+           "except BufferError as e:",
+           '    not_reproduced(f"refused with BufferError, as the spec asks: {e}")',
+           "except Exception as e:",
+           f'    reproduced(f"{s.consumer_name} refused with {{type(e).__name__}}, not BufferError: {{e}}")',
+           'not_reproduced("the import succeeded")')
+
+
+def round_trip(s):
+    s.line(*s.exported())
+    s.line("try:",
+           f"    y = {s.consume_expr()}",
+           "except Exception as e:",
+           f'    reproduced(f"{s.consumer_name} cannot import its own {s.protocol} export: '
+           '{type(e).__name__}: {e}")',
+           'not_reproduced("the import succeeded")')
+
+
+def producer_refusal(s):
+    refusal = "BufferError"
+    s.line("try:")
+    if s.protocol == "dlpack_capsule":
+        s.line(f"    capsule = {s.export_expr()}")
+    elif s.protocol == "buffer":
+        s.need("buffer")
+        s.line(f"    info = get_buffer(x, {s.buffer_flags()})")
+    else:
+        s.line(f"    capsule = {s.dlpack_call()}")
+    s.line(f"except {refusal} as e:",
+           f'    not_reproduced(f"refused with {refusal}, as the spec asks: {{e}}")',
+           "except Exception as e:",
+           f'    reproduced(f"{s.producer_name} refused {_escape(s.request() or "the export")} '
+           f'with {{type(e).__name__}}, not {refusal}: {{e}}")',
+           'not_reproduced("it exported")')
+
+
+def _escape(text):
+    return text.replace("{", "{{").replace("}", "}}").replace('"', "'")
+
+
+def _spy(s):
+    """A stand-in for the producer's array that records the consumer's __dlpack__ calls."""
+    s.line("calls = []",
+           "",
+           "",
+           "class Spy:",
+           '    """x, recording how the consumer asks for its capsule."""',
+           "",
+           "    def __dlpack_device__(self):",
+           "        return x.__dlpack_device__()",
+           "",
+           "    def __dlpack__(self, **kwargs):",
+           "        calls.append(kwargs)",
+           "        return x.__dlpack__(**kwargs)",
+           "",
+           "")
+
+
+def consumer_max_version(s):
+    _spy(s)
+    s.line(f"y = {s.consume_expr('Spy()')}",
+           'print("__dlpack__ calls:", calls)',
+           'if calls and not any("max_version" in kw for kw in calls):',
+           f'    reproduced("{s.consumer_name} never passes max_version, so no producer may answer '
+           'with a versioned capsule")',
+           'not_reproduced("max_version was passed")')
+
+
+def consumer_retry(s):
+    _spy(s)
+    s.line("try:",
+           f"    y = {s.consume_expr('Spy()')}",
+           "except TypeError as e:",
+           '    print("__dlpack__ calls:", calls)',
+           f'    reproduced(f"{s.consumer_name} did not call __dlpack__() again without max_version '
+           'after the producer\'s TypeError: {e}")',
+           'print("__dlpack__ calls:", calls)',
+           'not_reproduced("the import succeeded")')
+
+
+def consumer_capsule_kind(s):
+    _spy(s)
+    s.need("dlpack")
+    s.line("print(\"the producer answers max_version with\", capsule_struct(x.__dlpack__(max_version=(1, 3)))[0])",
+           "try:",
+           f"    y = {s.consume_expr('Spy()')}",
+           "except Exception as e:",
+           '    if "PyCapsule" in str(e):',
+           f'        reproduced(f"{s.consumer_name} looked the legacy capsule up under the versioned '
+           'name: {type(e).__name__}: {e}")',
+           "    raise",
+           'not_reproduced("the import succeeded")')
+
+
+def capi_exception(s):
+    s.line("",
+           "",
+           "class ReadOnlyBytes:",
+           '    """A read-only exporter written in Python (PEP 688): it refuses writable requests."""',
+           "",
+           "    def __buffer__(self, flags):",
+           "        if flags & 1:  # PyBUF_WRITABLE",
+           '            raise BufferError("read-only: no writable buffer")',
+           f"        return memoryview(bytes({max(1, 8)}))",
+           "",
+           "",
+           "# The same read-only bytes from a C exporter, whose slot never looks at the",
+           "# exception state: if this fails too, the consumer simply refuses read-only memory.",
+           "try:",
+           f"    control = {s.consume_expr('bytes(8)')}",
+           "except Exception as e:",
+           f'    not_reproduced(f"{s.consumer_name} refuses read-only buffers outright: {{e}}")',
+           "try:",
+           f"    y = {s.consume_expr('ReadOnlyBytes()')}",
+           "except Exception as e:",
+           f'    reproduced(f"{s.consumer_name} imports read-only bytes, but not from a Python '
+           'exporter: it asked again while the exporter\'s BufferError was still set, so the '
+           'exporter\'s second answer failed: {type(e).__name__}: {e}")',
+           'not_reproduced("the read-only buffer was imported")')
+
+
+def deleter_once(s):
+    s.need("dlpack", "deleter", "gc")
+    s.line("",
+           "",
+           "class Counted:",
+           '    """x, with the deleter of every capsule it hands out counting its calls."""',
+           "",
+           "    def __dlpack_device__(self):",
+           "        return x.__dlpack_device__()",
+           "",
+           "    def __dlpack__(self, **kwargs):",
+           "        return counting_deleter(x.__dlpack__(**kwargs))",
+           "",
+           "",
+           f"y = {s.consume_expr('Counted()')}",
+           "del y",
+           "gc.collect()",
+           'print("deleter calls after the import was released:", len(deleter_calls))',
+           "if len(deleter_calls) == 0:",
+           f'    reproduced("{s.consumer_name} took the capsule but never called its deleter: the '
+           'tensor leaks")',
+           "if len(deleter_calls) > 1:",
+           f'    reproduced(f"{s.consumer_name} called the deleter {{len(deleter_calls)}} times")',
+           'not_reproduced("the deleter ran exactly once")')
+
+
+def device_tuple(s):
+    s.line("device = x.__dlpack_device__()",
+           'print("__dlpack_device__() =", repr(device))',
+           "if not (isinstance(device, tuple) and len(device) == 2 and "
+           "all(isinstance(v, int) for v in device)):",
+           '    reproduced(f"__dlpack_device__() returned {device!r}, not a 2-tuple of ints")',
+           'not_reproduced("a 2-tuple of ints")')
+
+
+def dlpack_request_flags(s):
+    s.need("dlpack")
+    call = s.dlpack_call()
+    s.line(f"capsule = {call}",
+           "info = capsule_info(capsule)",
+           'print("the export:", info)')
+    rule = s.f.get("rule")
+    if rule == "dlpack.cpu_stream":
+        s.line(f'reproduced("{_escape(call)} exported from a CPU array instead of raising")')
+        return
+    wants_copy = "copy=True" in call
+    if wants_copy:
+        s.line('if info.get("flags", 0) & 2 == 0:',
+               f'    reproduced("{_escape(call)} answered without DLPACK_FLAG_BITMASK_IS_COPIED '
+               '(a legacy capsule cannot carry it)" if "flags" not in info else '
+               f'"{_escape(call)} answered without DLPACK_FLAG_BITMASK_IS_COPIED")',
+               'not_reproduced("IS_COPIED is set")')
+    else:
+        s.line('if info.get("flags", 0) & 2:',
+               f'    reproduced("{_escape(call)} set DLPACK_FLAG_BITMASK_IS_COPIED")',
+               'not_reproduced("IS_COPIED is clear")')
+
+
+def buffer_fields(s):
+    s.need("buffer")
+    flags = s.buffer_flags()
+    rule = s.f.get("rule")
+    s.line(f"flags = {flags}",
+           "info = get_buffer(x, flags)",
+           'print("the buffer:", {k: v for k, v in info.items() if k != "bytes"})',
+           "wants_format, wants_shape = bool(flags & 0x4), (flags & 0x8) == 0x8",
+           "wants_strides, wants_indirect = (flags & 0x18) == 0x18, (flags & 0x118) == 0x118")
+    if rule == "buffer.format_request":
+        s.line('if wants_format != (info["format"] is not None):',
+               '    reproduced(f"format is {info[\'format\']!r} for a request that '
+               '{\'asks\' if wants_format else \'does not ask\'} for it")',
+               'not_reproduced("format is filled exactly when asked for")')
+    elif rule == "buffer.scalar":
+        s.line('if info["ndim"] == 0 and (info["shape"] is not None or info["strides"] is not None',
+               '                          or info["suboffsets"]):',
+               '    reproduced("a 0-d buffer came with shape or strides")',
+               'not_reproduced("a 0-d buffer without shape and strides")')
+    elif rule == "buffer.shape_strides":
+        s.line("bad = []",
+               'if wants_shape and info["ndim"] > 0 and not info["shape"]:',
+               '    bad.append("shape is NULL though asked for")',
+               'if not wants_shape and info["shape"] is not None:',
+               '    bad.append("shape is set though not asked for")',
+               'if wants_strides and info["ndim"] > 0 and not info["strides"]:',
+               '    bad.append("strides is NULL though asked for")',
+               'if not wants_strides and info["strides"] is not None:',
+               '    bad.append("strides are set though not asked for")',
+               'if info["suboffsets"] and not wants_indirect:',
+               '    bad.append("suboffsets are set though not asked for")',
+               "if bad:",
+               '    reproduced("; ".join(bad))',
+               'not_reproduced("shape and strides follow the request")')
+    elif rule == "buffer.writable":
+        s.line('if flags & 1 and info["readonly"]:',
+               '    reproduced("a writable buffer was asked for and a read-only one returned")',
+               'not_reproduced("writable as asked")')
+    else:  # buffer.contiguous
+        s.need("struct")
+        s.line(*s.expected_lines())
+        s.line('if "bytes" in info:',
+               "    # the request has no strides: the bytes must be the elements in C order",
+               f"    got = _elements(info[\"bytes\"], {_struct_format(s.dtype)!r})",
+               '    print("read in C order:", got[:%d])' % MAX_LIST,
+               f'    print("expected:      ", _flatten(expected)[:{MAX_LIST}])',
+               "    if got != _flatten(expected):",
+               '        reproduced("the buffer is not the array in C order, though the request has no '
+               'strides")',
+               '    not_reproduced("the bytes are the array in C order")',
+               'strides, shape, itemsize = info["strides"], info["shape"], info["itemsize"]',
+               "c_strides, step = [], itemsize",
+               "for n in reversed(shape):",
+               "    c_strides.insert(0, step)",
+               "    step *= max(n, 1)",
+               "f_strides, step = [], itemsize",
+               "for n in shape:",
+               "    f_strides.append(step)",
+               "    step *= max(n, 1)",
+               "def same(a, b):",
+               "    return all(s1 == s2 for s1, s2, n in zip(a, b, shape) if n > 1)",
+               "c_ok, f_ok = same(strides, c_strides), same(strides, f_strides)",
+               'want = "C" if flags & 0x20 else "F" if flags & 0x40 else "any"',
+               'if (want == "C" and not c_ok) or (want == "F" and not f_ok) or (want == "any" and not (c_ok or f_ok)):',
+               '    reproduced(f"a {want}-contiguous buffer was asked for, and strides {strides} came back")',
+               'not_reproduced("contiguous as asked")')
+
+
+def _struct_format(dtype):
+    return {"bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B",
+            "uint16": "H", "uint32": "I", "uint64": "Q", "float16": "e", "float32": "f",
+            "float64": "d"}.get(dtype, "B")
+
+
+STRUCT_HELPER = '''
+import struct
+
+
+def _elements(data, code):
+    return list(struct.unpack(f"{len(data) // struct.calcsize(code)}{code}", data))
+
+
+def _flatten(value):
+    return [v for item in value for v in _flatten(item)] if isinstance(value, list) else [value]
+'''
+
+
+def array_result(s):
+    """__array__ faults: what the producer's __array__ returned."""
+    rule = s.f.get("rule")
+    m = re.fullmatch(r"__array__\((.*)\)", s.request())
+    args = m.group(1) if m and re.fullmatch(r"[\w=, ]*", m.group(1)) else ""
+    s.line(f"r = x.__array__({args})",
+           'print("__array__ returned", type(r), getattr(r, "dtype", None), getattr(r, "shape", None))')
+    if rule == "array.returns_ndarray":
+        s.line('if type(r).__name__ != "ndarray" or type(r).__module__ != "numpy":',
+               '    reproduced(f"__array__ returned a {type(r).__module__}.{type(r).__name__}, not a '
+               'numpy.ndarray")',
+               'not_reproduced("a numpy.ndarray")')
+    elif rule == "array.readonly":
+        first = s.view.flat()[0] if s.view.flat() else 0
+        s.line(f"before = {s.producer.expr('tolist', 'x')}",
+               'print("the result is writable:", r.flags.writeable, "and shares memory:", not r.flags.owndata)',
+               "if r.flags.writeable and not r.flags.owndata:",
+               "    r.flat[0] = r.flat[1] if r.size > 1 else not r.flat[0]",
+               f"    after = {s.producer.expr('tolist', 'x')}",
+               '    print("x before:", before, "after writing to the result:", after)',
+               "    if after != before:",
+               f'        reproduced("writing to __array__\'s result changed the {s.producer_name} array, '
+               'which is read-only")',
+               '    reproduced("__array__ returned a writable view of a read-only array")',
+               'not_reproduced("the result is read-only or a copy")')
+        _ = first
+    elif rule in ("array.copy_true", "array.no_copy"):
+        pointer = s.producer.expr("pointer", "x")
+        if pointer:
+            s.line(f"ours = {pointer}")
+        else:
+            s.need("buffer")
+            s.line('ours = get_buffer(x, PyBUF["RECORDS_RO"])["address"]')
+        s.line(
+               "theirs = r.__array_interface__[\"data\"][0]",
+               'print(f"x at {ours:#x}, the result at {theirs:#x}")')
+        if rule == "array.copy_true":
+            s.line("if ours == theirs:",
+                   '    reproduced("__array__(copy=True) returned the producer\'s own memory")',
+                   'not_reproduced("a copy")')
+        else:
+            s.line("if ours != theirs:",
+                   '    reproduced("__array__(copy=False) returned a copy instead of raising ValueError")',
+                   'not_reproduced("the same memory")')
+    else:  # exchange.dtype on the export: the result's dtype
+        s.line(f'if str(r.dtype) != "{s.dtype}":',
+               f'    reproduced(f"__array__ of a {s.dtype} array returned {{r.dtype}}")',
+               f'not_reproduced("the result is {s.dtype}")')
+
+
+def import_property(s):
+    """A fault of the consumer's import: its contents, dtype, shape or where it lives."""
+    check, rule = s.f.get("check"), s.f.get("rule")
+    s.line(*s.exported())
+    s.line(f"y = {s.consume_expr()}")
+    if check == "dtype" and rule == "exchange.dtype_named":
+        s.line("try:",
+               "    print(y.dtype)",
+               "except Exception as e:",
+               f'    reproduced(f"{s.consumer_name} imported a {s.dtype} array whose dtype it cannot '
+               'name: {type(e).__name__}: {e}")',
+               'not_reproduced("the dtype has a name")')
+    elif check == "dtype":
+        s.line(f"got = {s.consumer.expr('dtype', 'y')}",
+               f'print("{s.consumer_name} imported a {s.dtype} array as", got)',
+               f'if got.rsplit(".", 1)[-1].rstrip("_") != "{s.dtype}":',
+               f'    reproduced(f"{s.consumer_name} imported a {s.dtype} array as {{got}}")',
+               f'not_reproduced("{s.dtype} kept")')
+    elif check == "shape":
+        s.line(f"got = {s.consumer.expr('shape', 'y')}",
+               f"if tuple(got) != {tuple(s.view.shape)!r}:",
+               f'    reproduced(f"{s.consumer_name} imported shape {tuple(s.view.shape)} as {{got}}")',
+               'not_reproduced("the shape survived")')
+    else:  # contents
+        s.line(*s.expected_lines())
+        s.line(f"got = {s.consumer.expr('tolist', 'y')}",
+               f'print("{s.consumer_name} reads:", got)',
+               'print("expected:", expected)',
+               "if got != expected:",
+               f'    reproduced("{_escape(_one_line(s.f.get("note", "the import holds other values"), 200))}")',
+               'not_reproduced("the import holds the expected values")')
+
+
+def readonly_import(s):
+    if s.consumer.get("readonly") is None:
+        raise NotImplementedError(f"{s.consumer_name} cannot tell read-only in its REPRO")
+    s.line(*s.exported())
+    s.line(f"y = {s.consume_expr()}",
+           f"readonly = {s.consumer.expr('readonly', 'y')}",
+           'print("the import is read-only:", readonly)',
+           "if not readonly:",
+           f'    reproduced("{s.consumer_name}\'s import of read-only memory is writable")',
+           'not_reproduced("read-only")')
+
+
+RULES = {
+    "exchange.crash": crash,
+    "exchange.timeout": timeout,
+    "exchange.round_trip": round_trip,
+    "dlpack.consumer_max_version": consumer_max_version,
+    "dlpack.consumer_retry": consumer_retry,
+    "dlpack.consumer_capsule_kind": consumer_capsule_kind,
+    "python.capi_exception": capi_exception,
+    "dlpack.deleter_once": deleter_once,
+    "dlpack.device_tuple": device_tuple,
+    "dlpack.copy_flag": dlpack_request_flags,
+    "dlpack.cpu_stream": dlpack_request_flags,
+    "buffer.format_request": buffer_fields,
+    "buffer.scalar": buffer_fields,
+    "buffer.shape_strides": buffer_fields,
+    "buffer.writable": buffer_fields,
+    "buffer.contiguous": buffer_fields,
+    "array.returns_ndarray": array_result,
+    "array.readonly": array_result,
+    "array.copy_true": array_result,
+    "array.no_copy": array_result,
+}
+
+
+def _choose(s):
+    f = s.f
+    rule, side, check = f.get("rule"), f.get("side"), f.get("check")
+    if f.get("outcome") in ("crash", "timeout"):
+        return crash if f["outcome"] == "crash" else timeout
+    if rule == "exchange.refusal":
+        return consumer_refusal if side == "consumer" else producer_refusal
+    if rule in RULES:
+        return RULES[rule]
+    if s.protocol == "array" and side == "producer":
+        return array_result
+    if side == "consumer" and check in ("contents", "dtype", "shape"):
+        return import_property
+    if side == "consumer" and check == "readonly":
+        return readonly_import
+    raise NotImplementedError(f"no reproducer is written for {rule} ({side}, {check}) yet")
+
+
+def generate(failure_json, ops, base_len, producer, consumer):
+    failure = json.loads(failure_json)
+    s = Script(failure, ops, base_len, producer, consumer)
+    _choose(s)(s)
+    text = s.render()
+    if "struct" in s.helpers or "_elements(" in text:
+        text = text.replace(VERDICT.strip("\n"), VERDICT.strip("\n") + "\n\n" + STRUCT_HELPER.strip("\n"), 1)
+    return text

@@ -1,0 +1,76 @@
+/*
+ * ic_exchange_state: what one case holds while it runs, shared by the two halves of the verify
+ * stage: ic_exchange.c (build, export, import) and ic_judge.c (the checks and the verdict).
+ * Private to those two files.
+ *
+ * Contract
+ * - ic_exchange_run owns the state: it fills it stage by stage and releases every Python
+ *   object and buffer in one place when the case ends, whatever happened.
+ * - The judge only reads the state (and the record the protocol module filled) and writes the
+ *   result; it keeps nothing between cases.
+ * - Everything here runs with the GIL held.
+ */
+#ifndef IC_EXCHANGE_STATE_H
+#define IC_EXCHANGE_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ic_case.h"
+#include "ic_probe.h"
+#include "ic_protocol.h"
+#include "ic_result.h"
+
+/* Stages return IC_STAGE_GO to continue, IC_STAGE_DECIDED when the result is already set, or
+ * a negative IC_E* code when the tool failed (the result then says error). */
+enum { IC_STAGE_GO = 0, IC_STAGE_DECIDED = 1 };
+
+struct ic_case_state {
+    const struct ic_case *c;
+    struct ic_probe *producer;
+    struct ic_probe *consumer; /* NULL: interopcheck's own consumer */
+    const struct ic_protocol_ops *ops;
+    const char *consumer_name;
+    struct ic_import_traits traits;
+
+    unsigned char *base;     /* the pattern the producer's array is built from */
+    struct ic_view expected; /* the layout applied to `base` */
+    uint64_t seed;           /* of the pattern in `base` */
+    uintptr_t read_stream;   /* the stream the consumer reads on (GPU cases; 0 = legacy) */
+    uintptr_t queued_stream; /* stream-ordering cases: the producer's stream with our writes */
+    bool queued;
+
+    PyObject *data;       /* bytes of `base` handed to build() */
+    PyObject *array;      /* the producer's array */
+    PyObject *export_obj; /* what export() returned */
+    PyObject *proxy;      /* what the consumer received (proxy, or export_obj itself) */
+    PyObject *imported;   /* the consumer's array, or the reference consumer's handle */
+
+    struct ic_described produced;
+    struct ic_described consumed;
+    bool have_consumed;
+
+    struct ic_export_record rec;
+    struct ic_py_exc exc;          /* the last exception fetched from a probe */
+    struct ic_py_exc consumer_exc; /* what the consumer raised, when it raised */
+    bool consumer_raised;
+    bool refused; /* the judge found an allowed refusal and set the outcome (unsupported) */
+};
+
+/* Checks `got` (shaped like the expected view) against the pattern: on the host through both
+ * views' strides, or for device memory with the GPU's pattern kernel on `stream`. 1: equal;
+ * 0: they differ (note says where); negative: the check itself could not run (note says
+ * why). `who` names the view in the note ("the import"). */
+int ic_pattern_compare(const struct ic_case_state *st, const struct ic_view *got, uintptr_t stream,
+                       const char *who, char *note, size_t size);
+
+/* Judges an exchange whose consumer imported something, or raised: every check but lifetime,
+ * and the outcome of a refusal. */
+void ic_judge_exchange(struct ic_case_state *st, struct ic_result *res);
+
+/* Judges lifetime once the consumer let go (the protocol's finish op has run), then concludes
+ * the case: a failed check makes it fail (also after an allowed refusal); an allowed refusal
+ * stays unsupported; a case in which no check could pass is an error, never a pass. */
+void ic_judge_conclude(struct ic_case_state *st, struct ic_result *res);
+
+#endif
