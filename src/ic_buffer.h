@@ -6,8 +6,8 @@
  * Contract
  * - ic_buffer_format_parse is a pure function of its text (no Python, any thread).
  * - ic_buffer_check reads a Py_buffer exactly as a consumer may (shape/strides/suboffsets
- *   only when non-NULL and ndim is in range) and writes findings citing protocols.md §5.1
- *   ("buffer 5.1.4"). It needs the GIL (a compound format is sized by the struct module)
+ *   only when non-NULL and ndim is in range) and writes findings citing the buffer.* rules
+ *   of ic_rules.h. It needs the GIL (a compound format is sized by the struct module)
  *   and changes nothing; the buffer stays the caller's to release.
  * - The view: data is buf, strides in bytes (C strides when the buffer has none), dtype
  *   from the format (IC_DTYPE_INVALID when PyBUF_FORMAT was not requested: raw bytes of

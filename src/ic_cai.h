@@ -5,7 +5,7 @@
  *
  * Contract
  * - ic_cai_check validates one dict against rules 3.1.1-3.1.9 and writes findings citing
- *   them ("cai 3.1.5"); rule 3.1.10 (a consumer that writes honours the read-only flag) is
+ *   the cai.* rules of ic_rules.h; rule 3.1.10 (a consumer that writes honours the read-only flag) is
  *   the consumer's behaviour and is judged by the exchange. It needs the GIL. It never
  *   changes the dict, never dereferences the data pointer (device memory: nothing here
  *   touches the GPU), and runs producer code only to read a mask's own

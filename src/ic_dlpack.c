@@ -1389,7 +1389,7 @@ static int ic_dlpack_reference_consume(PyObject *export_obj, struct ic_export_re
         bool plain = rec->variant == IC_VARIANT_NONE || rec->variant == IC_VARIANT_READONLY;
         if (plain && exc.type_error) {
             /* The spec's fallback for producers that predate max_version. */
-            ic_diag_warn(&rec->diag, IC_RULE_DLPACK_CONSUMER_RETRY,
+            ic_diag_warn(&rec->diag, IC_RULE_DLPACK_PREFER_VERSIONED,
                          "the producer does not accept max_version (%s: %s); retried "
                          "__dlpack__() without arguments",
                          exc.type, exc.message);

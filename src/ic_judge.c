@@ -247,6 +247,14 @@ static void ic_judge_producer_refusal(struct ic_case_state *st, struct ic_result
                       "these keywords",
                       c->producer, request, exc.type, exc.message);
         st->refused = true;
+    } else if (rec->dl_max_version_refused && !rec->dl_retried && st->consumer) {
+        /* A producer that predates max_version answers it with TypeError: the spec's signal
+         * for the consumer to ask again without it, not a refusal. The consumer that did not
+         * is charged (dlpack.consumer_retry, on the import check). */
+        ic_result_check(res, IC_CHECK_EXPORT, IC_CHECK_SKIP,
+                        "%s does not accept max_version (%s: %s), the signal to ask again "
+                        "without it%s",
+                        c->producer, exc.type, exc.message, context);
     } else if (!policy || ic_exc_is_refusal(&exc, policy->producer)) {
         ic_result_set(res, IC_OUTCOME_UNSUPPORTED, "%s refused %s: %s: %s%s", c->producer, request,
                       exc.type, exc.message, context);

@@ -80,6 +80,14 @@ def check_verdicts(tap, cases):
     noted = where(lambda c: c["outcome"] == "unsupported" and c.get("checks", {})
                   .get("import", {}).get("rule") == "dlpack.consumer_refusal")
     tap.ok(noted, "... it is unsupported, with the note dlpack.consumer_refusal", noted)
+    bad = where(lambda c: c.get("rule") == "exchange.refusal" and c.get("side") == "producer"
+                and "unexpected keyword argument 'max_version'" in c.get("diagnostic", ""))
+    tap.ok(not bad, "a producer's TypeError for max_version is the spec's fallback signal, not "
+           "a refusal", bad)
+    retry = where(lambda c: c.get("rule") == "dlpack.consumer_retry" and c.get("side") ==
+                  "consumer")
+    tap.ok(retry, "... the consumer that did not ask again is charged (dlpack.consumer_retry)",
+           retry)
     bad = where(lambda c: c["layout"] == "fortran" and c["protocol"] == "buffer"
                 and c["consumer"] in ("pyarrow", "py_bytes", "py_bytearray")
                 and c.get("rule") == "exchange.contents")

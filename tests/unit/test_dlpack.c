@@ -937,7 +937,7 @@ static void test_reference_consumer(void)
     TAP_OK(c.handle && has_error(&c.rec.diag, IC_RULE_DLPACK_DEVICE_TUPLE),
            "plain: __dlpack_device__ returning a list is an error");
     c = consume("Old()", IC_VARIANT_NONE);
-    TAP_OK(c.handle && has_warning(&c.rec.diag, IC_RULE_DLPACK_CONSUMER_RETRY) &&
+    TAP_OK(c.handle && has_warning(&c.rec.diag, IC_RULE_DLPACK_PREFER_VERSIONED) &&
                c.rec.export_calls == 2 && strcmp(c.rec.detail, "dltensor") == 0 &&
                c.producer_calls == 1,
            "plain: a producer without max_version gets the TypeError fallback");
