@@ -21,8 +21,7 @@ def _repro_slice(triples):
     # build()'s only view: a unit-step slice of the rows with iloc
     if len(triples) != 1 or triples[0][2] not in (None, 1):
         raise NotImplementedError(f"a Series cannot express slice {triples} as a view")
-    start, stop, _ = triples[0]
-    return f"x = x.iloc[{'' if start is None else start}:{'' if stop is None else stop}]"
+    return f"x = x.iloc[{_probekit.slice_text(triples)}]"
 
 
 # How a reproducer spells cuDF (probes/README.md, "Reproducers"): a Series of a NumPy array, as

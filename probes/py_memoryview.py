@@ -26,9 +26,7 @@ def _repro_build(dtype, ops, readonly):
         if name == "reshape":
             lines.append(f'x = x.cast("B").cast("{fmt}", {list(arg)!r})')
         elif name == "slice" and len(arg) == 1:
-            start, stop, step = arg[0]
-            text = f"{'' if start is None else start}:{'' if stop is None else stop}"
-            lines.append(f"x = x[{text if step in (None, 1) else f'{text}:{step}'}]")
+            lines.append(f"x = x[{_probekit.slice_text(arg)}]")
         else:
             raise NotImplementedError(f"memoryview cannot express {name} {arg} as a view")
     if readonly:

@@ -575,6 +575,16 @@ static int ic_ai_check(PyObject *value, PyObject *owner, int depth, struct ic_di
     if (!describable)
         return 0;
     view.data = address;
+    /* The pointer is the producer's word alone: every element must be there before anyone
+     * reads one. */
+    char why[200];
+    int rc = ic_view_check_readable(&view, why, sizeof(why));
+    if (rc == IC_EFAULT) {
+        ic_diag_error(diag, IC_AI_RULE_DATA, "data 0x%llx: %s", (unsigned long long)address, why);
+        return 0;
+    }
+    if (rc < 0)
+        ic_diag_warn(diag, IC_AI_RULE_DATA, "%s", why);
     view.dtype = typestr.dtype;
     *ret_view = view;
     *ret_have_view = true;

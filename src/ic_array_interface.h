@@ -10,6 +10,9 @@
  *   `owner`) for a PyBUF_SIMPLE buffer to learn the address and releases it before
  *   returning, so the view's memory is kept alive by the exporter, not by the check. An
  *   exception raised while reading the producer's objects is cleared and becomes a finding.
+ * - The elements the view addresses are checked readable through the guard (ic_guard.h)
+ *   before the view is given: a pointer into memory that is not mapped is
+ *   array_interface.data (no view), never a fault.
  * - The view: data is the first element (offset applied for buffer data; a tuple pointer is
  *   already the first element), strides in bytes (C strides when the dict has none), dtype
  *   IC_DTYPE_INVALID for typestrs the tester does not exchange (non-native byte order

@@ -89,10 +89,16 @@ int ic_array_method_check_result(PyObject *result, struct ic_diag *diag, struct 
         return 0;
     }
     /* NumPy is the exporter here, not the producer under test: its buffer findings are
-     * not this protocol's. */
+     * not this protocol's. But an ndarray over memory that cannot be read (built by the
+     * producer from a bad pointer) is the producer's doing. */
     ic_diag_init(&buffer_diag);
     ic_buffer_check(&buffer, PyBUF_RECORDS_RO, &buffer_diag, ret_view, ret_have_view);
     PyBuffer_Release(&buffer);
+    const struct ic_diag_entry *unreadable = ic_diag_first_error(&buffer_diag);
+    if (!*ret_have_view && unreadable && unreadable->rule == IC_RULE_BUFFER_FIELDS)
+        ic_diag_add_side(diag, IC_SEV_ERROR, IC_RULE_EXCHANGE_CONTENTS, IC_SIDE_PRODUCER,
+                         "__array__ returned an ndarray whose memory cannot be read: %s",
+                         unreadable->message);
     return 0;
 }
 

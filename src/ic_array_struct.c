@@ -6,6 +6,7 @@
 #include "ic_array_interface.h"
 #include "ic_error.h"
 #include "ic_export.h"
+#include "ic_guard.h"
 #include "ic_proxy.h"
 #include "ic_python.h"
 
@@ -34,16 +35,35 @@ static int ic_as_parse_type(char typekind, int itemsize, struct ic_typestr *ret,
     return ic_typestr_parse(text, ret, why, why_size);
 }
 
-int ic_array_struct_check(PyObject *capsule, struct ic_diag *diag, struct ic_view *ret_view,
-                          bool *ret_have_view)
+/* Copies `count` Py_ssize_t of the producer's array `what` through the guard. False, with the
+ * finding, when they cannot be read. */
+static bool ic_as_copy_array(const Py_ssize_t *array, int count, const char *what, Py_ssize_t *out,
+                             struct ic_diag *diag)
+{
+    int rc = ic_guard_copy(out, (uintptr_t)array, (size_t)count * sizeof(Py_ssize_t));
+    if (rc == IC_EFAULT)
+        ic_diag_error(diag, IC_RULE_ARRAY_STRUCT_MEMORY,
+                      "%s at %p cannot be read for its %d entries: the memory is not mapped "
+                      "readable",
+                      what, (const void *)array, count);
+    else if (rc < 0)
+        ic_diag_warn(diag, IC_RULE_ARRAY_STRUCT_MEMORY, "%s at %p could not be checked: %s", what,
+                     (const void *)array, ic_strerror(rc));
+    return rc == 0;
+}
+
+/* ic_array_struct_check; *ret_inter is a copy of the struct (zeroed when it could not be
+ * read, so `two` is then 0). */
+static int ic_as_check_guarded(PyObject *capsule, struct ic_diag *diag, struct ic_view *ret_view,
+                               bool *ret_have_view, struct ic_pyarrayinterface *ret_inter)
 {
     struct ic_view view;
     struct ic_typestr type;
     char text[96], reason[96];
     bool describable = true;
+    Py_ssize_t shape[IC_MAX_NDIM], strides[IC_MAX_NDIM];
 
-    if (!capsule || !diag || !ret_view || !ret_have_view)
-        return IC_EINVAL;
+    memset(ret_inter, 0, sizeof(*ret_inter));
     *ret_have_view = false;
     memset(&view, 0, sizeof(view));
     view.device_type = IC_DEVICE_CPU;
@@ -58,17 +78,40 @@ int ic_array_struct_check(PyObject *capsule, struct ic_diag *diag, struct ic_vie
     const char *name = PyCapsule_GetName(capsule);
     if (!name && PyErr_Occurred())
         PyErr_Clear();
-    if (name)
+    if (name) {
+        char name_text[64];
+        if (ic_guard_string((uintptr_t)name, name_text, sizeof(name_text)) == IC_EFAULT) {
+            ic_diag_error(diag, IC_RULE_ARRAY_STRUCT_MEMORY,
+                          "the capsule's name at %p cannot be read", (const void *)name);
+            return 0; /* CPython's own pointer lookup would read it */
+        }
         ic_diag_error(diag, IC_AS_RULE,
                       "the capsule is named \"%s\": NumPy looks the pointer up with a NULL name, "
                       "so it must be unnamed",
-                      name);
-    const struct ic_pyarrayinterface *inter = PyCapsule_GetPointer(capsule, name);
-    if (!inter) {
+                      name_text);
+    }
+    const struct ic_pyarrayinterface *pointer = PyCapsule_GetPointer(capsule, name);
+    if (!pointer) {
         PyErr_Clear();
         ic_diag_error(diag, IC_AS_RULE, "the capsule's pointer is NULL");
         return 0;
     }
+    /* The struct is the producer's memory: copied once, and only the copy is read. */
+    int rc = ic_guard_copy(ret_inter, (uintptr_t)pointer, sizeof(*ret_inter));
+    if (rc < 0) {
+        memset(ret_inter, 0, sizeof(*ret_inter));
+        if (rc == IC_EFAULT)
+            ic_diag_error(diag, IC_RULE_ARRAY_STRUCT_MEMORY,
+                          "the capsule points at %p, where no PyArrayInterface can be read: the "
+                          "memory is not mapped readable",
+                          (const void *)pointer);
+        else
+            ic_diag_warn(diag, IC_RULE_ARRAY_STRUCT_MEMORY,
+                         "the PyArrayInterface at %p could not be checked: %s",
+                         (const void *)pointer, ic_strerror(rc));
+        return 0;
+    }
+    const struct ic_pyarrayinterface *inter = ret_inter;
     if (inter->two != 2) {
         ic_diag_error(diag, IC_AS_RULE, "two is %d: a PyArrayInterface has two == 2", inter->two);
         return 0;
@@ -110,11 +153,14 @@ int ic_array_struct_check(PyObject *capsule, struct ic_diag *diag, struct ic_vie
                       inter->nd);
         return 0;
     }
+    bool have_strides = inter->nd > 0 && inter->strides;
+    if ((inter->nd > 0 && !ic_as_copy_array(inter->shape, inter->nd, "shape", shape, diag)) ||
+        (have_strides && !ic_as_copy_array(inter->strides, inter->nd, "strides", strides, diag)))
+        return 0;
     for (int i = 0; i < inter->nd; i++) {
-        view.shape[i] = inter->shape[i];
-        if (inter->shape[i] < 0) {
-            ic_diag_error(diag, IC_AS_RULE, "shape[%d] is %zd: extents must be >= 0", i,
-                          inter->shape[i]);
+        view.shape[i] = shape[i];
+        if (shape[i] < 0) {
+            ic_diag_error(diag, IC_AS_RULE, "shape[%d] is %zd: extents must be >= 0", i, shape[i]);
             describable = false;
         }
     }
@@ -127,9 +173,9 @@ int ic_array_struct_check(PyObject *capsule, struct ic_diag *diag, struct ic_vie
     if (!describable)
         return 0;
     view.itemsize = inter->itemsize;
-    if (inter->nd > 0 && inter->strides) {
+    if (have_strides) {
         for (int i = 0; i < inter->nd; i++)
-            view.strides[i] = inter->strides[i];
+            view.strides[i] = strides[i];
     } else if (ic_view_set_c_strides(&view) < 0) {
         ic_diag_error(diag, IC_AS_RULE, "the C-contiguous strides overflow int64");
         return 0;
@@ -175,11 +221,29 @@ int ic_array_struct_check(PyObject *capsule, struct ic_diag *diag, struct ic_vie
     }
 
     view.data = (uintptr_t)inter->data;
+    /* The elements must be there before anyone reads one. */
+    char why[200];
+    rc = ic_view_check_readable(&view, why, sizeof(why));
+    if (rc == IC_EFAULT) {
+        ic_diag_error(diag, IC_RULE_ARRAY_STRUCT_MEMORY, "data %p: %s", inter->data, why);
+        return 0;
+    }
+    if (rc < 0)
+        ic_diag_warn(diag, IC_RULE_ARRAY_STRUCT_MEMORY, "%s", why);
     view.dtype = type.dtype;
     view.readonly = !(flags & IC_ARR_WRITEABLE);
     *ret_view = view;
     *ret_have_view = true;
     return 0;
+}
+
+int ic_array_struct_check(PyObject *capsule, struct ic_diag *diag, struct ic_view *ret_view,
+                          bool *ret_have_view)
+{
+    struct ic_pyarrayinterface inter;
+    if (!capsule || !diag || !ret_view || !ret_have_view)
+        return IC_EINVAL;
+    return ic_as_check_guarded(capsule, diag, ret_view, ret_have_view, &inter);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -194,18 +258,16 @@ static void ic_as_record(PyObject *capsule, PyObject *owner, struct ic_export_re
     bool have_view = false;
     char detail[96];
 
+    struct ic_pyarrayinterface inter;
+
     ic_diag_init(&diag);
     memset(&view, 0, sizeof(view));
-    ic_array_struct_check(capsule, &diag, &view, &have_view);
-    const struct ic_pyarrayinterface *inter = NULL;
-    if (PyCapsule_CheckExact(capsule)) {
-        inter = PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule));
-        if (!inter)
-            PyErr_Clear();
-    }
-    if (inter && inter->two == 2)
+    memset(&inter, 0, sizeof(inter));
+    if (capsule)
+        ic_as_check_guarded(capsule, &diag, &view, &have_view, &inter);
+    if (inter.two == 2)
         snprintf(detail, sizeof(detail), "PyArrayInterface typekind=%c itemsize=%d flags=0x%x",
-                 inter->typekind ? inter->typekind : '?', inter->itemsize, inter->flags);
+                 inter.typekind ? inter.typekind : '?', inter.itemsize, inter.flags);
     else
         snprintf(detail, sizeof(detail), "__array_struct__ (unreadable)");
     ic_export_record(rec, &view, have_view, &diag, detail);

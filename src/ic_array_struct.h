@@ -9,7 +9,9 @@
  *   4.5.6". It needs the GIL, reads the struct and the shape/strides arrays it points to
  *   (never more than nd entries, nothing when nd is out of range), never reads `descr`
  *   beyond its pointer value, and changes nothing (unlike NumPy's consumer, which clears
- *   NOTSWAPPED in place).
+ *   NOTSWAPPED in place). The struct and the arrays are copied through the guard
+ *   (ic_guard.h) and the elements at data checked readable: memory that cannot be read is
+ *   array_struct.memory (no view), never a fault.
  * - The view: data as given (the struct points at the first element), strides in bytes (C
  *   strides when the struct has none), dtype from typekind and itemsize (IC_DTYPE_INVALID
  *   for byte-swapped data or types the tester does not exchange), readonly from the absence

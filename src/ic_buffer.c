@@ -6,6 +6,7 @@
 
 #include "ic_error.h"
 #include "ic_export.h"
+#include "ic_guard.h"
 #include "ic_proxy.h"
 #include "ic_python.h"
 
@@ -200,16 +201,81 @@ void ic_buffer_flags_name(int flags, char *buf, size_t size)
  * Validation (rules 5.1.1-7)
  */
 
-int ic_buffer_check(const Py_buffer *buffer, int flags, struct ic_diag *diag,
-                    struct ic_view *ret_view, bool *ret_have_view)
+/* The exporter's arrays and strings, copied through the guard: nothing of the exporter's is
+ * read directly after this. */
+struct ic_buffer_copy {
+    char format[1024]; /* "" when format is NULL or cannot be read */
+    bool format_read;  /* format is non-NULL and was read whole */
+    Py_ssize_t shape[PyBUF_MAX_NDIM];
+    Py_ssize_t strides[PyBUF_MAX_NDIM];
+    Py_ssize_t suboffsets[PyBUF_MAX_NDIM];
+};
+
+/* Copies one of the exporter's arrays of ndim entries. False, with the finding, when it
+ * cannot be read. */
+static bool ic_buffer_copy_array(const Py_ssize_t *array, int ndim, const char *what,
+                                 Py_ssize_t *out, struct ic_diag *diag, bool *ret_unreadable)
+{
+    int rc = ic_guard_copy(out, (uintptr_t)array, (size_t)ndim * sizeof(Py_ssize_t));
+    if (rc == IC_EFAULT) {
+        ic_diag_error(diag, IC_RULE_BUFFER_FIELDS,
+                      "%s at %p cannot be read for its %d entries: the memory is not mapped "
+                      "readable",
+                      what, (const void *)array, ndim);
+        *ret_unreadable = true;
+    } else if (rc < 0) {
+        ic_diag_warn(diag, IC_RULE_BUFFER_FIELDS, "%s at %p could not be checked: %s", what,
+                     (const void *)array, ic_strerror(rc));
+    }
+    return rc == 0;
+}
+
+/* Reads the format, shape, strides and suboffsets the exporter filled in. False when one of
+ * them cannot be read (the finding is written). */
+static bool ic_buffer_copy_fields(const Py_buffer *buffer, int ndim, struct ic_buffer_copy *copy,
+                                  struct ic_diag *diag, bool *ret_unreadable)
+{
+    copy->format[0] = '\0';
+    copy->format_read = false;
+    if (buffer->format) {
+        int rc = ic_guard_string((uintptr_t)buffer->format, copy->format, sizeof(copy->format));
+        if (rc == IC_EFAULT) {
+            ic_diag_error(diag, IC_RULE_BUFFER_FIELDS,
+                          "format at %p cannot be read (\"%.40s\" before the memory ends)",
+                          (const void *)buffer->format, copy->format);
+            *ret_unreadable = true;
+            return false;
+        }
+        if (rc == IC_ERANGE)
+            ic_diag_warn(diag, IC_RULE_BUFFER_FORMAT,
+                         "format \"%.40s...\" is longer than %zu characters: read that far only",
+                         copy->format, sizeof(copy->format) - 1);
+        else if (rc < 0)
+            ic_diag_warn(diag, IC_RULE_BUFFER_FIELDS, "format at %p could not be checked: %s",
+                         (const void *)buffer->format, ic_strerror(rc));
+        copy->format_read = rc == 0;
+    }
+    if (ndim <= 0)
+        return true;
+    return (!buffer->shape || ic_buffer_copy_array(buffer->shape, ndim, "shape", copy->shape, diag,
+                                                   ret_unreadable)) &&
+           (!buffer->strides || ic_buffer_copy_array(buffer->strides, ndim, "strides",
+                                                     copy->strides, diag, ret_unreadable)) &&
+           (!buffer->suboffsets || ic_buffer_copy_array(buffer->suboffsets, ndim, "suboffsets",
+                                                        copy->suboffsets, diag, ret_unreadable));
+}
+
+/* ic_buffer_check, also saying whether the buffer points at memory that cannot be read, and
+ * handing back the format as read (for the export's description). */
+static int ic_buffer_check_guarded(const Py_buffer *buffer, int flags, struct ic_diag *diag,
+                                   struct ic_view *ret_view, bool *ret_have_view,
+                                   bool *ret_unreadable, struct ic_buffer_copy *copy)
 {
     struct ic_view view;
     struct ic_buffer_format format;
     bool describable = true, have_format = false;
     char request[64], text[96];
 
-    if (!buffer || !diag || !ret_view || !ret_have_view)
-        return IC_EINVAL;
     *ret_have_view = false;
     memset(&view, 0, sizeof(view));
     view.device_type = IC_DEVICE_CPU;
@@ -232,6 +298,8 @@ int ic_buffer_check(const Py_buffer *buffer, int flags, struct ic_diag *diag,
                       PyBUF_MAX_NDIM);
         return 0;
     }
+    if (!ic_buffer_copy_fields(buffer, ndim, copy, diag, ret_unreadable))
+        return 0;
     if (ndim == 0 && (buffer->shape || buffer->strides || buffer->suboffsets)) {
         ic_diag_error(diag, IC_RULE_BUFFER_SCALAR,
                       "ndim 0 with%s%s%s set: a scalar has no shape, strides or suboffsets",
@@ -258,31 +326,32 @@ int ic_buffer_check(const Py_buffer *buffer, int flags, struct ic_diag *diag,
     else if (!want_format && buffer->format)
         ic_diag_error(diag, IC_RULE_BUFFER_FORMAT_REQUEST,
                       "format \"%.40s\" is set although %s does not ask for it: it must be NULL",
-                      buffer->format, request);
-    if (buffer->format) {
-        int rc = ic_buffer_format_parse(buffer->format, &format);
+                      copy->format, request);
+    if (copy->format_read) {
+        const char *text_format = copy->format;
+        int rc = ic_buffer_format_parse(text_format, &format);
         if (rc == 0) {
             have_format = true;
             if (format.itemsize != buffer->itemsize)
                 ic_diag_error(diag, IC_RULE_BUFFER_FORMAT,
                               "format \"%.40s\" has %lld-byte items but itemsize is %zd",
-                              buffer->format, (long long)format.itemsize, buffer->itemsize);
+                              text_format, (long long)format.itemsize, buffer->itemsize);
         } else if (rc == IC_EUNSUPPORTED) {
-            Py_ssize_t size = PyBuffer_SizeFromFormat(buffer->format);
+            Py_ssize_t size = PyBuffer_SizeFromFormat(text_format);
             if (size < 0) {
                 PyErr_Clear();
                 ic_diag_warn(diag, IC_RULE_BUFFER_FORMAT,
                              "format \"%.40s\" cannot be sized by the struct module: its "
                              "itemsize is unchecked",
-                             buffer->format);
+                             text_format);
             } else if (size != buffer->itemsize) {
                 ic_diag_error(diag, IC_RULE_BUFFER_FORMAT,
                               "format \"%.40s\" has %zd-byte items but itemsize is %zd",
-                              buffer->format, size, buffer->itemsize);
+                              text_format, size, buffer->itemsize);
             }
         } else {
             ic_diag_error(diag, IC_RULE_BUFFER_FORMAT,
-                          "format \"%.40s\" is no struct / PEP 3118 format", buffer->format);
+                          "format \"%.40s\" is no struct / PEP 3118 format", text_format);
         }
     }
 
@@ -315,7 +384,7 @@ int ic_buffer_check(const Py_buffer *buffer, int flags, struct ic_diag *diag,
     } else if (buffer->suboffsets && ndim > 0) {
         bool any_used = false;
         for (int i = 0; i < ndim; i++)
-            any_used = any_used || buffer->suboffsets[i] >= 0;
+            any_used = any_used || copy->suboffsets[i] >= 0;
         if (!any_used)
             ic_diag_warn(diag, IC_RULE_BUFFER_SHAPE_STRIDES,
                          "suboffsets are all negative: the exporter should set them to NULL");
@@ -331,10 +400,10 @@ int ic_buffer_check(const Py_buffer *buffer, int flags, struct ic_diag *diag,
     if (buffer->shape && ndim > 0) {
         view.ndim = ndim;
         for (int i = 0; i < ndim; i++) {
-            view.shape[i] = buffer->shape[i];
-            if (buffer->shape[i] < 0) {
+            view.shape[i] = copy->shape[i];
+            if (copy->shape[i] < 0) {
                 ic_diag_error(diag, IC_RULE_BUFFER_SIZE, "shape[%d] is %zd: extents must be >= 0",
-                              i, buffer->shape[i]);
+                              i, copy->shape[i]);
                 return 0;
             }
         }
@@ -376,12 +445,12 @@ int ic_buffer_check(const Py_buffer *buffer, int flags, struct ic_diag *diag,
     /* Strides (5.1.7) and contiguity (5.1.6) */
     if (buffer->strides && view.ndim > 0) {
         for (int i = 0; i < view.ndim; i++) {
-            view.strides[i] = buffer->strides[i];
-            if (buffer->strides[i] % buffer->itemsize != 0)
+            view.strides[i] = copy->strides[i];
+            if (copy->strides[i] % buffer->itemsize != 0)
                 ic_diag_warn(diag, IC_RULE_BUFFER_STRIDES,
                              "strides[%d] = %zd is not a multiple of itemsize %zd: many "
                              "consumers cannot address such elements",
-                             i, buffer->strides[i], buffer->itemsize);
+                             i, copy->strides[i], buffer->itemsize);
         }
     } else if (ic_view_set_c_strides(&view) < 0) {
         ic_diag_error(diag, IC_RULE_BUFFER_STRIDES, "the C-contiguous strides overflow int64");
@@ -429,6 +498,16 @@ int ic_buffer_check(const Py_buffer *buffer, int flags, struct ic_diag *diag,
     if (!describable)
         return 0;
     view.data = (uintptr_t)buffer->buf;
+    /* len bytes at buf, as the view addresses them: all there before anyone reads one. */
+    char why[200];
+    int rc = ic_view_check_readable(&view, why, sizeof(why));
+    if (rc == IC_EFAULT) {
+        ic_diag_error(diag, IC_RULE_BUFFER_FIELDS, "buf %p: %s", buffer->buf, why);
+        *ret_unreadable = true;
+        return 0;
+    }
+    if (rc < 0)
+        ic_diag_warn(diag, IC_RULE_BUFFER_FIELDS, "%s", why);
     view.dtype = have_format && want_format && view.itemsize == (int)format.itemsize
                      ? format.dtype
                      : IC_DTYPE_INVALID;
@@ -436,6 +515,17 @@ int ic_buffer_check(const Py_buffer *buffer, int flags, struct ic_diag *diag,
     *ret_view = view;
     *ret_have_view = true;
     return 0;
+}
+
+int ic_buffer_check(const Py_buffer *buffer, int flags, struct ic_diag *diag,
+                    struct ic_view *ret_view, bool *ret_have_view)
+{
+    struct ic_buffer_copy copy;
+    bool unreadable = false;
+    if (!buffer || !diag || !ret_view || !ret_have_view)
+        return IC_EINVAL;
+    return ic_buffer_check_guarded(buffer, flags, diag, ret_view, ret_have_view, &unreadable,
+                                   &copy);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -466,26 +556,34 @@ static void ic_buffer_check_failure(const Py_buffer *inner, struct ic_diag *diag
                       "the exporter failed but left view->obj non-NULL: it must be NULL");
 }
 
-static void ic_buffer_describe(const Py_buffer *buffer, char *buf, size_t size)
+static void ic_buffer_describe(const Py_buffer *buffer, const struct ic_buffer_copy *copy,
+                               char *buf, size_t size)
 {
     snprintf(buf, size, "buffer format=%.16s itemsize=%zd ndim=%d readonly=%d",
-             buffer->format ? buffer->format : "(none)", buffer->itemsize, buffer->ndim,
-             buffer->readonly);
+             !buffer->format     ? "(none)"
+             : copy->format_read ? copy->format
+                                 : "(unreadable)",
+             buffer->itemsize, buffer->ndim, buffer->readonly);
 }
 
-static void ic_buffer_record(const Py_buffer *buffer, int flags, struct ic_export_record *rec)
+/* Validates a buffer the exporter gave into the record. True when it points at memory that
+ * cannot be read. */
+static bool ic_buffer_record(const Py_buffer *buffer, int flags, struct ic_export_record *rec)
 {
     struct ic_diag diag;
     struct ic_view view;
-    bool have_view = false;
+    struct ic_buffer_copy copy;
+    bool have_view = false, unreadable = false;
     char detail[96];
 
     ic_diag_init(&diag);
     memset(&view, 0, sizeof(view));
-    ic_buffer_check(buffer, flags, &diag, &view, &have_view);
-    ic_buffer_describe(buffer, detail, sizeof(detail));
+    memset(&copy, 0, sizeof(copy));
+    ic_buffer_check_guarded(buffer, flags, &diag, &view, &have_view, &unreadable, &copy);
+    ic_buffer_describe(buffer, &copy, detail, sizeof(detail));
     ic_export_record(rec, &view, have_view, &diag, detail);
     rec->zero_copy_known = true; /* a buffer is the exporter's memory */
+    return unreadable;
 }
 
 static int ic_buffer_proxy_getbuffer(PyObject *self, Py_buffer *view, int flags)
@@ -524,11 +622,24 @@ static int ic_buffer_proxy_getbuffer(PyObject *self, Py_buffer *view, int flags)
         view->obj = NULL;
         return -1; /* the producer's exception goes on to the consumer */
     }
+    bool unreadable = false;
     if (rec) {
-        ic_buffer_record(inner, flags, rec);
+        unreadable = ic_buffer_record(inner, flags, rec);
         rec->acquired++;
     }
     proxy->acquired++;
+    if (unreadable) {
+        /* Any consumer would read memory that is not there: the get is released at once and
+         * the consumer gets the refusal the exporter should have given. */
+        PyBuffer_Release(inner);
+        PyMem_Free(inner);
+        proxy->released++;
+        rec->released++;
+        PyErr_SetString(PyExc_BufferError, "interopcheck withheld this buffer from the consumer: "
+                                           "it points at memory that cannot be read");
+        view->obj = NULL;
+        return -1;
+    }
     *view = *inner;
     view->obj = Py_NewRef(self);
     view->internal = inner;

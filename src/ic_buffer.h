@@ -9,6 +9,11 @@
  *   only when non-NULL and ndim is in range) and writes findings citing the buffer.* rules
  *   of ic_rules.h. It needs the GIL (a compound format is sized by the struct module)
  *   and changes nothing; the buffer stays the caller's to release.
+ * - What the exporter points to is read through the guard (ic_guard.h): the format, shape,
+ *   strides and suboffsets are copied before use, and the bytes the view addresses at buf
+ *   are checked readable. Memory that cannot be read is buffer.fields (no view), never a
+ *   fault; the proxy then withholds the buffer (the consumer gets BufferError, and the
+ *   exporter's get is released at once), so that no library reads it either.
  * - The view: data is buf, strides in bytes (C strides when the buffer has none), dtype
  *   from the format (IC_DTYPE_INVALID when PyBUF_FORMAT was not requested: raw bytes of
  *   `itemsize`), readonly from the buffer, device CPU. A buffer without shape is a 1-d run

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "ic_error.h"
+#include "ic_json.h"
+#include "ic_text.h"
 
 int ic_catalog_find(const struct ic_catalog *catalog, const char *name)
 {
@@ -23,6 +25,25 @@ static int ic_compare_names(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* Room for one more library (and its place in the import order). */
+static int ic_catalog_grow(struct ic_catalog *catalog)
+{
+    if (catalog->count < catalog->capacity)
+        return 0;
+    int capacity = catalog->capacity ? 2 * catalog->capacity : 32;
+    struct ic_library *libs = realloc(catalog->libs, (size_t)capacity * sizeof(*libs));
+    if (!libs)
+        return IC_ENOMEM;
+    memset(libs + catalog->capacity, 0, (size_t)(capacity - catalog->capacity) * sizeof(*libs));
+    catalog->libs = libs;
+    int *order = realloc(catalog->order, (size_t)capacity * sizeof(*order));
+    if (!order)
+        return IC_ENOMEM;
+    catalog->order = order;
+    catalog->capacity = capacity;
+    return 0;
+}
+
 static int ic_scan_dir(struct ic_catalog *catalog, const char *dir, char *err, size_t err_size)
 {
     DIR *handle = opendir(dir);
@@ -30,53 +51,73 @@ static int ic_scan_dir(struct ic_catalog *catalog, const char *dir, char *err, s
         snprintf(err, err_size, "cannot read the probe directory '%s': %s", dir, strerror(errno));
         return IC_EIO;
     }
-    char *names[256];
-    int count = 0;
+    char **names = NULL;
+    size_t count = 0, capacity = 0;
     struct dirent *entry;
-    while ((entry = readdir(handle)) && count < 256) {
+    int rc = 0;
+    while ((entry = readdir(handle))) {
         size_t len = strlen(entry->d_name);
         if (len < 4 || strcmp(entry->d_name + len - 3, ".py") != 0 || entry->d_name[0] == '_' ||
             entry->d_name[0] == '.')
             continue;
+        if (count == capacity) {
+            size_t grown = capacity ? 2 * capacity : 64;
+            char **more = realloc(names, grown * sizeof(*names));
+            if (!more) {
+                rc = IC_ENOMEM;
+                break;
+            }
+            names = more;
+            capacity = grown;
+        }
         names[count] = strdup(entry->d_name);
-        if (!names[count])
+        if (!names[count]) {
+            rc = IC_ENOMEM;
             break;
+        }
         count++;
     }
     closedir(handle);
     /* Sorted, so the order of the matrix does not depend on the file system. */
-    qsort(names, (size_t)count, sizeof(names[0]), ic_compare_names);
+    if (count)
+        qsort(names, count, sizeof(names[0]), ic_compare_names);
 
-    int rc = 0;
-    for (int i = 0; i < count; i++) {
+    if (rc == IC_ENOMEM)
+        snprintf(err, err_size, "out of memory while reading the probe directory '%s'", dir);
+    for (size_t i = 0; rc == 0 && i < count; i++) {
         char stem[IC_NAME_MAX + 8];
         size_t len = strlen(names[i]) - 3;
         snprintf(stem, sizeof(stem), "%.*s", (int)(len < sizeof(stem) ? len : sizeof(stem) - 1),
                  names[i]);
         int index = ic_catalog_find(catalog, stem);
         if (index < 0) {
-            if (catalog->count == IC_MAX_LIBRARIES) {
-                snprintf(err, err_size, "more than %d probes", IC_MAX_LIBRARIES);
-                rc = IC_ERANGE;
+            rc = ic_catalog_grow(catalog);
+            if (rc < 0) {
+                snprintf(err, err_size, "out of memory while reading the probe directory '%s'",
+                         dir);
                 break;
             }
             index = catalog->count++;
         }
         struct ic_library *lib = &catalog->libs[index];
         cJSON_Delete(lib->info);
+        ic_libset_release(&lib->load_before);
         memset(lib, 0, sizeof(*lib));
         snprintf(lib->name, sizeof(lib->name), "%.*s", IC_NAME_MAX - 1, stem);
         snprintf(lib->path, sizeof(lib->path), "%s/%s", dir, names[i]);
         if (!ic_name_is_valid(stem) || len >= IC_NAME_MAX) {
             lib->state = IC_LIBRARY_INVALID;
-            snprintf(lib->error, sizeof(lib->error),
-                     "'%s' is not a usable probe name: rename the file to lower-case letters, "
-                     "digits and '_'",
-                     names[i]);
+            /* A file name is bytes: repaired, so the report stays UTF-8. */
+            int n = snprintf(lib->error, sizeof(lib->error),
+                             "'%s' is not a usable probe name: rename the file to lower-case "
+                             "letters, digits and '_'",
+                             names[i]);
+            ic_text_fix_formatted(lib->error, sizeof(lib->error), n);
         }
     }
-    for (int i = 0; i < count; i++)
+    for (size_t i = 0; i < count; i++)
         free(names[i]);
+    free(names);
     return rc;
 }
 
@@ -106,9 +147,13 @@ void ic_catalog_release(struct ic_catalog *catalog)
 {
     for (int i = 0; i < catalog->count; i++) {
         cJSON_Delete(catalog->libs[i].info);
-        catalog->libs[i].info = NULL;
+        ic_libset_release(&catalog->libs[i].load_before);
     }
-    catalog->count = 0;
+    free(catalog->libs);
+    free(catalog->order);
+    catalog->libs = NULL;
+    catalog->order = NULL;
+    catalog->count = catalog->capacity = catalog->order_count = 0;
 }
 
 static uint32_t ic_name_set(const cJSON *list, int (*lookup)(const char *, int *), bool *ok)
@@ -212,10 +257,17 @@ void ic_library_set_info(struct ic_library *lib, cJSON *info)
     bool ok = cJSON_IsObject(info);
     cJSON_Delete(lib->info);
     lib->info = info;
+    /* Every string of the info may reach a report (notes, calls): capped here, where it
+     * enters, so that no view holds megabytes of one library's text. */
+    if (ok && ic_json_cap_strings(info, IC_TEXT_FIELD_CAP, NULL, 0) < 0) {
+        lib->state = IC_LIBRARY_INVALID;
+        snprintf(lib->error, sizeof(lib->error), "out of memory while reading the probe's info");
+        return;
+    }
     if (ok) {
         const cJSON *version = cJSON_GetObjectItemCaseSensitive(info, "version");
-        snprintf(lib->version, sizeof(lib->version), "%s",
-                 cJSON_IsString(version) ? version->valuestring : "?");
+        const char *text = cJSON_IsString(version) ? version->valuestring : "?";
+        ic_text_copy(lib->version, sizeof(lib->version), text, strlen(text));
         lib->dtypes = ic_name_set(cJSON_GetObjectItemCaseSensitive(info, "dtypes"),
                                   ic_lookup_dtype, &ok);
         lib->layouts = ic_name_set(cJSON_GetObjectItemCaseSensitive(info, "layouts"),

@@ -8,7 +8,9 @@
  *   file stems; a file whose stem is not a valid name is kept as IC_LIBRARY_INVALID with the
  *   reason, so it is reported rather than silently ignored.
  * - Capabilities come from the probe's load() info (probes/README.md), set by
- *   ic_library_set_info, which takes ownership of the cJSON tree.
+ *   ic_library_set_info, which takes ownership of the cJSON tree. Its strings are library
+ *   text: they are repaired to UTF-8 and capped at IC_TEXT_FIELD_CAP bytes there
+ *   (ic_json_cap_strings), and the version is cut with ic_text's marker to fit `version`.
  * - The catalog owns everything in it; ic_catalog_release frees it. No Python here: the
  *   supervisor never embeds the interpreter.
  */
@@ -22,8 +24,8 @@
 #include <cjson/cJSON.h>
 
 #include "ic_case.h"
+#include "ic_libset.h"
 
-#define IC_MAX_LIBRARIES 64
 
 /* The kinds of device a case runs on; the names are the case-id spelling. */
 enum ic_device_kind {
@@ -61,15 +63,16 @@ struct ic_library {
     uint32_t devices; /* bit (1 << ic_device_kind): where build() makes arrays now */
     bool readonly;    /* build(readonly=True) works */
     /* Libraries this one must be imported before, found when importing them first crashed
-     * it (bit = index in the catalog). */
-    uint64_t load_before;
+     * it (catalog indexes). */
+    struct ic_libset load_before;
 };
 
 struct ic_catalog {
-    struct ic_library libs[IC_MAX_LIBRARIES];
+    struct ic_library *libs; /* count of them, owned; as many as the directories hold */
     int count;
+    int capacity; /* of libs and of order */
     char kit_path[1024]; /* _probekit.py of the built-in probe directory */
-    int order[IC_MAX_LIBRARIES]; /* the import order workers follow (indexes) */
+    int *order; /* the import order workers follow (indexes), owned */
     int order_count;
 };
 

@@ -10,6 +10,7 @@
 #include "ic_diff.h"
 #include "ic_error.h"
 #include "ic_report.h"
+#include "ic_stream.h"
 
 int ic_cmd_diff(const struct ic_options *opts)
 {
@@ -20,8 +21,8 @@ int ic_cmd_diff(const struct ic_options *opts)
     enum ic_diff_format format =
         opts->format && strcmp(opts->format, "markdown") == 0 ? IC_DIFF_MARKDOWN : IC_DIFF_TEXT;
 
-    if (ic_report_load(opts->files[0], &base, err, sizeof(err)) < 0 ||
-        ic_report_load(opts->files[1], &head, err, sizeof(err)) < 0) {
+    if (ic_report_read(opts->files[0], &base, err, sizeof(err)) < 0 ||
+        ic_report_read(opts->files[1], &head, err, sizeof(err)) < 0) {
         fprintf(stderr, "interopcheck: diff: %s\n", err);
         goto done;
     }

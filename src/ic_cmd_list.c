@@ -5,6 +5,7 @@
 #include "ic_config.h"
 #include "ic_report.h"
 #include "ic_session.h"
+#include "ic_text.h"
 
 static void ic_print_protocols(uint32_t set, char *buf, size_t size)
 {
@@ -23,6 +24,7 @@ static void ic_print_text(const struct ic_session *session)
 {
     const struct ic_catalog *catalog = &session->catalog;
     char exports[256], imports[256];
+    char text[1200]; /* a library's own text, escaped for the terminal */
 
     printf("interopcheck %s: Python %s (%s), DLPack header %s\n", IC_VERSION,
            session->python_version, session->python, IC_DLPACK_VERSION);
@@ -36,7 +38,8 @@ static void ic_print_text(const struct ic_session *session)
             const char *status = lib->state == IC_LIBRARY_IMPORT_CRASH ? "crashed"
                                  : lib->state == IC_LIBRARY_INVALID   ? "bad probe"
                                                                       : "unavailable";
-            printf("%-18s %-16s %-12s %s\n", lib->name, "-", status, lib->error);
+            ic_text_for_terminal(text, sizeof(text), lib->error);
+            printf("%-18s %-16s %-12s %s\n", lib->name, "-", status, text);
             continue;
         }
         ic_print_protocols(lib->exports, exports, sizeof(exports));
@@ -47,14 +50,19 @@ static void ic_print_text(const struct ic_session *session)
                 snprintf(devices + strlen(devices), sizeof(devices) - strlen(devices), "%s%s",
                          devices[0] ? "," : "", ic_device_kind_name(k));
         }
-        printf("%-18s %-16s %-12s exports: %s\n", lib->name, lib->version,
+        ic_text_for_terminal(text, sizeof(text), lib->version);
+        printf("%-18s %-16s %-12s exports: %s\n", lib->name, text,
                devices[0] ? devices : "no device", exports);
         printf("%-18s %-16s %-12s imports: %s\n", "", "", "", imports);
         const char *gpu_note = ic_library_note(lib, "cuda");
-        if (!(lib->devices & (1u << IC_KIND_CUDA)) && gpu_note)
-            printf("%-18s %-16s %-12s cuda: %s\n", "", "", "", gpu_note);
-        if (lib->error[0])
-            printf("%-18s %-16s %-12s note: %s\n", "", "", "", lib->error);
+        if (!(lib->devices & (1u << IC_KIND_CUDA)) && gpu_note) {
+            ic_text_for_terminal(text, sizeof(text), gpu_note);
+            printf("%-18s %-16s %-12s cuda: %s\n", "", "", "", text);
+        }
+        if (lib->error[0]) {
+            ic_text_for_terminal(text, sizeof(text), lib->error);
+            printf("%-18s %-16s %-12s note: %s\n", "", "", "", text);
+        }
     }
     printf("%-18s %-16s %-12s imports: every protocol (the tool's own C consumer)\n",
            IC_REFERENCE_CONSUMER, IC_VERSION, "built in");
@@ -74,7 +82,8 @@ int ic_cmd_list(const struct ic_options *opts)
         fprintf(stderr, "interopcheck: %s\n", err);
         return IC_EXIT_USAGE;
     }
-    ic_session_discover(&session, UINT64_MAX);
+    struct ic_libset all = {.all = true};
+    ic_session_discover(&session, &all);
     int status = IC_EXIT_OK;
     if (opts->json) {
         cJSON *json = cJSON_CreateObject();

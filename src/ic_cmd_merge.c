@@ -9,18 +9,28 @@
 #include "ic_commands.h"
 #include "ic_error.h"
 #include "ic_merge.h"
+#include "ic_outputs.h"
 #include "ic_report.h"
+#include "ic_stream.h"
 
 int ic_cmd_merge(const struct ic_options *opts)
 {
-    cJSON *reports[IC_MAX_LIST] = {0};
+    cJSON **reports = calloc((size_t)opts->nfiles, sizeof(*reports));
     cJSON *merged = NULL;
     char err[1024];
     int status = IC_EXIT_USAGE;
     int loaded = 0;
 
+    if (!reports) {
+        fprintf(stderr, "interopcheck: merge: out of memory\n");
+        return IC_EXIT_USAGE;
+    }
+    if (ic_output_check(opts->output, err, sizeof(err)) < 0) {
+        fprintf(stderr, "interopcheck: merge: %s\n", err);
+        goto done;
+    }
     for (; loaded < opts->nfiles; loaded++) {
-        if (ic_report_load(opts->files[loaded], &reports[loaded], err, sizeof(err)) < 0) {
+        if (ic_report_read(opts->files[loaded], &reports[loaded], err, sizeof(err)) < 0) {
             fprintf(stderr, "interopcheck: merge: %s\n", err);
             goto done;
         }
@@ -56,6 +66,7 @@ int ic_cmd_merge(const struct ic_options *opts)
 done:
     for (int i = 0; i < loaded; i++)
         cJSON_Delete(reports[i]);
+    free(reports);
     cJSON_Delete(merged);
     return status;
 }

@@ -28,6 +28,8 @@
 #include "ic_findings.h"
 #include "ic_json.h"
 #include "ic_report.h"
+#include "ic_stream.h"
+#include "ic_text.h"
 #include "ic_supervisor.h"
 
 extern char **environ;
@@ -153,7 +155,7 @@ int ic_cmd_repro(const struct ic_options *opts)
     char err[2048], path[] = "/tmp/interopcheck-repro-XXXXXX.py";
     int status = IC_EXIT_USAGE, fd = -1;
 
-    if (ic_report_load(opts->files[0], &report, err, sizeof(err)) < 0) {
+    if (ic_report_read(opts->files[0], &report, err, sizeof(err)) < 0) {
         fprintf(stderr, "interopcheck: %s\n", err);
         goto done;
     }
@@ -167,9 +169,11 @@ int ic_cmd_repro(const struct ic_options *opts)
     }
     const char *script = ic_json_string(finding, "reproducer");
     if (!script) {
+        char why[1200];
+        ic_text_for_terminal(why, sizeof(why),
+                             ic_json_string_or(finding, "reproducer_error", "none was written"));
         fprintf(stderr, "interopcheck: finding %s has no reproducer: %s\n",
-                ic_json_string_or(finding, "id", "?"),
-                ic_json_string_or(finding, "reproducer_error", "none was written"));
+                ic_json_string_or(finding, "id", "?"), why);
         goto done;
     }
     if (!opts->run) {

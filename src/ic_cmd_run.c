@@ -1,4 +1,6 @@
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,13 +12,16 @@
 #include "ic_error.h"
 #include "ic_expect.h"
 #include "ic_findings.h"
+#include "ic_outputs.h"
 #include "ic_plan.h"
 #include "ic_report.h"
+#include "ic_resume.h"
 #include "ic_session.h"
 #include "ic_stream.h"
 #include "ic_views.h"
 #include "ic_json.h"
 #include "ic_supervisor.h"
+#include "ic_text.h"
 
 struct ic_run {
     struct ic_session *session;
@@ -47,12 +52,13 @@ static void ic_utc_now(char *buf, size_t size, const char *format)
 /* --- Filters -------------------------------------------------------------------------------- */
 
 static int ic_filter_libraries(const struct ic_catalog *catalog, const struct ic_name_list *names,
-                               bool allow_reference, uint64_t *ret_set, bool *ret_reference,
-                               const char *option, char *err, size_t err_size)
+                               bool allow_reference, struct ic_libset *ret_set,
+                               bool *ret_reference, const char *option, char *err,
+                               size_t err_size)
 {
     if (names->count == 0)
         return 0;
-    *ret_set = 0;
+    ic_libset_clear(ret_set);
     if (ret_reference)
         *ret_reference = false;
     for (int i = 0; i < names->count; i++) {
@@ -71,7 +77,10 @@ static int ic_filter_libraries(const struct ic_catalog *catalog, const struct ic
                 snprintf(err + used, err_size - used, " %s", IC_REFERENCE_CONSUMER);
             return IC_EUSAGE;
         }
-        *ret_set |= 1ULL << index;
+        if (ic_libset_add(ret_set, index) < 0) {
+            snprintf(err, err_size, "out of memory");
+            return IC_ENOMEM;
+        }
     }
     return 0;
 }
@@ -199,20 +208,17 @@ static int ic_default_output(char *path, size_t size, char *err, size_t err_size
     return 0;
 }
 
-static void ic_stream_path(const char *report, char *out, size_t size)
-{
-    size_t len = strlen(report);
-    if (len > 5 && strcmp(report + len - 5, ".json") == 0)
-        snprintf(out, size, "%.*sjsonl", (int)(len - 4), report);
-    else
-        snprintf(out, size, "%s.jsonl", report);
-}
-
+/* The closing lines name exactly the files written: the report, the stream when it was
+ * kept whole (NULL otherwise), then the views (ic_views_write). */
 static void ic_print_summary(const struct ic_run *run, double seconds, const char *path,
-                             const cJSON *report)
+                             const char *stream, const cJSON *report)
 {
     const struct ic_plan *plan = run->plan;
-    printf("interopcheck: %zu cases in %.1f s:", plan->count, seconds);
+    if (run->done < plan->count)
+        printf("interopcheck: %zu of %zu cases (interrupted) in %.1f s:", run->done, plan->count,
+               seconds);
+    else
+        printf("interopcheck: %zu cases in %.1f s:", plan->count, seconds);
     for (int o = 0; o < IC_OUTCOME_COUNT; o++) {
         if (run->counts[o])
             printf(" %zu %s", run->counts[o], ic_outcome_name(o));
@@ -240,6 +246,8 @@ static void ic_print_summary(const struct ic_run *run, double seconds, const cha
         }
     }
     printf("\nreport: %s\n", path);
+    if (stream)
+        printf("stream: %s\n", stream);
 }
 
 /* --- Reproducers ---------------------------------------------------------------------------- */
@@ -373,33 +381,34 @@ static bool ic_named(const struct ic_options *opts, const char *name)
 /* Says which selected libraries cannot be tested and why; returns how many of them make the
  * exit status 3: any whose import raised or crashed, and any named on the command line that is
  * not installed. A library merely not installed, under --all, is a note. */
-static int ic_report_untested(const struct ic_catalog *catalog, uint64_t wanted,
+static int ic_report_untested(const struct ic_catalog *catalog, const struct ic_libset *wanted,
                               const struct ic_options *opts)
 {
     int count = 0;
+    char error[512]; /* the library's text, escaped for the terminal and cut */
     for (int i = 0; i < catalog->count; i++) {
         const struct ic_library *lib = &catalog->libs[i];
-        if (!(wanted & (1ULL << i)) || lib->state == IC_LIBRARY_LOADED)
+        if (!ic_libset_has(wanted, i) || lib->state == IC_LIBRARY_LOADED)
             continue;
         bool named = ic_named(opts, lib->name);
+        ic_text_for_terminal(error, sizeof(error), lib->error);
         if (lib->state == IC_LIBRARY_NOT_INSTALLED && !named) {
             if (!opts->quiet)
-                fprintf(stderr, "interopcheck: %s is not installed, so it is not tested (%.300s)\n",
-                        lib->name, lib->error);
+                fprintf(stderr, "interopcheck: %s is not installed, so it is not tested (%s)\n",
+                        lib->name, error);
             continue;
         }
         if (lib->state == IC_LIBRARY_INVALID && !named) {
             if (!opts->quiet)
-                fprintf(stderr, "interopcheck: the probe file of %s is unusable: %.300s\n",
-                        lib->name, lib->error);
+                fprintf(stderr, "interopcheck: the probe file of %s is unusable: %s\n", lib->name,
+                        error);
             continue;
         }
         const char *why = lib->state == IC_LIBRARY_NOT_INSTALLED ? "it is not installed"
                           : lib->state == IC_LIBRARY_IMPORT_CRASH ? "its import crashed"
                           : lib->state == IC_LIBRARY_INVALID      ? "its probe file is unusable"
                                                                   : "its import raised";
-        fprintf(stderr, "interopcheck: %s could not be tested: %s: %.400s\n", lib->name, why,
-                lib->error);
+        fprintf(stderr, "interopcheck: %s could not be tested: %s: %s\n", lib->name, why, error);
         count++;
     }
     return count;
@@ -561,53 +570,159 @@ static cJSON *ic_run_json(const struct ic_session *session, const struct ic_opti
     return run;
 }
 
-int ic_cmd_run(const struct ic_options *opts)
+/* --- Interruption -------------------------------------------------------------------------- */
+
+/* The signal that asked the run to stop (SIGINT or SIGTERM), 0 while none did. */
+static volatile sig_atomic_t ic_stop_signal;
+
+static void ic_on_stop(int sig)
 {
+    /* A second Ctrl-C leaves at once; the workers die with us (PR_SET_PDEATHSIG). */
+    if (ic_stop_signal && sig == SIGINT)
+        _exit(130);
+    ic_stop_signal = sig;
+}
+
+static void ic_catch_stops(void)
+{
+    struct sigaction action;
+    memset(&action, 0, sizeof(action));
+    action.sa_handler = ic_on_stop;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, NULL);
+    sigaction(SIGTERM, &action, NULL);
+}
+
+/* --- The run -------------------------------------------------------------------------------- */
+
+/* Every file the run writes, named and checked before anything runs. */
+static int ic_run_outputs(const struct ic_options *opts, char *output, size_t output_size,
+                          char *stream_path, size_t stream_size, char *err, size_t err_size)
+{
+    struct ic_output_list outputs = {0};
+    char html[PATH_MAX];
+    int rc = 0;
+    if (opts->output)
+        snprintf(output, output_size, "%s", opts->output);
+    else
+        rc = ic_default_output(output, output_size, err, err_size);
+    if (rc < 0)
+        return rc;
+    ic_output_sibling(output, ".jsonl", stream_path, stream_size);
+    ic_output_sibling(output, ".html", html, sizeof(html));
+    if (ic_output_list_add(&outputs, output) < 0 || ic_output_list_add(&outputs, stream_path) < 0 ||
+        ic_output_list_add(&outputs, opts->html ? opts->html : html) < 0 ||
+        ic_output_list_add(&outputs, opts->junit) < 0 ||
+        ic_output_list_add(&outputs, opts->markdown) < 0) {
+        snprintf(err, err_size, "out of memory");
+        rc = IC_ENOMEM;
+    }
+    if (rc == 0)
+        rc = ic_output_list_check(&outputs, err, err_size);
+    ic_output_list_release(&outputs);
+    return rc;
+}
+
+/* Opens the result stream with the report's skeleton, and records the cases that need no run
+ * (decided by the plan, or restored by --resume). Returns how many cases are left to run. */
+static size_t ic_run_start_stream(struct ic_run *run, struct ic_session *session,
+                                  const char *stream_path, const cJSON *tool,
+                                  const cJSON *run_json, const cJSON *python)
+{
+    struct ic_plan *plan = run->plan;
+    cJSON *skeleton =
+        ic_report_build(tool, run_json, python, &session->catalog, plan, &session->devices);
+    run->stream_ok = skeleton && ic_stream_open(&run->stream, stream_path, run_json, skeleton) == 0;
+    cJSON_Delete(skeleton);
+    if (!run->stream_ok)
+        fprintf(stderr, "interopcheck: cannot write %s: %s; results stay in memory\n",
+                stream_path, strerror(errno));
+    size_t to_run = 0;
+    for (size_t i = 0; i < plan->count; i++) {
+        if (plan->items[i].run)
+            to_run++;
+        else
+            ic_record_result(run, &plan->items[i]);
+    }
+    return to_run;
+}
+
+/* Runs the cases the plan left to run. IC_EINTR when a signal stopped the run. */
+static int ic_run_pool(struct ic_run *run, struct ic_session *session, size_t to_run)
+{
+    struct ic_plan *plan = run->plan;
+    struct ic_case *cases = calloc(to_run ? to_run : 1, sizeof(*cases));
+    run->run_index = calloc(to_run ? to_run : 1, sizeof(*run->run_index));
+    if (!cases || !run->run_index) {
+        free(cases);
+        return IC_ENOMEM;
+    }
+    for (size_t i = 0, k = 0; i < plan->count; i++) {
+        if (plan->items[i].run) {
+            cases[k] = plan->items[i].c;
+            run->run_index[k++] = i;
+        }
+    }
+    int rc = ic_stop_signal ? IC_EINTR : ic_pool_run(session->pool, cases, to_run, ic_on_result, run);
+    free(cases);
+    return rc;
+}
+
+/* The exit status of an interrupted run: 128 + the signal, as a shell reports it. */
+static int ic_run_interrupted_status(void)
+{
+    return 128 + (ic_stop_signal ? ic_stop_signal : SIGINT);
+}
+
+int ic_cmd_run(const struct ic_options *given)
+{
+    struct ic_options local = *given, *opts = &local;
     struct ic_session session;
+    struct ic_resume resume = {0};
     struct ic_plan plan = {0};
-    struct ic_filter filter;
+    struct ic_filter filter = {0};
+    struct ic_libset wanted = {0};
     struct ic_run run;
-    struct ic_case *cases = NULL;
     struct ic_run_policy policy;
     cJSON *tool = NULL, *run_json = NULL, *python = NULL, *report = NULL;
-    char err[4096], output[1024], stream_path[1100], started[64];
+    char err[4096], output[PATH_MAX], stream_path[PATH_MAX + 8], started[64];
     int status = IC_EXIT_USAGE;
+    bool session_open = false, interrupted = false;
 
     memset(&run, 0, sizeof(run));
-    if (ic_run_policy_open(opts, &policy, err, sizeof(err)) < 0) {
+    memset(&session, 0, sizeof(session));
+    if (ic_run_policy_open(opts, &policy, err, sizeof(err)) < 0 ||
+        (opts->resume && ic_resume_open(opts->resume, opts, &resume, err, sizeof(err)) < 0) ||
+        ic_run_outputs(opts, output, sizeof(output), stream_path, sizeof(stream_path), err,
+                       sizeof(err)) < 0 ||
+        ic_session_open(&session, opts, err, sizeof(err)) < 0) {
         fprintf(stderr, "interopcheck: %s\n", err);
-        ic_run_policy_close(&policy);
-        return IC_EXIT_USAGE;
+        goto done;
     }
-    if (ic_session_open(&session, opts, err, sizeof(err)) < 0) {
-        fprintf(stderr, "interopcheck: %s\n", err);
-        ic_run_policy_close(&policy);
-        return IC_EXIT_USAGE;
-    }
+    session_open = true;
     if (ic_build_filter(opts, &session.catalog, &filter, err, sizeof(err)) < 0) {
         fprintf(stderr, "interopcheck: %s\n", err);
         goto done;
     }
-    if (opts->output) {
-        snprintf(output, sizeof(output), "%s", opts->output);
-    } else if (ic_default_output(output, sizeof(output), err, sizeof(err)) < 0) {
-        fprintf(stderr, "interopcheck: %s\n", err);
-        goto done;
-    }
-    ic_stream_path(output, stream_path, sizeof(stream_path));
+    ic_catch_stops();
+    ic_pool_set_stop(session.pool, &ic_stop_signal);
 
     double start = ic_wall_s();
     ic_utc_now(started, sizeof(started), "%Y-%m-%dT%H:%M:%SZ");
-    uint64_t wanted = opts->producers.count || opts->consumers.count
-                          ? filter.producers | (opts->consumers.count ? filter.consumers : 0)
-                          : UINT64_MAX;
-    if (opts->producers.count && !opts->consumers.count)
-        wanted = UINT64_MAX; /* every consumer of the chosen producers */
-    if (ic_session_discover(&session, wanted) < 0) {
+    /* The libraries to import: those named, or all (every consumer of the chosen producers
+     * is a candidate when no consumer is named). */
+    if (opts->consumers.count && (ic_libset_merge(&wanted, &filter.consumers) < 0 ||
+                                  ic_libset_merge(&wanted, &filter.producers) < 0)) {
+        fprintf(stderr, "interopcheck: out of memory\n");
+        goto done;
+    }
+    if (!opts->consumers.count)
+        ic_libset_fill(&wanted);
+    if (ic_session_discover(&session, &wanted) < 0) {
         fprintf(stderr, "interopcheck: discovery failed\n");
         goto done;
     }
-    int untested = ic_report_untested(&session.catalog, wanted, opts);
+    int untested = ic_report_untested(&session.catalog, &wanted, opts);
     for (int k = 0; k < IC_KIND_COUNT; k++) {
         if ((filter.devices & (1u << k)) && !(session.devices.available & (1u << k)) &&
             (opts->devices.count || !opts->quiet))
@@ -617,6 +732,16 @@ int ic_cmd_run(const struct ic_options *opts)
     if (ic_plan_build(&session.catalog, &filter, session.devices.available, &plan) < 0) {
         fprintf(stderr, "interopcheck: out of memory while planning\n");
         goto done;
+    }
+    if (opts->resume) {
+        int restored = ic_resume_restore(&resume, &plan, err, sizeof(err));
+        if (restored < 0) {
+            fprintf(stderr, "interopcheck: %s\n", err);
+            goto done;
+        }
+        if (!opts->quiet)
+            printf("interopcheck: resuming %s: %d cases finished, the rest runs now\n",
+                   opts->resume, restored);
     }
 
     tool = ic_session_tool_json();
@@ -628,38 +753,22 @@ int ic_cmd_run(const struct ic_options *opts)
     }
     run.session = &session;
     run.plan = &plan;
-    run.stream_ok = ic_stream_open(&run.stream, stream_path, run_json) == 0;
-    if (!run.stream_ok)
-        fprintf(stderr, "interopcheck: cannot write %s: %s; results stay in memory\n",
-                stream_path, strerror(errno));
-
-    size_t to_run = 0;
-    for (size_t i = 0; i < plan.count; i++) {
-        if (plan.items[i].run)
-            to_run++;
-        else
-            ic_record_result(&run, &plan.items[i]);
-    }
-    cases = calloc(to_run ? to_run : 1, sizeof(*cases));
-    run.run_index = calloc(to_run ? to_run : 1, sizeof(*run.run_index));
-    if (!cases || !run.run_index) {
-        fprintf(stderr, "interopcheck: out of memory\n");
-        goto done;
-    }
-    for (size_t i = 0, k = 0; i < plan.count; i++) {
-        if (plan.items[i].run) {
-            cases[k] = plan.items[i].c;
-            run.run_index[k++] = i;
-        }
-    }
-    if (ic_pool_run(session.pool, cases, to_run, ic_on_result, &run) < 0) {
+    size_t to_run = ic_run_start_stream(&run, &session, stream_path, tool, run_json, python);
+    int ran = ic_run_pool(&run, &session, to_run);
+    interrupted = ran == IC_EINTR;
+    if (ran < 0 && !interrupted) {
         fprintf(stderr, "\ninteropcheck: the worker processes could not be run\n");
         goto done;
     }
     ic_print_progress(&run, NULL, true);
     if (session.progress)
         fprintf(stderr, "\r\033[K");
-    ic_stream_close(&run.stream, true);
+    if (interrupted)
+        fprintf(stderr, "interopcheck: interrupted: %zu of %zu cases finished; the reports hold "
+                "them, marked interrupted (finish with: interopcheck --resume %s)\n",
+                run.done, plan.count, output);
+    bool stream_kept = run.stream_ok;
+    ic_stream_close(&run.stream, !interrupted);
     run.stream_ok = false;
 
     double seconds = ic_wall_s() - start;
@@ -668,23 +777,28 @@ int ic_cmd_run(const struct ic_options *opts)
     cJSON_AddStringToObject(run_json, "finished", finished);
     cJSON_AddNumberToObject(run_json, "duration_s", seconds);
     report = ic_report_build(tool, run_json, python, &session.catalog, &plan, &session.devices);
+    if (report && !cJSON_AddBoolToObject(report, "interrupted", interrupted)) {
+        cJSON_Delete(report);
+        report = NULL;
+    }
     int applied = report ? ic_run_policy_apply(&policy, report, &plan, run.counts) : 0;
     if (applied == 0 && report && ic_findings_attach(report) < 0)
         applied = IC_ENOMEM;
-    if (applied == 0 && report)
+    /* Reproducers need workers: an interrupted run leaves them to its resumption. */
+    if (applied == 0 && report && !interrupted)
         ic_run_reproducers(&session, report);
-    if (applied < 0) {
-        fprintf(stderr, "interopcheck: no report written (the results are in %s)\n", stream_path);
+    if (applied < 0 || !report || ic_json_write_atomic(output, report, err, sizeof(err)) < 0) {
+        fprintf(stderr, "interopcheck: %s%s%s%s\n",
+                applied < 0 || !report ? "out of memory while building the report" : err,
+                stream_kept ? " (the results are in " : "", stream_kept ? stream_path : "",
+                stream_kept ? ")" : "");
         goto done;
     }
-    if (!report || ic_json_write_atomic(output, report, err, sizeof(err)) < 0) {
-        fprintf(stderr, "interopcheck: %s (the results are in %s)\n",
-                report ? err : "out of memory while building the report", stream_path);
-        goto done;
-    }
-    ic_print_summary(&run, seconds, output, report);
+    ic_print_summary(&run, seconds, output, stream_kept ? stream_path : NULL, report);
     status = ic_run_exit_status(&policy, report);
     status = ic_run_tested_status(&plan, untested, status);
+    if (interrupted)
+        status = ic_run_interrupted_status();
     /* The views come from the report just written, so they can always be made again from it
      * with `interopcheck report`; failing to write one is an environment error. */
     if (ic_views_write(report, output, opts, err, sizeof(err)) < 0) {
@@ -700,10 +814,20 @@ done:
     cJSON_Delete(tool);
     cJSON_Delete(run_json);
     cJSON_Delete(python);
-    free(cases);
     free(run.run_index);
     ic_plan_release(&plan);
-    ic_session_close(&session);
+    ic_filter_release(&filter);
+    ic_libset_release(&wanted);
+    if (session_open)
+        ic_session_close(&session);
     ic_run_policy_close(&policy);
+    if (opts->resume) {
+        /* The selection lists were filled from the report, into this copy only. */
+        struct ic_name_list *lists[] = {&local.producers, &local.consumers, &local.protocols,
+                                        &local.dtypes,    &local.layouts,   &local.devices};
+        for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
+            ic_name_list_release(lists[i]);
+    }
+    ic_resume_close(&resume);
     return status;
 }

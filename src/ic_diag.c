@@ -19,6 +19,7 @@ void ic_diag_add_side(struct ic_diag *diag, enum ic_severity severity, enum ic_r
         return;
     }
     struct ic_diag_entry *item = &diag->items[diag->count++];
+    item->provisional = false;
     item->severity = severity;
     item->rule = rule;
     const struct ic_rule_info *info = ic_rule_info(rule);

@@ -29,6 +29,7 @@ struct ic_diag_entry {
     enum ic_severity severity;
     enum ic_rule rule;
     enum ic_side side;
+    bool provisional; /* may change on a second look (a deleter not called yet) */
     char message[IC_DIAG_MSG_MAX];
 };
 

@@ -7,6 +7,7 @@
 #include "ic_error.h"
 #include "ic_json.h"
 #include "ic_result.h"
+#include "ic_text.h"
 
 /* GitHub refuses comments over 65536 characters: the Markdown stops listing cases past this
  * many bytes and says how many it left out. */
@@ -272,17 +273,21 @@ int ic_diff_reports(const cJSON *base, const cJSON *head, struct ic_diff *ret, c
             size_t used = (size_t)snprintf(err, err_size,
                                            "the environments differ: no environment id is in "
                                            "both reports (base:");
+            /* The ids come from the files: escaped, as the message goes to a terminal. */
+            char shown[128];
             for (size_t i = 0; i < diff.nenvironments && used < err_size; i++) {
-                if (diff.environments[i].base)
-                    used += (size_t)snprintf(err + used, err_size - used, " %s",
-                                             diff.environments[i].id);
+                if (!diff.environments[i].base)
+                    continue;
+                ic_text_for_terminal(shown, sizeof(shown), diff.environments[i].id);
+                used += (size_t)snprintf(err + used, err_size - used, " %s", shown);
             }
             if (used < err_size)
                 used += (size_t)snprintf(err + used, err_size - used, "; new:");
             for (size_t i = 0; i < diff.nenvironments && used < err_size; i++) {
-                if (diff.environments[i].head)
-                    used += (size_t)snprintf(err + used, err_size - used, " %s",
-                                             diff.environments[i].id);
+                if (!diff.environments[i].head)
+                    continue;
+                ic_text_for_terminal(shown, sizeof(shown), diff.environments[i].id);
+                used += (size_t)snprintf(err + used, err_size - used, " %s", shown);
             }
             if (used < err_size)
                 snprintf(err + used, err_size - used, "), so nothing can be compared");
@@ -380,18 +385,13 @@ static size_t ic_cut(const char *s, size_t max, bool *cut)
     return max;
 }
 
-/* Library text for a terminal: control characters (escape sequences included) become
- * spaces. */
+/* Library text for a terminal: escaped (IC_ESCAPE_TERMINAL), so escape sequences and line
+ * breaks show as text, and cut with ic_text's marker at `max` bytes (at most 511). */
 static void ic_put_text(struct ic_out *out, const char *s, size_t max)
 {
-    bool cut;
-    size_t len = ic_cut(s, max, &cut);
-    for (size_t i = 0; i < len; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        ic_out_putc(out, ch < 0x20 || ch == 0x7f ? ' ' : (char)ch);
-    }
-    if (cut)
-        ic_out_printf(out, "...");
+    char shown[512];
+    ic_text_for_terminal(shown, max < sizeof(shown) ? max + 1 : sizeof(shown), s);
+    ic_out_printf(out, "%s", shown);
 }
 
 /* Library text for Markdown: a code span, which renders no markup, no HTML and no mentions.

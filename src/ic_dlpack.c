@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ic_error.h"
+#include "ic_guard.h"
 #include "ic_proxy.h"
 #include "ic_python.h"
 #include "ic_export.h"
@@ -208,15 +209,43 @@ static int64_t ic_dlpack_natural_alignment(enum ic_dtype dtype, int64_t itemsize
     return info->value_class == IC_VALUE_COMPLEX ? itemsize / 2 : itemsize;
 }
 
-int ic_dlpack_check_tensor(const DLTensor *tensor, const struct ic_dlpack_header *header,
-                           struct ic_diag *diag, struct ic_view *ret_view, bool *ret_have_view)
+/* Memory a tensor's elements may be read in by the host. */
+static bool ic_dlpack_host_memory(int32_t device_type)
+{
+    return device_type == IC_DL_CPU || device_type == IC_DL_CUDA_HOST ||
+           device_type == IC_DL_ROCM_HOST;
+}
+
+/* Copies `count` int64 entries of the producer's array `what` (shape, strides) into `out`.
+ * False, with the finding written, when they cannot be read. */
+static bool ic_dlpack_copy_extents(const int64_t *array, int count, const char *what, int64_t *out,
+                                   struct ic_diag *diag, bool *ret_unreadable)
+{
+    int rc = ic_guard_copy(out, (uintptr_t)array, (size_t)count * sizeof(int64_t));
+    if (rc == IC_EFAULT) {
+        ic_diag_error(diag, IC_RULE_DLPACK_SHAPE_STRIDES,
+                      "%s at %p cannot be read for its %d entries: the memory is not mapped "
+                      "readable",
+                      what, (const void *)array, count);
+        *ret_unreadable = true;
+    } else if (rc < 0) {
+        ic_diag_warn(diag, IC_RULE_DLPACK_SHAPE_STRIDES, "%s at %p could not be checked: %s", what,
+                     (const void *)array, ic_strerror(rc));
+    }
+    return rc == 0;
+}
+
+/* ic_dlpack_check_tensor, also saying whether the tensor points at unreadable memory. */
+static int ic_dlpack_check_tensor_guarded(const DLTensor *tensor,
+                                          const struct ic_dlpack_header *header,
+                                          struct ic_diag *diag, struct ic_view *ret_view,
+                                          bool *ret_have_view, bool *ret_unreadable)
 {
     struct ic_view view;
     bool describable = true;
     char text[96];
+    int64_t shape[IC_MAX_NDIM], strides[IC_MAX_NDIM];
 
-    if (!tensor || !header || !diag || !ret_view || !ret_have_view)
-        return IC_EINVAL;
     *ret_have_view = false;
     memset(&view, 0, sizeof(view));
     view.device_type = (int32_t)tensor->device.device_type;
@@ -254,13 +283,21 @@ int ic_dlpack_check_tensor(const DLTensor *tensor, const struct ic_dlpack_header
                       "requires strides when ndim != 0",
                       (int)ndim, (unsigned)header->major, (unsigned)header->minor);
 
+    if (ndim > 0 &&
+        !ic_dlpack_copy_extents(tensor->shape, ndim, "shape", shape, diag, ret_unreadable))
+        return 0;
+    bool have_strides = ndim > 0 && tensor->strides;
+    if (have_strides &&
+        !ic_dlpack_copy_extents(tensor->strides, ndim, "strides", strides, diag, ret_unreadable))
+        return 0;
+
     view.ndim = ndim;
     bool shape_ok = true;
     for (int i = 0; i < ndim; i++) {
-        view.shape[i] = tensor->shape[i];
-        if (tensor->shape[i] < 0) {
+        view.shape[i] = shape[i];
+        if (shape[i] < 0) {
             ic_diag_error(diag, IC_RULE_DLPACK_SHAPE, "shape[%d] is %lld: extents must be >= 0", i,
-                          (long long)tensor->shape[i]);
+                          (long long)shape[i]);
             shape_ok = false;
         }
     }
@@ -294,13 +331,13 @@ int ic_dlpack_check_tensor(const DLTensor *tensor, const struct ic_dlpack_header
     }
     view.itemsize = (int)itemsize;
 
-    if (tensor->strides && ndim > 0) {
+    if (have_strides) {
         for (int i = 0; i < ndim; i++) {
-            if (__builtin_mul_overflow(tensor->strides[i], itemsize, &view.strides[i])) {
+            if (__builtin_mul_overflow(strides[i], itemsize, &view.strides[i])) {
                 ic_diag_error(diag, IC_RULE_DLPACK_STRIDES,
                               "strides[%d] = %lld elements of %lld bytes: the byte stride "
                               "overflows int64",
-                              i, (long long)tensor->strides[i], (long long)itemsize);
+                              i, (long long)strides[i], (long long)itemsize);
                 return 0;
             }
         }
@@ -363,20 +400,124 @@ int ic_dlpack_check_tensor(const DLTensor *tensor, const struct ic_dlpack_header
     view.dtype = dtype;
     view.readonly = header->versioned && (header->flags & DLPACK_FLAG_BITMASK_READ_ONLY);
     view.readonly_known = header->versioned;
+    if (ic_dlpack_host_memory(view.device_type)) {
+        /* Every element must be there before anyone reads one (a byte_offset far past the
+         * allocation, data the producer already freed): judged now, on the host. */
+        char why[200];
+        int rc = ic_view_check_readable(&view, why, sizeof(why));
+        if (rc == IC_EFAULT) {
+            ic_diag_error(diag, IC_RULE_DLPACK_ADDRESS, "data %p + byte_offset %llu: %s",
+                          tensor->data, (unsigned long long)tensor->byte_offset, why);
+            *ret_unreadable = true;
+            return 0;
+        }
+        if (rc < 0)
+            ic_diag_warn(diag, IC_RULE_DLPACK_ADDRESS, "%s", why);
+    }
     *ret_view = view;
     *ret_have_view = true;
     return 0;
+}
+
+int ic_dlpack_check_tensor(const DLTensor *tensor, const struct ic_dlpack_header *header,
+                           struct ic_diag *diag, struct ic_view *ret_view, bool *ret_have_view)
+{
+    bool unreadable = false;
+    if (!tensor || !header || !diag || !ret_view || !ret_have_view)
+        return IC_EINVAL;
+    return ic_dlpack_check_tensor_guarded(tensor, header, diag, ret_view, ret_have_view,
+                                          &unreadable);
 }
 
 /* ---------------------------------------------------------------------------------------
  * Capsule-level rules
  */
 
+/* Reads a capsule's name through the guard into `buf`. 0 with the name; IC_ENOTFOUND for a
+ * capsule without one; IC_EFAULT when it cannot be read (buf then holds what could be). A name
+ * longer than buf is truncated: it is none of DLPack's names anyway. */
+static int ic_dlpack_capsule_name(PyObject *capsule, char *buf, size_t size, const char **ret_raw)
+{
+    const char *name = PyCapsule_GetName(capsule); /* reads the object, not the string */
+    *ret_raw = name;
+    buf[0] = '\0';
+    if (!name) {
+        PyErr_Clear();
+        return IC_ENOTFOUND;
+    }
+    int rc = ic_guard_string((uintptr_t)name, buf, size);
+    return rc == IC_ERANGE ? 0 : rc;
+}
+
+/* Copies the managed struct the capsule points at into info (header and tensor), through the
+ * guard. Sets usable once the deleter can be reached, readable once the tensor is copied. */
+static void ic_dlpack_copy_struct(void *pointer, struct ic_dlpack_capsule *info,
+                                  struct ic_diag *diag)
+{
+    const char *kind = info->header.versioned ? "DLManagedTensorVersioned" : "DLManagedTensor";
+    int rc;
+    if (info->header.versioned) {
+        DLManagedTensorVersioned managed;
+        /* Up to flags first: a struct of another major version may end there. */
+        rc = ic_guard_copy(&managed, (uintptr_t)pointer,
+                           offsetof(DLManagedTensorVersioned, dl_tensor));
+        if (rc < 0)
+            goto unreadable;
+        info->usable = true;
+        info->header.major = managed.version.major;
+        info->header.minor = managed.version.minor;
+        info->header.flags = managed.flags;
+        if (managed.version.major != 1) {
+            ic_diag_error(diag, IC_RULE_DLPACK_MAJOR_VERSION,
+                          "version %u.%u: a consumer of DLPack 1.x must call the deleter and "
+                          "read nothing else from a struct of another major version",
+                          (unsigned)managed.version.major, (unsigned)managed.version.minor);
+            return;
+        }
+        uint64_t unknown = managed.flags & ~(uint64_t)IC_DLPACK_KNOWN_FLAGS;
+        if (unknown)
+            ic_diag_warn(diag, IC_RULE_DLPACK_FLAG_BITS,
+                         "flags 0x%llx set undefined bits 0x%llx (DLPack %d.%d defines bits 0-2 "
+                         "only)",
+                         (unsigned long long)managed.flags, (unsigned long long)unknown,
+                         DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION);
+        rc = ic_guard_copy(&info->tensor,
+                           (uintptr_t)pointer + offsetof(DLManagedTensorVersioned, dl_tensor),
+                           sizeof(DLTensor));
+        if (rc < 0)
+            goto unreadable;
+    } else {
+        DLManagedTensor managed;
+        rc = ic_guard_copy(&managed, (uintptr_t)pointer, sizeof(managed));
+        if (rc < 0)
+            goto unreadable;
+        info->usable = true;
+        info->tensor = managed.dl_tensor;
+    }
+    info->readable = true;
+    return;
+
+unreadable:
+    if (rc == IC_EFAULT) {
+        ic_diag_error(diag, IC_RULE_DLPACK_MANAGED_TENSOR,
+                      "the capsule points at %p, where no %s can be read: the memory is not "
+                      "mapped readable",
+                      pointer, kind);
+        info->unreadable = true;
+    } else {
+        ic_diag_warn(diag, IC_RULE_DLPACK_MANAGED_TENSOR, "the %s at %p could not be read: %s",
+                     kind, pointer, ic_strerror(rc));
+    }
+    memset(&info->tensor, 0, sizeof(info->tensor));
+}
+
 int ic_dlpack_check_capsule(PyObject *capsule, struct ic_dlpack_capsule *ret_info,
                             struct ic_diag *diag, struct ic_view *ret_view, bool *ret_have_view)
 {
     struct ic_dlpack_capsule info;
     enum ic_rule rule = IC_RULE_DLPACK_CAPSULE_NAME;
+    char name[64];
+    const char *raw_name = NULL;
 
     if (!capsule || !ret_info || !diag || !ret_view || !ret_have_view)
         return IC_EINVAL;
@@ -387,12 +528,24 @@ int ic_dlpack_check_capsule(PyObject *capsule, struct ic_dlpack_capsule *ret_inf
         ic_diag_error(diag, rule, "the export is a %s, not a PyCapsule", Py_TYPE(capsule)->tp_name);
         goto done;
     }
-    const char *name = PyCapsule_GetName(capsule);
-    if (!name) {
-        PyErr_Clear();
+    int rc = ic_dlpack_capsule_name(capsule, name, sizeof(name), &raw_name);
+    if (rc == IC_ENOTFOUND) {
         ic_diag_error(diag, rule,
                       "the capsule has no name: it must be named \"" IC_DLPACK_NAME_LEGACY
                       "\" or \"" IC_DLPACK_NAME_VERSIONED "\"");
+        goto done;
+    }
+    if (rc == IC_EFAULT) {
+        ic_diag_error(diag, IC_RULE_DLPACK_MANAGED_TENSOR,
+                      "the capsule's name at %p cannot be read (\"%s\" before the memory ends): "
+                      "every consumer reads it",
+                      (const void *)raw_name, name);
+        info.unreadable = true;
+        goto done;
+    }
+    if (rc < 0) {
+        ic_diag_warn(diag, rule, "the capsule's name at %p could not be read: %s",
+                     (const void *)raw_name, ic_strerror(rc));
         goto done;
     }
     if (strcmp(name, IC_DLPACK_NAME_VERSIONED) == 0) {
@@ -417,45 +570,27 @@ int ic_dlpack_check_capsule(PyObject *capsule, struct ic_dlpack_capsule *ret_inf
     /* Rule 2.5.7: a static name lies inside a loaded module's image; a heap string (freed
      * with its producer's object while the capsule still points at it) does not. */
     Dl_info where;
-    if (dladdr(name, &where) == 0)
+    if (dladdr(raw_name, &where) == 0)
         ic_diag_warn(diag, IC_RULE_DLPACK_STATIC_NAME,
                      "the capsule name \"%s\" at %p lies outside every loaded module: it looks "
                      "allocated, but capsule names must be static strings",
-                     name, (const void *)name);
-    void *pointer = PyCapsule_GetPointer(capsule, name);
+                     name, (const void *)raw_name);
+    /* The name was just read whole, so CPython's own compare of it reads mapped memory. */
+    void *pointer = PyCapsule_GetPointer(capsule, raw_name);
     if (!pointer) {
         /* Python never makes a capsule of NULL; a broken capsule object could still get here */
         PyErr_Clear();
         ic_diag_error(diag, rule, "PyCapsule_GetPointer(capsule, \"%s\") is NULL", name);
         goto done;
     }
-    info.usable = true;
     info.managed = pointer;
-    if (info.header.versioned) {
-        DLManagedTensorVersioned *managed = pointer;
-        info.header.major = managed->version.major;
-        info.header.minor = managed->version.minor;
-        info.header.flags = managed->flags;
-        if (managed->version.major != 1) {
-            ic_diag_error(diag, IC_RULE_DLPACK_MAJOR_VERSION,
-                          "version %u.%u: a consumer of DLPack 1.x must call the deleter and "
-                          "read nothing else from a struct of another major version",
-                          (unsigned)managed->version.major, (unsigned)managed->version.minor);
-            goto done;
-        }
-        uint64_t unknown = managed->flags & ~(uint64_t)IC_DLPACK_KNOWN_FLAGS;
-        if (unknown)
-            ic_diag_warn(diag, IC_RULE_DLPACK_FLAG_BITS,
-                         "flags 0x%llx set undefined bits 0x%llx (DLPack %d.%d defines bits 0-2 "
-                         "only)",
-                         (unsigned long long)managed->flags, (unsigned long long)unknown,
-                         DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION);
-        info.tensor = &managed->dl_tensor;
-    } else {
-        info.tensor = &((DLManagedTensor *)pointer)->dl_tensor;
+    ic_dlpack_copy_struct(pointer, &info, diag);
+    if (info.readable) {
+        bool unreadable = false;
+        ic_dlpack_check_tensor_guarded(&info.tensor, &info.header, diag, ret_view, ret_have_view,
+                                       &unreadable);
+        info.unreadable = unreadable;
     }
-    info.readable = true;
-    ic_dlpack_check_tensor(info.tensor, &info.header, diag, ret_view, ret_have_view);
 
 done:
     *ret_info = info;
@@ -486,7 +621,9 @@ struct ic_watch_entry {
     bool released;   /* the holder gave the id up: retire once the deleter has run */
     bool consumed;
     bool forwarded;
+    bool held; /* interopcheck's consumer holds the tensor (ic_dlpack_watch_hold) */
     int calls;
+    int early_calls;
     void (*legacy_deleter)(DLManagedTensor *);
     void (*versioned_deleter)(DLManagedTensorVersioned *);
 };
@@ -496,6 +633,11 @@ static struct ic_watch_entry *ic_watch_table; /* grows, never shrinks; guarded b
 static int ic_watch_capacity;
 static int ic_watch_last_id;
 static int ic_watch_unmatched_calls;
+
+/* Depth of calls into the producer's code on this thread (ic_dlpack_producer_call_begin), and
+ * whether automatic garbage collection was on when the outermost one began. */
+static _Thread_local int ic_producer_depth;
+static _Thread_local bool ic_producer_gc_was_enabled;
 
 /* Callers hold the lock. */
 static struct ic_watch_entry *ic_watch_by_address(const void *managed)
@@ -536,6 +678,10 @@ static void ic_watch_deleter_called(void *managed)
     struct ic_watch_entry *entry = ic_watch_by_address(managed);
     if (!entry) {
         ic_watch_unmatched_calls++;
+    } else if (entry->held || (ic_producer_depth > 0 && entry->consumed)) {
+        /* The producer frees what a consumer still reads: held back, so that the memory
+         * stays valid until the consumer's own call, which is forwarded. */
+        entry->early_calls++;
     } else {
         entry->calls++;
         if (entry->calls == 1) {
@@ -565,15 +711,27 @@ static void ic_watch_deleter_versioned(DLManagedTensorVersioned *managed)
 
 int ic_dlpack_watch(void *managed, bool versioned, int *ret_id)
 {
-    DLManagedTensor *legacy_struct = managed;
-    DLManagedTensorVersioned *versioned_struct = managed;
+    void (*legacy_deleter)(DLManagedTensor *) = NULL;
+    void (*versioned_deleter)(DLManagedTensorVersioned *) = NULL;
+    void (*legacy_ours)(DLManagedTensor *) = ic_watch_deleter_legacy;
+    void (*versioned_ours)(DLManagedTensorVersioned *) = ic_watch_deleter_versioned;
     int rc = 0;
 
     if (!managed || !ret_id)
         return IC_EINVAL;
+    /* The field is the producer's memory: read and replaced through the guard. */
+    uintptr_t field = (uintptr_t)managed + (versioned ? offsetof(DLManagedTensorVersioned, deleter)
+                                                      : offsetof(DLManagedTensor, deleter));
+    void *current = versioned ? (void *)&versioned_deleter : (void *)&legacy_deleter;
+    const void *ours = versioned ? (const void *)&versioned_ours : (const void *)&legacy_ours;
+    size_t field_size = versioned ? sizeof(versioned_deleter) : sizeof(legacy_deleter);
+
     pthread_mutex_lock(&ic_watch_lock);
-    bool instrumented = versioned ? versioned_struct->deleter == ic_watch_deleter_versioned
-                                  : legacy_struct->deleter == ic_watch_deleter_legacy;
+    rc = ic_guard_copy(current, field, field_size);
+    if (rc < 0)
+        goto unlock;
+    bool instrumented = versioned ? versioned_deleter == ic_watch_deleter_versioned
+                                  : legacy_deleter == ic_watch_deleter_legacy;
     struct ic_watch_entry *existing = ic_watch_by_address(managed);
     if (instrumented) {
         if (existing)
@@ -582,6 +740,10 @@ int ic_dlpack_watch(void *managed, bool versioned, int *ret_id)
             rc = IC_ENOTFOUND; /* the original deleter is no longer known */
         goto unlock;
     }
+    /* A struct that cannot be written (read-only memory) keeps its deleter: not watched. */
+    rc = ic_guard_store(field, current, field_size);
+    if (rc < 0)
+        goto unlock;
     /* A struct at a watched address that is not instrumented is a new struct where a freed
      * one lived: the old entry keeps its counts but no longer matches the address. */
     if (existing)
@@ -611,12 +773,12 @@ int ic_dlpack_watch(void *managed, bool versioned, int *ret_id)
     slot->id = ++ic_watch_last_id;
     slot->managed = managed;
     slot->versioned = versioned;
-    if (versioned) {
-        slot->versioned_deleter = versioned_struct->deleter;
-        versioned_struct->deleter = ic_watch_deleter_versioned;
-    } else {
-        slot->legacy_deleter = legacy_struct->deleter;
-        legacy_struct->deleter = ic_watch_deleter_legacy;
+    slot->versioned_deleter = versioned_deleter;
+    slot->legacy_deleter = legacy_deleter;
+    rc = ic_guard_store(field, ours, field_size);
+    if (rc < 0) {
+        ic_watch_retire(slot);
+        goto unlock;
     }
     *ret_id = slot->id;
 
@@ -637,6 +799,7 @@ int ic_dlpack_watch_state(int id, struct ic_dlpack_watch_state *ret)
         ret->forwarded = entry->forwarded;
         ret->consumed = entry->consumed;
         ret->calls = entry->calls;
+        ret->early_calls = entry->early_calls;
         rc = 0;
     }
     pthread_mutex_unlock(&ic_watch_lock);
@@ -650,6 +813,27 @@ void ic_dlpack_watch_mark_consumed(int id)
     if (entry)
         entry->consumed = true;
     pthread_mutex_unlock(&ic_watch_lock);
+}
+
+void ic_dlpack_watch_hold(int id, bool held)
+{
+    pthread_mutex_lock(&ic_watch_lock);
+    struct ic_watch_entry *entry = ic_watch_by_id(id);
+    if (entry)
+        entry->held = held;
+    pthread_mutex_unlock(&ic_watch_lock);
+}
+
+void ic_dlpack_producer_call_begin(void)
+{
+    if (ic_producer_depth++ == 0)
+        ic_producer_gc_was_enabled = PyGC_Disable() == 1;
+}
+
+void ic_dlpack_producer_call_end(void)
+{
+    if (ic_producer_depth > 0 && --ic_producer_depth == 0 && ic_producer_gc_was_enabled)
+        PyGC_Enable();
 }
 
 int ic_dlpack_watch_find(const void *managed, const int *ids, int count)
@@ -841,7 +1025,7 @@ static void ic_dlpack_check_request(const struct ic_dlpack_request *req,
 
     if (!info->readable)
         return;
-    DLDevice device = info->tensor->device;
+    DLDevice device = info->tensor.device;
     if (req->dl_device_given && !req->dl_device_valid) {
         /* The consumer's malformed request: nothing to compare against. */
     } else if (req->dl_device_valid) {
@@ -947,7 +1131,7 @@ static void ic_dlpack_after_export(PyObject *capsule, const struct ic_dlpack_req
     }
     ic_dlpack_describe(&info, detail, sizeof(detail));
     if (have_view && !rec->have_view)
-        rec->byte_offset = info.tensor->byte_offset;
+        rec->byte_offset = info.tensor.byte_offset;
     ic_export_record(rec, &view, have_view, &diag, detail);
     *ret_info = info;
 }
@@ -956,11 +1140,49 @@ static void ic_dlpack_after_export(PyObject *capsule, const struct ic_dlpack_req
  * The proxy
  */
 
+/* Marks the watch entry of `capsule` consumed once a consumer renamed it, so that a deleter
+ * call from the producer's code that follows is seen as early. Reads only the name. */
+static void ic_dlpack_note_taken(PyObject *capsule, struct ic_export_record *rec)
+{
+    char name[64];
+    const char *raw_name;
+    if (!capsule || !rec || !PyCapsule_CheckExact(capsule))
+        return;
+    if (ic_dlpack_capsule_name(capsule, name, sizeof(name), &raw_name) < 0)
+        return;
+    if (strcmp(name, IC_DLPACK_NAME_USED_LEGACY) != 0 &&
+        strcmp(name, IC_DLPACK_NAME_USED_VERSIONED) != 0)
+        return;
+    void *managed = PyCapsule_GetPointer(capsule, raw_name);
+    if (!managed) {
+        PyErr_Clear();
+        return;
+    }
+    int id = ic_dlpack_watch_find(managed, rec->watch, rec->watch_count);
+    if (id >= 0)
+        ic_dlpack_watch_mark_consumed(id);
+}
+
+/* Calls the producer's method `name` with the deleter watch told that the producer's code
+ * runs. New reference, or NULL with the producer's exception set. */
+static PyObject *ic_dlpack_call_producer(PyObject *target, const char *name, PyObject *args,
+                                         PyObject *kwargs)
+{
+    PyObject *result = NULL;
+    ic_dlpack_producer_call_begin();
+    PyObject *method = PyObject_GetAttrString(target, name);
+    if (method)
+        result = args ? PyObject_Call(method, args, kwargs) : PyObject_CallNoArgs(method);
+    ic_dlpack_producer_call_end();
+    Py_XDECREF(method);
+    return result;
+}
+
 static PyObject *ic_dlpack_proxy_dlpack(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     struct ic_proxy *proxy = (struct ic_proxy *)self;
     struct ic_export_record *rec = proxy->rec;
-    PyObject *method = NULL, *capsule = NULL, *device = NULL;
+    PyObject *capsule = NULL, *device = NULL;
     struct ic_py_exc exc;
 
     bool asks_max_version =
@@ -972,10 +1194,24 @@ static PyObject *ic_dlpack_proxy_dlpack(PyObject *self, PyObject *args, PyObject
             rec->dl_max_version_asked = true;
         else if (rec->dl_max_version_refused)
             rec->dl_retried = true;
+        ic_dlpack_note_taken(proxy->last_export, rec);
     }
-    method = PyObject_GetAttrString(proxy->target, "__dlpack__");
-    if (method)
-        capsule = PyObject_Call(method, args, kwargs);
+    struct ic_dlpack_request req;
+    struct ic_dlpack_device reported = {0};
+    ic_dlpack_parse_request(kwargs, &req);
+    if (rec && !req.dl_device_valid) {
+        /* The device the producer claims, to compare with the capsule (rule 2.5.8); its own
+         * findings were recorded when the consumer asked. Asked first, as consumers do: the
+         * producer's code then runs while the previous export is watched, not the new one. */
+        struct ic_diag ignored;
+        device = ic_dlpack_call_producer(proxy->target, "__dlpack_device__", NULL, NULL);
+        ic_diag_init(&ignored);
+        if (device)
+            ic_dlpack_check_device_result(device, &ignored, &reported);
+        else
+            PyErr_Clear();
+    }
+    capsule = ic_dlpack_call_producer(proxy->target, "__dlpack__", args, kwargs);
     if (!capsule) {
         if (rec && ic_py_peek(&exc)) {
             ic_export_producer_raised(rec, &exc);
@@ -984,30 +1220,26 @@ static PyObject *ic_dlpack_proxy_dlpack(PyObject *self, PyObject *args, PyObject
         }
         goto cleanup; /* the producer's exception goes on to the consumer unchanged */
     }
+    bool withheld = false;
     if (rec) {
-        struct ic_dlpack_request req;
-        struct ic_dlpack_device reported = {0};
         struct ic_dlpack_capsule info;
-        struct ic_diag ignored;
         int watch;
-
-        ic_dlpack_parse_request(kwargs, &req);
-        if (!req.dl_device_valid) {
-            /* The device the producer claims, to compare with the capsule (rule 2.5.8); its
-             * own findings were recorded when the consumer asked. */
-            device = PyObject_CallMethod(proxy->target, "__dlpack_device__", NULL);
-            ic_diag_init(&ignored);
-            if (device)
-                ic_dlpack_check_device_result(device, &ignored, &reported);
-            else
-                PyErr_Clear();
-        }
         ic_dlpack_after_export(capsule, &req, &reported, rec, &info, &watch);
+        withheld = info.unreadable;
     }
+    /* Kept until finish(), so that an untaken capsule's destructor runs before the deleter
+     * counts are read; a withheld one is only ever ours. */
     Py_XSETREF(proxy->last_export, Py_NewRef(capsule));
+    if (withheld) {
+        /* Any consumer would read memory that is not there: the export's findings say so,
+         * and the consumer gets the refusal a producer should have given. */
+        Py_CLEAR(capsule);
+        PyErr_SetString(PyExc_BufferError,
+                        "interopcheck withheld this DLPack export from the consumer: it points "
+                        "at memory that cannot be read");
+    }
 
 cleanup:
-    Py_XDECREF(method);
     Py_XDECREF(device);
     return capsule;
 }
@@ -1016,16 +1248,16 @@ static PyObject *ic_dlpack_proxy_device(PyObject *self, PyObject *args, PyObject
 {
     struct ic_proxy *proxy = (struct ic_proxy *)self;
     struct ic_export_record *rec = proxy->rec;
-    PyObject *method = NULL, *result = NULL;
+    PyObject *result = NULL;
     struct ic_py_exc exc;
 
-    method = PyObject_GetAttrString(proxy->target, "__dlpack_device__");
-    if (method)
-        result = PyObject_Call(method, args, kwargs);
+    if (rec)
+        ic_dlpack_note_taken(proxy->last_export, rec);
+    result = ic_dlpack_call_producer(proxy->target, "__dlpack_device__", args, kwargs);
     if (!result) {
         if (rec && ic_py_peek(&exc))
             ic_export_producer_raised(rec, &exc);
-        goto cleanup;
+        return NULL;
     }
     if (rec) {
         struct ic_diag diag;
@@ -1034,9 +1266,6 @@ static PyObject *ic_dlpack_proxy_device(PyObject *self, PyObject *args, PyObject
         ic_dlpack_check_device_result(result, &diag, &device);
         ic_export_diag_merge(&rec->diag, &diag);
     }
-
-cleanup:
-    Py_XDECREF(method);
     return result;
 }
 
@@ -1082,13 +1311,20 @@ static bool ic_dlpack_is_proxy(PyObject *obj)
 
 static void ic_dlpack_observe_capsule(PyObject *capsule, struct ic_export_record *rec)
 {
+    char name[64];
+    const char *raw_name;
     if (!capsule || !PyCapsule_CheckExact(capsule))
         return;
-    const char *name = PyCapsule_GetName(capsule);
-    if (!name) {
-        PyErr_Clear();
+    /* The consumer may have renamed it to a string of its own: read through the guard. */
+    int rc = ic_dlpack_capsule_name(capsule, name, sizeof(name), &raw_name);
+    if (rc == IC_EFAULT)
+        ic_diag_error(&rec->lifetime, IC_RULE_DLPACK_CONSUMER_RENAME,
+                      "the capsule's name now points at %p, which cannot be read: a consumer "
+                      "renames it to a static \"" IC_DLPACK_NAME_USED_LEGACY
+                      "\" or \"" IC_DLPACK_NAME_USED_VERSIONED "\"",
+                      (const void *)raw_name);
+    if (rc < 0)
         return;
-    }
     bool used_legacy = strcmp(name, IC_DLPACK_NAME_USED_LEGACY) == 0;
     bool used_versioned = strcmp(name, IC_DLPACK_NAME_USED_VERSIONED) == 0;
     if (!used_legacy && !used_versioned) {
@@ -1101,7 +1337,7 @@ static void ic_dlpack_observe_capsule(PyObject *capsule, struct ic_export_record
         return;
     }
     rec->consumed = true;
-    void *managed = PyCapsule_GetPointer(capsule, name);
+    void *managed = PyCapsule_GetPointer(capsule, raw_name);
     if (!managed) {
         PyErr_Clear();
         return;
@@ -1161,6 +1397,14 @@ static void ic_dlpack_finish(PyObject *obj, struct ic_export_record *rec)
         struct ic_dlpack_watch_state state;
         if (ic_dlpack_watch_state(rec->watch[i], &state) < 0)
             continue;
+        int before = rec->lifetime.count;
+        if (state.early_calls > 0)
+            ic_diag_error(&rec->lifetime, IC_RULE_DLPACK_DELETER_EARLY,
+                          "export %d: the producer called the deleter %d time%s itself while "
+                          "the consumer still held the tensor, freeing memory in use (the "
+                          "tester held %s back until the consumer's own call)",
+                          i + 1, state.early_calls, state.early_calls == 1 ? "" : "s",
+                          state.early_calls == 1 ? "that call" : "those calls");
         if (state.consumed && state.calls == 0)
             ic_diag_error(&rec->lifetime, IC_RULE_DLPACK_DELETER_ONCE,
                           "export %d was consumed (renamed to used_*) but its deleter was never "
@@ -1184,6 +1428,12 @@ static void ic_dlpack_finish(PyObject *obj, struct ic_export_record *rec)
                          "capsule is still alive, or the producer's capsule destructor frees the "
                          "tensor without the deleter",
                          i + 1);
+        if (state.calls == 0 && rec->lifetime.count > before) {
+            /* Not called yet: a full collection may still call it, so this verdict is open.
+             * The watch outlives its release while the deleter may still come, so a second
+             * look (ic_exchange's finish stage) sees it again; the other verdicts are final. */
+            rec->lifetime.items[rec->lifetime.count - 1].provisional = true;
+        }
         ic_dlpack_watch_release(rec->watch[i]);
     }
     rec->lifetime_checked = true;
@@ -1195,6 +1445,7 @@ static void ic_dlpack_finish(PyObject *obj, struct ic_export_record *rec)
 
 struct ic_dlpack_import {
     void *managed;
+    int watch; /* the watch entry, -1 when the deleter is not instrumented */
     /* Read when the capsule is taken, never at release: a broken producer may have freed the
      * struct by then (a destructor that ignores the rename), and the instrumented deleter
      * only compares the address. */
@@ -1206,6 +1457,8 @@ struct ic_dlpack_import {
 static void ic_dlpack_import_release(void *context)
 {
     struct ic_dlpack_import *import = context;
+    if (import->watch >= 0)
+        ic_dlpack_watch_hold(import->watch, false); /* this call is the consumer's own */
     if (import->versioned_deleter)
         import->versioned_deleter(import->managed);
     else if (import->legacy_deleter)
@@ -1223,12 +1476,28 @@ static int ic_dlpack_take(PyObject *capsule, const struct ic_dlpack_capsule *inf
     if (!import)
         return IC_ENOMEM;
     import->managed = info->managed;
+    import->watch = watch;
     import->legacy_deleter = NULL;
     import->versioned_deleter = NULL;
-    if (info->header.versioned)
-        import->versioned_deleter = ((DLManagedTensorVersioned *)info->managed)->deleter;
-    else
-        import->legacy_deleter = ((DLManagedTensor *)info->managed)->deleter;
+    /* The deleter as it is now (the instrumented one, when the watch took), read through the
+     * guard like everything of the producer's struct. */
+    int rc =
+        info->header.versioned
+            ? ic_guard_copy(&import->versioned_deleter,
+                            (uintptr_t)info->managed + offsetof(DLManagedTensorVersioned, deleter),
+                            sizeof(import->versioned_deleter))
+            : ic_guard_copy(&import->legacy_deleter,
+                            (uintptr_t)info->managed + offsetof(DLManagedTensor, deleter),
+                            sizeof(import->legacy_deleter));
+    if (rc < 0) {
+        /* Readable when checked a moment ago; not taken, so its destructor stays in charge. */
+        ic_diag_error(&rec->diag, IC_RULE_DLPACK_MANAGED_TENSOR,
+                      "the struct at %p could no longer be read when the capsule was taken",
+                      info->managed);
+        free(import);
+        *ret_handle = Py_NewRef(capsule);
+        return 0;
+    }
     const char *used =
         info->header.versioned ? IC_DLPACK_NAME_USED_VERSIONED : IC_DLPACK_NAME_USED_LEGACY;
     if (PyCapsule_SetName(capsule, used) < 0) {
@@ -1237,8 +1506,10 @@ static int ic_dlpack_take(PyObject *capsule, const struct ic_dlpack_capsule *inf
         return IC_EPYTHON;
     }
     rec->consumed = true;
-    if (watch >= 0)
+    if (watch >= 0) {
         ic_dlpack_watch_mark_consumed(watch);
+        ic_dlpack_watch_hold(watch, true);
+    }
     handle = ic_handle_new(import, ic_dlpack_import_release);
     if (!handle) {
         /* Renamed already: the deleter is ours to call (§2.3 ownership). */
@@ -1356,7 +1627,7 @@ static int ic_dlpack_reference_consume(PyObject *export_obj, struct ic_export_re
 
     *ret_handle = NULL;
     /* from_dlpack asks for the device first. */
-    device = PyObject_CallMethod(export_obj, "__dlpack_device__", NULL);
+    device = ic_dlpack_call_producer(export_obj, "__dlpack_device__", NULL, NULL);
     if (!device) {
         ic_py_fetch(&exc);
         ic_export_producer_raised(rec, &exc);
@@ -1383,7 +1654,9 @@ static int ic_dlpack_reference_consume(PyObject *export_obj, struct ic_export_re
     }
     rec->export_calls++;
     ic_export_format_call("__dlpack__", NULL, kwargs, rec->request, sizeof(rec->request));
+    ic_dlpack_producer_call_begin();
     capsule = PyObject_Call(method, no_args, kwargs);
+    ic_dlpack_producer_call_end();
     if (!capsule) {
         ic_py_fetch(&exc);
         bool plain = rec->variant == IC_VARIANT_NONE || rec->variant == IC_VARIANT_READONLY;
@@ -1396,7 +1669,9 @@ static int ic_dlpack_reference_consume(PyObject *export_obj, struct ic_export_re
             Py_CLEAR(kwargs);
             rec->export_calls++;
             ic_export_format_call("__dlpack__", NULL, NULL, rec->request, sizeof(rec->request));
+            ic_dlpack_producer_call_begin();
             capsule = PyObject_Call(method, no_args, NULL);
+            ic_dlpack_producer_call_end();
             if (!capsule)
                 ic_py_fetch(&exc);
         }

@@ -20,13 +20,16 @@
     X(EIO, -3, "input/output error")                                                               \
     X(EPYTHON, -4, "the embedded Python interpreter failed")                                       \
     X(EPROBE, -5, "a probe failed")                                                                \
-    X(EPROTO, -6, "malformed message between supervisor and worker")                               \
+    X(EPROTO, -6, "worker protocol violation")                                                     \
     X(ENOTFOUND, -7, "not found")                                                                  \
     X(ERANGE, -8, "value out of range")                                                            \
     X(EUSAGE, -9, "invalid command-line usage")                                                    \
     X(EENV, -10, "the environment cannot run interopcheck")                                        \
     X(ECHILD, -11, "a worker process failed")                                                      \
-    X(EUNSUPPORTED, -12, "not supported")
+    X(EUNSUPPORTED, -12, "not supported")                                                          \
+    X(EINTR, -13, "interrupted")                                                                   \
+    X(EAGAIN, -14, "nothing to read yet")                                                          \
+    X(EFAULT, -15, "memory that cannot be read")
 
 enum ic_status {
 #define IC_ERROR_ENUM(name, value, message) IC_##name = (value),

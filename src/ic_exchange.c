@@ -109,8 +109,9 @@ static int ic_expected_pattern(const struct ic_case_state *st, uint64_t seed,
 
 /* Checks `got` (shaped like the expected view) against the pattern: on the host through
  * both views' strides, or for device memory with the GPU's pattern kernel on `stream`.
- * 1: equal; 0: they differ (note says where); negative: the check itself could not run
- * (note says why). */
+ * 1: equal; 0: they differ (note says where); IC_EFAULT: `got` points at memory that cannot
+ * be read (note says which element); other negatives: the check itself could not run (note
+ * says why). */
 int ic_pattern_compare(const struct ic_case_state *st, const struct ic_view *got, uintptr_t stream,
                        const char *who, char *note, size_t size)
 {
@@ -126,8 +127,21 @@ int ic_pattern_compare(const struct ic_case_state *st, const struct ic_view *got
         }
     }
     if (ic_host_readable(got)) {
-        if (ic_view_compare(&st->expected, got, &cmp) < 0) {
-            snprintf(note, size, "%s cannot be compared with the pattern", who);
+        int rc = ic_view_compare(&st->expected, got, &cmp);
+        if (rc == IC_EFAULT && cmp.unreadable == 2) {
+            /* The guard found it before any byte was read: a verdict, not a crash. */
+            char index[96];
+            ic_view_format_index(got, cmp.unreadable_index, index, sizeof(index));
+            snprintf(note, size,
+                     "%s cannot be read: its element %s lies in memory that is not mapped "
+                     "readable (at 0x%llx; the array starts at 0x%llx)",
+                     who, index, (unsigned long long)cmp.unreadable_address,
+                     (unsigned long long)got->data);
+            return IC_EFAULT;
+        }
+        if (rc < 0) {
+            snprintf(note, size, "%s cannot be compared with the pattern (%s)", who,
+                     ic_strerror(rc));
             return IC_EINVAL;
         }
     } else {
@@ -184,6 +198,12 @@ static int ic_stage_check_producer(struct ic_case_state *st, struct ic_result *r
     }
     char note[IC_NOTE_MAX];
     int equal = ic_pattern_compare(st, p, 0, "its array", note, sizeof(note));
+    if (equal == IC_EFAULT) {
+        ic_result_set(res, IC_OUTCOME_ERROR,
+                      "the %s probe describes an array interopcheck cannot read (%s)",
+                      st->c->producer, note);
+        return IC_STAGE_DECIDED;
+    }
     if (equal <= 0) {
         ic_result_set(res, IC_OUTCOME_ERROR,
                       "the %s probe's array does not hold the bytes it was built from (%s)",
@@ -470,6 +490,34 @@ static void ic_case_state_release_imports(struct ic_case_state *st)
  * leaks in every case of its pair, so the worker pays for the proof once per pair. */
 static char ic_full_collect_useless[2 * IC_NAME_MAX + 2];
 
+/* True for a lifetime finding about calls that happened: a collection can only make missing
+ * calls happen, so a second look cannot take it back (and the first look retired its watch
+ * entry, so the second would not see it). */
+/* A finding a second look cannot change: all but a deleter not called yet. */
+static bool ic_lifetime_final(const struct ic_diag_entry *entry)
+{
+    return !entry->provisional;
+}
+
+static bool ic_diag_holds(const struct ic_diag *diag, const struct ic_diag_entry *entry)
+{
+    for (int i = 0; i < diag->count; i++) {
+        if (diag->items[i].rule == entry->rule &&
+            strcmp(diag->items[i].message, entry->message) == 0)
+            return true;
+    }
+    return false;
+}
+
+static int ic_lifetime_open_errors(const struct ic_diag *lifetime)
+{
+    int open = 0;
+    for (int i = 0; i < lifetime->count; i++)
+        open +=
+            lifetime->items[i].severity == IC_SEV_ERROR && !ic_lifetime_final(&lifetime->items[i]);
+    return open;
+}
+
 /* Judges lifetime; a deleter that looks missing gets one more chance after a full collection,
  * in case the consumer's array sat in an older generation's cycle. */
 static void ic_stage_finish(struct ic_case_state *st)
@@ -479,12 +527,22 @@ static void ic_stage_finish(struct ic_case_state *st)
         return;
     st->ops->finish(st->proxy, &st->rec);
     snprintf(pair, sizeof(pair), "%s/%s", st->c->producer, st->consumer_name);
-    if (st->rec.lifetime.errors > 0 && strcmp(pair, ic_full_collect_useless) != 0) {
+    if (ic_lifetime_open_errors(&st->rec.lifetime) > 0 &&
+        strcmp(pair, ic_full_collect_useless) != 0) {
+        struct ic_diag first = st->rec.lifetime;
         ic_py_collect(true);
         ic_diag_init(&st->rec.lifetime);
         st->rec.lifetime_checked = false;
         st->ops->finish(st->proxy, &st->rec);
-        if (st->rec.lifetime.errors > 0)
+        for (int i = 0; i < first.count; i++) {
+            const struct ic_diag_entry *entry = &first.items[i];
+            /* The second look sees only what is still watched: what the first settled
+             * (a deleter called twice, one called early) is kept from it, once. */
+            if (ic_lifetime_final(entry) && !ic_diag_holds(&st->rec.lifetime, entry))
+                ic_diag_add_side(&st->rec.lifetime, entry->severity, entry->rule, entry->side, "%s",
+                                 entry->message);
+        }
+        if (ic_lifetime_open_errors(&st->rec.lifetime) > 0)
             snprintf(ic_full_collect_useless, sizeof(ic_full_collect_useless), "%s", pair);
     }
 }

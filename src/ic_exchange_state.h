@@ -59,8 +59,10 @@ struct ic_case_state {
 
 /* Checks `got` (shaped like the expected view) against the pattern: on the host through both
  * views' strides, or for device memory with the GPU's pattern kernel on `stream`. 1: equal;
- * 0: they differ (note says where); negative: the check itself could not run (note says
- * why). `who` names the view in the note ("the import"). */
+ * 0: they differ (note says where); IC_EFAULT: `got` points at memory that cannot be read
+ * (the guard of ic_view_compare found it before reading; note says which element); other
+ * negatives: the check itself could not run (note says why). `who` names the view in the
+ * note ("the import"). */
 int ic_pattern_compare(const struct ic_case_state *st, const struct ic_view *got, uintptr_t stream,
                        const char *who, char *note, size_t size);
 

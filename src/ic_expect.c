@@ -8,6 +8,7 @@
 
 #include "ic_error.h"
 #include "ic_result.h"
+#include "ic_text.h"
 
 /* A case id has 6 parts, or 7 with a variant (ic_case.h); a pattern without '**' that has
  * another number of parts could never match, which is how a prefix written as a pattern
@@ -171,35 +172,6 @@ static const char *ic_pattern_problem(const char *pattern, char *buf, size_t siz
     return NULL;
 }
 
-/* Reasons and links go into JSON reports, which must stay valid UTF-8. A minimal check: lead
- * bytes and continuation bytes; it does not hunt for overlong forms. */
-static bool ic_is_utf8(const unsigned char *s, size_t len)
-{
-    size_t i = 0;
-    while (i < len) {
-        unsigned char c = s[i];
-        size_t follow;
-        if (c < 0x80)
-            follow = 0;
-        else if (c >= 0xc2 && c <= 0xdf)
-            follow = 1;
-        else if ((c & 0xf0) == 0xe0)
-            follow = 2;
-        else if (c >= 0xf0 && c <= 0xf4)
-            follow = 3;
-        else
-            return false;
-        if (len - i - 1 < follow)
-            return false;
-        for (size_t k = 1; k <= follow; k++) {
-            if ((s[i + k] & 0xc0) != 0x80)
-                return false;
-        }
-        i += follow + 1;
-    }
-    return true;
-}
-
 static bool ic_is_blank(char ch)
 {
     return ch == ' ' || ch == '\t';
@@ -239,30 +211,73 @@ static int ic_expect_add(struct ic_expectations *set, const char *pattern, size_
     return 0;
 }
 
-/* One line of a file: "PATTERN REASON... [LINK]", or a blank or comment line. `line` may be
- * modified (the comment is cut off). */
-static int ic_expect_parse_line(struct ic_expectations *set, char *line, const char *file,
-                                long number, char *err, size_t err_size)
+/* The column (from 1, in characters) of byte `offset` of a line. */
+static size_t ic_column(const char *line, size_t offset)
 {
-    char problem[600];
-    size_t len = strlen(line);
-    while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-        line[--len] = '\0';
-    if (!ic_is_utf8((const unsigned char *)line, len)) {
-        snprintf(err, err_size, "%s:%ld: the line is not UTF-8 text", file, number);
+    size_t number, column;
+    ic_text_line_column(line, offset, offset, &number, &column);
+    return column;
+}
+
+/* The text of a line is what the file says, or the line is refused: a NUL byte (a binary file,
+ * or UTF-16), bytes that are not UTF-8 (reasons and links go into JSON reports) and control
+ * characters (they would reach terminals and views) all name the line and column. */
+static int ic_expect_check_text(const char *line, size_t len, const char *file, long number,
+                                char *err, size_t err_size)
+{
+    const char *nul = memchr(line, '\0', len);
+    if (nul) {
+        snprintf(err, err_size,
+                 "%s:%ld: a NUL byte at column %zu: an expectations file is UTF-8 text (was it "
+                 "saved as UTF-16?)",
+                 file, number, ic_column(line, (size_t)(nul - line)));
         return IC_EINVAL;
     }
+    size_t valid = ic_utf8_valid_prefix(line, len);
+    if (valid < len) {
+        snprintf(err, err_size,
+                 "%s:%ld: the byte 0x%02x at column %zu is not valid UTF-8: an expectations file "
+                 "is UTF-8 text",
+                 file, number, (unsigned)(unsigned char)line[valid], ic_column(line, valid));
+        return IC_EINVAL;
+    }
+    for (size_t i = 0; i < len;) {
+        unsigned char ch = (unsigned char)line[i];
+        /* DEL, and the C1 controls U+0080..U+009F (C2 80..C2 9F in UTF-8). */
+        bool c1 = ch == 0xC2 && i + 1 < len && (unsigned char)line[i + 1] <= 0x9F;
+        if ((ch < 0x20 && ch != '\t') || ch == 0x7F || c1) {
+            snprintf(err, err_size, "%s:%ld: a control character (U+%04X) at column %zu", file,
+                     number, c1 ? (unsigned)(unsigned char)line[i + 1] : (unsigned)ch,
+                     ic_column(line, i));
+            return IC_EINVAL;
+        }
+        i++;
+    }
+    return 0;
+}
+
+/* One line of a file, `len` bytes: "PATTERN REASON... [LINK]", or a blank or comment line.
+ * `line` may be modified (the comment is cut off). */
+static int ic_expect_parse_line(struct ic_expectations *set, char *line, size_t len,
+                                const char *file, long number, char *err, size_t err_size)
+{
+    char problem[600];
+    while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        line[--len] = '\0';
+    /* A byte order mark that an editor put at the start of the file is not text. */
+    if (number == 1 && len >= 3 && memcmp(line, "\xEF\xBB\xBF", 3) == 0) {
+        memmove(line, line + 3, len - 3 + 1);
+        len -= 3;
+    }
+    int rc = ic_expect_check_text(line, len, file, number, err, err_size);
+    if (rc < 0)
+        return rc;
     /* '#' starts a comment where it starts a word, so that a link keeps its #fragment. */
     for (size_t i = 0; i < len; i++) {
         if (line[i] == '#' && (i == 0 || ic_is_blank(line[i - 1]))) {
             line[i] = '\0';
             len = i;
             break;
-        }
-        if ((unsigned char)line[i] < 0x20 && line[i] != '\t') {
-            snprintf(err, err_size, "%s:%ld: a control character (0x%02x) in the line", file,
-                     number, (unsigned)(unsigned char)line[i]);
-            return IC_EINVAL;
         }
     }
     while (len && ic_is_blank(line[len - 1]))
@@ -313,8 +328,8 @@ static int ic_expect_parse_line(struct ic_expectations *set, char *line, const c
                  number, pattern_copy);
         return IC_EINVAL;
     }
-    int rc = ic_expect_add(set, pattern_copy, pattern_len, reason, (size_t)(end - reason), link,
-                           link_len, file, number);
+    rc = ic_expect_add(set, pattern_copy, pattern_len, reason, (size_t)(end - reason), link,
+                       link_len, file, number);
     if (rc < 0)
         snprintf(err, err_size, "%s:%ld: out of memory", file, number);
     return rc;
@@ -333,9 +348,11 @@ static int ic_expect_parse_file(struct ic_expectations *set, const char *path, c
     long number = 0;
     int rc = 0;
     errno = 0;
-    while (getline(&line, &capacity, file) >= 0) {
+    ssize_t got;
+    while ((got = getline(&line, &capacity, file)) >= 0) {
         number++;
-        rc = ic_expect_parse_line(set, line, path, number, err, err_size);
+        /* The length getline read, not strlen: a NUL byte must not hide the rest of a line. */
+        rc = ic_expect_parse_line(set, line, (size_t)got, path, number, err, err_size);
         if (rc < 0)
             break;
     }

@@ -16,6 +16,9 @@
  *   outcomes (unsupported, error) are left alone: an expectation is about failures.
  * - Entries that match no case of the report are returned, so the caller can warn about
  *   stale expectations (an expectations file rots otherwise).
+ * - The file is UTF-8 text (a byte order mark at its start is skipped): a NUL byte, bytes that
+ *   are not well-formed UTF-8, and control characters (C0 but tab, DEL, C1) are errors that
+ *   name the line and column (from 1, in characters), wherever they are, comments included.
  * - The loaded set owns its memory (ic_expect_free). Loading fails on an unreadable file or a
  *   malformed line, with err naming the file and line; nothing is applied then.
  */

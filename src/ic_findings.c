@@ -695,7 +695,9 @@ int ic_findings_attach(cJSON *report)
     rc = ic_collect(cases, &u, &groups);
     if (rc < 0)
         goto done;
-    qsort(groups.items, groups.count, sizeof(groups.items[0]), ic_group_order);
+    /* qsort's array may not be NULL, even for no elements: a report without failures has none */
+    if (groups.count > 1)
+        qsort(groups.items, groups.count, sizeof(groups.items[0]), ic_group_order);
     /* Reproducers of the report's earlier findings (a merge's inputs) carry over by id. */
     previous = cJSON_DetachItemFromObjectCaseSensitive(report, "findings");
     cJSON *holder = previous ? cJSON_CreateObject() : NULL;

@@ -1,11 +1,189 @@
 #include "ic_ipc.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ic_error.h"
+
+static const struct {
+    const char *name;
+    enum ic_ipc_side sender;
+    const char *members;
+} ic_message_table[] = {
+#define IC_MESSAGE_ROW(e, name, sender, members) {name, sender, members},
+    IC_MESSAGE_LIST(IC_MESSAGE_ROW)
+#undef IC_MESSAGE_ROW
+};
+
+const char *ic_message_name(enum ic_message kind)
+{
+    return (int)kind >= 0 && kind < IC_MSG_COUNT ? ic_message_table[kind].name : "invalid";
+}
+
+cJSON *ic_message_new(enum ic_message kind, unsigned long long seq)
+{
+    cJSON *msg = cJSON_CreateObject();
+    if (msg && cJSON_AddStringToObject(msg, "msg", ic_message_name(kind)) &&
+        cJSON_AddNumberToObject(msg, "seq", (double)seq))
+        return msg;
+    cJSON_Delete(msg);
+    return NULL;
+}
+
+/* --- Checking a message against its row ----------------------------------------------------- */
+
+static bool ic_member_has_type(const cJSON *item, char type)
+{
+    switch (type) {
+    case 's':
+        return cJSON_IsString(item);
+    case 'i':
+        return cJSON_IsNumber(item) && item->valuedouble >= 0 &&
+               item->valuedouble < 9007199254740992.0 &&
+               (double)(uint64_t)item->valuedouble == item->valuedouble;
+    case 'n':
+        return cJSON_IsNumber(item) && item->valuedouble == item->valuedouble &&
+               item->valuedouble - item->valuedouble == 0; /* not NaN, not infinite */
+    case 'b':
+        return cJSON_IsBool(item);
+    case 'o':
+        return cJSON_IsObject(item);
+    case 'a':
+        return cJSON_IsArray(item);
+    default:
+        return false;
+    }
+}
+
+static const char *ic_type_words(char type)
+{
+    return type == 's'   ? "a string"
+           : type == 'i' ? "an integer >= 0"
+           : type == 'n' ? "a number"
+           : type == 'b' ? "a bool"
+           : type == 'o' ? "an object"
+                         : "an array";
+}
+
+/* Finds `name` among the members of a row ("seq:i case:s ..."): its type and whether it is
+ * optional. False when the row has no such member. */
+static bool ic_row_member(const char *members, const char *name, char *ret_type, bool *ret_optional)
+{
+    size_t len = strlen(name);
+    for (const char *at = members; *at;) {
+        const char *end = strchr(at, ' ');
+        size_t word = end ? (size_t)(end - at) : strlen(at);
+        const char *colon = memchr(at, ':', word);
+        if (colon && (size_t)(colon - at) == len && strncmp(at, name, len) == 0) {
+            *ret_type = colon[1];
+            *ret_optional = colon[2] == '?';
+            return true;
+        }
+        at += word + (end ? 1 : 0);
+    }
+    return false;
+}
+
+static int ic_check_members(const cJSON *msg, const char *kind, const char *members, char *why,
+                            size_t why_size)
+{
+    /* Every member present is in the row, with its type. */
+    const cJSON *item;
+    cJSON_ArrayForEach(item, msg)
+    {
+        char type;
+        bool optional;
+        if (strcmp(item->string, "msg") == 0)
+            continue;
+        if (!ic_row_member(members, item->string, &type, &optional)) {
+            snprintf(why, why_size, "a message \"%s\" has no member \"%.40s\"", kind,
+                     item->string);
+            return IC_EPROTO;
+        }
+        if (!ic_member_has_type(item, type)) {
+            snprintf(why, why_size, "in a message \"%s\", \"%s\" must be %s", kind, item->string,
+                     ic_type_words(type));
+            return IC_EPROTO;
+        }
+    }
+    /* Every required member of the row is present. */
+    for (const char *at = members; *at;) {
+        const char *end = strchr(at, ' ');
+        size_t word = end ? (size_t)(end - at) : strlen(at);
+        const char *colon = memchr(at, ':', word);
+        char name[32];
+        snprintf(name, sizeof(name), "%.*s", colon ? (int)(colon - at) : 0, at);
+        if (colon && colon[2] != '?' && !cJSON_GetObjectItemCaseSensitive(msg, name)) {
+            snprintf(why, why_size, "a message \"%s\" lacks \"%s\"", kind, name);
+            return IC_EPROTO;
+        }
+        at += word + (end ? 1 : 0);
+    }
+    return 0;
+}
+
+int ic_ipc_check(const cJSON *msg, enum ic_ipc_side receiver, enum ic_message *ret_kind,
+                 char *why, size_t why_size)
+{
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(msg, "msg");
+    if (!cJSON_IsObject(msg) || !cJSON_IsString(name)) {
+        snprintf(why, why_size, "a message without a \"msg\" name");
+        return IC_EPROTO;
+    }
+    for (int k = 0; k < IC_MSG_COUNT; k++) {
+        if (strcmp(ic_message_table[k].name, name->valuestring) != 0)
+            continue;
+        if (ic_message_table[k].sender == receiver) {
+            snprintf(why, why_size, "a message \"%s\" in the wrong direction",
+                     ic_message_table[k].name);
+            return IC_EPROTO;
+        }
+        *ret_kind = (enum ic_message)k;
+        return ic_check_members(msg, ic_message_table[k].name, ic_message_table[k].members, why,
+                                why_size);
+    }
+    snprintf(why, why_size, "an unknown message \"%.40s\"", name->valuestring);
+    return IC_EPROTO;
+}
+
+/* --- Frames --------------------------------------------------------------------------------- */
+
+int ic_ipc_child_fd(void)
+{
+    unsigned int draw = 0;
+    if (getrandom(&draw, sizeof(draw), GRND_NONBLOCK) != (ssize_t)sizeof(draw))
+        draw = (unsigned int)getpid() ^ (unsigned int)time(NULL);
+    return 100 + (int)(draw % 900u);
+}
+
+static int ic_write_all(int fd, const unsigned char *data, size_t size)
+{
+    size_t done = 0;
+    while (done < size) {
+        ssize_t n = write(fd, data + done, size - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            /* The supervisor's end does not block; a peer that reads nothing for 10 s is
+             * as good as gone. */
+            struct pollfd out = {.fd = fd, .events = POLLOUT};
+            if (poll(&out, 1, 10000) > 0)
+                continue;
+            return IC_EIO;
+        }
+        if (n <= 0)
+            return IC_EIO;
+        done += (size_t)n;
+    }
+    return 0;
+}
 
 int ic_ipc_send(int fd, const cJSON *msg)
 {
@@ -13,32 +191,24 @@ int ic_ipc_send(int fd, const cJSON *msg)
     if (!text)
         return IC_ENOMEM;
     size_t len = strlen(text);
-    int rc = 0;
-    /* Append the newline in a second write of the same loop so the text needs no copy. */
-    const char *parts[2] = {text, "\n"};
-    size_t sizes[2] = {len, 1};
-    for (int p = 0; p < 2 && rc == 0; p++) {
-        size_t done = 0;
-        while (done < sizes[p]) {
-            ssize_t n = write(fd, parts[p] + done, sizes[p] - done);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0) {
-                rc = IC_EIO;
-                break;
-            }
-            done += (size_t)n;
-        }
+    int rc = IC_ERANGE;
+    if (len <= IC_IPC_MAX_FRAME) {
+        unsigned char header[IC_IPC_HEADER_SIZE] = {
+            'I', 'C', 1, 0, (unsigned char)(len >> 24), (unsigned char)(len >> 16),
+            (unsigned char)(len >> 8), (unsigned char)len};
+        rc = ic_write_all(fd, header, sizeof(header));
+        if (rc == 0)
+            rc = ic_write_all(fd, (const unsigned char *)text, len);
     }
     cJSON_free(text);
     return rc;
 }
 
-int ic_linebuf_fill(struct ic_linebuf *buf, int fd)
+int ic_framebuf_fill(struct ic_framebuf *buf, int fd)
 {
     if (buf->cap - buf->len < 65536) {
         size_t cap = buf->cap ? buf->cap * 2 : 131072;
-        char *data = realloc(buf->data, cap);
+        unsigned char *data = realloc(buf->data, cap);
         if (!data)
             return IC_ENOMEM;
         buf->data = data;
@@ -48,50 +218,100 @@ int ic_linebuf_fill(struct ic_linebuf *buf, int fd)
     do {
         n = read(fd, buf->data + buf->len, buf->cap - buf->len);
     } while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return IC_EAGAIN;
     if (n < 0)
         return IC_EIO;
     buf->len += (size_t)n;
     return (int)n;
 }
 
-cJSON *ic_linebuf_next(struct ic_linebuf *buf, int *ret_error)
+bool ic_framebuf_partial(const struct ic_framebuf *buf)
 {
+    return buf->len > 0;
+}
+
+/* What stood where a header was expected, for the reason of a violation. */
+static void ic_describe_bytes(const unsigned char *data, size_t len, char *out, size_t size)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < len && i < 8 && used + 5 < size; i++)
+        used += (size_t)snprintf(out + used, size - used, "%s%02x", i ? " " : "", data[i]);
+}
+
+static void ic_framebuf_consume(struct ic_framebuf *buf, size_t count)
+{
+    memmove(buf->data, buf->data + count, buf->len - count);
+    buf->len -= count;
+}
+
+cJSON *ic_framebuf_next(struct ic_framebuf *buf, int *ret_error, char *why, size_t why_size)
+{
+    char bytes[48];
     *ret_error = 0;
-    char *newline = buf->len ? memchr(buf->data, '\n', buf->len) : NULL;
-    if (!newline) {
-        if (buf->len > IC_IPC_MAX_LINE)
-            *ret_error = IC_EPROTO;
-        return NULL;
-    }
-    *newline = '\0';
-    cJSON *msg = cJSON_Parse(buf->data);
-    size_t consumed = (size_t)(newline - buf->data) + 1;
-    memmove(buf->data, newline + 1, buf->len - consumed);
-    buf->len -= consumed;
-    if (!cJSON_IsObject(msg)) {
-        cJSON_Delete(msg);
+    /* A wrong first byte is known at once; the rest of a header only when it is there. */
+    size_t seen = buf->len < 4 ? buf->len : 4;
+    static const unsigned char magic[4] = {'I', 'C', 1, 0};
+    if (seen && memcmp(buf->data, magic, seen) != 0) {
+        ic_describe_bytes(buf->data, buf->len, bytes, sizeof(bytes));
+        snprintf(why, why_size, "bytes that are not a frame header (%s)", bytes);
         *ret_error = IC_EPROTO;
         return NULL;
     }
+    if (buf->len < IC_IPC_HEADER_SIZE)
+        return NULL;
+    const unsigned char *h = buf->data;
+    size_t len = ((size_t)h[4] << 24) | ((size_t)h[5] << 16) | ((size_t)h[6] << 8) | h[7];
+    if (len > IC_IPC_MAX_FRAME) {
+        snprintf(why, why_size, "a frame of %zu bytes (at most %u)", len, IC_IPC_MAX_FRAME);
+        *ret_error = IC_EPROTO;
+        return NULL;
+    }
+    if (buf->len - IC_IPC_HEADER_SIZE < len)
+        return NULL;
+    const char *payload = (const char *)buf->data + IC_IPC_HEADER_SIZE;
+    const char *end = NULL;
+    cJSON *msg = NULL;
+    if (memchr(payload, '\0', len)) {
+        snprintf(why, why_size, "a frame holding a NUL byte");
+    } else {
+        msg = cJSON_ParseWithLengthOpts(payload, len, &end, false);
+        while (msg && end < payload + len && (*end == ' ' || *end == '\n'))
+            end++;
+        if (!cJSON_IsObject(msg) || end != payload + len) {
+            snprintf(why, why_size, "a frame that is not one JSON object");
+            cJSON_Delete(msg);
+            msg = NULL;
+        }
+    }
+    ic_framebuf_consume(buf, IC_IPC_HEADER_SIZE + len);
+    if (!msg)
+        *ret_error = IC_EPROTO;
     return msg;
 }
 
-void ic_linebuf_release(struct ic_linebuf *buf)
+void ic_framebuf_release(struct ic_framebuf *buf)
 {
     free(buf->data);
     buf->data = NULL;
     buf->len = buf->cap = 0;
 }
 
-cJSON *ic_ipc_receive(int fd, struct ic_linebuf *buf, int *ret_error)
+cJSON *ic_ipc_receive(int fd, struct ic_framebuf *buf, int *ret_error, char *why,
+                      size_t why_size)
 {
     for (;;) {
-        cJSON *msg = ic_linebuf_next(buf, ret_error);
+        cJSON *msg = ic_framebuf_next(buf, ret_error, why, why_size);
         if (msg || *ret_error)
             return msg;
-        int n = ic_linebuf_fill(buf, fd);
+        int n = ic_framebuf_fill(buf, fd);
         if (n <= 0) {
             *ret_error = n;
+            if (n == 0 && ic_framebuf_partial(buf)) {
+                snprintf(why, why_size, "the channel closed in the middle of a frame");
+                *ret_error = IC_EPROTO;
+            }
             return NULL;
         }
     }

@@ -1,47 +1,104 @@
 /*
- * ic_ipc: the line-framed JSON messages between the supervisor and its workers.
+ * ic_ipc: the private, framed channel between the supervisor and one worker, and the one table
+ * of the messages that travel on it.
  *
  * Contract
- * - A message is one JSON object on one line (cJSON's unformatted output never contains a
- *   raw newline). Both directions use the same framing over one socket per worker.
- * - ic_ipc_send writes the whole line or fails; it never leaves half a message behind
- *   unless the peer is gone (then the peer's death is what the caller handles).
- * - struct ic_linebuf accumulates bytes read from a descriptor and hands out complete lines;
- *   it owns its storage (ic_linebuf_release frees it). A line longer than IC_IPC_MAX_LINE is
- *   a protocol error, which guards the supervisor against a runaway worker.
+ * - Transport: one SOCK_STREAM socketpair per worker. The supervisor passes the worker's end
+ *   at a descriptor number drawn at random (ic_ipc_child_fd), and the worker marks it
+ *   close-on-exec before it loads anything, so no program a library starts inherits it and
+ *   nothing finds it at a fixed number. The libraries' own stdout and stderr are another pipe.
+ * - Framing: a frame is an 8-byte header, "IC", version 1, a zero byte, then the payload's
+ *   length as a 32-bit big-endian number, followed by the payload: one JSON object, UTF-8,
+ *   without NUL. Anything else where a header is expected, a length above IC_IPC_MAX_FRAME,
+ *   or a payload that is not one JSON object is a protocol violation (IC_EPROTO) with its
+ *   reason in words. A channel is never resynchronised: after a violation it is closed.
+ * - Vocabulary: IC_MESSAGE_LIST holds every message, each row its name (the "msg" member),
+ *   the side that sends it, and its members with their JSON types. ic_ipc_check accepts a
+ *   message only when the receiving side expects it, it has every member its row requires,
+ *   no member its row lacks, and each member has its type. Replies carry the "seq" of the
+ *   request they answer and, for a case, its id: the supervisor matches both.
+ * - Ownership: ic_ipc_send borrows its message. struct ic_framebuf owns its storage
+ *   (ic_framebuf_release); a message handed out by ic_framebuf_next is the caller's.
  */
 #ifndef IC_IPC_H
 #define IC_IPC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <cjson/cJSON.h>
 
-#define IC_IPC_MAX_LINE (16 * 1024 * 1024)
+/* Results and reproducer scripts are a few kilobytes; probe info is capped at load. */
+#define IC_IPC_MAX_FRAME (16u * 1024 * 1024)
+#define IC_IPC_HEADER_SIZE 8
 
-struct ic_linebuf {
-    char *data;
+enum ic_ipc_side {
+    IC_IPC_SUPERVISOR, /* sends requests */
+    IC_IPC_WORKER,     /* sends answers */
+};
+
+/* X(ENUM, name, sender, members): members are "name:type" words, type s (string),
+ * i (integer >= 0), n (number), b (bool), o (object), a (array); a trailing ? marks an
+ * optional member. Every message also has "msg", its name. */
+#define IC_MESSAGE_LIST(X)                                                                         \
+    X(LOAD, "load", IC_IPC_SUPERVISOR, "seq:i probe:s path:s")                                    \
+    X(RUN, "run", IC_IPC_SUPERVISOR, "seq:i case:s seed:s load:a")                                \
+    X(REPRO, "repro", IC_IPC_SUPERVISOR, "seq:i case:s failure:o load:a")                         \
+    X(QUIT, "quit", IC_IPC_SUPERVISOR, "seq:i")                                                   \
+    X(LOADED, "loaded", IC_IPC_WORKER, "seq:i probe:s ok:b ms:n info:o? error:o?")                \
+    X(BEGIN, "begin", IC_IPC_WORKER, "seq:i case:s")                                              \
+    X(END, "end", IC_IPC_WORKER, "seq:i case:s result:o")                                         \
+    X(SCRIPT, "script", IC_IPC_WORKER, "seq:i case:s script:s? error:s?")
+
+enum ic_message {
+#define IC_MESSAGE_ENUM(e, name, sender, members) IC_MSG_##e,
+    IC_MESSAGE_LIST(IC_MESSAGE_ENUM)
+#undef IC_MESSAGE_ENUM
+        IC_MSG_COUNT
+};
+
+const char *ic_message_name(enum ic_message kind);
+
+/* A new message of `kind` with its "msg" and "seq" members; NULL when out of memory. */
+cJSON *ic_message_new(enum ic_message kind, unsigned long long seq);
+
+/* Checks a received message against the table (see the contract). 0 and *ret_kind, or
+ * IC_EPROTO with the reason in `why`. */
+int ic_ipc_check(const cJSON *msg, enum ic_ipc_side receiver, enum ic_message *ret_kind,
+                 char *why, size_t why_size);
+
+/* The descriptor number the worker's end is given: random, in [100, 1000). */
+int ic_ipc_child_fd(void);
+
+/* Sends `msg` as one frame. 0, IC_EIO when the peer is gone, IC_ENOMEM, IC_ERANGE when the
+ * message is larger than a frame may be. */
+int ic_ipc_send(int fd, const cJSON *msg);
+
+struct ic_framebuf {
+    unsigned char *data;
     size_t len;
     size_t cap;
 };
 
-/* Sends `msg` as one line. IC_EIO when the peer is gone, IC_ENOMEM. */
-int ic_ipc_send(int fd, const cJSON *msg);
-
 /* Reads what is available (one read call). Returns the number of bytes read, 0 at end of
- * file, IC_EIO on error (EINTR and EAGAIN give IC_EIO too only if nothing could be read:
- * callers poll first). */
-int ic_linebuf_fill(struct ic_linebuf *buf, int fd);
+ * file, IC_EAGAIN when a non-blocking descriptor has nothing yet, IC_EIO on error,
+ * IC_ENOMEM. */
+int ic_framebuf_fill(struct ic_framebuf *buf, int fd);
 
-/* The next complete line without its newline, parsed as JSON (the caller deletes it), or
- * NULL when no complete line is buffered. *ret_error is set to IC_EPROTO for a line that is
- * not a JSON object or too long. */
-cJSON *ic_linebuf_next(struct ic_linebuf *buf, int *ret_error);
+/* The next complete frame's message (the caller deletes it), or NULL: either no complete
+ * frame is buffered (*ret_error 0), or the bytes are not a frame (*ret_error IC_EPROTO, the
+ * reason in `why`). */
+cJSON *ic_framebuf_next(struct ic_framebuf *buf, int *ret_error, char *why, size_t why_size);
 
-void ic_linebuf_release(struct ic_linebuf *buf);
+/* True when part of a frame is buffered: a peer that stops there broke the channel. */
+bool ic_framebuf_partial(const struct ic_framebuf *buf);
+
+void ic_framebuf_release(struct ic_framebuf *buf);
 
 /* Blocks until one message arrives: for the worker, whose only input is the supervisor.
- * NULL at end of file or on error (*ret_error says which: 0 for end of file). */
-cJSON *ic_ipc_receive(int fd, struct ic_linebuf *buf, int *ret_error);
+ * NULL at end of file or on error (*ret_error: 0 for end of file, IC_EPROTO with `why`,
+ * IC_EIO). */
+cJSON *ic_ipc_receive(int fd, struct ic_framebuf *buf, int *ret_error, char *why,
+                      size_t why_size);
 
 #endif

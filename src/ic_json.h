@@ -1,16 +1,28 @@
 /*
  * ic_json: typed reads of a parsed report (a cJSON tree), shared by the report readers
- * (dashboard, JUnit, Markdown, diff, merge).
+ * (dashboard, JUnit, Markdown, diff, merge), and the capping of trees that hold library text.
  *
  * Contract
  * - Every getter takes a possibly NULL object and returns NULL (or the fallback) when the key
  *   is missing or holds another type; nothing is allocated and the tree keeps ownership of
  *   what is returned.
+ * - ic_json_cap_strings makes every string of a tree, member names included, valid UTF-8 of at
+ *   most `cap` bytes (ic_text's repair and cut marker), in place. It is applied where a tree of
+ *   foreign text enters (a probe's load() info, a report read from a file), so that nothing
+ *   downstream holds megabytes of one library message. Strings that are already valid and
+ *   short enough are left as they are, so a tree of well-behaved text is not copied.
  */
 #ifndef IC_JSON_H
 #define IC_JSON_H
 
+#include <stddef.h>
+
 #include <cjson/cJSON.h>
+
+/* Caps every string of `tree` at `cap` bytes, and the values of members named `long_key` (may
+ * be NULL) at `long_cap` instead. Returns the number of strings changed, or IC_ENOMEM: the tree
+ * is then a valid tree with some strings not yet capped. */
+int ic_json_cap_strings(cJSON *tree, size_t cap, const char *long_key, size_t long_cap);
 
 /* The string at `key`, or NULL. */
 static inline const char *ic_json_string(const cJSON *object, const char *key)

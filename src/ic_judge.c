@@ -72,6 +72,26 @@ static enum ic_rule ic_export_readonly_rule(enum ic_protocol protocol)
     }
 }
 
+/* The rule an export breaks when the memory it points at cannot be read. */
+static enum ic_rule ic_export_memory_rule(enum ic_protocol protocol)
+{
+    switch (protocol) {
+    case IC_PROTOCOL_DLPACK:
+    case IC_PROTOCOL_DLPACK_CAPSULE:
+        return IC_RULE_DLPACK_ADDRESS;
+    case IC_PROTOCOL_ARRAY_INTERFACE:
+        return IC_RULE_ARRAY_INTERFACE_DATA;
+    case IC_PROTOCOL_ARRAY_STRUCT:
+        return IC_RULE_ARRAY_STRUCT_MEMORY;
+    case IC_PROTOCOL_BUFFER:
+        return IC_RULE_BUFFER_FIELDS;
+    case IC_PROTOCOL_CAI:
+        return IC_RULE_CAI_DATA;
+    default:
+        return IC_RULE_EXCHANGE_CONTENTS;
+    }
+}
+
 /* True when `exc` is the refusal `name` allows (NULL: any exception). */
 static bool ic_exc_is_refusal(const struct ic_py_exc *exc, const char *name)
 {
@@ -536,6 +556,16 @@ static bool ic_check_export_contents(struct ic_case_state *st, struct ic_result 
     int equal = ic_pattern_compare(st, got, 0, "the export", note, sizeof(note));
     if (equal > 0)
         return true;
+    if (equal == IC_EFAULT) {
+        /* Memory that was readable when the export was validated and is gone now: the
+         * producer freed or unmapped what it still exports. */
+        ic_result_fail(res, IC_CHECK_CONTENTS, ic_export_memory_rule(st->c->protocol),
+                       IC_SIDE_PRODUCER,
+                       "%s; it was readable when exported, so the producer took it away while "
+                       "the export was in use",
+                       note);
+        return false;
+    }
     if (equal < 0) {
         ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_SKIP, "%s", note);
         return false;
@@ -591,6 +621,26 @@ static void ic_diagnose_contents(struct ic_case_state *st, const struct ic_view 
     }
 }
 
+/* The import points at memory that cannot be read. Where it shares the export's memory, that
+ * memory went away under the consumer: the producer's fault (it freed what it exported);
+ * elsewhere the consumer built its array on nothing. */
+static void ic_fail_unreadable_import(struct ic_case_state *st, struct ic_result *res,
+                                      const struct ic_view *c, const char *note)
+{
+    const struct ic_view *e = st->rec.have_view ? &st->rec.view : NULL;
+    int64_t lo = 0, hi = 0;
+    bool in_export = e && st->consumed.pointer_known && !c->host_copy &&
+                     ic_view_span(e, &lo, &hi) == 0 && c->data >= e->data - (uintptr_t)(-lo) &&
+                     c->data < e->data + (uintptr_t)hi;
+    if (in_export)
+        ic_result_fail(res, IC_CHECK_CONTENTS, ic_export_memory_rule(st->c->protocol),
+                       IC_SIDE_PRODUCER, "the memory %s exported is gone: %s", st->c->producer,
+                       note);
+    else
+        ic_result_fail(res, IC_CHECK_CONTENTS, IC_RULE_EXCHANGE_CONTENTS, IC_SIDE_CONSUMER,
+                       "%s's import points outside the export: %s", st->consumer_name, note);
+}
+
 /* An untyped import holds the bytes: compare them in the export's memory order, as flat
  * elements of the expected size. */
 static void ic_check_untyped_import(struct ic_case_state *st, struct ic_result *res,
@@ -624,7 +674,9 @@ static void ic_check_untyped_import(struct ic_case_state *st, struct ic_result *
     flat.device_id = c->device_id;
     flat.host_copy = c->host_copy;
     int equal = ic_pattern_compare(st, &flat, 0, "the import", note, sizeof(note));
-    if (equal < 0)
+    if (equal == IC_EFAULT)
+        ic_fail_unreadable_import(st, res, c, note);
+    else if (equal < 0)
         ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_SKIP, "%s", note);
     else if (equal == 0)
         ic_result_fail(res, IC_CHECK_CONTENTS, IC_RULE_EXCHANGE_CONTENTS, IC_SIDE_CONSUMER, "%s",
@@ -664,6 +716,8 @@ static void ic_check_contents(struct ic_case_state *st, struct ic_result *res)
     int equal = ic_pattern_compare(st, c, st->read_stream, "the import", note, sizeof(note));
     if (equal > 0) {
         ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_PASS, NULL);
+    } else if (equal == IC_EFAULT) {
+        ic_fail_unreadable_import(st, res, c, note);
     } else if (equal < 0) {
         ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_SKIP, "%s", note);
     } else if (st->queued) {

@@ -48,7 +48,10 @@ int main(int argc, char **argv)
         break;
     case IC_COMMAND_WORKER: {
         struct ic_worker_config config = {
-            .fd = opts.worker_fd, .python = opts.python, .kit_path = opts.probekit};
+            .fd = opts.worker_fd,
+            .events_fd = opts.worker_events_fd,
+            .python = opts.python,
+            .kit_path = opts.probekit};
         status = ic_worker_main(&config);
         ic_options_release(&opts);
         /* Leave without running the libraries' exit-time destructors (ic_worker.h). */

@@ -10,6 +10,7 @@
 #include "ic_json.h"
 #include "ic_report.h"
 #include "ic_result.h"
+#include "ic_text.h"
 
 /* Room kept at the end of a generated id for a "-NN" suffix. */
 #define IC_ID_SUFFIX_ROOM 8
@@ -120,9 +121,13 @@ static int ic_merge_collect(const cJSON *report, const char *name, int input,
         for (int i = first; env && i < *count && !listed; i++)
             listed = strcmp(grown[i].carried_id, env) == 0;
         if (!listed) {
+            /* Both come from the file: escaped, as the message goes to a terminal. */
+            char shown_id[300], shown_env[200];
+            ic_text_for_terminal(shown_id, sizeof(shown_id), id);
+            ic_text_for_terminal(shown_env, sizeof(shown_env), env ? env : "(none)");
             snprintf(err, err_size,
                      "%s: the case %s names the environment '%s', which the report does not list",
-                     name, id, env ? env : "(none)");
+                     name, shown_id, shown_env);
             return IC_EINVAL;
         }
     }

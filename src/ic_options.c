@@ -31,8 +31,10 @@ enum {
     OPT_JSON,
     OPT_VERSION,
     OPT_WORKER_FD,
+    OPT_WORKER_EVENTS_FD,
     OPT_PROBEKIT,
     OPT_RUN,
+    OPT_RESUME,
     OPT_JUNIT_CASES,
 };
 
@@ -64,8 +66,10 @@ static const struct option ic_long_options[] = {
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
     {"worker-fd", required_argument, NULL, OPT_WORKER_FD},
+    {"worker-events-fd", required_argument, NULL, OPT_WORKER_EVENTS_FD},
     {"probekit", required_argument, NULL, OPT_PROBEKIT},
     {"run", no_argument, NULL, OPT_RUN},
+    {"resume", required_argument, NULL, OPT_RESUME},
     {"junit-cases", no_argument, NULL, OPT_JUNIT_CASES},
     {NULL, 0, NULL, 0},
 };
@@ -126,6 +130,15 @@ void ic_options_usage(FILE *out)
         "  -o, --output FILE    the JSON report (default reports/interopcheck-DATE-TIME.json);\n"
         "                       results also stream to FILE with .jsonl as they finish\n"
         "  -q, --quiet          no progress line and no summary table\n"
+        "  --resume REPORT      run only the cases REPORT lacks (a report a run wrote when it\n"
+        "                       was interrupted, or its FILE.jsonl stream after a kill),\n"
+        "                       with REPORT's selection and seed, and write the complete\n"
+        "                       report (to -o FILE, else over REPORT, or next to the stream)\n"
+        "\n"
+        "Interrupting: the first Ctrl-C (SIGINT) or SIGTERM stops the run, stops the workers\n"
+        "and writes every report and view asked for, marked \"interrupted\": true, with every\n"
+        "finished case (exit status 130 for SIGINT, 143 for SIGTERM); a second Ctrl-C leaves\n"
+        "at once. `interopcheck report FILE.jsonl` makes the views from a stream.\n"
         "\n"
         "Views of the report (a run writes them next to its JSON; `report` writes them\n"
         "from a JSON report, with or without --expect):\n"
@@ -207,19 +220,43 @@ static int ic_parse_number(const char *text, double min, double max, double *ret
     return 0;
 }
 
-static int ic_list_add(struct ic_name_list *list, const char *arg)
+/* Appends to a growable array of pointers; IC_ENOMEM leaves it as it was. */
+static int ic_array_push(const char ***items, int *count, int *capacity, const char *item)
 {
-    if (list->nstorage == IC_MAX_LIST)
-        return IC_ERANGE;
+    if (*count == *capacity) {
+        int grown = *capacity ? 2 * *capacity : 8;
+        const char **more = realloc((void *)*items, (size_t)grown * sizeof(*more));
+        if (!more)
+            return IC_ENOMEM;
+        *items = more;
+        *capacity = grown;
+    }
+    (*items)[(*count)++] = item;
+    return 0;
+}
+
+int ic_strings_push(struct ic_strings *list, const char *item)
+{
+    return ic_array_push(&list->items, &list->count, &list->capacity, item);
+}
+
+void ic_strings_release(struct ic_strings *list)
+{
+    free((void *)list->items);
+    memset(list, 0, sizeof(*list));
+}
+
+int ic_name_list_add(struct ic_name_list *list, const char *arg)
+{
     char *copy = strdup(arg);
-    if (!copy)
+    if (!copy || ic_strings_push(&list->storage, copy) < 0) {
+        free(copy);
         return IC_ENOMEM;
-    list->storage[list->nstorage++] = copy;
+    }
     for (char *save = NULL, *item = strtok_r(copy, ",", &save); item;
          item = strtok_r(NULL, ",", &save)) {
-        if (list->count == IC_MAX_LIST)
-            return IC_ERANGE;
-        list->items[list->count++] = item;
+        if (ic_array_push(&list->items, &list->count, &list->capacity, item) < 0)
+            return IC_ENOMEM;
     }
     return 0;
 }
@@ -232,6 +269,7 @@ int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, 
     opts->timeout_s = 60;
     opts->import_timeout_s = 300;
     opts->worker_fd = -1;
+    opts->worker_events_fd = -1;
 
     optind = 1;
     opterr = 0;
@@ -247,10 +285,8 @@ int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, 
             opts->python = optarg;
             break;
         case OPT_PROBE_DIR:
-            if (opts->nprobe_dirs == IC_MAX_LIST)
-                rc = IC_ERANGE;
-            else
-                opts->probe_dirs[opts->nprobe_dirs++] = optarg;
+            rc = ic_array_push(&opts->probe_dirs, &opts->nprobe_dirs, &opts->probe_dirs_capacity,
+                               optarg);
             break;
         case 'o':
             opts->output = optarg;
@@ -279,30 +315,30 @@ int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, 
                 opts->import_timeout_s = number;
             break;
         case 'j':
-            if (ic_parse_number(optarg, 1, 64, &number) < 0 || number != (int)number) {
-                snprintf(err, err_size, "-j takes a number of workers from 1 to 64, not '%s'",
+            if (ic_parse_number(optarg, 1, 1024, &number) < 0 || number != (int)number) {
+                snprintf(err, err_size, "-j takes a number of workers from 1 to 1024, not '%s'",
                          optarg);
                 return IC_EUSAGE;
             }
             opts->jobs = (int)number;
             break;
         case OPT_PRODUCER:
-            rc = ic_list_add(&opts->producers, optarg);
+            rc = ic_name_list_add(&opts->producers, optarg);
             break;
         case OPT_CONSUMER:
-            rc = ic_list_add(&opts->consumers, optarg);
+            rc = ic_name_list_add(&opts->consumers, optarg);
             break;
         case OPT_PROTOCOL:
-            rc = ic_list_add(&opts->protocols, optarg);
+            rc = ic_name_list_add(&opts->protocols, optarg);
             break;
         case OPT_DTYPE:
-            rc = ic_list_add(&opts->dtypes, optarg);
+            rc = ic_name_list_add(&opts->dtypes, optarg);
             break;
         case OPT_LAYOUT:
-            rc = ic_list_add(&opts->layouts, optarg);
+            rc = ic_name_list_add(&opts->layouts, optarg);
             break;
         case OPT_DEVICE:
-            rc = ic_list_add(&opts->devices, optarg);
+            rc = ic_name_list_add(&opts->devices, optarg);
             break;
         case OPT_JUNIT:
             opts->junit = optarg;
@@ -322,16 +358,13 @@ int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, 
             opts->markdown_max = (size_t)number;
             break;
         case OPT_EXPECT:
-            if (opts->nexpect == IC_MAX_LIST)
-                rc = IC_ERANGE;
-            else
-                opts->expect[opts->nexpect++] = optarg;
+            rc = ic_array_push(&opts->expect, &opts->nexpect, &opts->expect_capacity, optarg);
             break;
         case OPT_STRICT:
             opts->strict = true;
             break;
         case OPT_FAIL_ON:
-            rc = ic_list_add(&opts->fail_on, optarg);
+            rc = ic_name_list_add(&opts->fail_on, optarg);
             break;
         case OPT_FORMAT:
             if (strcmp(optarg, "text") != 0 && strcmp(optarg, "markdown") != 0 &&
@@ -360,8 +393,16 @@ int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, 
             opts->worker_fd = (int)number;
             opts->command = IC_COMMAND_WORKER;
             break;
+        case OPT_WORKER_EVENTS_FD:
+            if (ic_parse_number(optarg, 0, 1024, &number) < 0)
+                return IC_EUSAGE;
+            opts->worker_events_fd = (int)number;
+            break;
         case OPT_PROBEKIT:
             opts->probekit = optarg;
+            break;
+        case OPT_RESUME:
+            opts->resume = optarg;
             break;
         case OPT_RUN:
             opts->run = true;
@@ -378,8 +419,7 @@ int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, 
             return IC_EUSAGE;
         }
         if (rc < 0) {
-            snprintf(err, err_size, "too many values for '%s' (at most %d)", argv[optind - 1],
-                     IC_MAX_LIST);
+            snprintf(err, err_size, "out of memory while reading '%s'", argv[optind - 1]);
             return IC_EUSAGE;
         }
     }
@@ -414,8 +454,12 @@ int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, 
                        opts->command == IC_COMMAND_MERGE || opts->command == IC_COMMAND_REPRO;
     /* GNU getopt_long moves the non-options (the command word, the files) after the options,
      * wherever they were written. */
-    while (takes_files && optind < argc && opts->nfiles < IC_MAX_LIST)
-        opts->files[opts->nfiles++] = argv[optind++];
+    while (takes_files && optind < argc) {
+        if (ic_array_push(&opts->files, &opts->nfiles, &opts->files_capacity, argv[optind++]) < 0) {
+            snprintf(err, err_size, "out of memory");
+            return IC_EUSAGE;
+        }
+    }
     if (optind < argc) {
         snprintf(err, err_size, "unexpected argument '%s'", argv[optind]);
         return IC_EUSAGE;
@@ -458,7 +502,12 @@ int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, 
     }
     bool filtered = opts->producers.count || opts->consumers.count || opts->protocols.count ||
                     opts->dtypes.count || opts->layouts.count || opts->devices.count;
-    if (opts->command == IC_COMMAND_RUN && !opts->all && !filtered) {
+    if (opts->resume && (opts->command != IC_COMMAND_RUN || opts->all || filtered)) {
+        snprintf(err, err_size, "--resume takes its selection and seed from REPORT: leave out "
+                                "--all and the selection options");
+        return IC_EUSAGE;
+    }
+    if (opts->command == IC_COMMAND_RUN && !opts->all && !filtered && !opts->resume) {
         snprintf(err, err_size, "nothing selected: run 'interopcheck --all' for the whole matrix, "
                                 "or choose cases with --producer, --consumer, --protocol, "
                                 "--dtype or --layout");
@@ -467,20 +516,27 @@ int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, 
     return 0;
 }
 
-static void ic_list_release(struct ic_name_list *list)
+void ic_name_list_release(struct ic_name_list *list)
 {
-    for (int i = 0; i < list->nstorage; i++)
-        free(list->storage[i]);
+    for (int i = 0; i < list->storage.count; i++)
+        free((void *)list->storage.items[i]);
+    ic_strings_release(&list->storage);
+    free((void *)list->items);
     memset(list, 0, sizeof(*list));
 }
 
 void ic_options_release(struct ic_options *opts)
 {
-    ic_list_release(&opts->producers);
-    ic_list_release(&opts->consumers);
-    ic_list_release(&opts->protocols);
-    ic_list_release(&opts->dtypes);
-    ic_list_release(&opts->layouts);
-    ic_list_release(&opts->devices);
-    ic_list_release(&opts->fail_on);
+    ic_name_list_release(&opts->producers);
+    ic_name_list_release(&opts->consumers);
+    ic_name_list_release(&opts->protocols);
+    ic_name_list_release(&opts->dtypes);
+    ic_name_list_release(&opts->layouts);
+    ic_name_list_release(&opts->devices);
+    ic_name_list_release(&opts->fail_on);
+    free((void *)opts->probe_dirs);
+    free((void *)opts->expect);
+    free((void *)opts->files);
+    opts->probe_dirs = opts->expect = opts->files = NULL;
+    opts->nprobe_dirs = opts->nexpect = opts->nfiles = 0;
 }

@@ -19,7 +19,16 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define IC_MAX_LIST 64
+/* A growable list of strings it does not own (it owns the array). */
+struct ic_strings {
+    const char **items;
+    int count;
+    int capacity;
+};
+
+/* Appends `item`. IC_ENOMEM leaves the list as it was. */
+int ic_strings_push(struct ic_strings *list, const char *item);
+void ic_strings_release(struct ic_strings *list);
 
 enum ic_command {
     IC_COMMAND_RUN,
@@ -35,18 +44,19 @@ enum ic_command {
 };
 
 struct ic_name_list {
-    const char *items[IC_MAX_LIST];
+    const char **items; /* count of them, pointing into storage */
     int count;
-    char *storage[IC_MAX_LIST]; /* strdup'd option arguments the items point into */
-    int nstorage;
+    int capacity;
+    struct ic_strings storage; /* strdup'd option arguments the items point into (owned) */
 };
 
 struct ic_options {
     enum ic_command command;
     bool all;
     const char *python; /* NULL: $VIRTUAL_ENV, then the build's interpreter */
-    const char *probe_dirs[IC_MAX_LIST];
+    const char **probe_dirs; /* nprobe_dirs of them; the array is owned, the strings are argv's */
     int nprobe_dirs;
+    int probe_dirs_capacity;
     const char *output;
     uint64_t seed;
     double timeout_s;
@@ -61,21 +71,31 @@ struct ic_options {
     const char *markdown; /* --markdown FILE */
     size_t markdown_max;  /* --markdown-max BYTES */
     const char *html;     /* --html FILE (default: next to the JSON report) */
-    const char *expect[IC_MAX_LIST]; /* --expect FILE, repeatable */
+    const char **expect; /* --expect FILE, repeatable (nexpect of them; array owned) */
     int nexpect;
+    int expect_capacity;
     bool strict;                 /* an xpass fails the run */
     struct ic_name_list fail_on; /* outcomes that make the exit status 1 */
     const char *format;          /* diff: "text" or "markdown"; rules: also "json" */
     bool run;                    /* repro --run */
+    const char *resume;          /* --resume REPORT: finish an interrupted run */
     /* Positional arguments of report, diff and merge: report files. */
-    const char *files[IC_MAX_LIST];
+    const char **files; /* nfiles of them; array owned */
     int nfiles;
+    int files_capacity;
     /* worker mode (hidden) */
     int worker_fd;
+    int worker_events_fd; /* where the worker reports children killed by a signal */
     const char *probekit;
 };
 
 int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, size_t err_size);
+
+/* Adds the comma-separated names of `arg` to `list` (copied). IC_ENOMEM. */
+int ic_name_list_add(struct ic_name_list *list, const char *arg);
+
+/* Frees what ic_name_list_add copied and empties the list. */
+void ic_name_list_release(struct ic_name_list *list);
 void ic_options_release(struct ic_options *opts);
 void ic_options_usage(FILE *out);
 

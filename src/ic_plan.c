@@ -7,10 +7,17 @@
 #include "ic_error.h"
 #include "ic_text.h"
 
+void ic_filter_release(struct ic_filter *filter)
+{
+    ic_libset_release(&filter->producers);
+    ic_libset_release(&filter->consumers);
+}
+
 void ic_filter_all(struct ic_filter *filter)
 {
-    filter->producers = UINT64_MAX;
-    filter->consumers = UINT64_MAX;
+    memset(filter, 0, sizeof(*filter));
+    ic_libset_fill(&filter->producers);
+    ic_libset_fill(&filter->consumers);
     filter->reference_consumer = true;
     filter->protocols = UINT32_MAX;
     filter->dtypes = UINT32_MAX;
@@ -129,12 +136,12 @@ int ic_plan_build(const struct ic_catalog *catalog, const struct ic_filter *filt
                 continue;
             for (int i = 0; i < catalog->count; i++) {
                 const struct ic_library *producer = &catalog->libs[i];
-                if (!(filter->producers & (1ULL << i)) || producer->state != IC_LIBRARY_LOADED ||
+                if (!ic_libset_has(&filter->producers, i) || producer->state != IC_LIBRARY_LOADED ||
                     !(producer->devices & (1u << k)) || !(producer->exports_on[k] & (1u << p)))
                     continue;
                 for (int j = 0; j < catalog->count; j++) {
                     const struct ic_library *consumer = &catalog->libs[j];
-                    if (!(filter->consumers & (1ULL << j)) ||
+                    if (!ic_libset_has(&filter->consumers, j) ||
                         consumer->state != IC_LIBRARY_LOADED ||
                         !(consumer->imports_on[k] & (1u << p)))
                         continue;

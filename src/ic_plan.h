@@ -25,11 +25,11 @@
 #include "ic_catalog.h"
 #include "ic_result.h"
 
-/* Bit sets; an all-ones set means "no filter". Library bits are catalog indexes; the
- * reference consumer has its own flag. */
+/* Bit sets; an all-ones set means "no filter". Library sets hold catalog indexes (owned:
+ * ic_filter_release); the reference consumer has its own flag. */
 struct ic_filter {
-    uint64_t producers;
-    uint64_t consumers;
+    struct ic_libset producers;
+    struct ic_libset consumers;
     bool reference_consumer;
     uint32_t protocols;
     uint32_t dtypes;
@@ -52,6 +52,7 @@ struct ic_plan {
 
 /* A filter that selects everything. */
 void ic_filter_all(struct ic_filter *filter);
+void ic_filter_release(struct ic_filter *filter);
 
 /* `available` has the bit of every device kind cases can run on (the CPU always; CUDA when
  * the driver is ready). */

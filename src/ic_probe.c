@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "ic_error.h"
+#include "ic_guard.h"
+#include "ic_text.h"
 
 /* Imports the Python file at `path` as module `module_name` and registers it in sys.modules
  * (so a probe can import the kit, and tracebacks name the module). New reference. */
@@ -90,7 +92,14 @@ char *ic_probe_reproducer(const char *kit_path, const char *failure_json, const 
     else if (script) {
         Py_ssize_t len = 0;
         const char *utf8 = PyUnicode_AsUTF8AndSize(script, &len);
-        if (utf8 && (text = malloc((size_t)len + 1)) != NULL)
+        /* The script holds the probes' REPRO text: refused whole when it is longer than a
+         * report keeps, as a script that was cut would not run. */
+        if (utf8 && (size_t)len > IC_TEXT_SCRIPT_CAP)
+            PyErr_Format(PyExc_ValueError,
+                         "the reproducer is %zd bytes, more than the %d a report keeps (the "
+                         "probes' REPRO text is too long)",
+                         len, IC_TEXT_SCRIPT_CAP);
+        else if (utf8 && (text = malloc((size_t)len + 1)) != NULL)
             memcpy(text, utf8, (size_t)len + 1);
         else if (utf8)
             PyErr_NoMemory();
@@ -246,7 +255,7 @@ bool ic_probe_deviation(const struct ic_probe *probe, enum ic_rule rule, enum ic
         const char *text = link && PyUnicode_Check(link) ? PyUnicode_AsUTF8(link) : NULL;
         /* A deviation is documented only with a link to the library's own documentation. */
         if (text && (strncmp(text, "https://", 8) == 0 || strncmp(text, "http://", 7) == 0)) {
-            snprintf(ret_link, size, "%s", text);
+            ic_text_copy(ret_link, size, text, strlen(text)); /* cut with a marker, whole UTF-8 */
             found = true;
         }
     }
@@ -425,11 +434,23 @@ static int ic_describe_from_buffer(PyObject *obj, struct ic_described *out)
     view->data = (uintptr_t)out->buffer.buf;
     view->itemsize = (int)out->buffer.itemsize;
     view->ndim = out->buffer.ndim;
+    /* The library's buffer: its shape and strides are read through the guard, as every
+     * exporter's are (ic_buffer), so a broken one is the probe's error, not a dead worker. */
+    size_t dims = (size_t)(view->ndim > 0 ? view->ndim : 0) * sizeof(Py_ssize_t);
+    Py_ssize_t shape[IC_MAX_NDIM], strides[IC_MAX_NDIM];
+    if (view->ndim < 0 || view->ndim > IC_MAX_NDIM || (dims && !out->buffer.shape) ||
+        (dims && ic_guard_copy(shape, (uintptr_t)out->buffer.shape, dims) < 0) ||
+        (dims && out->buffer.strides &&
+         ic_guard_copy(strides, (uintptr_t)out->buffer.strides, dims) < 0)) {
+        PyErr_SetString(PyExc_ValueError, "describe(): the buffer's ndim, shape or strides "
+                                          "cannot be read");
+        return IC_EPROBE;
+    }
     for (int i = 0; i < view->ndim; i++)
-        view->shape[i] = out->buffer.shape[i];
+        view->shape[i] = shape[i];
     if (out->buffer.strides) {
         for (int i = 0; i < view->ndim; i++)
-            view->strides[i] = out->buffer.strides[i];
+            view->strides[i] = strides[i];
     } else if (ic_view_set_c_strides(view) < 0) {
         PyErr_SetString(PyExc_OverflowError, "describe(): buffer too large");
         return IC_EPROBE;

@@ -68,7 +68,8 @@ int ic_probe_kit_load(const char *path, struct ic_py_exc *exc);
 /* Writes the reproducer of one failure with probes/_repro.py (found next to the kit at
  * `kit_path`, loaded once): `failure_json` describes the case and its failed check, `c` is
  * the case, `consumer` NULL for interopcheck's own consumer. Returns the script (malloc'd,
- * the caller frees), or NULL with the reason in `exc`. */
+ * the caller frees), or NULL with the reason in `exc`; a script longer than
+ * IC_TEXT_SCRIPT_CAP bytes is refused so (ic_text.h: a cut script would not run). */
 char *ic_probe_reproducer(const char *kit_path, const char *failure_json, const struct ic_case *c,
                           struct ic_probe *producer, struct ic_probe *consumer,
                           struct ic_py_exc *exc);
@@ -86,7 +87,8 @@ int ic_probe_import_traits(const struct ic_probe *probe, enum ic_protocol protoc
 
 /* True when the probe's load() info declares a deviation of its library for `rule` broken by
  * `side`, on this case's protocol, dtype and layout (each filter optional), with a link to the
- * library's own documentation, which goes to ret_link. See probes/README.md, `deviations`. */
+ * library's own documentation, which goes to ret_link (repaired, cut with ic_text's marker
+ * where it does not fit). See probes/README.md, `deviations`. */
 bool ic_probe_deviation(const struct ic_probe *probe, enum ic_rule rule, enum ic_side side,
                         const struct ic_case *c, char *ret_link, size_t size);
 

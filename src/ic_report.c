@@ -1,6 +1,7 @@
 #include "ic_report.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,12 +45,18 @@ cJSON *ic_report_libraries(const struct ic_catalog *catalog)
             goto fail;
         }
         bool loaded = lib->state == IC_LIBRARY_LOADED;
+        /* Both were filled by whoever met the library first; repaired here in case a plain
+         * snprintf cut a character, so the report stays UTF-8. */
+        char version[sizeof(lib->version)], error[sizeof(lib->error)];
+        ic_text_copy(version, sizeof(version), lib->version,
+                     strnlen(lib->version, sizeof(version)));
+        ic_text_copy(error, sizeof(error), lib->error, strnlen(lib->error, sizeof(error)));
         if (!cJSON_AddStringToObject(item, "name", lib->name) ||
-            !(loaded ? cJSON_AddStringToObject(item, "version", lib->version)
+            !(loaded ? cJSON_AddStringToObject(item, "version", version)
                      : cJSON_AddNullToObject(item, "version")) ||
             !cJSON_AddStringToObject(item, "status", ic_library_state_names[lib->state]) ||
-            !(lib->error[0] ? cJSON_AddStringToObject(item, "error", lib->error)
-                            : cJSON_AddNullToObject(item, "error")) ||
+            !(error[0] ? cJSON_AddStringToObject(item, "error", error)
+                       : cJSON_AddNullToObject(item, "error")) ||
             !cJSON_AddStringToObject(item, "probe", lib->path) ||
             !cJSON_AddNumberToObject(item, "import_ms", lib->load_ms))
             goto fail;
@@ -304,11 +311,96 @@ int ic_json_write_atomic(const char *path, const cJSON *json, char *err, size_t 
     return rc;
 }
 
+/* The shortest decimal form of `value` that reads back as the same double, so that 2.0000001
+ * is not shown as "2" in a message that says it is not an integer. */
+static void ic_format_number(char *buf, size_t size, double value)
+{
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(buf, size, "%.*g", digits, value);
+        if (strtod(buf, NULL) == value)
+            return;
+    }
+}
+
+/* The schema version must be the integer this build reads. cJSON keeps every number as a
+ * double, so "1.5" and 1e300 are told apart here rather than by valueint, which truncates and
+ * saturates. A number written with a zero fraction (2.0) has the value 2: JSON numbers are
+ * values, and the report's JSON Schema ("const": 2) accepts it too. */
+static int ic_report_check_version(const cJSON *version, const char *path, char *err,
+                                   size_t err_size)
+{
+    char shown[64];
+    if (!version) {
+        snprintf(err, err_size,
+                 "%s has no \"schema_version\"; this interopcheck reads report "
+                 "schema version %d",
+                 path, IC_REPORT_SCHEMA_VERSION);
+        return IC_EINVAL;
+    }
+    if (!cJSON_IsNumber(version)) {
+        const char *what = cJSON_IsString(version)  ? "a string"
+                           : cJSON_IsBool(version)  ? "a boolean"
+                           : cJSON_IsNull(version)  ? "null"
+                           : cJSON_IsArray(version) ? "an array"
+                                                    : "an object";
+        snprintf(err, err_size,
+                 "%s: \"schema_version\" is %s, not a number; this interopcheck "
+                 "reads report schema version %d",
+                 path, what, IC_REPORT_SCHEMA_VERSION);
+        return IC_EINVAL;
+    }
+    double value = version->valuedouble;
+    ic_format_number(shown, sizeof(shown), value);
+    /* Every double at or beyond 2^53 is an integer; below, the round trip through long long
+     * tells (and needs no libm, which the build does not link). */
+    bool integral = isfinite(value) &&
+                    (value >= 0x1p53 || value <= -0x1p53 || value == (double)(long long)value);
+    if (!integral) {
+        snprintf(err, err_size,
+                 "%s: \"schema_version\" is %s, not an integer; this interopcheck "
+                 "reads report schema version %d",
+                 path, shown, IC_REPORT_SCHEMA_VERSION);
+        return IC_EINVAL;
+    }
+    if (value != IC_REPORT_SCHEMA_VERSION) {
+        snprintf(err, err_size,
+                 "%s has report schema version %s; this interopcheck reads "
+                 "version %d",
+                 path, shown, IC_REPORT_SCHEMA_VERSION);
+        return IC_EINVAL;
+    }
+    return 0;
+}
+
+/* A reproducer longer than a report keeps is dropped with the reason, never cut: a cut script
+ * would not run. */
+static int ic_report_drop_long_scripts(cJSON *report)
+{
+    cJSON *finding;
+    cJSON_ArrayForEach(finding, cJSON_GetObjectItemCaseSensitive(report, "findings"))
+    {
+        const char *script = ic_json_string(finding, "reproducer");
+        size_t len = script ? strlen(script) : 0;
+        if (len <= IC_TEXT_SCRIPT_CAP)
+            continue;
+        char why[160];
+        snprintf(why, sizeof(why),
+                 "the reproducer in the file is %zu bytes, more than the %d a report keeps", len,
+                 IC_TEXT_SCRIPT_CAP);
+        cJSON_DeleteItemFromObjectCaseSensitive(finding, "reproducer");
+        cJSON_DeleteItemFromObjectCaseSensitive(finding, "reproducer_error");
+        if (!cJSON_AddStringToObject(finding, "reproducer_error", why))
+            return IC_ENOMEM;
+    }
+    return 0;
+}
+
 int ic_report_load(const char *path, cJSON **ret, char *err, size_t err_size)
 {
     FILE *file = fopen(path, "rb");
     char *text = NULL;
     cJSON *json = NULL;
+    size_t line, column;
     int rc = IC_EIO;
 
     if (!file) {
@@ -331,28 +423,46 @@ int ic_report_load(const char *path, cJSON **ret, char *err, size_t err_size)
         goto done;
     }
     text[size] = '\0';
-    json = cJSON_ParseWithLength(text, (size_t)size);
     rc = IC_EINVAL;
+    /* JSON text has no NUL; one would also end the text early for the parser below. */
+    const char *nul = memchr(text, '\0', (size_t)size);
+    if (nul) {
+        ic_text_line_column(text, (size_t)size, (size_t)(nul - text), &line, &column);
+        snprintf(err, err_size, "%s is not JSON text: a NUL byte at line %zu, column %zu", path,
+                 line, column);
+        goto done;
+    }
+    /* The length counts the terminating NUL, which is how cJSON's "nothing may follow the
+     * value" check wants it: trailing garbage is an error, not ignored. */
+    const char *stop = NULL;
+    json = cJSON_ParseWithLengthOpts(text, (size_t)size + 1, &stop, true);
     if (!json) {
-        snprintf(err, err_size, "%s is not JSON", path);
+        size_t offset = stop && stop >= text ? (size_t)(stop - text) : 0;
+        ic_text_line_column(text, (size_t)size, offset, &line, &column);
+        snprintf(err, err_size, "%s is not JSON: a syntax error at line %zu, column %zu%s", path,
+                 line, column, offset >= (size_t)size ? " (the end of the file)" : "");
         goto done;
     }
     const cJSON *schema = cJSON_GetObjectItemCaseSensitive(json, "schema");
-    const cJSON *version = cJSON_GetObjectItemCaseSensitive(json, "schema_version");
     if (!cJSON_IsString(schema) || strcmp(schema->valuestring, "interopcheck-report") != 0) {
         snprintf(err, err_size, "%s is not an interopcheck report (no \"schema\": "
                  "\"interopcheck-report\")", path);
         goto done;
     }
-    if (!cJSON_IsNumber(version) || version->valueint != IC_REPORT_SCHEMA_VERSION) {
-        snprintf(err, err_size, "%s has report schema version %d; this interopcheck reads "
-                 "version %d", path, cJSON_IsNumber(version) ? version->valueint : -1,
-                 IC_REPORT_SCHEMA_VERSION);
+    if (ic_report_check_version(cJSON_GetObjectItemCaseSensitive(json, "schema_version"), path, err,
+                                err_size) < 0)
         goto done;
-    }
     if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(json, "cases")) ||
         !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(json, "summary"))) {
         snprintf(err, err_size, "%s lacks its cases or summary", path);
+        goto done;
+    }
+    /* A report file may come from anywhere: its text is held to what a run would have
+     * written (valid UTF-8, each string capped) before any view, diff or merge sees it. */
+    if (ic_report_drop_long_scripts(json) < 0 ||
+        ic_json_cap_strings(json, IC_TEXT_FIELD_CAP, "reproducer", IC_TEXT_SCRIPT_CAP) < 0) {
+        snprintf(err, err_size, "cannot read %s: out of memory", path);
+        rc = IC_ENOMEM;
         goto done;
     }
     *ret = json;

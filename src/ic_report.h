@@ -48,7 +48,15 @@ int ic_json_write_atomic(const char *path, const cJSON *json, char *err, size_t 
 
 /* Reads a report written by ic_report_build (or merged): parses it and checks that it is an
  * interopcheck report of a schema version this build reads. On failure err says what is
- * wrong with the file and nothing is returned. The caller deletes the tree. */
+ * wrong with the file and nothing is returned. The caller deletes the tree.
+ * - Strict JSON: a NUL byte, a syntax error or anything after the value is refused, naming
+ *   the line and column (from 1; the column in characters).
+ * - "schema_version" must be a number whose value is IC_REPORT_SCHEMA_VERSION: a string, a
+ *   boolean, a fraction (1.5) or another integer is refused, saying which. 2.0 is the number 2
+ *   (JSON numbers are values, and the schema's "const": 2 accepts it), so it is read.
+ * - The file's text is treated as library text: every string is repaired to UTF-8 and capped
+ *   at IC_TEXT_FIELD_CAP bytes, a finding's reproducer at IC_TEXT_SCRIPT_CAP; a longer
+ *   reproducer is dropped, and its reproducer_error says why. */
 int ic_report_load(const char *path, cJSON **ret, char *err, size_t err_size);
 
 /* Recounts every outcome count of the report's summary (totals, per protocol, per cell) from

@@ -125,9 +125,11 @@ nomem:
  * and "&" are \u escapes (so neither "</script" nor "<!--" can appear), as are control
  * characters and U+2028/U+2029 (line terminators to older JavaScript parsers). Text that is
  * not valid UTF-8 is repaired first (ic_text: U+FFFD for what is ill-formed), so the page is
- * valid UTF-8 whatever a library printed.
+ * valid UTF-8 whatever a library printed, and text longer than `cap` bytes is cut with
+ * ic_text's marker, so one library message cannot make the page megabytes long (a control
+ * character is six bytes here).
  */
-static void ic_html_put_string(FILE *out, const char *s)
+static void ic_html_put_string(FILE *out, const char *s, size_t cap)
 {
     struct ic_text_buf repaired;
     bool lossy = false; /* no memory to repair: every non-ASCII byte becomes U+FFFD */
@@ -136,15 +138,19 @@ static void ic_html_put_string(FILE *out, const char *s)
     size_t len = strlen(s);
 
     ic_text_buf_init(&repaired);
-    if (!ic_utf8_valid(s, len)) {
-        if (ic_text_buf_add_escaped(&repaired, s, len, IC_ESCAPE_PLAIN, IC_TEXT_NO_CAP) == 0)
+    if (len > cap || !ic_utf8_valid(s, len)) {
+        if (ic_text_buf_add_escaped(&repaired, s, len, IC_ESCAPE_PLAIN, cap) == 0) {
             s = ic_text_buf_str(&repaired);
-        else
+            len = repaired.len;
+        } else {
             lossy = true;
+        }
     }
     const unsigned char *p = (const unsigned char *)s;
+    /* Without memory for the cut copy, the cap still holds: the text stops short, unmarked. */
+    const unsigned char *end = p + (lossy && len > cap ? cap : len);
     putc('"', out);
-    for (; *p; p++) {
+    for (; p < end; p++) {
         unsigned char c = *p;
         if (c >= 0x80) {
             if (lossy) {
@@ -199,8 +205,10 @@ static void ic_html_put_number(FILE *out, double value)
 }
 
 /* Copies a part of the report's header (tool, run, environment) as JSON. "calls" (the Python
- * call behind each protocol of a library) is left out: the page does not show it. */
-static void ic_html_put_value(FILE *out, const cJSON *item)
+ * call behind each protocol of a library) is left out: the page does not show it. Strings are
+ * capped at IC_TEXT_FIELD_CAP bytes, but a reproducer, a script, at IC_TEXT_SCRIPT_CAP: the
+ * page offers it to paste. */
+static void ic_html_put_value(FILE *out, const cJSON *item, size_t cap)
 {
     const cJSON *child;
     bool first = true;
@@ -213,9 +221,11 @@ static void ic_html_put_value(FILE *out, const cJSON *item)
             if (!first)
                 putc(',', out);
             first = false;
-            ic_html_put_string(out, child->string);
+            ic_html_put_string(out, child->string, IC_TEXT_FIELD_CAP);
             putc(':', out);
-            ic_html_put_value(out, child);
+            ic_html_put_value(out, child,
+                              strcmp(child->string, "reproducer") == 0 ? IC_TEXT_SCRIPT_CAP
+                                                                       : IC_TEXT_FIELD_CAP);
         }
         putc('}', out);
     } else if (cJSON_IsArray(item)) {
@@ -225,11 +235,11 @@ static void ic_html_put_value(FILE *out, const cJSON *item)
             if (!first)
                 putc(',', out);
             first = false;
-            ic_html_put_value(out, child);
+            ic_html_put_value(out, child, IC_TEXT_FIELD_CAP);
         }
         putc(']', out);
     } else if (cJSON_IsString(item)) {
-        ic_html_put_string(out, item->valuestring);
+        ic_html_put_string(out, item->valuestring, cap);
     } else if (cJSON_IsNumber(item)) {
         ic_html_put_number(out, item->valuedouble);
     } else if (cJSON_IsBool(item)) {
@@ -510,7 +520,7 @@ static void ic_html_put_table(FILE *out, const char *name, const struct ic_strta
     for (size_t i = 0; i < t->count; i++) {
         if (i)
             putc(',', out);
-        ic_html_put_string(out, t->items[i]);
+        ic_html_put_string(out, t->items[i], IC_TEXT_FIELD_CAP);
     }
     putc(']', out);
 }
@@ -549,7 +559,7 @@ static int ic_html_put_data(FILE *out, const cJSON *report)
         if (!item)
             continue;
         fprintf(out, "%s\"%s\":", first ? "" : ",", head[i]);
-        ic_html_put_value(out, item);
+        ic_html_put_value(out, item, IC_TEXT_FIELD_CAP);
         first = false;
     }
     fputs("},\"cases\":{", out);

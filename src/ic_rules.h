@@ -88,6 +88,9 @@ enum ic_severity_class {
     X(DLPACK_CAPSULE_NAME, "dlpack.capsule_name", P, NONCONFORMANT,                                \
       "The export is a PyCapsule named dltensor or dltensor_versioned; a used_* name means it "    \
       "was consumed already.")                                                                     \
+    X(DLPACK_MANAGED_TENSOR, "dlpack.managed_tensor", P, HARMFUL,                                  \
+      "The capsule's name and pointer are readable memory: the pointer is a DLManagedTensor (or "  \
+      "DLManagedTensorVersioned) that lives as long as the capsule.")                              \
     X(DLPACK_MAJOR_VERSION, "dlpack.major_version", P, NONCONFORMANT,                              \
       "A versioned capsule's major version is one the consumer understands (1); otherwise the "    \
       "consumer only calls the deleter.")                                                          \
@@ -116,6 +119,9 @@ enum ic_severity_class {
     X(DLPACK_DELETER_ONCE, "dlpack.deleter_once", C, HARMFUL,                                      \
       "A consumer that took a capsule calls its deleter exactly once: never is a leak, twice a "   \
       "double free.")                                                                              \
+    X(DLPACK_DELETER_EARLY, "dlpack.deleter_early", P, HARMFUL,                                    \
+      "A producer never calls the deleter of a tensor it exported: the consumer that took it "     \
+      "does, once done with the memory (or the destructor of a capsule nobody took).")             \
     X(DLPACK_CAPSULE_DESTRUCTOR, "dlpack.capsule_destructor", P, HARMFUL,                          \
       "The destructor of a capsule nobody took calls the deleter exactly once.")                   \
     X(DLPACK_STATIC_NAME, "dlpack.static_name", P, NOTE,                                           \
@@ -145,15 +151,16 @@ enum ic_severity_class {
       "reads.")                                                                                    \
     X(DLPACK_NDIM, "dlpack.ndim", P, NONCONFORMANT, "ndim is between 0 and 64.")                   \
     X(DLPACK_SHAPE_STRIDES, "dlpack.shape_strides", P, HARMFUL,                                    \
-      "A tensor with dimensions has a shape array, and (DLPack 1.2 and later) a strides array.")   \
+      "A tensor with dimensions has a readable shape array of ndim entries, and (DLPack 1.2 and "  \
+      "later) a strides array too.")                                                               \
     X(DLPACK_SHAPE, "dlpack.shape", P, HARMFUL,                                                    \
       "Extents are >= 0 and the tensor's size in bytes fits in int64.")                            \
     X(DLPACK_STRIDES, "dlpack.strides", P, HARMFUL,                                                \
       "Strides count elements, and the span they address fits in int64.")                          \
     X(DLPACK_DATA, "dlpack.data", P, HARMFUL, "data is not NULL when the tensor has elements.")    \
     X(DLPACK_ADDRESS, "dlpack.address", P, HARMFUL,                                                \
-      "data + byte_offset and every addressed element stay inside the address space; the first "   \
-      "element should be aligned to its size.")                                                    \
+      "data + byte_offset and every addressed element lie in readable memory inside the address "  \
+      "space; the first element should be aligned to its size.")                                   \
     X(DLPACK_DTYPE, "dlpack.dtype", P, NONCONFORMANT,                                              \
       "The dtype is a DLPack type code with bits legal for it, and lanes >= 1.")                   \
     X(DLPACK_DEVICE, "dlpack.device", P, NONCONFORMANT,                                            \
@@ -165,7 +172,9 @@ enum ic_severity_class {
       "addressed byte lies inside one allocation.")                                                \
     /* --- The buffer protocol (PEP 3118) ---------------------------------------------- */        \
     X(BUFFER_FIELDS, "buffer.fields", P, HARMFUL,                                                  \
-      "After a successful get, obj, buf, len, itemsize and ndim are valid whatever was asked.")    \
+      "After a successful get, obj, buf, len, itemsize and ndim are valid whatever was asked, "    \
+      "and every pointer filled in (buf, format, shape, strides, suboffsets) is readable "         \
+      "memory.")                                                                                   \
     X(BUFFER_SCALAR, "buffer.scalar", P, NONCONFORMANT,                                            \
       "A buffer with ndim 0 has no shape, strides or suboffsets.")                                 \
     X(BUFFER_SIZE, "buffer.size", P, HARMFUL,                                                      \
@@ -211,6 +220,9 @@ enum ic_severity_class {
     X(ARRAY_STRUCT_FLAGS, "array_struct.flags", P, HARMFUL,                                        \
       "The flags tell the truth: WRITEABLE only for writable memory, the contiguity bits only "    \
       "for contiguous data.")                                                                      \
+    X(ARRAY_STRUCT_MEMORY, "array_struct.memory", P, HARMFUL,                                      \
+      "The PyArrayInterface, its shape and strides arrays, and every element its data addresses "  \
+      "are readable memory while the capsule lives.")                                              \
     /* --- __array__ (NumPy 2) ---------------------------------------------------------- */       \
     X(ARRAY_RETURNS_NDARRAY, "array.returns_ndarray", P, NONCONFORMANT,                            \
       "__array__ returns a numpy.ndarray (NumPy rejects anything else).")                          \

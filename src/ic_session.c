@@ -60,9 +60,18 @@ static int ic_add_dir(struct ic_session *session, const char *dir, char *err, si
         snprintf(err, err_size, "probe directory '%s': %s", dir, strerror(errno));
         return IC_EENV;
     }
-    if (session->ndirs == (int)(sizeof(session->dirs) / sizeof(session->dirs[0]))) {
-        snprintf(err, err_size, "too many probe directories");
-        return IC_ERANGE;
+    /* A directory named twice (INTEROPCHECK_PROBE_PATH and --probe-dir) is read once. */
+    for (int i = 0; i < session->ndirs; i++) {
+        if (strcmp(session->dirs[i], resolved) == 0)
+            return 0;
+    }
+    if (session->ndirs == session->dirs_capacity) {
+        int grown = session->dirs_capacity ? 2 * session->dirs_capacity : 8;
+        char **more = realloc(session->dirs, (size_t)grown * sizeof(*more));
+        if (!more)
+            return IC_ENOMEM;
+        session->dirs = more;
+        session->dirs_capacity = grown;
     }
     session->dirs[session->ndirs] = strdup(resolved);
     if (!session->dirs[session->ndirs])
@@ -159,7 +168,7 @@ static void ic_discover_progress(void *context, const struct ic_library *lib)
         fprintf(stderr, "\r\033[Kimporting %s ...", lib->name);
 }
 
-int ic_session_discover(struct ic_session *session, uint64_t wanted)
+int ic_session_discover(struct ic_session *session, const struct ic_libset *wanted)
 {
     int rc = ic_pool_discover(session->pool, wanted, ic_discover_progress, session);
     if (session->progress)
@@ -174,7 +183,9 @@ void ic_session_close(struct ic_session *session)
     ic_catalog_release(&session->catalog);
     for (int i = 0; i < session->ndirs; i++)
         free(session->dirs[i]);
-    session->ndirs = 0;
+    free(session->dirs);
+    session->dirs = NULL;
+    session->ndirs = session->dirs_capacity = 0;
 }
 
 cJSON *ic_session_tool_json(void)

@@ -33,8 +33,9 @@ struct ic_session {
     char python[4096];
     char python_version[32];
     char self_exe[4096];
-    char *dirs[2 * IC_MAX_LIST + 1];
+    char **dirs; /* ndirs probe directories, resolved (owned) */
     int ndirs;
+    int dirs_capacity;
     int jobs;
     bool progress; /* a terminal is watching stderr */
     struct ic_catalog catalog;
@@ -45,9 +46,9 @@ struct ic_session {
 int ic_session_open(struct ic_session *session, const struct ic_options *opts, char *err,
                     size_t err_size);
 
-/* Loads the libraries whose catalog bit is set in `wanted`, with a progress line on a
+/* Loads the libraries whose catalog index is in `wanted`, with a progress line on a
  * terminal. */
-int ic_session_discover(struct ic_session *session, uint64_t wanted);
+int ic_session_discover(struct ic_session *session, const struct ic_libset *wanted);
 
 void ic_session_close(struct ic_session *session);
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -18,36 +19,44 @@
 #include "ic_error.h"
 #include "ic_ipc.h"
 #include "ic_json.h"
+#include "ic_text.h"
 
 extern char **environ;
 
-#define IC_MAX_JOBS 64
 /* Enough to keep faulthandler's Python stack when a library's own crash handler prints its
  * C backtrace after it. */
 #define IC_TAIL_MAX 16384
 
 struct ic_proc {
-    pid_t pid; /* 0: no process */
-    int fd;    /* the worker's message socket */
+    pid_t pid;  /* 0: no process; the worker leads its own process group */
+    int fd;     /* the worker's message socket */
     int out_fd; /* the libraries' stdout and stderr, merged */
-    struct ic_linebuf in;
+    int ev_fd;  /* children of the worker killed by a signal (pid, signal as int32) */
+    struct ic_framebuf in;
     char tail[IC_TAIL_MAX + 1];
     size_t tail_len;
-    uint64_t loaded; /* catalog indexes the worker has imported */
+    struct ic_libset loaded; /* catalog indexes the worker has imported (owned) */
 
+    unsigned long long seq; /* of the request in flight */
+    char case_id[IC_CASE_ID_MAX];
     bool busy;
     size_t case_index;
     bool began;
     double deadline;
-    int pending[IC_MAX_LIBRARIES]; /* libraries the current case still imports, in order */
+    int pending[2]; /* libraries the current case still imports, in order */
     int npending;
+    pid_t child_pid; /* a child the current case started that died by a signal, or 0 */
+    int child_signal;
 };
 
 struct ic_pool {
     struct ic_supervisor_config config;
     struct ic_catalog *catalog;
-    struct ic_proc procs[IC_MAX_JOBS];
+    struct ic_proc *procs; /* nprocs of them */
     int nprocs;
+    struct pollfd *fds; /* 3 per worker: its socket, its output, its child events */
+    int *owner;         /* the worker of each entry of fds */
+    unsigned long long next_seq;
 };
 
 static double ic_clock_s(void)
@@ -108,25 +117,68 @@ static void ic_proc_drain_output(struct ic_proc *p)
     }
 }
 
+/* Reads what the worker's SIGCHLD handler reported: the first child killed during the case
+ * is kept for the case's diagnostic. */
+static void ic_proc_drain_events(struct ic_proc *p)
+{
+    int32_t record[2];
+    for (;;) {
+        ssize_t n = p->ev_fd >= 0 ? read(p->ev_fd, record, sizeof(record)) : -1;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n != (ssize_t)sizeof(record))
+            break;
+        if (p->busy && p->began && p->child_pid == 0) {
+            p->child_pid = record[0];
+            p->child_signal = record[1];
+        }
+    }
+}
+
+/* A descriptor number for the worker's end of a channel: random, not `avoid`, and below the
+ * descriptor limit. */
+static int ic_pick_child_fd(int avoid, int source_a, int source_b)
+{
+    struct rlimit limit;
+    int ceiling = getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < 1000
+                      ? (int)limit.rlim_cur - 1
+                      : 999;
+    for (;;) {
+        int fd = ic_ipc_child_fd();
+        if (fd > ceiling)
+            fd = 100 + fd % (ceiling > 110 ? ceiling - 100 : 10);
+        if (fd != avoid && fd != source_a && fd != source_b)
+            return fd;
+    }
+}
+
 static int ic_proc_spawn(struct ic_pool *pool, struct ic_proc *p)
 {
-    int sv[2] = {-1, -1}, out[2] = {-1, -1}, child_fd = -1;
+    int sv[2] = {-1, -1}, out[2] = {-1, -1}, ev[2] = {-1, -1};
     posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+    char fd_text[16], ev_text[16];
     int rc;
 
+    struct ic_libset loaded = p->loaded; /* its storage outlives the process */
     memset(p, 0, sizeof(*p));
-    p->fd = p->out_fd = -1;
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 || pipe2(out, O_CLOEXEC) < 0)
+    p->loaded = loaded;
+    ic_libset_clear(&p->loaded);
+    p->fd = p->out_fd = p->ev_fd = -1;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 || pipe2(out, O_CLOEXEC) < 0 ||
+        pipe2(ev, O_CLOEXEC) < 0)
         goto fail;
-    /* The worker finds its socket at fd 3; keep the source above it so dup2 always copies
-     * (and so clears close-on-exec). */
-    child_fd = fcntl(sv[1], F_DUPFD_CLOEXEC, 10);
-    if (child_fd < 0)
-        goto fail;
+    /* Not a number anything can guess (ic_ipc.h); the worker makes both close-on-exec. */
+    int child_fd = ic_pick_child_fd(-1, sv[1], ev[1]);
+    int child_ev = ic_pick_child_fd(child_fd, sv[1], ev[1]);
+    snprintf(fd_text, sizeof(fd_text), "%d", child_fd);
+    snprintf(ev_text, sizeof(ev_text), "%d", child_ev);
 
     char *argv[] = {(char *)pool->config.self_exe,
                     "--worker-fd",
-                    "3",
+                    fd_text,
+                    "--worker-events-fd",
+                    ev_text,
                     "--python",
                     (char *)pool->config.python,
                     "--probekit",
@@ -136,8 +188,14 @@ static int ic_proc_spawn(struct ic_pool *pool, struct ic_proc *p)
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&actions, out[1], 1);
     posix_spawn_file_actions_adddup2(&actions, out[1], 2);
-    posix_spawn_file_actions_adddup2(&actions, child_fd, 3);
-    rc = posix_spawn(&p->pid, pool->config.self_exe, &actions, NULL, argv, environ);
+    posix_spawn_file_actions_adddup2(&actions, sv[1], child_fd);
+    posix_spawn_file_actions_adddup2(&actions, ev[1], child_ev);
+    /* Its own process group: a timeout or a crash kills whatever the case started. */
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
+    rc = posix_spawn(&p->pid, pool->config.self_exe, &actions, &attr, argv, environ);
+    posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) {
         errno = rc;
@@ -145,11 +203,15 @@ static int ic_proc_spawn(struct ic_pool *pool, struct ic_proc *p)
         goto fail;
     }
     close(sv[1]);
-    close(child_fd);
     close(out[1]);
+    close(ev[1]);
     p->fd = sv[0];
     p->out_fd = out[0];
+    p->ev_fd = ev[0];
+    /* Never block on a worker: one that ended can leave its socket open in a child. */
+    fcntl(p->fd, F_SETFL, fcntl(p->fd, F_GETFL) | O_NONBLOCK);
     fcntl(p->out_fd, F_SETFL, fcntl(p->out_fd, F_GETFL) | O_NONBLOCK);
+    fcntl(p->ev_fd, F_SETFL, fcntl(p->ev_fd, F_GETFL) | O_NONBLOCK);
     return 0;
 
 fail:
@@ -159,10 +221,10 @@ fail:
             close(sv[i]);
         if (out[i] >= 0)
             close(out[i]);
+        if (ev[i] >= 0)
+            close(ev[i]);
     }
-    if (child_fd >= 0)
-        close(child_fd);
-    p->fd = p->out_fd = -1;
+    p->fd = p->out_fd = p->ev_fd = -1;
     return IC_ECHILD;
 }
 
@@ -172,17 +234,46 @@ static void ic_proc_close_fds(struct ic_proc *p)
         close(p->fd);
     if (p->out_fd >= 0)
         close(p->out_fd);
-    p->fd = p->out_fd = -1;
-    ic_linebuf_release(&p->in);
+    if (p->ev_fd >= 0)
+        close(p->ev_fd);
+    p->fd = p->out_fd = p->ev_fd = -1;
+    ic_framebuf_release(&p->in);
 }
 
-/* Reaps a worker that closed its socket; writes how it ended into `how`. */
+/* True when the worker has ended; it is left unreaped (a zombie keeps its pid and group
+ * from being reused), so that its group can still be killed. */
+static bool ic_proc_ended(const struct ic_proc *p)
+{
+    siginfo_t info;
+    memset(&info, 0, sizeof(info));
+    return p->pid > 0 && waitid(P_PID, (id_t)p->pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+           info.si_pid == p->pid;
+}
+
+/* Kills what is left of the worker's group and reaps the worker; `status` is how it ended. */
+static void ic_proc_finish(struct ic_proc *p, int *status)
+{
+    kill(-p->pid, SIGKILL); /* whatever the case started and left behind */
+    kill(p->pid, SIGKILL);
+    while (waitpid(p->pid, status, 0) < 0 && errno == EINTR)
+        ;
+    ic_proc_drain_output(p);
+    ic_proc_drain_events(p);
+    ic_proc_close_fds(p);
+    p->pid = 0;
+}
+
+/* Reaps a worker that closed its socket or ended; writes how it ended into `how`. A worker
+ * that closed its socket but lives on gets a second to end before it is killed. */
 static void ic_proc_reap(struct ic_proc *p, char *how, size_t size)
 {
     int status = 0;
-    ic_proc_drain_output(p);
-    while (waitpid(p->pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    for (int i = 0; i < 100 && !ic_proc_ended(p); i++) {
+        struct timespec pause = {0, 10 * 1000 * 1000};
+        ic_proc_drain_output(p);
+        nanosleep(&pause, NULL);
+    }
+    ic_proc_finish(p, &status);
     if (WIFSIGNALED(status)) {
         char buf[32];
         snprintf(how, size, "%s", ic_signal_name(WTERMSIG(status), buf, sizeof(buf)));
@@ -191,97 +282,114 @@ static void ic_proc_reap(struct ic_proc *p, char *how, size_t size)
     } else {
         snprintf(how, size, "an unknown status");
     }
-    ic_proc_close_fds(p);
-    p->pid = 0;
 }
 
 static void ic_proc_kill(struct ic_proc *p)
 {
+    int status;
     if (p->pid <= 0)
         return;
-    kill(p->pid, SIGKILL);
-    while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
-        ;
-    ic_proc_close_fds(p);
-    p->pid = 0;
+    ic_proc_finish(p, &status);
 }
 
 /* Sends a hung worker SIGABRT, which faulthandler answers with the Python stack of every
- * thread before the process dies, and waits up to a second for that output. */
+ * thread before the process dies, and waits up to a second for that output. SIGCONT wakes a
+ * worker that stopped itself, so that it can answer. */
 static void ic_proc_abort(struct ic_proc *p)
 {
     if (p->pid <= 0)
         return;
     kill(p->pid, SIGABRT);
+    kill(p->pid, SIGCONT);
     double deadline = ic_clock_s() + 1.0;
-    while (ic_clock_s() < deadline) {
+    while (ic_clock_s() < deadline && !ic_proc_ended(p)) {
         struct pollfd out = {.fd = p->out_fd, .events = POLLIN};
         if (poll(&out, 1, 50) > 0)
             ic_proc_drain_output(p);
-        if (waitpid(p->pid, NULL, WNOHANG) == p->pid) {
-            ic_proc_drain_output(p);
-            ic_proc_close_fds(p);
-            p->pid = 0;
-            return;
-        }
     }
+    ic_proc_drain_output(p);
 }
 
-/* Asks a worker to quit, and kills it if it does not within a second. */
-static void ic_proc_stop(struct ic_proc *p)
+/* Asks a worker to quit, and kills its group if it does not within a second. */
+static void ic_proc_stop(struct ic_pool *pool, struct ic_proc *p)
 {
     if (p->pid <= 0)
         return;
-    cJSON *quit = cJSON_CreateObject();
-    if (quit && cJSON_AddStringToObject(quit, "op", "quit"))
+    cJSON *quit = ic_message_new(IC_MSG_QUIT, ++pool->next_seq);
+    if (quit)
         ic_ipc_send(p->fd, quit);
     cJSON_Delete(quit);
     close(p->fd);
     p->fd = -1;
-    for (int i = 0; i < 100; i++) {
-        if (waitpid(p->pid, NULL, WNOHANG) == p->pid) {
-            ic_proc_close_fds(p);
-            p->pid = 0;
-            return;
-        }
+    for (int i = 0; i < 100 && !ic_proc_ended(p); i++) {
         struct timespec pause = {0, 10 * 1000 * 1000};
         nanosleep(&pause, NULL);
     }
     ic_proc_kill(p);
 }
 
-/* Waits for one message from a single worker. 1: *ret_msg is set; 0: the deadline passed;
- * IC_ECHILD: the worker died (reaped; `how` says how). */
+/* Checks one message of worker `p` against the table and the request in flight: its kind is
+ * an answer, its "seq" the request's, and its case (when it names one) the case handed out.
+ * 0 and the kind, or IC_EPROTO with the reason. */
+static int ic_proc_accept(const struct ic_proc *p, const cJSON *msg, enum ic_message *ret_kind,
+                          char *why, size_t why_size)
+{
+    if (ic_ipc_check(msg, IC_IPC_SUPERVISOR, ret_kind, why, why_size) < 0)
+        return IC_EPROTO;
+    double seq = cJSON_GetObjectItemCaseSensitive(msg, "seq")->valuedouble;
+    if (seq != (double)p->seq) {
+        snprintf(why, why_size, "a message \"%s\" for request %.0f; request %llu is in flight",
+                 ic_message_name(*ret_kind), seq, p->seq);
+        return IC_EPROTO;
+    }
+    const char *id = ic_json_string(msg, "case");
+    if (id && strcmp(id, p->case_id) != 0) {
+        snprintf(why, why_size, "a message \"%s\" for case %.200s; case %s was handed out",
+                 ic_message_name(*ret_kind), id, p->case_id[0] ? p->case_id : "(none)");
+        return IC_EPROTO;
+    }
+    return 0;
+}
+
+/* Waits for one message from a single worker. 1: *ret_msg is set (checked by
+ * ic_proc_accept); 0: the deadline passed; IC_ECHILD: the worker died (reaped; `how` says
+ * how); IC_EPROTO: it broke the protocol (killed; `how` says how). */
 static int ic_proc_next(struct ic_proc *p, double deadline, cJSON **ret_msg, char *how,
                         size_t how_size)
 {
     for (;;) {
         int error = 0;
-        cJSON *msg = ic_linebuf_next(&p->in, &error);
-        if (msg) {
+        enum ic_message kind;
+        cJSON *msg = ic_framebuf_next(&p->in, &error, how, how_size);
+        if (msg && ic_proc_accept(p, msg, &kind, how, how_size) == 0) {
             *ret_msg = msg;
             return 1;
         }
-        if (error) {
+        if (msg || error) {
+            cJSON_Delete(msg);
             ic_proc_kill(p);
-            snprintf(how, how_size, "a malformed message");
-            return IC_ECHILD;
+            return IC_EPROTO;
         }
         double left = deadline - ic_clock_s();
         if (left <= 0)
             return 0;
-        struct pollfd fds[2] = {{.fd = p->fd, .events = POLLIN}, {.fd = p->out_fd, .events = POLLIN}};
-        int n = poll(fds, 2, (int)(left * 1000) + 1);
+        struct pollfd fds[2] = {{.fd = p->fd, .events = POLLIN},
+                                {.fd = p->out_fd, .events = POLLIN}};
+        /* At most 100 ms: a worker can end while a child it forked keeps the socket open. */
+        int n = poll(fds, 2, left > 0.1 ? 100 : (int)(left * 1000) + 1);
         if (n < 0 && errno != EINTR)
             return IC_EIO;
         if (fds[1].revents)
             ic_proc_drain_output(p);
         if (fds[0].revents) {
-            int got = ic_linebuf_fill(&p->in, p->fd);
-            if (got <= 0) {
+            int got = ic_framebuf_fill(&p->in, p->fd);
+            if (got <= 0 && got != IC_EAGAIN) {
                 ic_proc_reap(p, how, how_size);
                 return IC_ECHILD;
             }
+        } else if (ic_proc_ended(p)) {
+            ic_proc_reap(p, how, how_size);
+            return IC_ECHILD;
         }
     }
 }
@@ -315,30 +423,59 @@ int ic_pool_create(const struct ic_supervisor_config *config, struct ic_catalog 
         return IC_ENOMEM;
     pool->config = *config;
     pool->catalog = catalog;
-    pool->nprocs = config->jobs < 1 ? 1 : config->jobs > IC_MAX_JOBS ? IC_MAX_JOBS : config->jobs;
-    for (int i = 0; i < IC_MAX_JOBS; i++)
-        pool->procs[i].fd = pool->procs[i].out_fd = -1;
+    pool->nprocs = config->jobs < 1 ? 1 : config->jobs;
+    pool->procs = calloc((size_t)pool->nprocs, sizeof(*pool->procs));
+    pool->fds = calloc(3 * (size_t)pool->nprocs, sizeof(*pool->fds));
+    pool->owner = calloc(3 * (size_t)pool->nprocs, sizeof(*pool->owner));
+    if (!pool->procs || !pool->fds || !pool->owner) {
+        free(pool->procs);
+        free(pool->fds);
+        free(pool->owner);
+        free(pool);
+        return IC_ENOMEM;
+    }
+    for (int i = 0; i < pool->nprocs; i++)
+        pool->procs[i].fd = pool->procs[i].out_fd = pool->procs[i].ev_fd = -1;
     /* A worker that dies while we write to it must not kill the supervisor. */
     signal(SIGPIPE, SIG_IGN);
     *ret = pool;
     return 0;
 }
 
+void ic_pool_set_stop(struct ic_pool *pool, const volatile sig_atomic_t *stop)
+{
+    pool->config.stop = stop;
+}
+
 void ic_pool_destroy(struct ic_pool *pool)
 {
     if (!pool)
         return;
-    for (int i = 0; i < IC_MAX_JOBS; i++)
-        ic_proc_stop(&pool->procs[i]);
+    for (int i = 0; i < pool->nprocs; i++) {
+        ic_proc_stop(pool, &pool->procs[i]);
+        ic_libset_release(&pool->procs[i].loaded);
+    }
+    free(pool->procs);
+    free(pool->fds);
+    free(pool->owner);
     free(pool);
 }
 
-static int ic_send_load(struct ic_proc *p, const struct ic_library *lib)
+/* Starts request `kind` to `p`: a new sequence number, and the case it is about ("" for a
+ * load). NULL when out of memory. */
+static cJSON *ic_proc_request(struct ic_pool *pool, struct ic_proc *p, enum ic_message kind,
+                              const char *case_id)
 {
-    cJSON *msg = cJSON_CreateObject();
+    p->seq = ++pool->next_seq;
+    snprintf(p->case_id, sizeof(p->case_id), "%s", case_id);
+    return ic_message_new(kind, p->seq);
+}
+
+static int ic_send_load(struct ic_pool *pool, struct ic_proc *p, const struct ic_library *lib)
+{
+    cJSON *msg = ic_proc_request(pool, p, IC_MSG_LOAD, "");
     int rc = IC_ENOMEM;
-    if (msg && cJSON_AddStringToObject(msg, "op", "load") &&
-        cJSON_AddStringToObject(msg, "probe", lib->name) &&
+    if (msg && cJSON_AddStringToObject(msg, "probe", lib->name) &&
         cJSON_AddStringToObject(msg, "path", lib->path))
         rc = ic_ipc_send(p->fd, msg);
     cJSON_Delete(msg);
@@ -359,54 +496,59 @@ static enum ic_load_result ic_pool_load(struct ic_pool *pool, struct ic_proc *p,
                                         char *why, size_t why_size)
 {
     struct ic_library *lib = &pool->catalog->libs[index];
-    char how[64];
+    char how[256];
     cJSON *msg = NULL;
 
     if (p->pid == 0 && ic_proc_spawn(pool, p) < 0) {
         snprintf(why, why_size, "no worker process could be started");
         return IC_LOAD_DIED;
     }
-    if (ic_send_load(p, lib) < 0) {
+    if (ic_send_load(pool, p, lib) < 0) {
         ic_proc_reap(p, how, sizeof(how));
         snprintf(why, why_size, "the worker ended (%s) before the import", how);
         return IC_LOAD_DIED;
     }
     double deadline = ic_clock_s() + pool->config.load_timeout_s;
-    for (;;) {
-        int rc = ic_proc_next(p, deadline, &msg, how, sizeof(how));
-        if (rc == 0) {
+    int rc = ic_proc_next(p, deadline, &msg, how, sizeof(how));
+    if (rc == 0) {
+        ic_proc_kill(p);
+        snprintf(why, why_size, "importing it took longer than %.0f s",
+                 pool->config.load_timeout_s);
+        return IC_LOAD_TIMEOUT;
+    }
+    if (rc < 0 || strcmp(ic_json_string_or(msg, "msg", ""), "loaded") != 0 ||
+        strcmp(ic_json_string_or(msg, "probe", ""), lib->name) != 0) {
+        char tail[700];
+        if (rc > 0) {
+            snprintf(how, sizeof(how), "a \"%s\" message where \"loaded\" for %s was due",
+                     ic_json_string_or(msg, "msg", ""), lib->name);
             ic_proc_kill(p);
-            snprintf(why, why_size, "importing it took longer than %.0f s", pool->config.load_timeout_s);
-            return IC_LOAD_TIMEOUT;
         }
-        if (rc < 0) {
-            char tail[700];
-            ic_proc_tail_text(p, tail, sizeof(tail));
+        cJSON_Delete(msg);
+        ic_proc_tail_text(p, tail, sizeof(tail));
+        if (rc == IC_ECHILD)
             snprintf(why, why_size, "the worker died with %s while importing it%s%s", how,
                      tail[0] ? "; last output: " : "", tail);
-            return IC_LOAD_DIED;
-        }
-        const cJSON *ev = cJSON_GetObjectItemCaseSensitive(msg, "ev");
-        const cJSON *probe = cJSON_GetObjectItemCaseSensitive(msg, "probe");
-        if (cJSON_IsString(ev) && strcmp(ev->valuestring, "loaded") == 0 &&
-            cJSON_IsString(probe) && strcmp(probe->valuestring, lib->name) == 0)
-            break;
-        cJSON_Delete(msg);
-        msg = NULL;
+        else
+            snprintf(why, why_size, "worker protocol violation while importing it: %s%s%s", how,
+                     tail[0] ? "; last output: " : "", tail);
+        return IC_LOAD_DIED;
     }
     enum ic_load_result result;
     const cJSON *ms = cJSON_GetObjectItemCaseSensitive(msg, "ms");
     lib->load_ms = cJSON_IsNumber(ms) ? ms->valuedouble : 0;
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "ok"))) {
-        p->loaded |= 1ULL << index;
+        ic_libset_add(&p->loaded, index); /* out of memory: imported again later, harmlessly */
         ic_library_set_info(lib, cJSON_DetachItemFromObjectCaseSensitive(msg, "info"));
         result = IC_LOAD_OK;
     } else {
         const cJSON *error = cJSON_GetObjectItemCaseSensitive(msg, "error");
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(error, "type");
         const cJSON *message = cJSON_GetObjectItemCaseSensitive(error, "message");
-        snprintf(why, why_size, "%s: %s", cJSON_IsString(type) ? type->valuestring : "Error",
-                 cJSON_IsString(message) ? message->valuestring : "");
+        int len = snprintf(why, why_size, "%s: %s",
+                           cJSON_IsString(type) ? type->valuestring : "Error",
+                           cJSON_IsString(message) ? message->valuestring : "");
+        ic_text_fix_formatted(why, why_size, len); /* the library's text, cut on a character */
         result = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(error, "not_installed"))
                      ? IC_LOAD_NOT_INSTALLED
                      : IC_LOAD_IMPORT_ERROR;
@@ -418,7 +560,7 @@ static enum ic_load_result ic_pool_load(struct ic_pool *pool, struct ic_proc *p,
 static void ic_mark_failed(struct ic_library *lib, enum ic_library_state state, const char *why)
 {
     lib->state = state;
-    snprintf(lib->error, sizeof(lib->error), "%s", why);
+    ic_text_copy(lib->error, sizeof(lib->error), why, strlen(why)); /* repaired, cut whole */
 }
 
 /* A fresh worker with the libraries of the current order imported, in that order. */
@@ -441,7 +583,8 @@ static int ic_pool_restore(struct ic_pool *pool, struct ic_proc *p)
     return 0;
 }
 
-int ic_pool_discover(struct ic_pool *pool, uint64_t wanted, ic_discover_progress_fn progress,
+int ic_pool_discover(struct ic_pool *pool, const struct ic_libset *wanted,
+                     ic_discover_progress_fn progress,
                      void *context)
 {
     struct ic_catalog *catalog = pool->catalog;
@@ -451,7 +594,7 @@ int ic_pool_discover(struct ic_pool *pool, uint64_t wanted, ic_discover_progress
     catalog->order_count = 0;
     for (int index = 0; index < catalog->count; index++) {
         struct ic_library *lib = &catalog->libs[index];
-        if (!(wanted & (1ULL << index)) || lib->state != IC_LIBRARY_FOUND)
+        if (!ic_libset_has(wanted, index) || lib->state != IC_LIBRARY_FOUND)
             continue;
         if (progress)
             progress(context, lib);
@@ -487,10 +630,9 @@ int ic_pool_discover(struct ic_pool *pool, uint64_t wanted, ic_discover_progress
             ic_pool_restore(pool, p);
             continue;
         }
-        uint64_t earlier = 0;
+        ic_libset_clear(&lib->load_before);
         for (int i = 0; i < catalog->order_count; i++)
-            earlier |= 1ULL << catalog->order[i];
-        lib->load_before = earlier;
+            ic_libset_add(&lib->load_before, catalog->order[i]);
         memmove(&catalog->order[1], &catalog->order[0], sizeof(int) * (size_t)catalog->order_count);
         catalog->order[0] = index;
         catalog->order_count++;
@@ -501,9 +643,10 @@ int ic_pool_discover(struct ic_pool *pool, uint64_t wanted, ic_discover_progress
             if (ic_pool_load(pool, p, catalog->order[i], alone_why, sizeof(alone_why)) !=
                 IC_LOAD_OK) {
                 together = false;
-                snprintf(lib->error, sizeof(lib->error),
-                         "imports alone, but not in one process with %s (%.900s)",
-                         catalog->libs[catalog->order[i]].name, alone_why);
+                int len = snprintf(lib->error, sizeof(lib->error),
+                                   "imports alone, but not in one process with %s (%s)",
+                                   catalog->libs[catalog->order[i]].name, alone_why);
+                ic_text_fix_formatted(lib->error, sizeof(lib->error), len);
             }
         }
         if (!together) {
@@ -513,9 +656,11 @@ int ic_pool_discover(struct ic_pool *pool, uint64_t wanted, ic_discover_progress
             catalog->order_count--;
             ic_pool_restore(pool, p);
         } else {
-            snprintf(lib->error, sizeof(lib->error),
-                     "crashed when imported after other libraries (%.900s); imported first instead",
-                     why);
+            int len = snprintf(lib->error, sizeof(lib->error),
+                               "imported first instead: it crashed when imported after other "
+                               "libraries (%s)",
+                               why);
+            ic_text_fix_formatted(lib->error, sizeof(lib->error), len);
         }
     }
     return 0;
@@ -532,85 +677,100 @@ static int ic_order_position(const struct ic_catalog *catalog, int index)
     return catalog->order_count + index;
 }
 
-/* True when worker `p` cannot import `needed` any more because one of them must come before
- * a library it already has. */
-static bool ic_proc_conflicts(const struct ic_pool *pool, const struct ic_proc *p, uint64_t needed)
+/* The libraries a case imports: its producer and, unless it is the reference, consumer. */
+struct ic_needs {
+    int lib[2];
+    int count;
+};
+
+static struct ic_needs ic_needed(const struct ic_pool *pool, const char *producer,
+                                 const char *consumer)
 {
-    for (int i = 0; i < pool->catalog->count; i++) {
-        if ((needed & (1ULL << i)) && !(p->loaded & (1ULL << i)) &&
-            (pool->catalog->libs[i].load_before & p->loaded))
+    struct ic_needs needs = {{-1, -1}, 0};
+    int a = ic_catalog_find(pool->catalog, producer);
+    int b = ic_catalog_find(pool->catalog, consumer);
+    if (a >= 0)
+        needs.lib[needs.count++] = a;
+    if (b >= 0 && b != a)
+        needs.lib[needs.count++] = b;
+    return needs;
+}
+
+/* True when worker `p` cannot import `needs` any more because one of them must come before
+ * a library it already has. */
+static bool ic_proc_conflicts(const struct ic_pool *pool, const struct ic_proc *p,
+                              const struct ic_needs *needs)
+{
+    for (int n = 0; n < needs->count; n++) {
+        int i = needs->lib[n];
+        if (!ic_libset_has(&p->loaded, i) &&
+            ic_libset_intersects(&pool->catalog->libs[i].load_before, &p->loaded))
             return true;
     }
     return false;
 }
 
-/* Adds the "load" list of the libraries in `needed` that `p` lacks, in the pool's import
+/* Adds the "load" list of the libraries in `needs` that `p` lacks, in the pool's import
  * order, and remembers them as pending. */
-static int ic_add_load_list(struct ic_pool *pool, struct ic_proc *p, cJSON *msg, uint64_t needed)
+static int ic_add_load_list(struct ic_pool *pool, struct ic_proc *p, cJSON *msg,
+                            const struct ic_needs *needs)
 {
     const struct ic_catalog *catalog = pool->catalog;
     cJSON *load = cJSON_AddArrayToObject(msg, "load");
     if (!load)
         return IC_ENOMEM;
-    int pending[IC_MAX_LIBRARIES], count = 0;
-    for (int i = 0; i < catalog->count; i++) {
-        if ((needed & (1ULL << i)) && !(p->loaded & (1ULL << i)))
-            pending[count++] = i;
+    p->npending = 0;
+    for (int n = 0; n < needs->count; n++) {
+        if (!ic_libset_has(&p->loaded, needs->lib[n]))
+            p->pending[p->npending++] = needs->lib[n];
     }
-    for (int a = 0; a < count; a++) {
-        for (int b = a + 1; b < count; b++) {
-            if (ic_order_position(catalog, pending[b]) < ic_order_position(catalog, pending[a])) {
-                int t = pending[a];
-                pending[a] = pending[b];
-                pending[b] = t;
-            }
-        }
+    if (p->npending == 2 && ic_order_position(catalog, p->pending[1]) <
+                                ic_order_position(catalog, p->pending[0])) {
+        int first = p->pending[1];
+        p->pending[1] = p->pending[0];
+        p->pending[0] = first;
     }
-    for (int i = 0; i < count; i++) {
+    for (int i = 0; i < p->npending; i++) {
         cJSON *item = cJSON_CreateObject();
         if (!item || !cJSON_AddItemToArray(load, item) ||
-            !cJSON_AddStringToObject(item, "probe", catalog->libs[pending[i]].name) ||
-            !cJSON_AddStringToObject(item, "path", catalog->libs[pending[i]].path))
+            !cJSON_AddStringToObject(item, "probe", catalog->libs[p->pending[i]].name) ||
+            !cJSON_AddStringToObject(item, "path", catalog->libs[p->pending[i]].path))
             return IC_ENOMEM;
     }
-    memcpy(p->pending, pending, sizeof(int) * (size_t)count);
-    p->npending = count;
     return 0;
 }
 
-static uint64_t ic_needed(const struct ic_pool *pool, const char *producer, const char *consumer)
+/* Notes a "loaded" answer: the library is in the worker now. */
+static void ic_proc_note_loaded(struct ic_pool *pool, struct ic_proc *p, const cJSON *msg)
 {
-    uint64_t needed = 0;
-    int a = ic_catalog_find(pool->catalog, producer);
-    int b = ic_catalog_find(pool->catalog, consumer);
-    if (a >= 0)
-        needed |= 1ULL << a;
-    if (b >= 0)
-        needed |= 1ULL << b;
-    return needed;
+    int index = ic_catalog_find(pool->catalog, ic_json_string_or(msg, "probe", ""));
+    if (index >= 0 && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "ok")))
+        ic_libset_add(&p->loaded, index); /* out of memory: imported again later, harmlessly */
 }
 
 /* One reproducer: sends the request to `p` and waits for its answer. */
 static void ic_reproduce_one(struct ic_pool *pool, struct ic_proc *p, const cJSON *request,
                              size_t index, ic_script_fn on_script, void *context)
 {
-    char how[64], error[800];
+    char how[256], error[800];
     struct ic_case c;
     const char *id = ic_json_string(request, "case");
-    if (!id || ic_case_parse_id(id, &c) < 0) {
+    const cJSON *failure = cJSON_GetObjectItemCaseSensitive(request, "failure");
+    if (!id || ic_case_parse_id(id, &c) < 0 || !cJSON_IsObject(failure)) {
         on_script(context, index, NULL, "the example case id is not valid");
         return;
     }
-    uint64_t needed = ic_needed(pool, c.producer, c.consumer);
-    if (p->pid && ic_proc_conflicts(pool, p, needed))
-        ic_proc_stop(p);
+    struct ic_needs needed = ic_needed(pool, c.producer, c.consumer);
+    if (p->pid && ic_proc_conflicts(pool, p, &needed))
+        ic_proc_stop(pool, p);
     if (p->pid == 0 && ic_proc_spawn(pool, p) < 0) {
         on_script(context, index, NULL, "no worker process could be started");
         return;
     }
-    cJSON *msg = cJSON_Duplicate(request, true);
-    if (!msg || !cJSON_AddStringToObject(msg, "op", "repro") ||
-        ic_add_load_list(pool, p, msg, needed) < 0 || ic_ipc_send(p->fd, msg) < 0) {
+    cJSON *msg = ic_proc_request(pool, p, IC_MSG_REPRO, id);
+    if (!msg || !cJSON_AddStringToObject(msg, "case", id) ||
+        !cJSON_AddItemToObject(msg, "failure", cJSON_Duplicate(failure, true)) ||
+        ic_add_load_list(pool, p, msg, &needed) < 0 || ic_ipc_send(p->fd, msg) < 0) {
         cJSON_Delete(msg);
         ic_proc_kill(p);
         on_script(context, index, NULL, "the request could not be sent to a worker");
@@ -625,20 +785,17 @@ static void ic_reproduce_one(struct ic_pool *pool, struct ic_proc *p, const cJSO
             if (rc == 0)
                 ic_proc_kill(p);
             snprintf(error, sizeof(error), "the worker %s while writing the reproducer",
-                     rc == 0 ? "timed out" : "died");
-            p->loaded = 0;
+                     rc == 0               ? "timed out"
+                     : rc == IC_EPROTO     ? "broke the protocol"
+                                           : "died");
+            ic_libset_clear(&p->loaded);
             on_script(context, index, NULL, error);
             return;
         }
-        const char *ev = ic_json_string(answer, "ev");
-        const char *probe = ic_json_string(answer, "probe");
-        if (ev && strcmp(ev, "loaded") == 0 && probe &&
-            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(answer, "ok"))) {
-            int lib = ic_catalog_find(pool->catalog, probe);
-            if (lib >= 0)
-                p->loaded |= 1ULL << lib;
-        }
-        if (ev && strcmp(ev, "repro") == 0) {
+        const char *kind = ic_json_string_or(answer, "msg", "");
+        if (strcmp(kind, "loaded") == 0)
+            ic_proc_note_loaded(pool, p, answer);
+        if (strcmp(kind, "script") == 0) {
             on_script(context, index, ic_json_string(answer, "script"),
                       ic_json_string_or(answer, "error", "no script"));
             cJSON_Delete(answer);
@@ -661,17 +818,16 @@ int ic_pool_reproduce(struct ic_pool *pool, cJSON *const *requests, size_t count
 }
 
 static int ic_send_run(struct ic_pool *pool, struct ic_proc *p, const struct ic_case *c,
-                       uint64_t needed)
+                       const struct ic_needs *needed)
 {
     char id[IC_CASE_ID_MAX], seed[32];
     int rc = IC_ENOMEM;
     if (ic_case_format_id(c, id, sizeof(id)) < 0)
         return IC_EINVAL;
     snprintf(seed, sizeof(seed), "%" PRIu64, pool->config.seed);
-    cJSON *msg = cJSON_CreateObject();
-    if (!msg || !cJSON_AddStringToObject(msg, "op", "run") ||
-        !cJSON_AddStringToObject(msg, "case", id) || !cJSON_AddStringToObject(msg, "seed", seed) ||
-        ic_add_load_list(pool, p, msg, needed) < 0)
+    cJSON *msg = ic_proc_request(pool, p, IC_MSG_RUN, id);
+    if (!msg || !cJSON_AddStringToObject(msg, "case", id) ||
+        !cJSON_AddStringToObject(msg, "seed", seed) || ic_add_load_list(pool, p, msg, needed) < 0)
         goto done;
     rc = ic_ipc_send(p->fd, msg);
 done:
@@ -688,8 +844,18 @@ static void ic_deliver_failure(struct ic_pool *pool, struct ic_proc *p, const st
     struct ic_result res;
     struct ic_crash_site site;
     char tail[700], where[600] = "";
+    char child[400];
     memset(&res, 0, sizeof(res));
     ic_proc_tail_text(p, tail, sizeof(tail));
+    if (outcome != IC_OUTCOME_ERROR && p->child_pid) {
+        /* A child the case started died by a signal and the worker failed after it: the
+         * child's crash is the case's, whatever the worker did next (hang or die). */
+        char name[32];
+        snprintf(child, sizeof(child), "a child process the case started (pid %d) died with %s; then %s",
+                 (int)p->child_pid, ic_signal_name(p->child_signal, name, sizeof(name)), what);
+        what = child;
+        outcome = IC_OUTCOME_CRASH;
+    }
     if (outcome == IC_OUTCOME_ERROR) {
         ic_result_set(&res, outcome, "%s%s%s", what, tail[0] ? "; last output: " : "", tail);
     } else {
@@ -714,18 +880,13 @@ static void ic_deliver_failure(struct ic_pool *pool, struct ic_proc *p, const st
     p->busy = false;
 }
 
-/* Handles one message of a busy worker. Returns true when the case ended. */
+/* Handles one accepted message of a busy worker. Returns true when the case ended. */
 static bool ic_handle_message(struct ic_pool *pool, struct ic_proc *p, const cJSON *msg,
-                              ic_result_fn on_result, void *context)
+                              enum ic_message kind, ic_result_fn on_result, void *context)
 {
-    const cJSON *ev = cJSON_GetObjectItemCaseSensitive(msg, "ev");
-    if (!cJSON_IsString(ev))
-        return false;
-    if (strcmp(ev->valuestring, "loaded") == 0) {
-        const cJSON *probe = cJSON_GetObjectItemCaseSensitive(msg, "probe");
-        int index = cJSON_IsString(probe) ? ic_catalog_find(pool->catalog, probe->valuestring) : -1;
-        if (index >= 0 && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "ok")))
-            p->loaded |= 1ULL << index;
+    if (kind == IC_MSG_LOADED) {
+        int index = ic_catalog_find(pool->catalog, ic_json_string_or(msg, "probe", ""));
+        ic_proc_note_loaded(pool, p, msg);
         for (int i = 0; i < p->npending; i++) {
             if (p->pending[i] == index) {
                 memmove(&p->pending[i], &p->pending[i + 1],
@@ -737,23 +898,21 @@ static bool ic_handle_message(struct ic_pool *pool, struct ic_proc *p, const cJS
         p->deadline = ic_clock_s() + pool->config.load_timeout_s;
         return false;
     }
-    if (strcmp(ev->valuestring, "begin") == 0) {
+    if (kind == IC_MSG_BEGIN) {
         p->began = true;
         p->npending = 0;
         p->deadline = ic_clock_s() + pool->config.case_timeout_s;
         return false;
     }
-    if (strcmp(ev->valuestring, "end") == 0) {
-        struct ic_result res;
-        if (ic_result_from_json(cJSON_GetObjectItemCaseSensitive(msg, "result"), &res) < 0) {
-            memset(&res, 0, sizeof(res));
-            ic_result_set(&res, IC_OUTCOME_ERROR, "the worker sent a malformed result");
-        }
-        on_result(context, p->case_index, &res);
-        p->busy = false;
-        return true;
+    struct ic_result res;
+    if (ic_result_from_json(cJSON_GetObjectItemCaseSensitive(msg, "result"), &res) < 0) {
+        memset(&res, 0, sizeof(res));
+        ic_result_set(&res, IC_OUTCOME_ERROR,
+                      "worker protocol violation: the result of the \"end\" message is malformed");
     }
-    return false;
+    on_result(context, p->case_index, &res);
+    p->busy = false;
+    return true;
 }
 
 static const char *ic_proc_importing(const struct ic_pool *pool, const struct ic_proc *p)
@@ -768,18 +927,19 @@ static const char *ic_proc_importing(const struct ic_pool *pool, const struct ic
 static bool ic_learn_import_order(struct ic_pool *pool, const struct ic_proc *p)
 {
     struct ic_catalog *catalog = pool->catalog;
-    if (!p->npending || !p->loaded)
+    if (!p->npending || ic_libset_empty(&p->loaded))
         return false;
     int index = p->pending[0];
     struct ic_library *lib = &catalog->libs[index];
     /* Already known when another worker learned it while this one was importing. */
-    lib->load_before |= p->loaded;
+    if (ic_libset_merge(&lib->load_before, &p->loaded) < 0)
+        return false;
     /* Move it before the first library it must precede in the order workers follow. */
     int from = -1, to = -1;
     for (int i = 0; i < catalog->order_count; i++) {
         if (catalog->order[i] == index)
             from = i;
-        if (to < 0 && (p->loaded & (1ULL << catalog->order[i])))
+        if (to < 0 && ic_libset_has(&p->loaded, catalog->order[i]))
             to = i;
     }
     if (from > to && to >= 0) {
@@ -789,136 +949,240 @@ static bool ic_learn_import_order(struct ic_pool *pool, const struct ic_proc *p)
     return true;
 }
 
+/* The state of one ic_pool_run. */
+struct ic_run_state {
+    const struct ic_case *cases;
+    size_t count, next, done;
+    /* Cases to run again after an import-order conflict was learned (once each). */
+    size_t *retry, nretry; /* at most one per worker */
+    unsigned char *retried;
+    ic_result_fn on_result;
+    void *context;
+};
+
+static bool ic_pool_stopping(const struct ic_pool *pool)
+{
+    return pool->config.stop && *pool->config.stop;
+}
+
+/* Hands a case to every idle worker. IC_ECHILD when no worker process can be started. */
+static int ic_pool_assign(struct ic_pool *pool, struct ic_run_state *st)
+{
+    char how[256], what[400];
+    for (int j = 0; j < pool->nprocs && (st->next < st->count || st->nretry > 0); j++) {
+        struct ic_proc *p = &pool->procs[j];
+        if (p->busy)
+            continue;
+        size_t index = st->nretry > 0 ? st->retry[--st->nretry] : st->next++;
+        const struct ic_case *c = &st->cases[index];
+        struct ic_needs needed = ic_needed(pool, c->producer, c->consumer);
+        if (p->pid && ic_proc_conflicts(pool, p, &needed))
+            ic_proc_stop(pool, p);
+        if (p->pid == 0 && ic_proc_spawn(pool, p) < 0)
+            return IC_ECHILD;
+        p->busy = true;
+        p->began = false;
+        p->child_pid = 0;
+        p->child_signal = 0;
+        p->case_index = index;
+        p->deadline = ic_clock_s() + pool->config.load_timeout_s;
+        if (ic_send_run(pool, p, c, &needed) < 0) {
+            ic_proc_reap(p, how, sizeof(how));
+            snprintf(what, sizeof(what), "the worker ended (%s) before the case was sent", how);
+            ic_deliver_failure(pool, p, c, IC_OUTCOME_ERROR, what, st->on_result, st->context);
+            st->done++;
+        }
+    }
+    return 0;
+}
+
+/* A busy worker ended (or closed its channel) before its case's end: a crash, an error
+ * before the case began, or an import-order conflict learned and the case queued again. */
+static void ic_proc_died(struct ic_pool *pool, struct ic_proc *p, struct ic_run_state *st)
+{
+    char how[256], what[400];
+    ic_proc_reap(p, how, sizeof(how));
+    if (!p->began && st->nretry < (size_t)pool->nprocs && !st->retried[p->case_index] &&
+        ic_learn_import_order(pool, p)) {
+        st->retried[p->case_index] = 1;
+        st->retry[st->nretry++] = p->case_index;
+        p->busy = false;
+        ic_libset_clear(&p->loaded);
+        return;
+    }
+    if (p->began)
+        snprintf(what, sizeof(what), "the worker died with %s during this case", how);
+    else
+        snprintf(what, sizeof(what),
+                 "the worker died with %s before the case began (importing %s)", how,
+                 ic_proc_importing(pool, p));
+    ic_deliver_failure(pool, p, &st->cases[p->case_index],
+                       p->began ? IC_OUTCOME_CRASH : IC_OUTCOME_ERROR, what, st->on_result,
+                       st->context);
+    ic_libset_clear(&p->loaded);
+    st->done++;
+}
+
+/* The worker broke the channel's rules: its group is killed, the case is the tool's error. */
+static void ic_proc_violated(struct ic_pool *pool, struct ic_proc *p, struct ic_run_state *st,
+                             const char *why)
+{
+    char what[400];
+    ic_proc_kill(p);
+    snprintf(what, sizeof(what), "worker protocol violation: %s", why);
+    ic_deliver_failure(pool, p, &st->cases[p->case_index], IC_OUTCOME_ERROR, what, st->on_result,
+                       st->context);
+    ic_libset_clear(&p->loaded);
+    st->done++;
+}
+
+/* Reads what worker `p` sent and handles every complete message. */
+static void ic_proc_read(struct ic_pool *pool, struct ic_proc *p, struct ic_run_state *st)
+{
+    char why[300];
+    int got = ic_framebuf_fill(&p->in, p->fd);
+    while (p->busy) {
+        int error = 0;
+        enum ic_message kind;
+        cJSON *msg = ic_framebuf_next(&p->in, &error, why, sizeof(why));
+        if (!msg && !error)
+            break;
+        if (msg && ic_proc_accept(p, msg, &kind, why, sizeof(why)) == 0) {
+            if (ic_handle_message(pool, p, msg, kind, st->on_result, st->context))
+                st->done++;
+            cJSON_Delete(msg);
+            continue;
+        }
+        cJSON_Delete(msg);
+        ic_proc_violated(pool, p, st, why);
+        return;
+    }
+    if (p->busy && got <= 0 && got != IC_EAGAIN) {
+        if (ic_framebuf_partial(&p->in))
+            ic_proc_violated(pool, p, st, "the channel closed in the middle of a frame");
+        else
+            ic_proc_died(pool, p, st);
+    }
+}
+
+/* Waits for the busy workers and handles what they sent, their ends and their deadlines. */
+static int ic_pool_wait(struct ic_pool *pool, struct ic_run_state *st)
+{
+    struct pollfd *fds = pool->fds;
+    int *owner = pool->owner, nfds = 0;
+    /* At most 100 ms: a worker can end while a child it forked keeps its socket open, and
+     * an interruption is noticed within that time. */
+    double now = ic_clock_s(), wait = 0.1;
+    for (int j = 0; j < pool->nprocs; j++) {
+        struct ic_proc *p = &pool->procs[j];
+        if (!p->busy)
+            continue;
+        int fd[3] = {p->fd, p->out_fd, p->ev_fd};
+        for (int f = 0; f < 3; f++) {
+            fds[nfds] = (struct pollfd){.fd = fd[f], .events = POLLIN};
+            owner[nfds++] = j;
+        }
+        if (p->deadline - now < wait)
+            wait = p->deadline - now;
+    }
+    if (nfds == 0)
+        return 0;
+    int n = poll(fds, (nfds_t)nfds, wait > 0 ? (int)(wait * 1000) + 1 : 0);
+    if (n < 0 && errno != EINTR)
+        return IC_EIO;
+    for (int k = 0; n > 0 && k < nfds; k++) {
+        struct ic_proc *p = &pool->procs[owner[k]];
+        if (!fds[k].revents || !p->busy)
+            continue;
+        if (k % 3 == 1)
+            ic_proc_drain_output(p);
+        else if (k % 3 == 2)
+            ic_proc_drain_events(p);
+        else
+            ic_proc_read(pool, p, st);
+    }
+    for (int j = 0; j < pool->nprocs; j++) {
+        struct ic_proc *p = &pool->procs[j];
+        if (p->busy && ic_proc_ended(p)) {
+            ic_proc_drain_events(p);
+            ic_proc_read(pool, p, st); /* what it sent before it ended still counts */
+            if (p->busy)
+                ic_proc_died(pool, p, st);
+        }
+    }
+    return 0;
+}
+
+/* Ends the cases whose worker passed its deadline. */
+static void ic_pool_expire(struct ic_pool *pool, struct ic_run_state *st)
+{
+    char what[400];
+    double now = ic_clock_s();
+    for (int j = 0; j < pool->nprocs; j++) {
+        struct ic_proc *p = &pool->procs[j];
+        if (!p->busy || now < p->deadline)
+            continue;
+        if (ic_framebuf_partial(&p->in)) {
+            ic_proc_violated(pool, p, st, "the worker stopped in the middle of a frame");
+            continue;
+        }
+        if (p->began)
+            ic_proc_abort(p); /* its Python stack, for the diagnostic */
+        ic_proc_drain_output(p);
+        ic_proc_drain_events(p);
+        ic_proc_kill(p);
+        if (p->began)
+            snprintf(what, sizeof(what), "no result after %.0f s: the worker was killed",
+                     pool->config.case_timeout_s);
+        else
+            snprintf(what, sizeof(what), "importing %s took longer than %.0f s",
+                     ic_proc_importing(pool, p), pool->config.load_timeout_s);
+        ic_deliver_failure(pool, p, &st->cases[p->case_index],
+                           p->began ? IC_OUTCOME_TIMEOUT : IC_OUTCOME_ERROR, what, st->on_result,
+                           st->context);
+        ic_libset_clear(&p->loaded);
+        st->done++;
+    }
+}
+
+/* An interruption: the cases in flight get no result and their workers' groups are killed. */
+static void ic_pool_abandon(struct ic_pool *pool)
+{
+    for (int j = 0; j < pool->nprocs; j++) {
+        struct ic_proc *p = &pool->procs[j];
+        if (p->pid)
+            ic_proc_kill(p);
+        p->busy = false;
+        ic_libset_clear(&p->loaded);
+    }
+}
+
 int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
                 ic_result_fn on_result, void *context)
 {
-    struct ic_catalog *catalog = pool->catalog;
-    size_t next = 0, done = 0;
-    char how[64], what[256];
-    /* Cases to run again after an import-order conflict was learned (once each). */
-    size_t retry[IC_MAX_JOBS], nretry = 0;
-    unsigned char *retried = calloc(count ? count : 1, 1);
-    if (!retried)
+    struct ic_run_state st = {.cases = cases, .count = count, .on_result = on_result,
+                              .context = context};
+    int rc = 0;
+    st.retried = calloc(count ? count : 1, 1);
+    st.retry = calloc((size_t)pool->nprocs, sizeof(*st.retry));
+    if (!st.retried || !st.retry) {
+        free(st.retried);
+        free(st.retry);
         return IC_ENOMEM;
-
-    while (done < count) {
-        /* Hand a case to every idle worker. */
-        for (int j = 0; j < pool->nprocs && (next < count || nretry > 0); j++) {
-            struct ic_proc *p = &pool->procs[j];
-            if (p->busy)
-                continue;
-            size_t index = nretry > 0 ? retry[--nretry] : next++;
-            const struct ic_case *c = &cases[index];
-            uint64_t needed = 0;
-            int producer = ic_catalog_find(catalog, c->producer);
-            int consumer = ic_catalog_find(catalog, c->consumer);
-            if (producer >= 0)
-                needed |= 1ULL << producer;
-            if (consumer >= 0)
-                needed |= 1ULL << consumer;
-            if (p->pid && ic_proc_conflicts(pool, p, needed))
-                ic_proc_stop(p);
-            if (p->pid == 0 && ic_proc_spawn(pool, p) < 0) {
-                free(retried);
-                return IC_ECHILD;
-            }
-            p->busy = true;
-            p->began = false;
-            p->case_index = index;
-            p->deadline = ic_clock_s() + pool->config.load_timeout_s;
-            if (ic_send_run(pool, p, c, needed) < 0) {
-                ic_proc_reap(p, how, sizeof(how));
-                snprintf(what, sizeof(what), "the worker ended (%s) before the case was sent", how);
-                ic_deliver_failure(pool, p, c, IC_OUTCOME_ERROR, what, on_result, context);
-                done++;
-            }
-        }
-
-        /* Wait for the busy ones. */
-        struct pollfd fds[2 * IC_MAX_JOBS];
-        int owner[2 * IC_MAX_JOBS], nfds = 0;
-        double now = ic_clock_s(), wait = 1.0;
-        for (int j = 0; j < pool->nprocs; j++) {
-            struct ic_proc *p = &pool->procs[j];
-            if (!p->busy)
-                continue;
-            fds[nfds] = (struct pollfd){.fd = p->fd, .events = POLLIN};
-            owner[nfds++] = j;
-            fds[nfds] = (struct pollfd){.fd = p->out_fd, .events = POLLIN};
-            owner[nfds++] = j;
-            if (p->deadline - now < wait)
-                wait = p->deadline - now;
-        }
-        if (nfds == 0)
-            continue;
-        int n = poll(fds, (nfds_t)nfds, wait > 0 ? (int)(wait * 1000) + 1 : 0);
-        if (n < 0 && errno != EINTR) {
-            free(retried);
-            return IC_EIO;
-        }
-
-        for (int k = 0; k < nfds; k++) {
-            struct ic_proc *p = &pool->procs[owner[k]];
-            if (!fds[k].revents || !p->busy)
-                continue;
-            if (k % 2 == 1) {
-                ic_proc_drain_output(p);
-                continue;
-            }
-            int got = ic_linebuf_fill(&p->in, p->fd);
-            cJSON *msg;
-            int error = 0;
-            while (p->busy && (msg = ic_linebuf_next(&p->in, &error))) {
-                if (ic_handle_message(pool, p, msg, on_result, context))
-                    done++;
-                cJSON_Delete(msg);
-            }
-            if (p->busy && (got <= 0 || error)) {
-                ic_proc_reap(p, how, sizeof(how));
-                if (!p->began && nretry < IC_MAX_JOBS && !retried[p->case_index] &&
-                    ic_learn_import_order(pool, p)) {
-                    retried[p->case_index] = 1;
-                    retry[nretry++] = p->case_index;
-                    p->busy = false;
-                    p->loaded = 0;
-                    continue;
-                }
-                if (p->began)
-                    snprintf(what, sizeof(what), "the worker died with %s during this case", how);
-                else
-                    snprintf(what, sizeof(what),
-                             "the worker died with %s before the case began (importing %s)", how,
-                             ic_proc_importing(pool, p));
-                ic_deliver_failure(pool, p, &cases[p->case_index],
-                                   p->began ? IC_OUTCOME_CRASH : IC_OUTCOME_ERROR, what, on_result,
-                                   context);
-                p->loaded = 0;
-                done++;
-            }
-        }
-
-        now = ic_clock_s();
-        for (int j = 0; j < pool->nprocs; j++) {
-            struct ic_proc *p = &pool->procs[j];
-            if (!p->busy || now < p->deadline)
-                continue;
-            if (p->began)
-                ic_proc_abort(p); /* its Python stack, for the diagnostic */
-            ic_proc_drain_output(p);
-            ic_proc_kill(p);
-            if (p->began)
-                snprintf(what, sizeof(what), "no result after %.0f s: the worker was killed",
-                         pool->config.case_timeout_s);
-            else
-                snprintf(what, sizeof(what), "importing %s took longer than %.0f s",
-                         ic_proc_importing(pool, p), pool->config.load_timeout_s);
-            ic_deliver_failure(pool, p, &cases[p->case_index],
-                               p->began ? IC_OUTCOME_TIMEOUT : IC_OUTCOME_ERROR, what, on_result,
-                               context);
-            p->loaded = 0;
-            done++;
-        }
     }
-    free(retried);
-    return 0;
+    while (st.done < count && rc == 0) {
+        if (ic_pool_stopping(pool)) {
+            ic_pool_abandon(pool);
+            rc = IC_EINTR;
+            break;
+        }
+        rc = ic_pool_assign(pool, &st);
+        if (rc == 0)
+            rc = ic_pool_wait(pool, &st);
+        if (rc == 0)
+            ic_pool_expire(pool, &st);
+    }
+    free(st.retried);
+    free(st.retry);
+    return rc;
 }

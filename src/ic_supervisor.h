@@ -6,7 +6,13 @@
  * Contract
  * - Workers import each library once and run many cases. A worker that crashes (any
  *   signal) or passes the case timeout costs that case alone: it is recorded as `crash` with
- *   the signal's name or `timeout`, the worker is replaced, and the next case goes on.
+ *   the signal's name or `timeout`, the worker is replaced, and the next case goes on. Each
+ *   worker leads its own process group; a crash, a timeout or a violation kills the group,
+ *   and a child the case started that died by a signal makes the case a crash with the
+ *   child's signal when the worker then fails.
+ * - Every message is checked (ic_ipc): a frame that is not one, a message outside the table,
+ *   an answer for another request or case, a channel left mid-frame: the worker's group is
+ *   killed and the case is `error` "worker protocol violation: ...". The run goes on.
  * - Discovery loads each wanted library in a worker and records its info or its import
  *   error in the catalog. A library whose import crashes the worker is retried alone; if
  *   alone it imports, it is ordered before the libraries loaded earlier (some pairs of
@@ -19,6 +25,7 @@
 #ifndef IC_SUPERVISOR_H
 #define IC_SUPERVISOR_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +41,9 @@ struct ic_supervisor_config {
     double case_timeout_s;
     double load_timeout_s; /* importing one library */
     uint64_t seed;
+    /* Set (by a signal handler) to stop: ic_pool_run abandons the cases in flight and
+     * returns IC_EINTR. NULL: never. */
+    const volatile sig_atomic_t *stop;
 };
 
 struct ic_pool;
@@ -42,19 +52,24 @@ int ic_pool_create(const struct ic_supervisor_config *config, struct ic_catalog 
                    struct ic_pool **ret);
 void ic_pool_destroy(struct ic_pool *pool);
 
+/* Makes `stop` the pool's stop flag (see struct ic_supervisor_config). */
+void ic_pool_set_stop(struct ic_pool *pool, const volatile sig_atomic_t *stop);
+
 /* Progress of discovery: called before each library is loaded. */
 typedef void (*ic_discover_progress_fn)(void *context, const struct ic_library *lib);
 
-/* Loads the libraries whose bit is set in `wanted` (bit = catalog index) and fills the
- * catalog: state, version, info or error, and the import order. */
-int ic_pool_discover(struct ic_pool *pool, uint64_t wanted, ic_discover_progress_fn progress,
+/* Loads the libraries whose catalog index is in `wanted` and fills the catalog: state,
+ * version, info or error, and the import order. */
+int ic_pool_discover(struct ic_pool *pool, const struct ic_libset *wanted,
+                     ic_discover_progress_fn progress,
                      void *context);
 
 /* Called once per case with its index in `cases`. */
 typedef void (*ic_result_fn)(void *context, size_t index, const struct ic_result *res);
 
 /* Runs `cases` on the pool's workers. Returns 0 when every case has a result (whatever its
- * outcome), negative when the supervisor itself failed (no process could be started). */
+ * outcome), IC_EINTR when config.stop was set (the cases in flight and those not started
+ * have none), negative when the supervisor itself failed (no process could be started). */
 int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
                 ic_result_fn on_result, void *context);
 

@@ -1,9 +1,11 @@
 #include "ic_text.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ic_error.h"
@@ -77,7 +79,7 @@ static long ic_utf8_decode(const unsigned char *s, size_t len, size_t *ret_len)
     return cp;
 }
 
-bool ic_utf8_valid(const char *s, size_t len)
+size_t ic_utf8_valid_prefix(const char *s, size_t len)
 {
     const unsigned char *u = (const unsigned char *)s;
     size_t pos = 0;
@@ -90,10 +92,15 @@ bool ic_utf8_valid(const char *s, size_t len)
         size_t n;
         long cp = ic_utf8_decode(u + pos, len - pos, &n);
         if (cp <= 0) /* ill-formed, cut, or a NUL that repair would replace */
-            return false;
+            return pos;
         pos += n;
     }
-    return true;
+    return len;
+}
+
+bool ic_utf8_valid(const char *s, size_t len)
+{
+    return ic_utf8_valid_prefix(s, len) == len;
 }
 
 size_t ic_utf8_repair(char *dst, size_t dst_size, const char *src, size_t src_len,
@@ -345,6 +352,35 @@ static bool ic_markdown_special(long cp)
     return cp < 0x80 && cp > 0 && strchr("!#$%&()*+-.:<=>@[\\]^_`{|}~", (int)cp) != NULL;
 }
 
+/* Characters a terminal acts on rather than shows: C0 controls, DEL and C1 controls (escape
+ * sequences, cursor moves, 8-bit CSI), the line and paragraph separators, and the
+ * bidirectional controls, which reorder the text around them. */
+static bool ic_terminal_special(long cp)
+{
+    return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x061C || cp == 0x200E ||
+           cp == 0x200F || cp == 0x2028 || cp == 0x2029 || (cp >= 0x202A && cp <= 0x202E) ||
+           (cp >= 0x2066 && cp <= 0x2069);
+}
+
+/* The IC_ESCAPE_TERMINAL form of code point cp, or 0 when it stands as it is. */
+static size_t ic_terminal_piece(long cp, char piece[8])
+{
+    const char *named = cp == '\\'   ? "\\\\"
+                        : cp == '\n' ? "\\n"
+                        : cp == '\r' ? "\\r"
+                        : cp == '\t' ? "\\t"
+                                     : NULL;
+    if (named) {
+        memcpy(piece, named, 2);
+        return 2;
+    }
+    if (!ic_terminal_special(cp))
+        return 0;
+    int n = cp < 0x80 ? snprintf(piece, 8, "\\x%02lx", (unsigned long)cp)
+                      : snprintf(piece, 8, "\\u%04lx", (unsigned long)cp);
+    return n > 0 ? (size_t)n : 0;
+}
+
 /* The escaped form of the character at s[0..len) in piece (at most 8 bytes); *ret_len gets
  * the input bytes it stands for. Returns the length of piece: 0 for a cut sequence. */
 static size_t ic_escape_piece(const unsigned char *s, size_t len, enum ic_text_escape how,
@@ -356,12 +392,24 @@ static size_t ic_escape_piece(const unsigned char *s, size_t len, enum ic_text_e
     *ret_len = n;
     if (cp == IC_UTF8_CUT)
         return 0;
-    if (cp == IC_UTF8_BAD || cp == 0 || (how != IC_ESCAPE_PLAIN && ic_text_unwanted(cp))) {
+    if (cp == IC_UTF8_BAD || cp == 0) {
+        memcpy(piece, ic_replacement, 3);
+        return 3;
+    }
+    if (how == IC_ESCAPE_TERMINAL) {
+        size_t escaped = ic_terminal_piece(cp, piece);
+        if (escaped)
+            return escaped;
+        memcpy(piece, s, n);
+        return n;
+    }
+    if (how != IC_ESCAPE_PLAIN && ic_text_unwanted(cp)) {
         memcpy(piece, ic_replacement, 3);
         return 3;
     }
     switch (how) {
     case IC_ESCAPE_PLAIN:
+    case IC_ESCAPE_TERMINAL:
         break;
     case IC_ESCAPE_XML_ATTR:
     case IC_ESCAPE_XML_TEXT:
@@ -464,6 +512,50 @@ int ic_text_buf_add_escaped_str(struct ic_text_buf *buf, const char *s, enum ic_
     return ic_text_buf_add_escaped(buf, s, strlen(s), how, cap);
 }
 
+/* --- Terminals and positions ---------------------------------------------------------------- */
+
+void ic_text_for_terminal(char *dst, size_t dst_size, const char *src)
+{
+    struct ic_text_buf buf;
+    if (dst_size == 0)
+        return;
+    if (!src)
+        src = "";
+    ic_text_buf_init(&buf);
+    if (ic_text_buf_add_escaped_str(&buf, src, IC_ESCAPE_TERMINAL, dst_size - 1) == 0) {
+        /* Only a buffer below the smallest cap gets more than it holds: cut it plainly. */
+        size_t len = ic_utf8_floor(ic_text_buf_str(&buf), buf.len, dst_size - 1);
+        memcpy(dst, ic_text_buf_str(&buf), len);
+        dst[len] = '\0';
+    } else {
+        /* No memory for the escaped copy: printable ASCII stays, anything else is '?'. */
+        size_t used = 0;
+        for (const char *p = src; *p && used + 1 < dst_size; p++)
+            dst[used++] = *p >= 0x20 && *p < 0x7F && *p != '\\' ? *p : '?';
+        dst[used] = '\0';
+    }
+    ic_text_buf_release(&buf);
+}
+
+void ic_text_line_column(const char *text, size_t len, size_t offset, size_t *ret_line,
+                         size_t *ret_column)
+{
+    size_t line = 1, column = 1;
+    if (offset > len)
+        offset = len;
+    for (size_t i = 0; i < offset; i++) {
+        unsigned char ch = (unsigned char)text[i];
+        if (ch == '\n') {
+            line++;
+            column = 1;
+        } else if ((ch & 0xC0) != 0x80) { /* a continuation byte is part of the character before */
+            column++;
+        }
+    }
+    *ret_line = line;
+    *ret_column = column;
+}
+
 /* --- Files ---------------------------------------------------------------------------------- */
 
 static int ic_write_atomic(const char *path, const char *data, size_t len, bool newline, char *err,
@@ -478,15 +570,25 @@ static int ic_write_atomic(const char *path, const char *data, size_t len, bool 
         snprintf(err, err_size, "out of memory while writing %s", path);
         return IC_ENOMEM;
     }
+    /* The rename below replaces whatever is at `path`: only a regular file may be there
+     * (never a link, a device or a directory someone gave by mistake). */
+    struct stat st;
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        snprintf(err, err_size, "%s is not a regular file: interopcheck does not replace it",
+                 path);
+        goto done;
+    }
     snprintf(tmp, tmp_size, "%s.tmp.%ld", path, (long)getpid());
-    file = fopen(tmp, "wb");
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    file = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!file) {
         snprintf(err, err_size, "cannot write %s: %s", tmp, strerror(errno));
+        if (fd >= 0)
+            close(fd);
         goto done;
     }
     if ((len > 0 && fwrite(data, 1, len, file) != len) || (newline && fputc('\n', file) < 0) ||
-        fflush(file) != 0 ||
-        fsync(fileno(file)) != 0) {
+        fflush(file) != 0 || fsync(fileno(file)) != 0) {
         snprintf(err, err_size, "cannot write %s: %s", tmp, strerror(errno));
         fclose(file);
         unlink(tmp);

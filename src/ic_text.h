@@ -36,9 +36,25 @@
  *                          headings, lists, quotes, math, emoji) is backslash-escaped, and a
  *                          line break (LF, CR or CRLF) becomes <br>, so the text never ends a
  *                          line, a cell or a block. It renders as the original characters.
- *   In every language but PLAIN, characters XML 1.0 forbids or discourages and HTML reports as
+ *     IC_ESCAPE_TERMINAL   one line of a terminal: nothing a terminal acts on gets through.
+ *                          A backslash is doubled, so every escape below is unambiguous; tab,
+ *                          LF and CR are \t \n \r; other C0 controls and DEL are \xNN (ESC is
+ *                          \x1b, so an ANSI sequence shows as text); C1 controls, the line and
+ *                          paragraph separators and the bidirectional controls (U+061C,
+ *                          U+200E/F, U+202A..U+202E, U+2066..U+2069, which reorder what a
+ *                          terminal shows) are \uNNNN, the code point in lower-case hex.
+ *   In XML, HTML and Markdown, characters XML 1.0 forbids or discourages and HTML reports as
  *   parse errors become U+FFFD: C0 controls other than tab, LF and CR, DEL, C1 controls, and the
  *   noncharacters U+FDD0..U+FDEF and U+xxFFFE/U+xxFFFF. In Markdown a tab becomes a space.
+ * - Caps: one piece of library text keeps at most IC_TEXT_FIELD_CAP bytes (the marker included)
+ *   wherever it is stored whole (a probe's load() info, a loaded report) or shown whole (the
+ *   dashboard); views that show less cap lower. A script (a finding's reproducer) is kept whole
+ *   up to IC_TEXT_SCRIPT_CAP bytes and refused beyond: a script that was cut does not run.
+ * - ic_text_for_terminal fills a fixed buffer with IC_ESCAPE_TERMINAL text, cut with the marker
+ *   where it does not fit: a message that quotes library text (or text read from a file) on
+ *   stdout or stderr passes it through here first.
+ * - ic_text_line_column turns a byte offset into the line and column an editor shows (both from
+ *   1; the column counts characters), for readers that point at a place in a file.
  * - ic_text_write_atomic writes a file through a temporary file in the same directory and a
  *   rename, so a reader never sees half of it and a failure leaves the old file untouched.
  */
@@ -55,11 +71,19 @@
 /* The smallest cap ic_text_buf_add_escaped honours: room for an escaped marker. */
 #define IC_TEXT_CAP_MIN    64
 #define IC_TEXT_NO_CAP     SIZE_MAX
+/* The most bytes one piece of library text keeps where it is stored or shown whole: 8 KiB. */
+#define IC_TEXT_FIELD_CAP  (8 * 1024)
+/* The most bytes of a script that is kept whole; a longer one is refused. */
+#define IC_TEXT_SCRIPT_CAP (64 * 1024)
 
 /* --- UTF-8 ---------------------------------------------------------------------------------- */
 
 /* True when s[0..len) is well-formed UTF-8 (surrogates and overlong forms are not). */
 bool ic_utf8_valid(const char *s, size_t len);
+
+/* The length of the longest prefix of s[0..len) that ic_utf8_valid accepts: the offset of the
+ * first byte that is not well-formed UTF-8 (or a NUL), or len. */
+size_t ic_utf8_valid_prefix(const char *s, size_t len);
 
 /* Writes the repaired form of src[0..src_len) into dst (NUL-terminated; dst_size > 0),
  * stopping at the last whole character that fits. Returns the bytes written; *ret_consumed
@@ -103,6 +127,7 @@ enum ic_text_escape {
     IC_ESCAPE_XML_ATTR,
     IC_ESCAPE_HTML,
     IC_ESCAPE_MARKDOWN,
+    IC_ESCAPE_TERMINAL,
 };
 
 void ic_text_buf_init(struct ic_text_buf *buf);
@@ -128,6 +153,18 @@ int ic_text_buf_add_escaped(struct ic_text_buf *buf, const char *s, size_t len,
 /* The same for a C string; NULL appends nothing. */
 int ic_text_buf_add_escaped_str(struct ic_text_buf *buf, const char *s, enum ic_text_escape how,
                                 size_t cap);
+
+/* --- Terminals and positions ---------------------------------------------------------------- */
+
+/* Writes `src` (NULL for "") into dst as IC_ESCAPE_TERMINAL text of at most dst_size - 1 bytes,
+ * cut with the marker when it does not fit. A buffer under IC_TEXT_CAP_MIN + 1 bytes is too small
+ * for the marker: the text is then cut without one. */
+void ic_text_for_terminal(char *dst, size_t dst_size, const char *src);
+
+/* The line and column (both from 1, the column in characters) of byte `offset` of text[0..len);
+ * an offset past the end counts as the end. */
+void ic_text_line_column(const char *text, size_t len, size_t offset, size_t *ret_line,
+                         size_t *ret_column);
 
 /* --- Files ---------------------------------------------------------------------------------- */
 

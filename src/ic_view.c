@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ic_error.h"
+#include "ic_guard.h"
 #include "ic_kernel_logic.h"
 
 int ic_view_set_c_strides(struct ic_view *view)
@@ -129,8 +130,7 @@ static bool ic_same_shape(const struct ic_view *a, const struct ic_view *b)
     return true;
 }
 
-int ic_view_compare(const struct ic_view *a, const struct ic_view *b,
-                    struct ic_compare_result *ret)
+int ic_view_compare(const struct ic_view *a, const struct ic_view *b, struct ic_compare_result *ret)
 {
     if (!ic_same_shape(a, b) || a->itemsize != b->itemsize || a->itemsize <= 0)
         return IC_EINVAL;
@@ -138,6 +138,21 @@ int ic_view_compare(const struct ic_view *a, const struct ic_view *b,
     int rc = ic_view_numel(a, &numel);
     if (rc < 0)
         return rc;
+    /* Both views' elements are checked once, before any is read: one system call per batch
+     * of pages instead of one per element, and a library's bad pointer is a verdict. */
+    const struct ic_view *views[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        int64_t bad_index = 0;
+        uintptr_t bad_address = 0;
+        rc = ic_guard_view(views[i], &bad_index, &bad_address);
+        if (rc == IC_EFAULT) {
+            ret->unreadable = i + 1;
+            ret->unreadable_index = bad_index;
+            ret->unreadable_address = bad_address;
+        }
+        if (rc < 0)
+            return rc;
+    }
     bool as_bool = a->dtype == IC_DTYPE_BOOL && b->dtype == IC_DTYPE_BOOL;
     struct ic_compare_result result = {.compared = numel, .mismatches = 0, .first_mismatch = -1};
     /* Walk both views with an odometer rather than dividing per element: the compare of a
@@ -187,4 +202,23 @@ int ic_view_compare_addresses(const struct ic_view *a, const struct ic_view *b,
     }
     *ret = result;
     return 0;
+}
+
+int ic_view_check_readable(const struct ic_view *view, char *why, size_t size)
+{
+    int64_t bad_index = 0;
+    uintptr_t bad_address = 0;
+    char index[96];
+    int rc = ic_guard_view(view, &bad_index, &bad_address);
+    if (rc == IC_EFAULT) {
+        ic_view_format_index(view, bad_index, index, sizeof(index));
+        snprintf(why, size,
+                 "element %s of the array at 0x%llx cannot be read: the memory at 0x%llx is "
+                 "not mapped readable",
+                 index, (unsigned long long)view->data, (unsigned long long)bad_address);
+    } else if (rc < 0) {
+        snprintf(why, size, "the elements at 0x%llx cannot be checked: %s",
+                 (unsigned long long)view->data, ic_strerror(rc));
+    }
+    return rc;
 }

@@ -10,14 +10,17 @@
  * - Views are plain values: copy them with `=`. No function here allocates.
  * - Arithmetic is overflow-checked; a view whose addressed span does not fit in int64 is
  *   rejected with IC_ERANGE rather than wrapped.
- * - The compare functions read host memory through both views' strides. They must only be
- *   called on views whose memory is host-accessible and alive; callers (ic_exchange) keep the
- *   owning Python objects referenced while comparing.
+ * - ic_view_compare reads host memory through both views' strides, and only after the guard
+ *   (ic_guard.h) found every element of both readable: a view that points at unmapped memory
+ *   is IC_EFAULT, never a fault. It must still only be called on views whose memory is
+ *   host-accessible (not device memory) and alive; callers (ic_exchange) keep the owning
+ *   Python objects referenced while comparing. ic_view_compare_addresses reads no memory.
  */
 #ifndef IC_VIEW_H
 #define IC_VIEW_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ic_dtype.h"
@@ -78,13 +81,25 @@ struct ic_compare_result {
     int64_t compared;       /* elements compared */
     int64_t mismatches;     /* elements whose bytes differ */
     int64_t first_mismatch; /* C-order linear index of the first one, -1 when none */
+    /* Written on IC_EFAULT only: the view that cannot be read (1: a, 2: b), its first element
+     * with an unreadable byte (C-order index) and that byte's page. */
+    int unreadable;
+    int64_t unreadable_index;
+    uintptr_t unreadable_address;
 };
 
 /* Compares the bytes of every element of `a` and `b` in C order, each read through its own
  * strides. The views must have the same shape and itemsize (IC_EINVAL otherwise). Bool
- * elements compare as truth values, since any non-zero byte is a true bool. */
+ * elements compare as truth values, since any non-zero byte is a true bool. IC_EFAULT when
+ * an element of either view cannot be read: nothing is compared, and `ret` says where (its
+ * unreadable fields only). */
 int ic_view_compare(const struct ic_view *a, const struct ic_view *b,
                     struct ic_compare_result *ret);
+
+/* Checks that the host can read every element of the view (ic_guard_view). IC_EFAULT with
+ * `why` naming the first element that cannot be read and where; IC_ERANGE for a view whose
+ * span does not fit in int64; IC_EENV when the guard has no way to read (see ic_guard.h). */
+int ic_view_check_readable(const struct ic_view *view, char *why, size_t size);
 
 /* Compares the element addresses of `a` and `b` (same shape required): the number of
  * elements whose address differs and the first such index. Empty views compare equal. */

@@ -11,6 +11,7 @@
 #include "ic_report_junit.h"
 #include "ic_report_markdown.h"
 #include "ic_rules.h"
+#include "ic_text.h"
 
 /* Room for the unmatched-entry lines of ic_expect_apply: one "FILE:LINE: PATTERN" each. */
 #define IC_UNMATCHED_MAX (64 * 1024)
@@ -30,11 +31,14 @@ int ic_views_expect(const struct ic_expectations *expectations, cJSON *report, c
         return changed;
     }
     char *save = NULL;
-    for (char *line = strtok_r(unmatched, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+    for (char *line = strtok_r(unmatched, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char shown[1200]; /* a file name and a pattern, escaped */
+        ic_text_for_terminal(shown, sizeof(shown), line);
         fprintf(stderr,
                 "interopcheck: warning: %s matches no case of this report (a stale "
                 "expectation?)\n",
-                line);
+                shown);
+    }
     free(unmatched);
     int rc = ic_report_recount(report);
     if (rc < 0) {
@@ -92,21 +96,6 @@ done:
     return rc;
 }
 
-/* Copies `text` into buf on one line: control characters (a library's ANSI escapes, newlines)
- * become '?', and a cut ends with "...". */
-static void ic_one_line(const char *text, char *buf, size_t size)
-{
-    size_t used = 0, len = strlen(text);
-    for (size_t i = 0; i < len && used + 4 < size; i++) {
-        unsigned char ch = (unsigned char)text[i];
-        buf[used++] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
-    }
-    if (used < len && size > 4)
-        memcpy(buf + (used < size - 4 ? used : size - 4), "...", 4);
-    else
-        buf[used] = '\0';
-}
-
 void ic_views_print_findings(FILE *out, const cJSON *report, const char *json_path, int max_other)
 {
     const cJSON *findings = cJSON_GetObjectItemCaseSensitive(report, "findings");
@@ -143,11 +132,12 @@ void ic_views_print_findings(FILE *out, const cJSON *report, const char *json_pa
             fprintf(out, "  %s:\n", severity);
             shown_class = severity;
         }
-        char text[200];
-        ic_one_line(ic_json_string_or(f, "diagnostic", ""), text, sizeof(text));
+        /* Escaped, so a library's ANSI sequences and line breaks show as text on one line. */
+        char id[IC_TEXT_CAP_MIN * 2], text[240];
+        ic_text_for_terminal(id, sizeof(id), ic_json_string_or(f, "id", "?"));
+        ic_text_for_terminal(text, sizeof(text), ic_json_string_or(f, "diagnostic", ""));
         fprintf(out, "  %5.0f  %-48s %s\n",
-                cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(f, "count")),
-                ic_json_string_or(f, "id", "?"), text);
+                cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(f, "count")), id, text);
     }
     if (hidden)
         fprintf(out, "  ... and %d more finding%s in the report\n", hidden, hidden == 1 ? "" : "s");

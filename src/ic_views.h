@@ -5,7 +5,9 @@
  *
  * Contract
  * - ic_views_expect applies loaded expectations to the report in place, warns on stderr about
- *   entries that match no case (a stale expectation), and recounts the summary. On failure
+ *   entries that match no case (a stale expectation), and recounts the summary.
+ * - What these print from a report (ids, diagnostics, patterns) goes through
+ *   ic_text_for_terminal: control characters and ANSI sequences show escaped, never act. On failure
  *   the report may hold changed outcomes with an old summary: the caller writes nothing.
  * - ic_views_write writes the dashboard (to opts->html, or JSON_PATH with .html for .json),
  *   and JUnit and Markdown where opts asks, each atomically, and prints one line "KIND: PATH"
@@ -32,7 +34,7 @@ int ic_views_write(const cJSON *report, const char *json_path, const struct ic_o
 
 /* The terminal view of the report's findings, most severe first: every harmful finding (and so
  * every crash and timeout), then up to `max_other` of the others with a count of the rest.
- * Library text is shown escaped, one line a finding. */
+ * Library text is shown escaped (IC_ESCAPE_TERMINAL) and cut, one line a finding. */
 void ic_views_print_findings(FILE *out, const cJSON *report, const char *json_path, int max_other);
 
 #endif

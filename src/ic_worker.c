@@ -3,24 +3,84 @@
 
 #include "ic_worker.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ic_error.h"
 #include "ic_exchange.h"
 #include "ic_ipc.h"
+#include "ic_json.h"
 #include "ic_probe.h"
 #include "ic_python.h"
 
-#define IC_WORKER_MAX_PROBES 128
 
 struct ic_worker {
     int fd;
-    struct ic_probe probes[IC_WORKER_MAX_PROBES];
+    unsigned long long seq; /* of the request being answered */
+    struct ic_probe *probes; /* count loaded, room for capacity (owned) */
     int count;
+    int capacity;
 };
+
+/* --- Children killed by a signal ------------------------------------------------------------ */
+
+/* Where the SIGCHLD handler reports a child that died by a signal: a library's forked child
+ * that crashes is the case's crash even when the worker itself then only fails or hangs, and
+ * the worker's own status cannot say so. Written from a signal handler: a plain int. */
+static int ic_child_events_fd = -1;
+
+static void ic_on_child(int sig, siginfo_t *info, void *context)
+{
+    (void)sig;
+    (void)context;
+    if (ic_child_events_fd < 0 || !info || (info->si_code != CLD_KILLED && info->si_code != CLD_DUMPED))
+        return;
+    int saved = errno;
+    int32_t record[2] = {(int32_t)info->si_pid, (int32_t)info->si_status};
+    ssize_t written = write(ic_child_events_fd, record, sizeof(record));
+    (void)written; /* nothing to do from a handler when the supervisor is gone */
+    errno = saved;
+}
+
+/* Makes the worker's descriptors its own and ties its life to the supervisor's. */
+static void ic_worker_isolate(const struct ic_worker_config *config)
+{
+    /* Only stdin, stdout, stderr and the two channels stay open: a library that writes to
+     * every descriptor it finds reaches nothing of the supervisor's (an output file the
+     * supervisor had open when it started us, say). */
+    int keep[2] = {config->fd, config->events_fd >= 0 ? config->events_fd : config->fd};
+    if (keep[0] > keep[1]) {
+        int t = keep[0];
+        keep[0] = keep[1];
+        keep[1] = t;
+    }
+    close_range(3, (unsigned)keep[0] - 1, 0);
+    if (keep[1] > keep[0] + 1)
+        close_range((unsigned)keep[0] + 1, (unsigned)keep[1] - 1, 0);
+    close_range((unsigned)keep[1] + 1, ~0u, 0);
+    /* Close-on-exec before any library runs: nothing a library starts inherits them. */
+    fcntl(config->fd, F_SETFD, FD_CLOEXEC);
+    if (config->events_fd >= 0) {
+        fcntl(config->events_fd, F_SETFD, FD_CLOEXEC);
+        ic_child_events_fd = config->events_fd;
+        struct sigaction action;
+        memset(&action, 0, sizeof(action));
+        action.sa_sigaction = ic_on_child;
+        action.sa_flags = SA_SIGINFO | SA_RESTART | SA_NOCLDSTOP;
+        sigemptyset(&action.sa_mask);
+        sigaction(SIGCHLD, &action, NULL);
+    }
+    /* A supervisor killed outright takes its workers with it. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
 
 static double ic_worker_now_ms(void)
 {
@@ -61,36 +121,46 @@ static int ic_worker_load(struct ic_worker *w, const char *name, const char *pat
 
     if (ic_worker_find(w, name))
         return 0;
-    if (w->count == IC_WORKER_MAX_PROBES)
-        return IC_ERANGE;
+    if (w->count == w->capacity) {
+        /* Probes are found by pointer only while a case runs: growing between loads is safe. */
+        int grown = w->capacity ? 2 * w->capacity : 16;
+        struct ic_probe *more = realloc(w->probes, (size_t)grown * sizeof(*more));
+        if (!more)
+            return IC_ENOMEM;
+        memset(more + w->capacity, 0, (size_t)(grown - w->capacity) * sizeof(*more));
+        w->probes = more;
+        w->capacity = grown;
+    }
     ic_py_enter();
     rc = ic_probe_load(&w->probes[w->count], name, path, &info, &exc);
     ic_py_faulthandler_rearm();
     ic_py_leave();
 
-    cJSON *msg = cJSON_CreateObject();
-    if (!msg) {
-        free(info);
-        return IC_ENOMEM;
-    }
-    cJSON_AddStringToObject(msg, "ev", "loaded");
-    cJSON_AddStringToObject(msg, "probe", name);
-    cJSON_AddBoolToObject(msg, "ok", rc == 0);
-    cJSON_AddNumberToObject(msg, "ms", ic_worker_now_ms() - start);
-    if (rc == 0) {
+    cJSON *msg = ic_message_new(IC_MSG_LOADED, w->seq);
+    bool built = msg && cJSON_AddStringToObject(msg, "probe", name) &&
+                 cJSON_AddBoolToObject(msg, "ok", rc == 0) &&
+                 cJSON_AddNumberToObject(msg, "ms", ic_worker_now_ms() - start);
+    if (built && rc == 0) {
         w->count++;
         cJSON *parsed = cJSON_Parse(info);
-        if (parsed)
-            cJSON_AddItemToObject(msg, "info", parsed);
-    } else {
+        built = cJSON_IsObject(parsed) && cJSON_AddItemToObject(msg, "info", parsed);
+        if (!built)
+            cJSON_Delete(parsed);
+    } else if (built) {
         cJSON *error = ic_exc_to_json(&exc);
-        if (error) {
-            cJSON_AddBoolToObject(error, "not_installed", w->probes[w->count].not_installed);
-            cJSON_AddItemToObject(msg, "error", error);
-        }
+        built = error &&
+                cJSON_AddBoolToObject(error, "not_installed",
+                                      w->probes[w->count].not_installed) &&
+                cJSON_AddItemToObject(msg, "error", error);
+        if (!built)
+            cJSON_Delete(error);
         memset(&w->probes[w->count], 0, sizeof(w->probes[w->count]));
     }
     free(info);
+    if (!built) {
+        cJSON_Delete(msg);
+        return IC_ENOMEM;
+    }
     int sent = ic_ipc_send(w->fd, msg);
     cJSON_Delete(msg);
     if (sent < 0)
@@ -100,16 +170,14 @@ static int ic_worker_load(struct ic_worker *w, const char *name, const char *pat
 
 static int ic_worker_send_end(struct ic_worker *w, const char *id, const struct ic_result *res)
 {
-    cJSON *msg = cJSON_CreateObject();
+    cJSON *msg = ic_message_new(IC_MSG_END, w->seq);
     cJSON *result = ic_result_to_json(res);
-    if (!msg || !result) {
+    if (!msg || !result || !cJSON_AddStringToObject(msg, "case", id) ||
+        !cJSON_AddItemToObject(msg, "result", result)) {
         cJSON_Delete(msg);
         cJSON_Delete(result);
         return IC_ENOMEM;
     }
-    cJSON_AddStringToObject(msg, "ev", "end");
-    cJSON_AddStringToObject(msg, "case", id);
-    cJSON_AddItemToObject(msg, "result", result);
     int rc = ic_ipc_send(w->fd, msg);
     cJSON_Delete(msg);
     return rc;
@@ -125,17 +193,17 @@ static int ic_worker_run(struct ic_worker *w, const cJSON *msg)
     struct ic_case c;
     struct ic_result res;
 
-    if (!cJSON_IsString(id) || !cJSON_IsString(seed) || ic_case_parse_id(id->valuestring, &c) < 0)
+    if (ic_case_parse_id(id->valuestring, &c) < 0)
         return IC_EPROTO;
     int loaded = ic_worker_load_list(w, load);
     if (loaded < 0)
         return loaded;
 
-    cJSON *begin = cJSON_CreateObject();
-    if (!begin)
+    cJSON *begin = ic_message_new(IC_MSG_BEGIN, w->seq);
+    if (!begin || !cJSON_AddStringToObject(begin, "case", id->valuestring)) {
+        cJSON_Delete(begin);
         return IC_ENOMEM;
-    cJSON_AddStringToObject(begin, "ev", "begin");
-    cJSON_AddStringToObject(begin, "case", id->valuestring);
+    }
     int rc = ic_ipc_send(w->fd, begin);
     cJSON_Delete(begin);
     if (rc < 0)
@@ -188,8 +256,7 @@ static int ic_worker_repro(struct ic_worker *w, const cJSON *msg, const char *ki
     struct ic_py_exc exc;
     char *failure_json = NULL, *script = NULL, error[1400] = "";
 
-    if (!cJSON_IsString(id) || !cJSON_IsObject(failure) ||
-        ic_case_parse_id(id->valuestring, &c) < 0)
+    if (ic_case_parse_id(id->valuestring, &c) < 0)
         return IC_EPROTO;
     int rc = ic_worker_load_list(w, cJSON_GetObjectItemCaseSensitive(msg, "load"));
     if (rc < 0)
@@ -212,9 +279,8 @@ static int ic_worker_repro(struct ic_worker *w, const cJSON *msg, const char *ki
             ic_py_exc_format(&exc, error, sizeof(error));
     }
     free(failure_json);
-    cJSON *answer = cJSON_CreateObject();
-    if (!answer || !cJSON_AddStringToObject(answer, "ev", "repro") ||
-        !cJSON_AddStringToObject(answer, "case", id->valuestring) ||
+    cJSON *answer = ic_message_new(IC_MSG_SCRIPT, w->seq);
+    if (!answer || !cJSON_AddStringToObject(answer, "case", id->valuestring) ||
         !(script ? cJSON_AddStringToObject(answer, "script", script)
                  : cJSON_AddStringToObject(answer, "error", error))) {
         cJSON_Delete(answer);
@@ -230,13 +296,14 @@ static int ic_worker_repro(struct ic_worker *w, const cJSON *msg, const char *ki
 int ic_worker_main(const struct ic_worker_config *config)
 {
     struct ic_worker *w = calloc(1, sizeof(*w));
-    struct ic_linebuf in = {0};
-    char err[2048];
+    struct ic_framebuf in = {0};
+    char err[2048], why[256];
     int status = 1;
 
     if (!w)
         return 1;
     w->fd = config->fd;
+    ic_worker_isolate(config);
     struct ic_py_config pyconfig = {
         .python = config->python, .sys_path = NULL, .faulthandler = true};
     if (ic_py_init(&pyconfig, err, sizeof(err)) < 0) {
@@ -255,29 +322,31 @@ int ic_worker_main(const struct ic_worker_config *config)
 
     for (;;) {
         int error = 0;
-        cJSON *msg = ic_ipc_receive(w->fd, &in, &error);
+        enum ic_message kind;
+        cJSON *msg = ic_ipc_receive(w->fd, &in, &error, why, sizeof(why));
         if (!msg) {
             status = error == 0 ? 0 : 1; /* end of file: the supervisor is done with us */
+            if (error == IC_EPROTO)
+                fprintf(stderr, "interopcheck worker: protocol violation: %s\n", why);
             break;
         }
-        const cJSON *op = cJSON_GetObjectItemCaseSensitive(msg, "op");
-        rc = IC_EPROTO;
-        if (cJSON_IsString(op) && strcmp(op->valuestring, "quit") == 0) {
+        rc = ic_ipc_check(msg, IC_IPC_WORKER, &kind, why, sizeof(why));
+        if (rc == 0)
+            w->seq = (unsigned long long)cJSON_GetObjectItemCaseSensitive(msg, "seq")->valuedouble;
+        if (rc == 0 && kind == IC_MSG_QUIT) {
             cJSON_Delete(msg);
             status = 0;
             break;
-        } else if (cJSON_IsString(op) && strcmp(op->valuestring, "load") == 0) {
-            const cJSON *name = cJSON_GetObjectItemCaseSensitive(msg, "probe");
-            const cJSON *path = cJSON_GetObjectItemCaseSensitive(msg, "path");
-            if (cJSON_IsString(name) && cJSON_IsString(path)) {
-                rc = ic_worker_load(w, name->valuestring, path->valuestring);
-                if (rc == IC_EPROBE)
-                    rc = 0;
-            }
-        } else if (cJSON_IsString(op) && strcmp(op->valuestring, "run") == 0) {
+        } else if (rc == 0 && kind == IC_MSG_LOAD) {
+            rc = ic_worker_load(w, ic_json_string(msg, "probe"), ic_json_string(msg, "path"));
+            if (rc == IC_EPROBE)
+                rc = 0;
+        } else if (rc == 0 && kind == IC_MSG_RUN) {
             rc = ic_worker_run(w, msg);
-        } else if (cJSON_IsString(op) && strcmp(op->valuestring, "repro") == 0) {
+        } else if (rc == 0 && kind == IC_MSG_REPRO) {
             rc = ic_worker_repro(w, msg, config->kit_path);
+        } else if (rc < 0) {
+            fprintf(stderr, "interopcheck worker: protocol violation: %s\n", why);
         }
         cJSON_Delete(msg);
         if (rc < 0) {
@@ -287,11 +356,12 @@ int ic_worker_main(const struct ic_worker_config *config)
     }
 
 done:
-    ic_linebuf_release(&in);
+    ic_framebuf_release(&in);
     fflush(stdout);
     fflush(stderr);
     /* No ic_py_finalize: interpreter shutdown runs the libraries' teardown, which is not
      * under test and would only add noise after the last result was sent. */
+    free(w->probes);
     free(w);
     return status;
 }

@@ -4,12 +4,15 @@
  *
  * Contract
  * - The worker is the same binary started by the supervisor in worker mode; it talks only
- *   over `fd` (ic_ipc framing). Its stdout and stderr belong to the libraries: the
- *   supervisor keeps their tail for crash reports.
- * - Requests: {"op":"load","probe":N,"path":P} answers {"ev":"loaded",...};
- *   {"op":"run","case":ID,"seed":S,"load":[{"probe":N,"path":P},...]} loads what is missing
- *   (one "loaded" each), then answers {"ev":"begin","case":ID} and, when the case is over,
- *   {"ev":"end","case":ID,"result":{...}}; {"op":"quit"} ends the loop.
+ *   over `fd` (ic_ipc framing and message table), which it makes close-on-exec first thing.
+ *   Its stdout and stderr belong to the libraries: the supervisor keeps their tail for crash
+ *   reports. A child of the worker that dies by a signal is reported on `events_fd` (two
+ *   int32: pid, signal) from a SIGCHLD handler; the worker dies with the supervisor
+ *   (PR_SET_PDEATHSIG).
+ * - Requests (IC_MESSAGE_LIST): "load" answers "loaded"; "run" loads what is missing (one
+ *   "loaded" each), then answers "begin" and, when the case is over, "end" with the result;
+ *   "repro" answers "script"; "quit" ends the loop. Every answer carries the request's "seq"
+ *   and, for a case, its id. A request that breaks the table ends the worker.
  * - The begin message is written before the case touches any library: if the worker dies
  *   after it, the supervisor knows which case killed it.
  * - Returns the process exit status; the caller (main) leaves with _exit so that no library's
@@ -20,6 +23,7 @@
 
 struct ic_worker_config {
     int fd;
+    int events_fd; /* -1: none */
     const char *python;
     const char *kit_path;
 };

@@ -204,6 +204,23 @@ def check_expectations(tap, binary, workdir):
            "a malformed line: exit status 2 with FILE:LINE, and nothing runs",
            f"status {proc.returncode}\n{proc.stderr}")
 
+    # The file is UTF-8 text: a NUL byte (a UTF-16 file, say) or a byte that is not UTF-8 stops
+    # the run with the line and column.
+    entry = b"dlpack.numpy.torch.cpu.float32.contiguous  "
+    for name, content, why, what in (
+            ("nul.txt", b"# fine\n" + entry + b"a reason\0 hidden\n", "NUL byte at column 52",
+             "a NUL byte"),
+            ("latin1.txt", b"# fine\n" + entry + b"caf\xe9\n", "0xe9 at column 47 is not valid",
+             "Latin-1 text")):
+        path = os.path.join(workdir, name)
+        with open(path, "wb") as handle:
+            handle.write(content)
+        proc = run_report(binary, missing_out, "--expect", path)
+        tap.ok(proc.returncode == 2 and f"{path}:2:" in proc.stderr and why in proc.stderr and
+               not os.path.exists(missing_out),
+               f"an expectations file with {what}: exit status 2 with FILE:LINE and the column, "
+               "and nothing runs", f"status {proc.returncode}\n{proc.stderr}")
+
     # --fail-on: which outcomes make the exit status 1.
     proc = run_report(binary, out, "--fail-on", "crash,timeout")
     tap.ok(proc.returncode == 0, "--fail-on crash,timeout: failures alone pass the run",
@@ -328,6 +345,46 @@ def check_diff(tap, binary, workdir, runs):
     proc = taplib.run(binary, "diff", base)
     tap.ok(proc.returncode == 2 and "two report files" in proc.stderr,
            "diff with one file is a usage error", proc.stderr)
+    check_strict_reader(tap, binary, workdir, base, a)
+
+
+def check_strict_reader(tap, binary, workdir, base, a):
+    """The report reader is strict (ic_report.h): schema_version is the integer 2 and nothing
+    like it, and a syntax error is placed by line and column."""
+    for version, why in ((1.5, '"schema_version" is 1.5, not an integer'),
+                         (2.5, '"schema_version" is 2.5, not an integer'),
+                         ("2", '"schema_version" is a string, not a number'),
+                         (True, '"schema_version" is a boolean, not a number'),
+                         (None, '"schema_version" is null, not a number')):
+        path = write(os.path.join(workdir, "version.json"),
+                     json.dumps(dict(a, schema_version=version)))
+        proc = taplib.run(binary, "diff", base, path)
+        tap.ok(proc.returncode == 2 and path in proc.stderr and why in proc.stderr,
+               f"diff refuses schema_version {json.dumps(version)}, saying why",
+               f"status {proc.returncode}\n{proc.stderr}")
+    # json.dumps writes the float 2.0 as "2.0": the number 2, which the schema's "const": 2
+    # accepts, so the reader does too.
+    path = write(os.path.join(workdir, "version_2_0.json"),
+                 json.dumps(dict(a, schema_version=2.0)))
+    with open(path, encoding="utf-8") as handle:
+        written = '"schema_version": 2.0' in handle.read()
+    proc = taplib.run(binary, "diff", base, path)
+    counts = counts_of(proc.stdout) or {}
+    tap.ok(written and proc.returncode == 0 and counts.get("unchanged") == len(a["cases"]),
+           "schema_version written as 2.0 is the number 2: read",
+           f"{proc.returncode} {proc.stderr}")
+
+    text = json.dumps(a, indent=1).split("\n")
+    text[2] = text[2].rstrip(",") + "x,"  # line 3: a stray letter after a number
+    broken = write(os.path.join(workdir, "syntax.json"), "\n".join(text))
+    column = len(text[2]) - 1  # the letter, counted from 1
+    proc = taplib.run(binary, "report", broken)
+    tap.ok(proc.returncode == 2 and f"syntax error at line 3, column {column}" in proc.stderr,
+           "a syntax error names its line and column", f"{proc.returncode} {proc.stderr}")
+    trailing = write(os.path.join(workdir, "trailing.json"), json.dumps(a) + "\n{}\n")
+    proc = taplib.run(binary, "merge", base, trailing, "-o", os.path.join(workdir, "never.json"))
+    tap.ok(proc.returncode == 2 and "line 2, column 1" in proc.stderr,
+           "a second JSON value after the report is an error, not ignored", proc.stderr)
 
 
 # --- Merged reports -------------------------------------------------------------------------

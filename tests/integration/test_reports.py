@@ -28,6 +28,12 @@ MARKDOWN_MARKS = {"pass": "\u2713", "fail": "\u2717", "error": "!", "expected": 
 JUNIT_MESSAGE_CAP = 1000  # src/ic_report_junit.c
 MARKDOWN_DIAGNOSTIC_CAP = 1000  # src/ic_report_markdown.c
 DIAGNOSTIC_MAX = 1200  # IC_DIAGNOSTIC_MAX, src/ic_result.h
+TEXT_FIELD_CAP = 8 * 1024  # IC_TEXT_FIELD_CAP, src/ic_text.h: one library string, stored whole
+TEXT_SCRIPT_CAP = 64 * 1024  # IC_TEXT_SCRIPT_CAP: a reproducer, kept whole or not at all
+# What a terminal acts on rather than shows (IC_ESCAPE_TERMINAL escapes all of it): C0 controls
+# but tab and LF, DEL, C1 controls, the line separators and the bidirectional controls.
+TERMINAL_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
+                             "\u202a-\u202e\u2066-\u2069]")
 
 
 def probes_dir():
@@ -620,15 +626,67 @@ def check_cap(tap, writers, report_path, report, workdir):
            "a cap too small for the totals is an error and writes nothing", proc.stderr)
 
 
+def run_bytes(binary, *args):
+    """Runs the binary; returns (status, stdout and stderr as bytes), for terminal checks that
+    must see the bytes as they are."""
+    env = dict(os.environ)
+    env.pop("INTEROPCHECK_PROBE_PATH", None)
+    proc = subprocess.run([binary, *args], capture_output=True, env=env, timeout=600)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def check_terminal(tap, raw, what, shown=None):
+    """What a command printed holds nothing a terminal would act on: it is UTF-8, and control
+    characters and ANSI sequences are escapes. `shown` is an escaped text it must hold, so the
+    library text was shown, not dropped."""
+    try:
+        text = raw.decode("utf-8", errors="strict")
+    except UnicodeDecodeError as exc:
+        tap.ok(False, f"{what}: the terminal output is UTF-8", exc)
+        return
+    unsafe = sorted({hex(ord(ch)) for ch in TERMINAL_UNSAFE.findall(text)})
+    tap.ok(not unsafe, f"{what}: the terminal output holds no raw ESC or control character",
+           unsafe)
+    if shown is not None:
+        tap.ok(shown in text, f"{what}: the library's text is shown escaped ({shown!r})",
+               text[-1500:])
+
+
+def strings_of(value, path=""):
+    """Every (path, string) of a JSON value, member names included."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield f"{path}.{key} (name)", key
+            yield from strings_of(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from strings_of(item, f"{path}[{i}]")
+    elif isinstance(value, str):
+        yield path, value
+
+
+def over_caps(report):
+    """The strings of a report over what it may hold: a reproducer TEXT_SCRIPT_CAP bytes, any
+    other string TEXT_FIELD_CAP."""
+    return [(path, len(text.encode())) for path, text in strings_of(report)
+            if len(text.encode()) > (TEXT_SCRIPT_CAP if path.endswith(".reproducer")
+                                     else TEXT_FIELD_CAP)]
+
+
 def check_hostile(tap, writers, workdir):
     hostile = load_hostile()
     out = os.path.join(workdir, "hostile.json")
-    proc = taplib.run(writers.binary, "--probe-dir", probes_dir(), "--producer",
-                      "hostile_text,numpy", "--consumer", "hostile_text,numpy,interopcheck",
-                      "--protocol", "dlpack", "-o", out, "-q")
-    if not tap.ok(proc.returncode in (0, 1) and os.path.exists(out),
-                  "a run with the hostile library writes its report", proc.stdout + proc.stderr):
+    # Not quiet: the findings lines quote the library's messages on the terminal.
+    status, terminal = run_bytes(writers.binary, "--probe-dir", probes_dir(), "--producer",
+                                 "hostile_text,numpy", "--consumer",
+                                 "hostile_text,numpy,interopcheck", "--protocol", "dlpack", "-o",
+                                 out)
+    if not tap.ok(status in (0, 1) and os.path.exists(out),
+                  "a run with the hostile library writes its report",
+                  terminal.decode(errors="replace")[-3000:]):
         return
+    check_terminal(tap, terminal, "hostile run", shown="ctl:\\x01\\x02\\x07\\x08\\x0b\\x0c\\x0e"
+                   "\\x1b[31m\\x1f\\x7f\\u0080\\u0085\\u009f")
     size = os.path.getsize(out)
 
     # JSON: strict UTF-8, strict JSON, the schema, and the text kept (capped).
@@ -656,6 +714,26 @@ def check_hostile(tap, writers, workdir):
            "\n".join(errors[:10]))
     tap.ok(size < 4 * 1024 * 1024, f"hostile JSON: {size} bytes, though refusals and notes "
            "carry megabytes")
+    over = over_caps(report)
+    tap.ok(not over, f"hostile JSON: no string over {TEXT_FIELD_CAP} bytes (a reproducer "
+           f"{TEXT_SCRIPT_CAP})", over[:5])
+    library = next((lib for lib in report["environment"]["libraries"]
+                    if lib["name"] == "hostile_text"), {})
+    call = library.get("calls", {}).get("dlpack", {}).get("export", "")
+    call_match = re.search(r" \u2026 \[(\d+) bytes cut\]$", call)
+    call_full = hostile.CALL.encode()
+    call_kept = len(call[:call_match.start()].encode()) if call_match else 0
+    tap.ok(call_match and len(call.encode()) <= TEXT_FIELD_CAP and
+           int(call_match.group(1)) == len(call_full) - call_kept and
+           call_full.startswith(call[:call_match.start()].encode()),
+           f"hostile JSON: a {len(call_full)}-byte call of load() is capped where it enters, "
+           f"to {len(call.encode())} bytes with a marker that counts the rest", repr(call[-80:]))
+    refused = [f["id"] for f in report.get("findings", [])
+               if f.get("culprit") == "hostile_text" and not f.get("reproducer") and
+               "more than the 65536 a report keeps" in (f.get("reproducer_error") or "")]
+    tap.ok(refused, "hostile JSON: a reproducer longer than a report keeps is refused whole, "
+           "and the finding says why", [(f["id"], f.get("reproducer_error"))
+                                        for f in report.get("findings", [])])
     cases = taplib.cases_by_id(report)
     shown = hostile.HOSTILE.replace("\ud800", FFFD)
 
@@ -681,15 +759,18 @@ def check_hostile(tap, writers, workdir):
            "hostile JSON: a hostile note is the unsupported reason, whole, its lone surrogate "
            "as U+FFFD", repr(note))
     mega_note = diag("dlpack.hostile_text.numpy.cpu.float16.contiguous")
-    full = ("hostile_text has no float16 arrays: " +
-            hostile.MEGA.replace("\ud800", "")).encode()
+    intro = "hostile_text has no float16 arrays: "
+    full = (intro + hostile.MEGA.replace("\ud800", "")).encode()
     match = re.search(r" \u2026 \[(\d+) bytes cut\]$", mega_note)
     kept = len(mega_note[:match.start()].encode()) if match else 0
-    tap.ok(match and int(match.group(1)) == len(full) - kept and
+    # The note was capped where it entered (the probe's info, TEXT_FIELD_CAP bytes with its
+    # own marker); the diagnostic quotes that and counts what it leaves out of it.
+    tap.ok(match and 0 < int(match.group(1)) and
+           kept + int(match.group(1)) <= len(intro.encode()) + TEXT_FIELD_CAP and
            len(mega_note.encode()) < DIAGNOSTIC_MAX and full.startswith(
                mega_note[:match.start()].encode()),
-           "hostile JSON: a 4 MB note is cut on a character with a marker that counts the rest",
-           repr(mega_note[-80:]))
+           "hostile JSON: a 4 MB note, capped where it entered, is cut on a character with a "
+           "marker that counts the rest", repr(mega_note[-80:]))
     crash = diag("dlpack.numpy.hostile_text.cpu.int64.contiguous")
     tap.ok(cases.get("dlpack.numpy.hostile_text.cpu.int64.contiguous", {}).get("outcome") ==
            "crash" and "SIGSEGV" in crash and "<script>alert(4)</script>" in crash and
@@ -746,6 +827,66 @@ def check_hostile(tap, writers, workdir):
                           if p.text_content().startswith("interopcheck ")), "")
         tap.ok("hostile_text 0.1+<b>|`v`|</b>" in libraries,
                "hostile Markdown: the library's version reads as it gave it", libraries)
+    check_huge_message(tap, writers, out, report, workdir)
+
+
+def check_huge_message(tap, writers, report_path, report, workdir):
+    """A report file that carries megabytes of one library message, control characters and
+    all, in a case's diagnostic, a finding's, a library's version and error, a gap's reason and
+    a finding's reproducer: every view of it, and every report made from it, grows by a few
+    capped copies at most, and the terminal shows it escaped."""
+    unit = "\x1b[31m\x01\x9b" + "\u00e9" * 40 + "\n"
+    huge = unit * (8 * 1000 * 1000 // len(unit.encode()))  # 8 MB
+    crafted = copy.deepcopy(report)
+    failing = next(c for c in crafted["cases"] if c["outcome"] == "fail")
+    failing["diagnostic"] = huge
+    crafted["findings"][0]["diagnostic"] = huge
+    crafted["findings"][0]["reproducer"] = huge
+    library = next(lib for lib in crafted["environment"]["libraries"]
+                   if lib["name"] == "hostile_text")
+    library["version"] = library["error"] = huge
+    gap = next(g for p in crafted["summary"]["protocols"].values() for g in p["gaps"])
+    gap["reason"] = huge
+    crafted_path = os.path.join(workdir, "huge.json")
+    with open(crafted_path, "w", encoding="utf-8") as handle:
+        json.dump(crafted, handle, ensure_ascii=False)
+
+    sizes = {}
+    for name, path in (("plain", report_path), ("huge", crafted_path)):
+        stem = os.path.join(workdir, f"views_{name}")
+        proc = taplib.run(writers.binary, "report", path, "--html", stem + ".html", "--junit",
+                          stem + ".xml", "--junit-cases", "--markdown", stem + ".md")
+        merged = stem + "_merged.json"
+        merge = taplib.run(writers.binary, "merge", path, report_path, "-o", merged)
+        if not tap.ok(proc.returncode == 0 and merge.returncode == 0,
+                      f"{name} report: its views and a merge are written",
+                      proc.stderr + merge.stderr):
+            return
+        sizes[name] = {kind: os.path.getsize(stem + suffix) for kind, suffix in
+                       (("dashboard", ".html"), ("JUnit", ".xml"), ("Markdown", ".md"),
+                        ("merged JSON", "_merged.json"))}
+    # Five capped copies of the message (JSON escapes a control character in six bytes), in
+    # every JUnit suite that names the library's version; the message itself is 8 MB.
+    limits = {"dashboard": 512 * 1024, "JUnit": 1024 * 1024, "Markdown": 64 * 1024,
+              "merged JSON": 512 * 1024}
+    for kind, limit in limits.items():
+        grown = sizes["huge"][kind] - sizes["plain"][kind]
+        tap.ok(grown <= limit, f"an 8 MB message: the {kind} grows by {grown} bytes "
+               f"(at most {limit}), to {sizes['huge'][kind]}", sizes)
+    merged = taplib.load_report(os.path.join(workdir, "views_huge_merged.json"))
+    over = over_caps(merged)
+    tap.ok(not over, "an 8 MB message: a report made from the file holds no string over the "
+           "caps", over[:5])
+    finding_id = crafted["findings"][0]["id"]
+    finding = next((f for f in merged.get("findings", []) if f["id"] == finding_id), {})
+    repro = taplib.run(writers.binary, "repro", crafted_path, finding_id)
+    tap.ok(finding and not finding.get("reproducer") and repro.returncode == 2 and
+           "bytes, more than the 65536 a report keeps" in repro.stderr,
+           "an 8 MB reproducer in the file is dropped, never cut, and `repro` says why",
+           f"{repro.returncode} {repro.stderr[:500]}")
+    status, terminal = run_bytes(writers.binary, "diff", report_path, crafted_path)
+    check_terminal(tap, terminal, "diff of an 8 MB message", shown="\\x1b[31m\\x01\\u009b")
+    tap.ok(len(terminal) < 64 * 1024, f"diff of an 8 MB message: {len(terminal)} bytes printed")
 
 
 def test(tap, args):

@@ -14,8 +14,13 @@ happens depends on the dtype:
   int64     consume() writes raw bytes to stderr and dies with SIGSEGV      -> crash
   bool, float16, complex64: missing, with notes of HOSTILE and of megabytes -> unsupported
 
+Its load() info carries megabytes too, where nothing else caps them: the "call" of its DLPack
+export and import is HOSTILE and a megabyte (the report keeps IC_TEXT_FIELD_CAP bytes), and its
+REPRO import lines make every reproducer longer than a report keeps (IC_TEXT_SCRIPT_CAP), so
+each finding says why it has none.
+
 It is loaded only with --probe-dir tests/probes. tests/integration/test_reports.py reads
-HOSTILE and MEGA from this file to know what to look for.
+HOSTILE, MEGA and CALL from this file to know what to look for.
 """
 
 import os
@@ -36,6 +41,19 @@ HOSTILE = (
 
 # About 4 MB, mostly two-byte characters, so that any cut lands inside one unless it is careful.
 MEGA = "\u00e9" * 2_000_000 + HOSTILE
+
+# The "call" of the export and the import: a library's word, shown by `list` and kept in
+# reports. A megabyte each, so that the whole load() info stays well within what a worker may
+# send in one message.
+CALL = HOSTILE.replace("\ud800", "") + "\u00e9" * 500_000
+
+# How a reproducer would spell the library: the import lines are a comment of megabytes.
+REPRO = {
+    "import": "import numpy as np\n# " + "\u00e9" * 100_000,
+    "ns": "np",
+    "build": "np.array(values, dtype={dtype})",
+    "consume": {"dlpack": "np.from_dlpack({obj})"},
+}
 
 # What a dying worker leaves on stderr: bytes, not text.
 STDERR_BYTES = (
@@ -80,10 +98,9 @@ def load():
             "complex64": "\x01\x7f|`**`|",
         },
         "readonly": False,
-        "exports": {"dlpack": {"call": "HostileArray.__dlpack__"}},
+        "exports": {"dlpack": {"call": CALL}},
         "imports": {
-            "dlpack": {"call": "numpy.from_dlpack(obj)", "zero_copy": True, "typed": True,
-                       "readonly": True},
+            "dlpack": {"call": CALL, "zero_copy": True, "typed": True, "readonly": True},
         },
     }
 

@@ -4,7 +4,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "ic_array_interface.h"
 #include "ic_error.h"
@@ -102,6 +105,28 @@ static PyObject *with(PyObject *dict, const char *key, PyObject *value)
         PyDict_DelItemString(dict, key);
     Py_XDECREF(value);
     return dict;
+}
+
+/* A pointer to memory that is not there: array_interface.data, and no view. */
+static void test_unreadable_data(void)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char *base =
+        mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED || munmap(base + page, page) < 0)
+        abort();
+    uintptr_t hole = (uintptr_t)base + page;
+    struct checked c = check(
+        with(base_dict(), "data", Py_BuildValue("(KO)", (unsigned long long)hole, Py_False)), NULL);
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_DATA) && !c.have_view,
+           "a data pointer into an unmapped page is array_interface.data");
+    show("unmapped data", &c.diag);
+    c = check(
+        with(base_dict(), "data", Py_BuildValue("(KO)", (unsigned long long)(hole - 16), Py_False)),
+        NULL);
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_DATA) && !c.have_view,
+           "elements that run past the mapped memory (2 of 6 there) are array_interface.data");
+    munmap(base, page);
 }
 
 static void test_dict(void)
@@ -386,6 +411,7 @@ int main(void)
     }
     Py_DECREF(result);
     test_dict();
+    test_unreadable_data();
     test_mask();
     test_ops();
     Py_CLEAR(ns);

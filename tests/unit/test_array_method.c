@@ -4,7 +4,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "ic_array_method.h"
 #include "ic_error.h"
@@ -80,6 +83,23 @@ static void test_result_check(void)
     ic_array_method_check_result(list, &diag, &view, &have_view);
     TAP_OK(has_error(&diag, IC_RULE_ARRAY_RETURNS_NDARRAY) && !have_view,
            "a list result is an error");
+
+    /* An ndarray a producer built over a page that is gone: its memory is never read. */
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    void *hole = mmap(NULL, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (hole == MAP_FAILED || munmap(hole, page) < 0)
+        abort();
+    char expression[200];
+    snprintf(expression, sizeof(expression),
+             "np.ctypeslib.as_array((__import__('ctypes').c_int16 * 4).from_address(%llu))",
+             (unsigned long long)(uintptr_t)hole);
+    PyObject *lost = eval(expression);
+    ic_diag_init(&diag);
+    ic_array_method_check_result(lost, &diag, &view, &have_view);
+    TAP_OK(has_error(&diag, IC_RULE_EXCHANGE_CONTENTS) && !have_view &&
+               diag.items[0].side == IC_SIDE_PRODUCER,
+           "an ndarray over unmapped memory is exchange.contents, the producer's");
+    Py_DECREF(lost);
     Py_DECREF(array);
     Py_DECREF(sub);
     Py_DECREF(list);

@@ -4,7 +4,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "ic_array_struct.h"
 #include "ic_error.h"
@@ -263,11 +266,55 @@ static void test_numpy(void)
            "the ops are registered under their id");
 }
 
+/* A producer that points at memory that is not there: array_struct.memory, and no view. */
+static void test_guarded(void)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char *base =
+        mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED || munmap(base + page, page) < 0)
+        abort();
+    void *hole = base + page;
+
+    struct checked c;
+    PyObject *capsule = PyCapsule_New(hole, NULL, NULL);
+    ic_diag_init(&c.diag);
+    c.have_view = false;
+    ic_array_struct_check(capsule, &c.diag, &c.view, &c.have_view);
+    Py_DECREF(capsule);
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_STRUCT_MEMORY) && !c.have_view,
+           "a capsule pointing at an unmapped page is array_struct.memory");
+    show("unmapped struct", &c.diag);
+
+    struct ic_pyarrayinterface s = good_struct();
+    s.shape = hole;
+    c = check_struct(s, NULL);
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_STRUCT_MEMORY) && !c.have_view,
+           "a shape array in an unmapped page is array_struct.memory");
+    s = good_struct();
+    s.strides = (Py_ssize_t *)hole - 1; /* strides[1] in the hole */
+    c = check_struct(s, NULL);
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_STRUCT_MEMORY) && !c.have_view,
+           "a strides array running into an unmapped page is array_struct.memory");
+    s = good_struct();
+    s.data = hole;
+    c = check_struct(s, NULL);
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_STRUCT_MEMORY) && !c.have_view,
+           "data in an unmapped page is array_struct.memory");
+    show("unmapped data", &c.diag);
+    s.data = (char *)hole - 8; /* 2 of the 6 floats mapped */
+    c = check_struct(s, NULL);
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_STRUCT_MEMORY) && !c.have_view,
+           "elements that run past the mapped memory are array_struct.memory");
+    munmap(base, page);
+}
+
 int main(void)
 {
     if (test_python_start() < 0)
         return 1;
     test_rules();
+    test_guarded();
     test_numpy();
     test_python_stop();
     return tap_done();

@@ -5,7 +5,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "ic_buffer.h"
 #include "ic_error.h"
@@ -294,6 +297,71 @@ static void test_rules(void)
            "an overflowing span is an error");
 }
 
+/* A page that is mapped, followed by one that is not: the exporters below point into the
+ * hole. Made once; the hole stays unmapped for the test's life. */
+static unsigned char *mapped_page;
+static size_t page_size;
+
+static unsigned char *hole(void)
+{
+    if (!mapped_page) {
+        page_size = (size_t)sysconf(_SC_PAGESIZE);
+        void *base =
+            mmap(NULL, 2 * page_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (base == MAP_FAILED || munmap((char *)base + page_size, page_size) < 0)
+            abort();
+        mapped_page = base;
+    }
+    return mapped_page + page_size;
+}
+
+/* Fields a producer points at memory that is not there: each is buffer.fields, no view. */
+static void test_guarded_fields(void)
+{
+    Py_buffer b = good_buffer();
+    b.format = (char *)hole();
+    struct checked c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FIELDS) && !c.have_view,
+           "a format string in an unmapped page is buffer.fields, and no view");
+    show("unmapped format", &c.diag);
+    memcpy(hole() - 2, "<f", 2); /* a format without its NUL before the hole */
+    b.format = (char *)hole() - 2;
+    c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FIELDS) && !c.have_view,
+           "a format that runs into an unmapped page is buffer.fields");
+    memcpy(hole() - 2, "f", 2); /* one that ends right before it */
+    c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(c.diag.count == 0 && c.have_view && c.view.dtype == IC_DTYPE_FLOAT32,
+           "a format that ends right before an unmapped page is read whole");
+
+    b = good_buffer();
+    b.shape = (Py_ssize_t *)hole();
+    c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FIELDS) && !c.have_view,
+           "a shape array in an unmapped page is buffer.fields");
+    b = good_buffer();
+    b.strides = (Py_ssize_t *)(hole() - sizeof(Py_ssize_t)); /* strides[1] in the hole */
+    c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FIELDS) && !c.have_view,
+           "a strides array running into an unmapped page is buffer.fields");
+    b = good_buffer();
+    b.suboffsets = (Py_ssize_t *)hole();
+    c = check(b, PyBUF_FULL_RO);
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FIELDS) && !c.have_view,
+           "a suboffsets array in an unmapped page is buffer.fields");
+
+    b = good_buffer();
+    b.buf = hole();
+    c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FIELDS) && !c.have_view,
+           "buf in an unmapped page is buffer.fields");
+    show("unmapped buf", &c.diag);
+    b.buf = hole() - 8; /* 2 of the 6 floats mapped: len promises more than there is */
+    c = check(b, PyBUF_RECORDS_RO);
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FIELDS) && !c.have_view,
+           "a buffer shorter than len (it runs into an unmapped page) is buffer.fields");
+}
+
 /* ---------------------------------------------------------------------------------------
  * A C exporter that breaks rules on purpose
  */
@@ -308,6 +376,8 @@ enum exporter_mode {
     MODE_FAIL_KEEP_OBJ,   /* BufferError, but view->obj left set */
     MODE_FAIL_SILENT,     /* -1 without an exception */
     MODE_FAIL_VALUE_ERROR,
+    MODE_UNMAPPED_BUF,   /* buf points at an unmapped page */
+    MODE_UNMAPPED_SHAPE, /* shape points at an unmapped page */
 };
 
 struct exporter {
@@ -341,14 +411,14 @@ static int exporter_getbuffer(PyObject *self, Py_buffer *view, int flags)
     e->shape[1] = 3;
     e->strides[0] = e->mode == MODE_FORTRAN ? 4 : 12;
     e->strides[1] = e->mode == MODE_FORTRAN ? 8 : 4;
-    view->buf = e->data;
+    view->buf = e->mode == MODE_UNMAPPED_BUF ? (void *)hole() : e->data;
     view->obj = Py_NewRef(self);
     view->len = e->mode == MODE_BAD_LEN ? 20 : 24;
     view->itemsize = 4;
     view->readonly = e->mode == MODE_ALWAYS_READONLY;
     view->ndim = nd ? 2 : 1;
     view->format = (flags & PyBUF_FORMAT) ? (e->mode == MODE_BAD_FORMAT ? "d" : "f") : NULL;
-    view->shape = nd ? e->shape : NULL;
+    view->shape = !nd ? NULL : e->mode == MODE_UNMAPPED_SHAPE ? (Py_ssize_t *)hole() : e->shape;
     view->strides = strided || (nd && e->mode == MODE_ALWAYS_STRIDES) ? e->strides : NULL;
     view->suboffsets = NULL;
     view->internal = NULL;
@@ -521,6 +591,27 @@ static void test_proxy(void)
     Py_DECREF(proxy);
     Py_DECREF(e);
 
+    /* An exporter that points at memory that is not there: the proxy withholds its buffer, so
+     * that no consumer reads it, and releases the exporter's at once. */
+    enum exporter_mode unmapped[] = {MODE_UNMAPPED_BUF, MODE_UNMAPPED_SHAPE};
+    for (int i = 0; i < 2; i++) {
+        e = exporter_new(unmapped[i]);
+        ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_NONE);
+        proxy = ic_buffer_ops.proxy_new((PyObject *)e, &rec);
+        refused = get_and_release(proxy, PyBUF_RECORDS_RO) < 0 &&
+                  PyErr_ExceptionMatches(PyExc_BufferError);
+        PyErr_Clear();
+        TAP_OK(refused && has_error(&rec.diag, IC_RULE_BUFFER_FIELDS) && !rec.producer_raised &&
+                   e->exports == 0,
+               "proxy: %s is withheld (BufferError to the consumer), the get released",
+               i == 0 ? "a buffer in unmapped memory" : "a shape in unmapped memory");
+        ic_buffer_ops.finish(proxy, &rec);
+        TAP_OK(rec.lifetime.count == 0, "proxy: and its gets and releases balance");
+        ic_proxy_detach(proxy);
+        Py_DECREF(proxy);
+        Py_DECREF(e);
+    }
+
     e = exporter_new(MODE_FAIL_VALUE_ERROR);
     ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_NONE);
     proxy = ic_buffer_ops.proxy_new((PyObject *)e, &rec);
@@ -604,6 +695,7 @@ int main(void)
     if (test_python_start() < 0)
         return 1;
     test_rules();
+    test_guarded_fields();
     test_proxy();
     test_reference_consumer();
     Py_CLEAR(exporter_type);

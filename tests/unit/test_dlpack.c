@@ -9,6 +9,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "ic_dlpack.h"
 #include "ic_error.h"
@@ -619,6 +621,150 @@ static void test_capsule_rules(void)
 }
 
 /* ---------------------------------------------------------------------------------------
+ * Guarded reads: a producer that points at memory that is not there
+ */
+
+/* Two pages: the first mapped and writable, the second unmapped (munmap after mapping both,
+ * so that nothing else is placed there by chance). */
+static unsigned char *map_page_before_hole(size_t *ret_page)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char *base =
+        mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED || munmap(base + page, page) < 0)
+        abort();
+    *ret_page = page;
+    return base;
+}
+
+static void test_guarded_tensor(void)
+{
+    size_t page;
+    unsigned char *base = map_page_before_hole(&page);
+    const void *hole = base + page;
+    float data[16] = {0};
+    int64_t shape[2] = {2, 3}, strides[2] = {3, 1};
+    DLTensor ok = {.data = data,
+                   .device = {kDLCPU, 0},
+                   .ndim = 2,
+                   .dtype = {kDLFloat, 32, 1},
+                   .shape = shape,
+                   .strides = strides};
+
+    DLTensor t = ok;
+    t.shape = (int64_t *)hole;
+    struct checked c = check_tensor(&t, v13);
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_SHAPE_STRIDES) && !c.have_view,
+           "a shape array in an unmapped page is dlpack.shape_strides, and no view");
+    show("unmapped shape", &c.diag);
+    t = ok;
+    t.strides = (int64_t *)(base + page - 8); /* strides[0] mapped, strides[1] not */
+    c = check_tensor(&t, v13);
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_SHAPE_STRIDES) && !c.have_view,
+           "a strides array running into an unmapped page is dlpack.shape_strides");
+
+    t = ok;
+    t.byte_offset = (uint64_t)1 << 40;
+    c = check_tensor(&t, v13);
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_ADDRESS) && !c.have_view,
+           "byte_offset 2^40 puts the elements in no mapped memory: dlpack.address, an error");
+    show("byte_offset 2^40", &c.diag);
+    t = ok;
+    t.data = (void *)hole;
+    c = check_tensor(&t, v13);
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_ADDRESS) && !c.have_view,
+           "data in an unmapped page is dlpack.address");
+    t.data = base + page - 12; /* 3 of the 6 floats mapped */
+    c = check_tensor(&t, v13);
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_ADDRESS) && !c.have_view,
+           "elements that run past the mapped memory are dlpack.address");
+    t.device = (DLDevice){kDLCUDA, 0};
+    c = check_tensor(&t, v13);
+    TAP_OK(!has_error(&c.diag, IC_RULE_DLPACK_ADDRESS) && c.have_view,
+           "device memory is not read on the host (the driver checks it)");
+    munmap(base, page);
+}
+
+static void test_guarded_capsule(void)
+{
+    size_t page;
+    unsigned char *base = map_page_before_hole(&page);
+    void *hole = base + page;
+
+    PyObject *capsule = PyCapsule_New(hole, "dltensor_versioned", NULL);
+    struct capsule_checked c = check_capsule(capsule);
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_MANAGED_TENSOR) && !c.info.usable &&
+               c.info.unreadable && !c.have_view,
+           "a capsule pointing at an unmapped page is dlpack.managed_tensor, unusable");
+    show("unmapped struct", &c.diag);
+    Py_DECREF(capsule);
+
+    /* The header (version to flags) is readable, the tensor after it is not: the deleter can
+     * be reached, the tensor cannot be read. */
+    unsigned char *near_end = base + page - offsetof(DLManagedTensorVersioned, dl_tensor);
+    DLManagedTensorVersioned header = {.version = {1, 3}, .deleter = test_deleter_versioned};
+    memcpy(near_end, &header, offsetof(DLManagedTensorVersioned, dl_tensor));
+    capsule = PyCapsule_New(near_end, "dltensor_versioned", NULL);
+    c = check_capsule(capsule);
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_MANAGED_TENSOR) && c.info.usable && !c.info.readable &&
+               c.info.unreadable,
+           "a versioned struct cut short by an unmapped page: usable (its deleter can be "
+           "reached), not readable");
+    Py_DECREF(capsule);
+
+    /* A name in memory that is gone: every consumer reads it. */
+    struct tensor_spec spec = spec_default();
+    struct test_tensor *t = test_tensor_new(&spec);
+    capsule = PyCapsule_New(t, (const char *)hole, NULL);
+    c = check_capsule(capsule);
+    TAP_OK(has_error(&c.diag, IC_RULE_DLPACK_MANAGED_TENSOR) && !c.info.usable && c.info.unreadable,
+           "a capsule whose name is in an unmapped page is dlpack.managed_tensor");
+    Py_DECREF(capsule);
+
+    /* A managed struct in read-only memory cannot be instrumented, and is left as it was. */
+    memset(base, 0, page);
+    DLManagedTensor *legacy = (DLManagedTensor *)base;
+    legacy->deleter = test_deleter_legacy;
+    mprotect(base, page, PROT_READ);
+    int id = -1;
+    TAP_OK(ic_dlpack_watch(legacy, false, &id) == IC_EFAULT &&
+               legacy->deleter == test_deleter_legacy,
+           "a struct in read-only memory is not watched and keeps its deleter");
+    free(t);
+    munmap(base, page);
+
+    /* The producer's own code (a __dlpack_device__ after the export) calls the deleter of a
+     * tensor the consumer took: early, held back; for a tensor nobody took (its capsule's
+     * destructor, run by the producer's code) the call is legitimate and forwarded. */
+    struct ic_dlpack_watch_state state;
+    spec.versioned = false;
+    for (int taken = 1; taken >= 0; taken--) {
+        t = test_tensor_new(&spec);
+        int before = deleter_calls;
+        TAP_OK(ic_dlpack_watch(&t->managed.legacy, false, &id) == 0, "watched (taken=%d)", taken);
+        if (taken)
+            ic_dlpack_watch_mark_consumed(id);
+        ic_dlpack_producer_call_begin();
+        bool gc_paused = !PyGC_IsEnabled();
+        t->managed.legacy.deleter(&t->managed.legacy);
+        ic_dlpack_producer_call_end();
+        TAP_OK(gc_paused && PyGC_IsEnabled(),
+               "garbage collection pauses during the producer's call, and resumes after");
+        ic_dlpack_watch_state(id, &state);
+        if (taken) {
+            TAP_OK(state.early_calls == 1 && state.calls == 0 && deleter_calls == before,
+                   "a deleter call from the producer's code for a taken tensor is early, not "
+                   "forwarded");
+            t->managed.legacy.deleter(&t->managed.legacy); /* the consumer lets go */
+        } else {
+            TAP_OK(state.early_calls == 0 && state.calls == 1 && deleter_calls == before + 1,
+                   "for a tensor nobody took it is the destructor's call, forwarded");
+        }
+        ic_dlpack_watch_release(id);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
  * The deleter watch
  */
 
@@ -683,6 +829,25 @@ static void test_watch(void)
            "its call is counted and nothing is forwarded");
     ic_dlpack_watch_release(id);
     free(block);
+
+    /* interopcheck's consumer holds the tensor: a call now is the producer's, held back */
+    spec.versioned = false;
+    block = test_tensor_new(&spec);
+    managed = &block->managed.legacy;
+    TAP_OK(ic_dlpack_watch(managed, false, &id) == 0, "a third struct is watched");
+    ic_dlpack_watch_mark_consumed(id);
+    ic_dlpack_watch_hold(id, true);
+    before = deleter_calls;
+    managed->deleter(managed);
+    TAP_OK(ic_dlpack_watch_state(id, &state) == 0 && state.early_calls == 1 && state.calls == 0 &&
+               deleter_calls == before,
+           "a call while the consumer holds the tensor is early and not forwarded");
+    ic_dlpack_watch_hold(id, false);
+    managed->deleter(managed);
+    TAP_OK(ic_dlpack_watch_state(id, &state) == 0 && state.early_calls == 1 && state.calls == 1 &&
+               deleter_calls == before + 1,
+           "the consumer's own call afterwards is forwarded, once");
+    ic_dlpack_watch_release(id);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -1004,11 +1169,14 @@ static void test_reference_consumer(void)
     TAP_OK(has_warning(&c.rec.diag, IC_RULE_DLPACK_READONLY_FLAG) &&
                has_warning(&c.rec.diag, IC_RULE_DLPACK_PREFER_VERSIONED),
            "readonly: a legacy export cannot say read-only");
+    /* The capsule dies as soon as interopcheck's consumer has taken it, so the destructor
+     * runs while the tensor is held: the producer frees memory in use. */
     c = consume("Bad(buggy=True)", IC_VARIANT_NONE);
-    TAP_OK(has_error(&c.rec.lifetime, IC_RULE_DLPACK_CAPSULE_DESTRUCTOR) ||
-               has_error(&c.rec.lifetime, IC_RULE_DLPACK_DELETER_ONCE),
-           "a producer whose destructor ignores the rename calls the deleter twice");
-    TAP_OK(c.producer_calls == 1, "and its deleter still ran once only");
+    TAP_OK(has_error(&c.rec.lifetime, IC_RULE_DLPACK_DELETER_EARLY) &&
+               !has_error(&c.rec.lifetime, IC_RULE_DLPACK_DELETER_ONCE),
+           "a producer whose destructor ignores the rename calls the deleter while the consumer "
+           "holds the tensor: dlpack.deleter_early, not the consumer's fault");
+    TAP_OK(c.producer_calls == 1, "and its deleter still ran once only, at the consumer's call");
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -1090,12 +1258,14 @@ static void test_ops_tables(void)
 int main(void)
 {
     test_tensor_rules();
+    test_guarded_tensor();
     test_watch();
     if (test_python_start() < 0)
         return 1;
     if (producers_init() < 0)
         return 1;
     test_capsule_rules();
+    test_guarded_capsule();
     test_proxy();
     test_gpu_streams();
     test_reference_consumer();

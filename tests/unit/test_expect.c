@@ -67,6 +67,22 @@ static const char *write_file(const char *name, const char *text)
     return p;
 }
 
+/* Loads `len` bytes as one file, NUL bytes included; returns the loader's status and leaves
+ * the message in err. */
+static int load_bytes(const char *bytes, size_t len, struct ic_expectations **ret, char *err,
+                      size_t size)
+{
+    const char *path = write_file("bytes.txt", "");
+    FILE *f = fopen(path, "wb");
+    if (f) {
+        fwrite(bytes, 1, len, f);
+        fclose(f);
+    }
+    *ret = NULL;
+    err[0] = '\0';
+    return ic_expect_load(&path, 1, ret, err, size);
+}
+
 /* Loads one file; returns the loader's status and leaves the message in err. */
 static int load_one(const char *text, struct ic_expectations **ret, char *err, size_t size)
 {
@@ -122,6 +138,47 @@ static const char *field(const cJSON *c, const char *key)
 static const char *expectation_field(const cJSON *c, const char *key)
 {
     return field(cJSON_GetObjectItemCaseSensitive(c, "expectation"), key);
+}
+
+/* The file must be UTF-8 text: NUL bytes, ill-formed UTF-8 and control characters are errors
+ * that name line and column, wherever on the line they are. */
+static void test_text_errors(void)
+{
+    struct ic_expectations *set;
+    char err[1024];
+    static const char nul_line[] = "# ok\n" ID " a reason\0 and a hidden rest\n";
+    int rc = load_bytes(nul_line, sizeof(nul_line) - 1, &set, err, sizeof(err));
+    TAP_OK(rc == IC_EINVAL && strstr(err, "bytes.txt:2:") && strstr(err, "NUL byte at column 51"),
+           "a NUL byte is an error naming line and column (%s)", err);
+    ic_expect_free(set);
+    static const char utf16[] = "\xFF\xFE"
+                                "d\0l\0p\0";
+    rc = load_bytes(utf16, sizeof(utf16) - 1, &set, err, sizeof(err));
+    TAP_OK(rc == IC_EINVAL && strstr(err, "bytes.txt:1:"),
+           "a UTF-16 file is refused at its first line (%s)", err);
+    ic_expect_free(set);
+
+    expect_error("\n" ID " caf\xC3\xA9 \xC0\xAF\n", "x.txt:2: the byte 0xc0 at column 48",
+                 "an overlong form is not UTF-8, and the column counts characters");
+    expect_error(ID " \xED\xA0\x80 surrogate\n", "is not valid UTF-8",
+                 "an encoded surrogate is not UTF-8");
+    expect_error(ID " cut \xE2\x82\n", "is not valid UTF-8", "a character cut at the line end");
+    expect_error(ID " ok # comment \xFF\n", "is not valid UTF-8",
+                 "a comment is text too: invalid UTF-8 there is an error");
+    expect_error(ID " reason \x1b[31m red\n", "control character (U+001B) at column 50",
+                 "ESC is a control character, with its column");
+    expect_error(ID " reason \x7f\n", "U+007F", "DEL is a control character");
+    expect_error(ID " reason \xC2\x9B"
+                    "31m\n",
+                 "U+009B", "a C1 control (CSI) is refused");
+    expect_error(ID " reason\rmore\n", "U+000D", "a CR inside a line is refused");
+
+    rc = load_one("\xEF\xBB\xBF" ID " with a byte order mark\r\n", &set, err, sizeof(err));
+    TAP_OK(rc == 0, "a byte order mark at the start and CRLF line ends are accepted (%s)", err);
+    ic_expect_free(set);
+    rc = load_one(ID " caf\xC3\xA9 \xE2\x80\x94 \xF0\x9F\x90\x8D\n", &set, err, sizeof(err));
+    TAP_OK(rc == 0, "a reason in any language loads (%s)", err);
+    ic_expect_free(set);
 }
 
 static void test_parse(void)
@@ -185,6 +242,7 @@ static void test_parse(void)
     expect_error("dlpack.numpy.torch.cpu.float32.[ab] reason\n", "'['", "brackets are no wildcard");
     expect_error(ID " bad \x01 byte\n", "control character", "a control character");
     expect_error(ID " bad \xff byte\n", "UTF-8", "invalid UTF-8");
+    test_text_errors();
     TAP_OK(ic_expect_load((const char *[]){"/nonexistent/x.txt"}, 1, &set, err, sizeof(err)) ==
                    IC_EIO &&
                strstr(err, "/nonexistent/x.txt"),

@@ -1,6 +1,7 @@
 /* Unit tests of ic_text: UTF-8 repair, cuts with their marker, the escapes of every output
- * language, and atomic files, each fed hostile input: invalid and cut UTF-8, encoded
- * surrogates, control characters, markup, and text far over every cap. */
+ * language (the terminal's included), positions in a text, atomic files, and the capping of
+ * JSON trees (ic_json), each fed hostile input: invalid and cut UTF-8, encoded surrogates,
+ * control characters, markup, and text far over every cap. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include "ic_error.h"
+#include "ic_json.h"
 #include "ic_text.h"
 #include "tap.h"
 
@@ -51,6 +53,15 @@ static void test_valid(void)
     TAP_OK(!ic_utf8_valid("\x80", 1), "a lone continuation byte is not");
     TAP_OK(!ic_utf8_valid("ab\xE2\x82", 4), "a character cut at the end is not");
     TAP_OK(!ic_utf8_valid("a\0b", 3), "a NUL inside a counted text is not (repair replaces it)");
+    TAP_OK(ic_utf8_valid_prefix("ab\xC3\xA9"
+                                "c\xFF"
+                                "d",
+                                7) == 5,
+           "the valid prefix ends at the first bad byte");
+    TAP_OK(ic_utf8_valid_prefix("ab\xC3\xA9\xE2\x82", 6) == 4,
+           "... or at a character cut at the end");
+    TAP_OK(ic_utf8_valid_prefix(mixed, strlen(mixed)) == strlen(mixed),
+           "... and is the whole of a valid text");
 }
 
 static void test_repair(void)
@@ -271,6 +282,115 @@ static void test_plain(void)
            "plain repairs invalid UTF-8");
 }
 
+static void test_terminal(void)
+{
+    TAP_OK(strcmp(escaped("red \x1b[31mRED\x1b[0m", IC_ESCAPE_TERMINAL),
+                  "red \\x1b[31mRED\\x1b[0m") == 0,
+           "ESC is \\x1b: an ANSI sequence shows as text");
+    TAP_OK(strcmp(escaped("a\nb\rc\td\\e", IC_ESCAPE_TERMINAL), "a\\nb\\rc\\td\\\\e") == 0,
+           "LF, CR and tab are \\n \\r \\t, and a backslash is doubled (got %s)",
+           escaped("a\nb\rc\td\\e", IC_ESCAPE_TERMINAL));
+    TAP_OK(strcmp(escaped("\x01\x07\x08\x7f", IC_ESCAPE_TERMINAL), "\\x01\\x07\\x08\\x7f") == 0,
+           "other C0 controls and DEL are \\xNN");
+    TAP_OK(strcmp(escaped("\xC2\x9B"
+                          "2J \xC2\x85",
+                          IC_ESCAPE_TERMINAL),
+                  "\\u009b2J \\u0085") == 0,
+           "C1 controls (the 8-bit CSI, NEL) are \\u00NN");
+    TAP_OK(strcmp(escaped("abc\xE2\x80\xAE"
+                          "fed\xE2\x81\xA6\xE2\x80\xA8",
+                          IC_ESCAPE_TERMINAL),
+                  "abc\\u202efed\\u2066\\u2028") == 0,
+           "bidirectional controls and line separators are \\uNNNN");
+    TAP_OK(strcmp(escaped("caf\xC3\xA9 <b> \xF0\x9F\x98\x80 \xEF\xBF\xBE", IC_ESCAPE_TERMINAL),
+                  "caf\xC3\xA9 <b> \xF0\x9F\x98\x80 \xEF\xBF\xBE") == 0,
+           "printable text, markup and other characters stay as they are");
+    TAP_OK(strcmp(escaped("x\xFF\xED\xA0\x80y", IC_ESCAPE_TERMINAL), "x" FFFD FFFD "y") == 0,
+           "invalid UTF-8 and an encoded surrogate are U+FFFD");
+
+    char line[80];
+    ic_text_for_terminal(line, sizeof(line), "one\ntwo\x1b[2J");
+    TAP_OK(strcmp(line, "one\\ntwo\\x1b[2J") == 0, "for_terminal: escaped into a fixed buffer");
+    ic_text_for_terminal(line, sizeof(line), NULL);
+    TAP_OK(strcmp(line, "") == 0, "for_terminal: NULL is empty");
+    char big[4000];
+    memset(big, '\x1b', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    ic_text_for_terminal(line, sizeof(line), big);
+    bool raw = strchr(line, '\x1b') != NULL;
+    TAP_OK(strlen(line) < sizeof(line) && !raw && ends_with(line, "bytes cut]") &&
+               strncmp(line, "\\x1b\\x1b", 8) == 0,
+           "for_terminal: 4000 ESC bytes fit 80 bytes, escaped, with the marker (%s)", line);
+    /* A cut never splits an escape: what precedes the marker is whole \x1b escapes. */
+    const char *mark = strstr(line, " " ELLIPSIS);
+    TAP_OK(mark && (size_t)(mark - line) % 4 == 0, "for_terminal: the cut falls between escapes");
+    char tiny[8];
+    ic_text_for_terminal(tiny, sizeof(tiny), "abcdefghijklmnop");
+    TAP_OK(strcmp(tiny, "abcdefg") == 0,
+           "for_terminal: a buffer too small for the marker is filled");
+}
+
+static void test_line_column(void)
+{
+    const char *text = "{\n  \"a\": 1,\n  \"\xC3\xA9\xC3\xA9\": x\n}";
+    size_t line, column;
+    ic_text_line_column(text, strlen(text), 0, &line, &column);
+    TAP_OK(line == 1 && column == 1, "offset 0 is line 1, column 1");
+    const char *x = strchr(text, 'x');
+    ic_text_line_column(text, strlen(text), (size_t)(x - text), &line, &column);
+    TAP_OK(line == 3 && column == 9, "columns count characters, not bytes (%zu:%zu)", line, column);
+    ic_text_line_column(text, strlen(text), strlen(text) + 100, &line, &column);
+    TAP_OK(line == 4 && column == 2, "an offset past the end is the end (%zu:%zu)", line, column);
+}
+
+/* ic_json_cap_strings: every string of a tree, names included, capped and repaired in place. */
+static void test_json_cap(void)
+{
+    size_t len = 1024 * 1024;
+    char *big = malloc(len + 1);
+    for (size_t i = 0; i < len; i++)
+        big[i] = "\xC3\xA9\x1bx"[i % 4];
+    big[len] = '\0';
+    cJSON *tree = cJSON_CreateObject();
+    cJSON *notes = cJSON_AddObjectToObject(tree, "notes");
+    cJSON_AddStringToObject(notes, "bool", big);
+    cJSON_AddStringToObject(notes, big, "a long name");
+    cJSON *list = cJSON_AddArrayToObject(tree, "list");
+    cJSON_AddItemToArray(list, cJSON_CreateString(big));
+    cJSON_AddItemToArray(list, cJSON_CreateString("bad \xFF byte"));
+    cJSON_AddStringToObject(tree, "short", "stays");
+    cJSON_AddStringToObject(tree, "script", big);
+    const char *short_before = cJSON_GetStringValue(cJSON_GetObjectItem(tree, "short"));
+
+    int changed = ic_json_cap_strings(tree, 1000, "script", 4000);
+    TAP_OK(changed == 5, "five strings changed (%d)", changed);
+    const char *note = cJSON_GetStringValue(cJSON_GetObjectItem(notes, "bool"));
+    TAP_OK(note && strlen(note) <= 1000 && ends_with(note, "bytes cut]") &&
+               ic_utf8_valid(note, strlen(note)),
+           "a 1 MiB value is cut to 1000 bytes with the marker, valid UTF-8");
+    const cJSON *named = notes->child->next;
+    TAP_OK(named && strlen(named->string) <= 1000 && ends_with(named->string, "bytes cut]") &&
+               strcmp(named->valuestring, "a long name") == 0,
+           "a 1 MiB member name is cut too, its value kept");
+    TAP_OK(strlen(cJSON_GetStringValue(cJSON_GetArrayItem(list, 0))) <= 1000,
+           "strings inside arrays are capped");
+    TAP_OK(strcmp(cJSON_GetStringValue(cJSON_GetArrayItem(list, 1)), "bad " FFFD " byte") == 0,
+           "an invalid byte is repaired though the string is short");
+    const char *script = cJSON_GetStringValue(cJSON_GetObjectItem(tree, "script"));
+    TAP_OK(script && strlen(script) > 1000 && strlen(script) <= 4000,
+           "the long key's value gets the long cap (%zu)", script ? strlen(script) : 0);
+    TAP_OK(cJSON_GetStringValue(cJSON_GetObjectItem(tree, "short")) == short_before,
+           "a short valid string is left in place, not copied");
+    char *printed = cJSON_PrintUnformatted(tree);
+    TAP_OK(printed && strlen(printed) < 20000, "the tree prints small (%zu bytes)",
+           printed ? strlen(printed) : 0);
+    free(printed);
+    TAP_OK(ic_json_cap_strings(tree, 1000, "script", 4000) == 0, "capping again changes nothing");
+    TAP_OK(ic_json_cap_strings(NULL, 1000, NULL, 0) == 0, "a NULL tree is nothing to cap");
+    cJSON_Delete(tree);
+    free(big);
+}
+
 static void test_caps(void)
 {
     size_t len = 3 * 1024 * 1024;
@@ -278,11 +398,12 @@ static void test_caps(void)
     for (size_t i = 0; i < len; i++)
         big[i] = "<&\xC3\xA9\n|"[i % 6];
     big[len] = '\0';
-    static const enum ic_text_escape modes[] = {IC_ESCAPE_PLAIN, IC_ESCAPE_XML_TEXT,
+    static const enum ic_text_escape modes[] = {IC_ESCAPE_PLAIN,    IC_ESCAPE_XML_TEXT,
                                                 IC_ESCAPE_XML_ATTR, IC_ESCAPE_HTML,
-                                                IC_ESCAPE_MARKDOWN};
-    static const char *const names[] = {"plain", "XML text", "XML attribute", "HTML", "Markdown"};
-    for (int m = 0; m < 5; m++) {
+                                                IC_ESCAPE_MARKDOWN, IC_ESCAPE_TERMINAL};
+    static const char *const names[] = {"plain", "XML text", "XML attribute",
+                                        "HTML",  "Markdown", "terminal"};
+    for (int m = 0; m < 6; m++) {
         struct ic_text_buf buf;
         ic_text_buf_init(&buf);
         ic_text_buf_adds(&buf, "prefix ");
@@ -291,7 +412,8 @@ static void test_caps(void)
         size_t n = buf.len - 7;
         const char *mark = strstr(text, ELLIPSIS);
         bool whole = true;
-        if (mark && m != IC_ESCAPE_PLAIN && m != IC_ESCAPE_MARKDOWN) {
+        if (mark && (modes[m] == IC_ESCAPE_XML_TEXT || modes[m] == IC_ESCAPE_XML_ATTR ||
+                     modes[m] == IC_ESCAPE_HTML)) {
             /* Nothing before the marker may end in the middle of an entity. */
             const char *amp = NULL;
             for (const char *p = text; p < mark; p++)
@@ -324,10 +446,11 @@ static void test_caps(void)
  * invariants. */
 static void test_fuzz(void)
 {
-    static const char alphabet[] = "<>&\"'|`*_[]()#!\\\n\r\t\x01\x7f\xc2\x85\xed\xa0\x80\xef"
-                                   "\xbf\xbe\xc3\xa9\xf0\x9f\x98\x80]]>ab ";
+    static const char alphabet[] =
+        "<>&\"'|`*_[]()#!\\\n\r\t\x01\x1b\x7f\xc2\x85\xe2\x80\xae\xed\xa0\x80\xef"
+        "\xbf\xbe\xc3\xa9\xf0\x9f\x98\x80]]>ab ";
     uint64_t state = 0x9E3779B97F4A7C15ULL;
-    int bad[5] = {0};
+    int bad[6] = {0};
     char input[300];
     for (int round = 0; round < 4000; round++) {
         size_t len = (size_t)(round % 290);
@@ -339,7 +462,7 @@ static void test_fuzz(void)
                                               : alphabet[(state >> 16) % (sizeof(alphabet) - 1)];
         }
         size_t cap = 64 + (size_t)(round % 200);
-        for (int m = 0; m < 5; m++) {
+        for (int m = 0; m < 6; m++) {
             struct ic_text_buf buf;
             ic_text_buf_init(&buf);
             ic_text_buf_add_escaped(&buf, input, len, (enum ic_text_escape)m, cap);
@@ -365,13 +488,27 @@ static void test_fuzz(void)
                     }
                 }
             }
+            if (m == IC_ESCAPE_TERMINAL) {
+                /* No byte a terminal acts on; every backslash starts a whole escape. */
+                for (size_t i = 0; i < buf.len; i++) {
+                    unsigned char ch = (unsigned char)s[i];
+                    ok = ok && ch >= 0x20 && ch != 0x7f &&
+                         !(ch == 0xC2 && (unsigned char)s[i + 1] <= 0x9F) &&
+                         strncmp(s + i, "\xE2\x80\xAE", 3) != 0;
+                    if (ch == '\\') {
+                        ok = ok && i + 1 < buf.len && strchr("\\ntrxu", s[i + 1]);
+                        i++; /* the escaped character, a backslash included, is not a start */
+                    }
+                }
+            }
             if (!ok && bad[m]++ == 0)
                 TAP_DIAG("mode %d broke on round %d: %s", m, round, s);
             ic_text_buf_release(&buf);
         }
     }
-    static const char *const names[] = {"plain", "XML text", "XML attribute", "HTML", "Markdown"};
-    for (int m = 0; m < 5; m++)
+    static const char *const names[] = {"plain", "XML text", "XML attribute",
+                                        "HTML",  "Markdown", "terminal"};
+    for (int m = 0; m < 6; m++)
         TAP_OK(bad[m] == 0, "fuzz, %s: 4000 random texts keep the language's invariants (%d bad)",
                names[m], bad[m]);
 }
@@ -413,6 +550,9 @@ int main(void)
     test_html();
     test_markdown();
     test_plain();
+    test_terminal();
+    test_line_column();
+    test_json_cap();
     test_caps();
     test_fuzz();
     test_write_atomic();

@@ -1,0 +1,65 @@
+#include "ic_json.h"
+
+#include <string.h>
+
+#include "ic_error.h"
+#include "ic_text.h"
+
+/* Replaces the cJSON-owned string in *slot by its repaired and capped form when it differs.
+ * Returns 1 when it was replaced, 0 when it stands, IC_ENOMEM. */
+static int ic_json_cap_one(char **slot, size_t cap)
+{
+    size_t len = strlen(*slot);
+    if (len <= cap && ic_utf8_valid(*slot, len))
+        return 0;
+    struct ic_text_buf capped;
+    ic_text_buf_init(&capped);
+    if (ic_text_buf_add_escaped(&capped, *slot, len, IC_ESCAPE_PLAIN, cap) < 0) {
+        ic_text_buf_release(&capped);
+        return IC_ENOMEM;
+    }
+    /* The tree frees its strings with cJSON's allocator, so the copy comes from it too. */
+    char *copy = cJSON_malloc(capped.len + 1);
+    if (!copy) {
+        ic_text_buf_release(&capped);
+        return IC_ENOMEM;
+    }
+    memcpy(copy, ic_text_buf_str(&capped), capped.len + 1);
+    ic_text_buf_release(&capped);
+    cJSON_free(*slot);
+    *slot = copy;
+    return 1;
+}
+
+static int ic_json_cap_item(cJSON *item, size_t cap, size_t value_cap, const char *long_key,
+                            size_t long_cap)
+{
+    int changed = 0, rc;
+    /* A name cJSON does not own (cJSON_StringIsConst) is the program's, never foreign text. */
+    if (item->string && !(item->type & cJSON_StringIsConst)) {
+        if ((rc = ic_json_cap_one(&item->string, cap)) < 0)
+            return rc;
+        changed += rc;
+    }
+    if (cJSON_IsString(item) && item->valuestring) {
+        if ((rc = ic_json_cap_one(&item->valuestring, value_cap)) < 0)
+            return rc;
+        changed += rc;
+    }
+    /* cJSON refuses to parse more than CJSON_NESTING_LIMIT levels, so the recursion is
+     * bounded for any tree that came from text. */
+    for (cJSON *child = item->child; child; child = child->next) {
+        bool is_long = long_key && child->string && strcmp(child->string, long_key) == 0;
+        if ((rc = ic_json_cap_item(child, cap, is_long ? long_cap : cap, long_key, long_cap)) < 0)
+            return rc;
+        changed += rc;
+    }
+    return changed;
+}
+
+int ic_json_cap_strings(cJSON *tree, size_t cap, const char *long_key, size_t long_cap)
+{
+    if (!tree)
+        return 0;
+    return ic_json_cap_item(tree, cap, cap, long_key, long_cap);
+}

@@ -1,0 +1,292 @@
+"""Integration test: a supervisor nothing can fool or stop.
+
+A library that attacks the worker it runs in (tests/probes/hostile_channel.py: garbage on
+every descriptor, a forged result, half a frame, an oversized frame, a forked child that
+crashes or keeps the channel open, a worker that stops itself) costs its own case, recorded
+with the right outcome, and every other case of the run is still there.
+
+Usage: test_supervisor.py INTEROPCHECK_BINARY
+"""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+
+import taplib
+
+DTYPES = ["int8", "int16", "int32", "uint8", "uint16", "float32", "float64", "complex64",
+          "bool", "int64"]
+
+# dtype -> (outcome, text the diagnostic must hold)
+EXPECTED = {
+    "int8": ("error", "worker protocol violation: bytes that are not a frame header"),
+    "int16": ("error", "worker protocol violation: a message \"end\" for request 1"),
+    "int32": ("crash", "a child process the case started (pid"),
+    "uint8": ("crash", "died with SIGSEGV; then the worker died with exit status 1"),
+    "uint16": ("timeout", "no result after 5 s"),
+    "float32": ("crash", "the worker died with exit status 0 during this case"),
+    "float64": ("error", "worker protocol violation: the worker stopped in the middle of a frame"),
+    "complex64": ("error", "worker protocol violation: a frame of 2147483648 bytes"),
+    "bool": ("error", "worker protocol violation: bytes that are not a frame header (00)"),
+    "int64": ("pass", ""),
+}
+
+
+def check_hostile_channel(tap, binary, probes, workdir):
+    out = os.path.join(workdir, "hostile.json")
+    pidfile = os.path.join(workdir, "child.pid")
+    start = time.monotonic()
+    proc = taplib.run(binary, "--probe-dir", probes, "--producer", "numpy", "--consumer",
+                      "hostile_channel,numpy", "--protocol", "dlpack", "--layout", "contiguous",
+                      "--dtype", ",".join(DTYPES), "--timeout", "5", "-j", "2", "-o", out, "-q",
+                      env={"IC_TEST_PIDFILE": pidfile}, timeout=300)
+    elapsed = time.monotonic() - start
+    tap.ok(proc.returncode == 1 and os.path.exists(out),
+           f"a run with the hostile library ends (status {proc.returncode}, {elapsed:.0f} s)",
+           proc.stdout + proc.stderr)
+    if not os.path.exists(out):
+        return
+    report = taplib.load_report(out)
+    errors = taplib.schema_errors(report)
+    tap.ok(not errors, "its report validates against reports/schema", "\n".join(errors[:10]))
+    cases = taplib.cases_by_id(report)
+    rows = []
+    for dtype in DTYPES:
+        case = cases.get(f"dlpack.numpy.hostile_channel.cpu.{dtype}.contiguous", {})
+        outcome, text = EXPECTED[dtype]
+        rows.append(f"{dtype:9} {case.get('outcome', '-'):8} {case.get('diagnostic', '')[:90]}")
+        tap.ok(case.get("outcome") == outcome and text in case.get("diagnostic", ""),
+               f"{dtype}: {outcome}{': ' + text if text else ''}", case)
+    tap.diag("hostile channel outcomes:\n" + "\n".join(rows))
+    crash = cases.get("dlpack.numpy.hostile_channel.cpu.int32.contiguous", {})
+    tap.ok(crash.get("side") == "consumer" and crash.get("culprit") == "hostile_channel",
+           "a forked child's crash is charged to the library that forked it", crash)
+    numpy = [cases.get(f"dlpack.numpy.numpy.cpu.{d}.contiguous", {}).get("outcome")
+             for d in DTYPES if d not in ("uint16",)]
+    tap.ok(numpy and all(o == "pass" for o in numpy),
+           "every plain numpy case of the run passes (none was lost or charged)", numpy)
+    with open(os.path.splitext(out)[0] + ".jsonl", "rb") as handle:
+        stream = handle.read()
+    tap.ok(b"garbage" not in stream.replace(b"last output: garbage", b""),
+           "garbage written to every descriptor never reaches the result stream")
+    child = int(open(pidfile).read()) if os.path.exists(pidfile) else 0
+    alive = child > 0 and os.path.exists(f"/proc/{child}") and \
+        "Z" not in open(f"/proc/{child}/stat").read().split(")")[-1].split()[0]
+    tap.ok(child > 0 and not alive,
+           f"the child that kept the channel open (pid {child}) was killed with its group")
+
+
+SLOW = ["--producer", "slowlib", "--consumer", "slowlib", "--protocol", "dlpack", "-j", "1"]
+
+
+def start(binary, probes, out, *extra, mark="interrupt"):
+    """Starts a run of the slow library in the background, marked in its environment so that
+    its workers can be found afterwards."""
+    env = dict(os.environ, IC_TEST_MARK=mark)
+    env.pop("INTEROPCHECK_PROBE_PATH", None)
+    return subprocess.Popen([binary, "--probe-dir", probes, *SLOW, "-o", out, "-q", *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def wait_for_cases(stream, count, limit=60):
+    """Waits until the stream holds `count` case lines that needed a worker."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if os.path.exists(stream):
+            with open(stream, encoding="utf-8", errors="replace") as handle:
+                if handle.read().count('"outcome":"pass"') >= count:
+                    return True
+        time.sleep(0.05)
+    return False
+
+
+def workers_of(mark):
+    """Processes whose environment carries IC_TEST_MARK=mark (a run's workers)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as handle:
+                if f"IC_TEST_MARK={mark}".encode() in handle.read().split(b"\0"):
+                    found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+def case_ids(path):
+    with open(path, encoding="utf-8") as handle:
+        return {c["id"]: c["outcome"] for c in json.load(handle)["cases"]}
+
+
+def check_interrupt(tap, binary, probes, workdir):
+    full = os.path.join(workdir, "full.json")
+    proc = taplib.run(binary, "--probe-dir", probes, *SLOW, "-o", full, "-q")
+    expected = case_ids(full) if proc.returncode == 0 else {}
+    tap.ok(len(expected) > 21, "an uninterrupted run of the slow library", proc.stderr)
+
+    out = os.path.join(workdir, "int.json")
+    run = start(binary, probes, out, mark="sigint")
+    began = wait_for_cases(os.path.splitext(out)[0] + ".jsonl", 3)
+    run.send_signal(signal.SIGINT)
+    stdout, stderr = run.communicate(timeout=60)
+    report = taplib.load_report(out) if os.path.exists(out) else {}
+    errors = taplib.schema_errors(report) if report else ["no report"]
+    finished = case_ids(out) if report else {}
+    tap.ok(began and run.returncode == 130 and report.get("interrupted") is True and not errors
+           and 0 < len(finished) < len(expected),
+           f"SIGINT: exit status 130, a valid report marked interrupted with the {len(finished)} "
+           f"finished of {len(expected)} cases", (run.returncode, stderr, errors[:5]))
+    tap.ok(os.path.exists(os.path.splitext(out)[0] + ".html") and
+           "interopcheck --resume" in stderr,
+           "SIGINT: the dashboard is written and the message says how to finish", stderr)
+    tap.ok(all(finished[k] == expected.get(k) for k in finished),
+           "SIGINT: every case in the report finished with its uninterrupted outcome")
+    time.sleep(0.2)
+    tap.ok(not workers_of("sigint"), "SIGINT: no worker is left", workers_of("sigint"))
+
+    proc = taplib.run(binary, "--resume", out, "-q")
+    resumed = case_ids(out) if os.path.exists(out) else {}
+    report = taplib.load_report(out)
+    tap.ok(proc.returncode == 0 and report.get("interrupted") is False and resumed == expected,
+           "--resume runs exactly the missing cases: the case set and outcomes of an "
+           "uninterrupted run", (proc.returncode, proc.stderr, len(resumed), len(expected)))
+
+    out = os.path.join(workdir, "term.json")
+    run = start(binary, probes, out, mark="sigterm")
+    wait_for_cases(os.path.splitext(out)[0] + ".jsonl", 2)
+    run.send_signal(signal.SIGTERM)
+    run.communicate(timeout=60)
+    tap.ok(run.returncode == 143 and taplib.load_report(out).get("interrupted") is True,
+           "SIGTERM (a CI runner cancelling): exit status 143, the report written", run.returncode)
+
+    out = os.path.join(workdir, "twice.json")
+    run = start(binary, probes, out, mark="twice")
+    wait_for_cases(os.path.splitext(out)[0] + ".jsonl", 2)
+    run.send_signal(signal.SIGINT)
+    run.send_signal(signal.SIGINT)
+    begun = time.monotonic()
+    run.communicate(timeout=60)
+    time.sleep(0.3)
+    tap.ok(run.returncode == 130 and time.monotonic() - begun < 2 and not workers_of("twice"),
+           "a second SIGINT leaves at once, and the workers go with it", run.returncode)
+
+    out = os.path.join(workdir, "killed.json")
+    stream = os.path.splitext(out)[0] + ".jsonl"
+    run = start(binary, probes, out, mark="kill")
+    wait_for_cases(stream, 3)
+    run.kill()
+    run.communicate(timeout=60)
+    time.sleep(0.3)
+    tap.ok(not workers_of("kill"), "SIGKILL: the workers die with the supervisor")
+    proc = taplib.run(binary, "report", stream)
+    rebuilt = taplib.load_report(out) if os.path.exists(out) else {}
+    tap.ok(proc.returncode == 0 and rebuilt.get("interrupted") is True and
+           not taplib.schema_errors(rebuilt) and 0 < len(rebuilt.get("cases", [])),
+           "report FILE.jsonl of a killed run: a valid report, marked interrupted, and its views",
+           proc.stdout + proc.stderr)
+    os.remove(out)
+    proc = taplib.run(binary, "--resume", stream, "-q")
+    tap.ok(proc.returncode == 0 and os.path.exists(out) and case_ids(out) == expected,
+           "--resume FILE.jsonl after a SIGKILL completes the run to the uninterrupted case set",
+           proc.stderr)
+
+
+def check_outputs(tap, binary, probes, workdir):
+    """Every output is checked before the first case; nothing but regular files is replaced."""
+    # /proc/self takes no new files, not even from root (as CI runs)
+    locked = "/proc/self" if os.geteuid() == 0 else os.path.join(workdir, "locked")
+    if locked != "/proc/self":
+        os.mkdir(locked, 0o500)
+    link = os.path.join(workdir, "link.json")
+    os.symlink(os.path.join(workdir, "target.json"), link)
+    for args, what, text in (
+            (["-o", os.path.join(locked, "r.json")], "an unwritable directory", "not writable"),
+            (["-o", os.path.join(workdir, "missing", "r.json")], "a missing directory",
+             "does not exist"),
+            (["-o", "/dev/null"], "a device", "is a character device"),
+            (["-o", os.path.join(workdir, "ok.json"), "--junit", workdir], "a directory",
+             "is a directory"),
+            (["-o", link], "a symbolic link", "is a symbolic link")):
+        began = time.monotonic()
+        proc = taplib.run(binary, "--probe-dir", probes, *SLOW, *args, "-q")
+        took = time.monotonic() - began
+        tap.ok(proc.returncode == 2 and text in proc.stderr and took < 3 and
+               not os.path.exists(os.path.join(workdir, "ok.json")),
+               f"an output that is {what} is refused before anything runs ({took:.1f} s)",
+               proc.stderr)
+    tap.ok(os.path.islink(link) and not os.path.exists(os.path.join(workdir, "target.json")),
+           "the symbolic link is left as it was")
+    if locked != "/proc/self":
+        os.chmod(locked, 0o700)
+
+
+MANY_PROBE = '''"""One of many identical test libraries (written by test_supervisor.py)."""
+import _probekit
+
+np = None
+
+
+def load():
+    global np
+    import numpy as _np
+
+    np = _np
+    return {"version": "0.0.1", "devices": ["cpu"], "dtypes": ["float32"], "layouts": ["flat"],
+            "notes": {}, "readonly": False,
+            "exports": {"dlpack": {"call": "numpy.ndarray.__dlpack__"}},
+            "imports": {"dlpack": {"call": "numpy.from_dlpack(obj)", "zero_copy": True,
+                                   "typed": True, "readonly": True}}}
+
+
+def build(data, dtype, ops, readonly=False):
+    return _probekit.apply_ops(_probekit.numpy_from_bytes(data, dtype), ops)
+
+
+def describe(x):
+    return _probekit.numpy_like_description(x)
+
+
+def consume(obj, protocol, dtype):
+    return np.from_dlpack(obj)
+'''
+
+
+def check_many_probes(tap, binary, workdir):
+    """No fixed limit a user can reach: 300 probes, all named on the command line."""
+    many = os.path.join(workdir, "many")
+    os.mkdir(many)
+    names = [f"lib_{i:03d}" for i in range(300)]
+    for name in names:
+        with open(os.path.join(many, name + ".py"), "w", encoding="utf-8") as handle:
+            handle.write(MANY_PROBE)
+    proc = taplib.run(binary, "list", "--json", "--probe-dir", many)
+    listed = json.loads(proc.stdout)["libraries"] if proc.returncode == 0 else []
+    ours = [lib for lib in listed if lib["name"].startswith("lib_")]
+    tap.ok(len(ours) == 300 and all(lib.get("status") == "loaded" for lib in ours),
+           f"list: 300 probes in one directory are all loaded ({len(ours)})", proc.stderr[-500:])
+    out = os.path.join(workdir, "many.json")
+    proc = taplib.run(binary, "--probe-dir", many, "--producer", ",".join(names), "--consumer",
+                      "lib_000,lib_299", "--protocol", "dlpack", "--dtype", "float32",
+                      "--layout", "flat", "-o", out, "-q")
+    cases = case_ids(out) if os.path.exists(out) else {}
+    ran = [k for k, v in cases.items() if v == "pass"]
+    tap.ok(proc.returncode == 0 and len(ran) == 600 and
+           all(f"dlpack.{n}.lib_299.cpu.float32.flat" in cases for n in names),
+           f"a run naming all 300 as producers runs every pair ({len(ran)} passes)",
+           proc.stderr[-500:])
+
+
+def main(tap, args):
+    binary = args[0]
+    probes = os.path.join(taplib.source_root(), "tests", "probes")
+    with tempfile.TemporaryDirectory() as workdir:
+        check_hostile_channel(tap, binary, probes, workdir)
+        check_interrupt(tap, binary, probes, workdir)
+        check_outputs(tap, binary, probes, workdir)
+        check_many_probes(tap, binary, workdir)
+
+
+if __name__ == "__main__":
+    taplib.main(main)

@@ -1,0 +1,167 @@
+/* Unit tests of ic_ipc: frames over a real socketpair, and every message checked against
+ * the table. */
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "ic_error.h"
+#include "ic_ipc.h"
+#include "tap.h"
+
+/* The result of reading `bytes` written raw into a fresh channel, with the reason. */
+static int read_raw(const void *bytes, size_t len, bool close_after, char *why, size_t why_size,
+                    cJSON **ret_msg)
+{
+    int sv[2];
+    int error = 0;
+    struct ic_framebuf buf = {0};
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+        return -1000;
+    if (write(sv[1], bytes, len) != (ssize_t)len)
+        return -1001;
+    if (close_after)
+        close(sv[1]);
+    fcntl(sv[0], F_SETFL, O_NONBLOCK);
+    *ret_msg = NULL;
+    why[0] = '\0';
+    for (int i = 0; i < 4 && !*ret_msg && !error; i++) {
+        int got = ic_framebuf_fill(&buf, sv[0]);
+        *ret_msg = ic_framebuf_next(&buf, &error, why, why_size);
+        if (got == 0 && !*ret_msg && !error && ic_framebuf_partial(&buf))
+            error = 1; /* closed mid-frame */
+        if (got <= 0)
+            break;
+    }
+    ic_framebuf_release(&buf);
+    close(sv[0]);
+    if (!close_after)
+        close(sv[1]);
+    return error;
+}
+
+static void frame(unsigned char *out, const char *payload, size_t len)
+{
+    memcpy(out, "IC\x01\x00", 4);
+    out[4] = (unsigned char)(len >> 24);
+    out[5] = (unsigned char)(len >> 16);
+    out[6] = (unsigned char)(len >> 8);
+    out[7] = (unsigned char)len;
+    memcpy(out + 8, payload, len);
+}
+
+static void test_frames(void)
+{
+    int sv[2];
+    char why[256];
+    int error = 0;
+    struct ic_framebuf buf = {0};
+    TAP_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "a socketpair");
+    cJSON *sent = ic_message_new(IC_MSG_BEGIN, 7);
+    cJSON_AddStringToObject(sent, "case", "dlpack.numpy.torch.cpu.float32.flat");
+    TAP_OK(ic_ipc_send(sv[1], sent) == 0 && ic_ipc_send(sv[1], sent) == 0, "two frames sent");
+    cJSON *a = ic_ipc_receive(sv[0], &buf, &error, why, sizeof(why));
+    cJSON *b = ic_ipc_receive(sv[0], &buf, &error, why, sizeof(why));
+    TAP_OK(a && b && cJSON_Compare(a, sent, true) && cJSON_Compare(b, sent, true),
+           "each frame comes back as the message sent");
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    close(sv[1]);
+    a = ic_ipc_receive(sv[0], &buf, &error, why, sizeof(why));
+    TAP_OK(!a && error == 0, "end of file after the last frame is no error");
+    cJSON_Delete(sent);
+    ic_framebuf_release(&buf);
+    close(sv[0]);
+
+    cJSON *msg;
+    unsigned char raw[64];
+    TAP_OK(read_raw("garbage\n", 8, false, why, sizeof(why), &msg) == IC_EPROTO && !msg &&
+               strstr(why, "not a frame header"),
+           "text where a header is due is a violation at once (%s)", why);
+    TAP_OK(read_raw("\0", 1, false, why, sizeof(why), &msg) == IC_EPROTO,
+           "a lone NUL is a violation at once (%s)", why);
+    TAP_OK(read_raw("IC\x01\x00\x80\x00\x00\x00", 8, false, why, sizeof(why), &msg) ==
+                   IC_EPROTO &&
+               strstr(why, "2147483648"),
+           "a header announcing 2 GiB is a violation (%s)", why);
+    frame(raw, "{\"msg\":\"x\"}\0", 12);
+    TAP_OK(read_raw(raw, 20, false, why, sizeof(why), &msg) == IC_EPROTO && strstr(why, "NUL"),
+           "a payload with a NUL is a violation (%s)", why);
+    frame(raw, "[1, 2]", 6);
+    TAP_OK(read_raw(raw, 14, false, why, sizeof(why), &msg) == IC_EPROTO,
+           "a payload that is not an object is a violation (%s)", why);
+    frame(raw, "{} {}", 5);
+    TAP_OK(read_raw(raw, 13, false, why, sizeof(why), &msg) == IC_EPROTO,
+           "two objects in one frame are a violation (%s)", why);
+    frame(raw, "{\"msg\":\"quit\",\"seq\":1}", 22);
+    TAP_OK(read_raw(raw, 20, false, why, sizeof(why), &msg) == 0 && !msg,
+           "a frame cut short is not a message yet");
+    TAP_OK(read_raw(raw, 20, true, why, sizeof(why), &msg) == 1,
+           "... and a channel that closes there is broken");
+    TAP_OK(read_raw(raw, 30, false, why, sizeof(why), &msg) == 0 && msg, "the whole frame is");
+    cJSON_Delete(msg);
+}
+
+static int check(const char *json, enum ic_ipc_side receiver, char *why, size_t why_size)
+{
+    enum ic_message kind;
+    cJSON *msg = cJSON_Parse(json);
+    why[0] = '\0';
+    int rc = ic_ipc_check(msg, receiver, &kind, why, why_size);
+    cJSON_Delete(msg);
+    return rc;
+}
+
+static void test_table(void)
+{
+    char why[256];
+    TAP_OK(check("{\"msg\":\"run\",\"seq\":3,\"case\":\"c\",\"seed\":\"1\",\"load\":[]}",
+                 IC_IPC_WORKER, why, sizeof(why)) == 0,
+           "a run request as the table has it is accepted");
+    TAP_OK(check("{\"msg\":\"loaded\",\"seq\":3,\"probe\":\"numpy\",\"ok\":true,\"ms\":1.5}",
+                 IC_IPC_SUPERVISOR, why, sizeof(why)) == 0,
+           "an answer without its optional members is accepted");
+    TAP_OK(check("{\"msg\":\"run\",\"seq\":3,\"case\":\"c\",\"seed\":\"1\",\"load\":[]}",
+                 IC_IPC_SUPERVISOR, why, sizeof(why)) == IC_EPROTO &&
+               strstr(why, "wrong direction"),
+           "a request sent to the supervisor is refused (%s)", why);
+    TAP_OK(check("{\"msg\":\"end\",\"seq\":3,\"case\":\"c\"}", IC_IPC_SUPERVISOR, why,
+                 sizeof(why)) == IC_EPROTO &&
+               strstr(why, "lacks \"result\""),
+           "a missing member is named (%s)", why);
+    TAP_OK(check("{\"msg\":\"begin\",\"seq\":3,\"case\":\"c\",\"extra\":1}", IC_IPC_SUPERVISOR,
+                 why, sizeof(why)) == IC_EPROTO &&
+               strstr(why, "extra"),
+           "a member the table lacks is refused (%s)", why);
+    TAP_OK(check("{\"msg\":\"begin\",\"seq\":1.5,\"case\":\"c\"}", IC_IPC_SUPERVISOR, why,
+                 sizeof(why)) == IC_EPROTO &&
+               strstr(why, "integer"),
+           "a fractional sequence number is refused (%s)", why);
+    TAP_OK(check("{\"msg\":\"begin\",\"seq\":-1,\"case\":\"c\"}", IC_IPC_SUPERVISOR, why,
+                 sizeof(why)) == IC_EPROTO,
+           "a negative sequence number is refused");
+    TAP_OK(check("{\"msg\":\"begin\",\"seq\":2,\"case\":5}", IC_IPC_SUPERVISOR, why,
+                 sizeof(why)) == IC_EPROTO &&
+               strstr(why, "string"),
+           "a member of the wrong type is refused (%s)", why);
+    TAP_OK(check("{\"msg\":\"hello\",\"seq\":2}", IC_IPC_SUPERVISOR, why, sizeof(why)) ==
+                   IC_EPROTO &&
+               strstr(why, "unknown"),
+           "an unknown message is refused (%s)", why);
+    TAP_OK(check("{\"seq\":2}", IC_IPC_SUPERVISOR, why, sizeof(why)) == IC_EPROTO,
+           "a message without a name is refused");
+    int fd = ic_ipc_child_fd(), other = fd;
+    for (int i = 0; i < 20 && other == fd; i++)
+        other = ic_ipc_child_fd();
+    TAP_OK(fd >= 100 && fd < 1000 && other != fd,
+           "the worker's descriptor is drawn at random in [100, 1000) (%d, %d)", fd, other);
+}
+
+int main(void)
+{
+    test_frames();
+    test_table();
+    return tap_done();
+}
