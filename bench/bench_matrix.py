@@ -90,7 +90,7 @@ for case in cases:
 print("BENCH_RESULT", json.dumps(results), flush=True)
 """
 
-# The layouts of src/ic_layout.c, as probes receive them.
+# The layouts of src/core/ic_layout.c, as probes receive them.
 LAYOUTS = {
     "contiguous": (24, [["reshape", [2, 3, 4]]]),
     "flat": (24, []),

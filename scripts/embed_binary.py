@@ -4,7 +4,7 @@ Usage: embed_binary.py --symbol NAME INPUT OUTPUT
 
 OUTPUT defines `const unsigned char NAME[]` holding the bytes of INPUT and
 `const size_t NAME_size`. Meson runs it at build time on the verification kernels' fatbin
-(src/kernels/meson.build); both files are declared to Meson, and nothing else is read or written.
+(src/gpu/kernels/meson.build); both files are declared to Meson, and nothing else is read or written.
 
 The array is aligned to 16 bytes because the CUDA driver reads the fatbin's header fields in
 place; the file is written to a temporary name and renamed, so an interrupted build never

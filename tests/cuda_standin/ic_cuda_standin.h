@@ -3,7 +3,7 @@
  *
  * Contract
  * - Built by meson as a shared library that is never installed and never loaded unless
- *   IC_CUDA_LIBRARY names it. It exports the driver entry points that src/ic_cuda.c uses and a
+ *   IC_CUDA_LIBRARY names it. It exports the driver entry points that src/gpu/ic_cuda.c uses and a
  *   few more for test producers, under the symbol names and with the prototypes of the
  *   toolkit's cuda.h (cuMemAlloc_v2, ...), returning the driver's CUresult codes.
  * - Entry points: initialisation, devices and attributes, primary contexts, modules and
@@ -14,7 +14,7 @@
  *   stand-in tracks with their kind, device ordinal and range, which cuPointerGetAttributes
  *   reports. Device allocations start filled with 0xcd, as a GPU's start with garbage.
  * - Kernels: cuModuleLoadDataEx accepts a fatbin (checked by its magic number) and
- *   cuModuleGetFunction maps the kernel names of src/kernels/ic_verify_logic.h to host runs of
+ *   cuModuleGetFunction maps the kernel names of src/gpu/kernels/ic_verify_logic.h to host runs of
  *   the same per-thread bodies, called once per thread of the grid.
  * - Streams behave like a GPU's as far as ordering goes: work on a stream is queued and runs,
  *   in order, only when something forces it: cuStreamSynchronize, cuEventSynchronize,

@@ -565,7 +565,7 @@ def check_edited_report(tap, binary, browser, run_json, workdir):
            "a message of megabytes shows its start and a button for the rest", state["length"])
     browser.click(selector + " button.more")
     shown = browser.js(f"document.querySelector({json.dumps(selector)} + ' pre').innerText")
-    # A report file's strings are capped where it is read (IC_TEXT_FIELD_CAP, src/ic_text.h).
+    # A report file's strings are capped where it is read (IC_TEXT_FIELD_CAP, src/core/ic_text.h).
     tap.ok(len(shown.encode()) <= 8 * 1024 and shown.startswith(big[:200]) and
            re.search(r" \u2026 \[\d+ bytes cut\]$", shown),
            "... which shows what a report keeps of it: 8 KiB, ending with the cut marker",

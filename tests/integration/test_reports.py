@@ -25,10 +25,10 @@ FAILING = ("fail", "crash", "timeout")
 SKIPPED = ("unsupported", "xfail", "waived")
 MARKDOWN_MARKS = {"pass": "\u2713", "fail": "\u2717", "error": "!", "expected": "~",
                   "unsupported": "\u25cb"}
-JUNIT_MESSAGE_CAP = 1000  # src/ic_report_junit.c
-MARKDOWN_DIAGNOSTIC_CAP = 1000  # src/ic_report_markdown.c
-DIAGNOSTIC_MAX = 1200  # IC_DIAGNOSTIC_MAX, src/ic_result.h
-TEXT_FIELD_CAP = 8 * 1024  # IC_TEXT_FIELD_CAP, src/ic_text.h: one library string, stored whole
+JUNIT_MESSAGE_CAP = 1000  # src/report/ic_report_junit.c
+MARKDOWN_DIAGNOSTIC_CAP = 1000  # src/report/ic_report_markdown.c
+DIAGNOSTIC_MAX = 1200  # IC_DIAGNOSTIC_MAX, src/core/ic_result.h
+TEXT_FIELD_CAP = 8 * 1024  # IC_TEXT_FIELD_CAP, src/core/ic_text.h: one library string, stored whole
 TEXT_SCRIPT_CAP = 64 * 1024  # IC_TEXT_SCRIPT_CAP: a reproducer, kept whole or not at all
 # What a terminal acts on rather than shows (IC_ESCAPE_TERMINAL escapes all of it): C0 controls
 # but tab and LF, DEL, C1 controls, the line separators and the bidirectional controls.

@@ -1,0 +1,834 @@
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "ic_commands.h"
+#include "ic_config.h"
+#include "ic_error.h"
+#include "ic_expect.h"
+#include "ic_findings.h"
+#include "ic_outputs.h"
+#include "ic_plan.h"
+#include "ic_report.h"
+#include "ic_resume.h"
+#include "ic_session.h"
+#include "ic_stream.h"
+#include "ic_views.h"
+#include "ic_json.h"
+#include "ic_supervisor.h"
+#include "ic_text.h"
+
+struct ic_run {
+    struct ic_session *session;
+    struct ic_plan *plan;
+    size_t *run_index; /* pool case index -> plan index */
+    struct ic_stream stream;
+    bool stream_ok;
+    size_t done;
+    size_t counts[IC_OUTCOME_COUNT];
+    double last_progress;
+};
+
+static double ic_wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void ic_utc_now(char *buf, size_t size, const char *format)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(buf, size, format, &tm);
+}
+
+/* --- Filters -------------------------------------------------------------------------------- */
+
+static int ic_filter_libraries(const struct ic_catalog *catalog, const struct ic_name_list *names,
+                               bool allow_reference, struct ic_libset *ret_set,
+                               bool *ret_reference, const char *option, char *err,
+                               size_t err_size)
+{
+    if (names->count == 0)
+        return 0;
+    ic_libset_clear(ret_set);
+    if (ret_reference)
+        *ret_reference = false;
+    for (int i = 0; i < names->count; i++) {
+        if (allow_reference && strcmp(names->items[i], IC_REFERENCE_CONSUMER) == 0) {
+            *ret_reference = true;
+            continue;
+        }
+        int index = ic_catalog_find(catalog, names->items[i]);
+        if (index < 0) {
+            size_t used = (size_t)snprintf(err, err_size, "%s: no probe named '%s'; known:",
+                                           option, names->items[i]);
+            for (int j = 0; j < catalog->count && used < err_size; j++)
+                used += (size_t)snprintf(err + used, err_size - used, " %s",
+                                         catalog->libs[j].name);
+            if (allow_reference && used < err_size)
+                snprintf(err + used, err_size - used, " %s", IC_REFERENCE_CONSUMER);
+            return IC_EUSAGE;
+        }
+        if (ic_libset_add(ret_set, index) < 0) {
+            snprintf(err, err_size, "out of memory");
+            return IC_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+/* One filterable dimension: parses a name to its value, and names the values [first, end). */
+struct ic_dimension {
+    const char *option;
+    int (*lookup)(const char *name, int *ret);
+    const char *(*name_of)(int value);
+    int first, end;
+};
+
+static int ic_filter_names(const struct ic_name_list *names, const struct ic_dimension *dim,
+                           uint32_t *ret_set, char *err, size_t err_size)
+{
+    if (names->count == 0)
+        return 0;
+    *ret_set = 0;
+    for (int i = 0; i < names->count; i++) {
+        int value;
+        if (dim->lookup(names->items[i], &value) < 0) {
+            size_t used = (size_t)snprintf(err, err_size, "%s: unknown value '%s'; valid:",
+                                           dim->option, names->items[i]);
+            for (int v = dim->first; v < dim->end && used < err_size; v++)
+                used += (size_t)snprintf(err + used, err_size - used, " %s", dim->name_of(v));
+            return IC_EUSAGE;
+        }
+        *ret_set |= 1u << value;
+    }
+    return 0;
+}
+
+#define IC_DIMENSION_FUNCTIONS(kind, type, from_name, to_name)                                    \
+    static int ic_lookup_##kind(const char *name, int *ret)                                        \
+    {                                                                                              \
+        type value;                                                                                \
+        int rc = from_name(name, &value);                                                          \
+        *ret = (int)value;                                                                         \
+        return rc;                                                                                 \
+    }                                                                                              \
+    static const char *ic_name_of_##kind(int value)                                                \
+    {                                                                                              \
+        return to_name((type)value);                                                               \
+    }
+
+IC_DIMENSION_FUNCTIONS(protocol, enum ic_protocol, ic_protocol_from_id, ic_protocol_id)
+IC_DIMENSION_FUNCTIONS(dtype, enum ic_dtype, ic_dtype_from_name, ic_dtype_name)
+IC_DIMENSION_FUNCTIONS(layout, enum ic_layout, ic_layout_from_name, ic_layout_name)
+IC_DIMENSION_FUNCTIONS(device, enum ic_device_kind, ic_device_kind_from_name, ic_device_kind_name)
+
+static const struct ic_dimension ic_protocols = {"--protocol", ic_lookup_protocol,
+                                                 ic_name_of_protocol, 0, IC_PROTOCOL_COUNT};
+static const struct ic_dimension ic_dtypes = {"--dtype", ic_lookup_dtype, ic_name_of_dtype,
+                                              IC_DTYPE_FIRST, IC_DTYPE_END};
+static const struct ic_dimension ic_layouts = {"--layout", ic_lookup_layout, ic_name_of_layout, 0,
+                                               IC_LAYOUT_COUNT};
+static const struct ic_dimension ic_devices = {"--device", ic_lookup_device, ic_name_of_device, 0,
+                                               IC_KIND_COUNT};
+
+static int ic_build_filter(const struct ic_options *opts, const struct ic_catalog *catalog,
+                           struct ic_filter *filter, char *err, size_t err_size)
+{
+    ic_filter_all(filter);
+    if (ic_filter_libraries(catalog, &opts->producers, false, &filter->producers, NULL,
+                            "--producer", err, err_size) < 0 ||
+        ic_filter_libraries(catalog, &opts->consumers, true, &filter->consumers,
+                            &filter->reference_consumer, "--consumer", err, err_size) < 0 ||
+        ic_filter_names(&opts->protocols, &ic_protocols, &filter->protocols, err, err_size) < 0 ||
+        ic_filter_names(&opts->dtypes, &ic_dtypes, &filter->dtypes, err, err_size) < 0 ||
+        ic_filter_names(&opts->layouts, &ic_layouts, &filter->layouts, err, err_size) < 0 ||
+        ic_filter_names(&opts->devices, &ic_devices, &filter->devices, err, err_size) < 0)
+        return IC_EUSAGE;
+    return 0;
+}
+
+/* --- Progress and results ------------------------------------------------------------------- */
+
+static void ic_print_progress(struct ic_run *run, const struct ic_case *c, bool force)
+{
+    double now = ic_wall_s();
+    if (!run->session->progress || (!force && now - run->last_progress < 0.1))
+        return;
+    run->last_progress = now;
+    size_t failures = run->counts[IC_OUTCOME_FAIL] + run->counts[IC_OUTCOME_CRASH] +
+                      run->counts[IC_OUTCOME_TIMEOUT];
+    fprintf(stderr, "\r\033[K[%zu/%zu] %zu failed, %zu unsupported, %zu errors  %s %s -> %s",
+            run->done, run->plan->count, failures, run->counts[IC_OUTCOME_UNSUPPORTED],
+            run->counts[IC_OUTCOME_ERROR], c ? ic_protocol_id(c->protocol) : "",
+            c ? c->producer : "", c ? c->consumer : "");
+}
+
+static void ic_record_result(struct ic_run *run, struct ic_planned *item)
+{
+    item->done = true;
+    run->done++;
+    run->counts[item->result.outcome]++;
+    if (run->stream_ok && ic_stream_write_case(&run->stream, &item->c, &item->result) < 0) {
+        fprintf(stderr, "\ninteropcheck: cannot write %s: %s; results stay in memory\n",
+                run->stream.path, strerror(errno));
+        run->stream_ok = false;
+    }
+}
+
+static void ic_on_result(void *context, size_t index, const struct ic_result *res)
+{
+    struct ic_run *run = context;
+    struct ic_planned *item = &run->plan->items[run->run_index[index]];
+    item->result = *res;
+    ic_record_result(run, item);
+    ic_print_progress(run, &item->c, false);
+}
+
+/* --- Output --------------------------------------------------------------------------------- */
+
+static int ic_default_output(char *path, size_t size, char *err, size_t err_size)
+{
+    char stamp[64];
+    if (mkdir("reports", 0777) < 0 && errno != EEXIST) {
+        snprintf(err, err_size, "cannot create the reports directory: %s (use -o FILE)",
+                 strerror(errno));
+        return IC_EIO;
+    }
+    ic_utc_now(stamp, sizeof(stamp), "%Y%m%d-%H%M%S");
+    snprintf(path, size, "reports/interopcheck-%s.json", stamp);
+    return 0;
+}
+
+/* The closing lines name exactly the files written: the report, the stream when it was
+ * kept whole (NULL otherwise), then the views (ic_views_write). */
+static void ic_print_summary(const struct ic_run *run, double seconds, const char *path,
+                             const char *stream, const cJSON *report)
+{
+    const struct ic_plan *plan = run->plan;
+    if (run->done < plan->count)
+        printf("interopcheck: %zu of %zu cases (interrupted) in %.1f s:", run->done, plan->count,
+               seconds);
+    else
+        printf("interopcheck: %zu cases in %.1f s:", plan->count, seconds);
+    for (int o = 0; o < IC_OUTCOME_COUNT; o++) {
+        if (run->counts[o])
+            printf(" %zu %s", run->counts[o], ic_outcome_name(o));
+    }
+    printf("\n");
+    if (!run->session->opts->quiet) {
+        /* Findings lead: one line per cause, the harmful ones (every crash) always. */
+        ic_views_print_findings(stdout, report, path, 20);
+        printf("\n%-16s %7s %6s %6s %7s %6s %7s %6s %6s %6s\n", "protocol", "cases", "pass", "fail",
+               "unsupp", "crash", "timeout", "error", "xfail", "xpass");
+        for (int p = 0; p < IC_PROTOCOL_COUNT; p++) {
+            size_t counts[IC_OUTCOME_COUNT] = {0}, total = 0;
+            for (size_t i = 0; i < plan->count; i++) {
+                if (plan->items[i].c.protocol == (enum ic_protocol)p && plan->items[i].done) {
+                    counts[plan->items[i].result.outcome]++;
+                    total++;
+                }
+            }
+            if (!total)
+                continue;
+            printf("%-16s %7zu %6zu %6zu %7zu %6zu %7zu %6zu %6zu %6zu\n", ic_protocol_id(p), total,
+                   counts[IC_OUTCOME_PASS], counts[IC_OUTCOME_FAIL], counts[IC_OUTCOME_UNSUPPORTED],
+                   counts[IC_OUTCOME_CRASH], counts[IC_OUTCOME_TIMEOUT], counts[IC_OUTCOME_ERROR],
+                   counts[IC_OUTCOME_XFAIL], counts[IC_OUTCOME_XPASS]);
+        }
+    }
+    printf("\nreport: %s\n", path);
+    if (stream)
+        printf("stream: %s\n", stream);
+}
+
+/* --- Reproducers ---------------------------------------------------------------------------- */
+
+/* The request for a finding's reproducer: its example case and the failure to show. */
+static cJSON *ic_repro_request(const cJSON *report, const cJSON *finding)
+{
+    const char *example = ic_json_string(finding, "example");
+    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(report, "cases");
+    const cJSON *c = NULL, *item;
+    cJSON_ArrayForEach(item, cases)
+    {
+        const char *id = ic_json_string(item, "id");
+        if (id && example && strcmp(id, example) == 0) {
+            c = item;
+            break;
+        }
+    }
+    const char *check = ic_json_string_or(finding, "check", "");
+    const cJSON *checks = cJSON_GetObjectItemCaseSensitive(c, "checks");
+    const cJSON *failed = cJSON_GetObjectItemCaseSensitive(checks, check);
+    cJSON *request = cJSON_CreateObject();
+    cJSON *failure = request ? cJSON_AddObjectToObject(request, "failure") : NULL;
+    enum ic_rule rule = IC_RULE_NONE;
+    ic_rule_from_id(ic_json_string(finding, "rule"), &rule);
+    const struct ic_rule_info *info = ic_rule_info(rule);
+    const cJSON *expectation = cJSON_GetObjectItemCaseSensitive(c, "expectation");
+    const char *outcome = ic_json_string_or(expectation, "observed",
+                                            ic_json_string_or(c, "outcome", "fail"));
+    const char *fields[][2] = {
+        {"case", example ? example : ""},
+        {"finding", ic_json_string_or(finding, "id", "")},
+        {"severity", ic_json_string_or(finding, "severity", "")},
+        {"culprit", ic_json_string_or(finding, "culprit", "")},
+        {"side", ic_json_string_or(finding, "side", "")},
+        {"rule", ic_json_string_or(finding, "rule", "")},
+        {"rule_text", info ? info->text : ""},
+        {"check", check},
+        {"outcome", outcome},
+        {"note", ic_json_string_or(failed, "note", ic_json_string_or(c, "diagnostic", ""))},
+        {"request", ic_json_string_or(c, "request", "")},
+        {"exported", ic_json_string_or(c, "exported", "")},
+        {"tool", IC_VERSION},
+    };
+    for (size_t i = 0; failure && i < sizeof(fields) / sizeof(fields[0]); i++) {
+        if (!cJSON_AddStringToObject(failure, fields[i][0], fields[i][1]))
+            failure = NULL;
+    }
+    if (!c || !failure || !cJSON_AddStringToObject(request, "case", example)) {
+        cJSON_Delete(request);
+        return NULL;
+    }
+    return request;
+}
+
+struct ic_repro_context {
+    cJSON **findings; /* the finding of each request */
+    size_t written, failed;
+};
+
+static void ic_on_script(void *context, size_t index, const char *script, const char *error)
+{
+    struct ic_repro_context *ctx = context;
+    cJSON *finding = ctx->findings[index];
+    cJSON_DeleteItemFromObjectCaseSensitive(finding, "reproducer");
+    cJSON_DeleteItemFromObjectCaseSensitive(finding, "reproducer_error");
+    if (script && cJSON_AddStringToObject(finding, "reproducer", script)) {
+        ctx->written++;
+    } else {
+        cJSON_AddStringToObject(finding, "reproducer_error", error ? error : "no script");
+        ctx->failed++;
+    }
+}
+
+/* Gives every finding of the report its reproducer, written by a worker from the finding's
+ * example case. A finding whose script could not be written says why instead. */
+static int ic_run_reproducers(struct ic_session *session, cJSON *report)
+{
+    cJSON *findings = cJSON_GetObjectItemCaseSensitive(report, "findings");
+    size_t count = (size_t)cJSON_GetArraySize(findings);
+    struct ic_repro_context ctx = {0};
+    cJSON **requests = calloc(count ? count : 1, sizeof(*requests));
+    ctx.findings = calloc(count ? count : 1, sizeof(*ctx.findings));
+    int rc = requests && ctx.findings ? 0 : IC_ENOMEM;
+    size_t n = 0;
+    cJSON *finding;
+    cJSON_ArrayForEach(finding, findings)
+    {
+        if (rc < 0)
+            break;
+        requests[n] = ic_repro_request(report, finding);
+        if (!requests[n]) {
+            rc = IC_ENOMEM;
+            break;
+        }
+        ctx.findings[n++] = finding;
+    }
+    if (rc == 0 && n > 0) {
+        if (session->progress)
+            fprintf(stderr, "\r\033[Kwriting %zu reproducers", n);
+        rc = ic_pool_reproduce(session->pool, requests, n, ic_on_script, &ctx);
+        if (session->progress)
+            fprintf(stderr, "\r\033[K");
+    }
+    for (size_t i = 0; i < n; i++)
+        cJSON_Delete(requests[i]);
+    free(requests);
+    free(ctx.findings);
+    if (ctx.failed)
+        fprintf(stderr, "interopcheck: %zu of %zu reproducers could not be written (see "
+                        "reproducer_error in the report)\n",
+                ctx.failed, n);
+    return rc;
+}
+
+/* --- Libraries that could not be tested ---------------------------------------------------- */
+
+static bool ic_named(const struct ic_options *opts, const char *name)
+{
+    for (int i = 0; i < opts->producers.count; i++) {
+        if (strcmp(opts->producers.items[i], name) == 0)
+            return true;
+    }
+    for (int i = 0; i < opts->consumers.count; i++) {
+        if (strcmp(opts->consumers.items[i], name) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Says which selected libraries cannot be tested and why; returns how many of them make the
+ * exit status 3: any whose import raised or crashed, and any named on the command line that is
+ * not installed. A library merely not installed, under --all, is a note. */
+static int ic_report_untested(const struct ic_catalog *catalog, const struct ic_libset *wanted,
+                              const struct ic_options *opts)
+{
+    int count = 0;
+    char error[512]; /* the library's text, escaped for the terminal and cut */
+    for (int i = 0; i < catalog->count; i++) {
+        const struct ic_library *lib = &catalog->libs[i];
+        if (!ic_libset_has(wanted, i) || lib->state == IC_LIBRARY_LOADED)
+            continue;
+        bool named = ic_named(opts, lib->name);
+        ic_text_for_terminal(error, sizeof(error), lib->error);
+        if (lib->state == IC_LIBRARY_NOT_INSTALLED && !named) {
+            if (!opts->quiet)
+                fprintf(stderr, "interopcheck: %s is not installed, so it is not tested (%s)\n",
+                        lib->name, error);
+            continue;
+        }
+        if (lib->state == IC_LIBRARY_INVALID && !named) {
+            if (!opts->quiet)
+                fprintf(stderr, "interopcheck: the probe file of %s is unusable: %s\n", lib->name,
+                        error);
+            continue;
+        }
+        const char *why = lib->state == IC_LIBRARY_NOT_INSTALLED ? "it is not installed"
+                          : lib->state == IC_LIBRARY_IMPORT_CRASH ? "its import crashed"
+                          : lib->state == IC_LIBRARY_INVALID      ? "its probe file is unusable"
+                                                                  : "its import raised";
+        fprintf(stderr, "interopcheck: %s could not be tested: %s: %s\n", lib->name, why, error);
+        count++;
+    }
+    return count;
+}
+
+/* --- Expectations and the exit status ------------------------------------------------------ */
+
+/* What turns a report into an exit status: the expectations files and the outcomes that fail
+ * the run. Prepared before anything runs, so that a typo in an expectations file or in
+ * --fail-on costs nothing; applied once the report is built. */
+struct ic_run_policy {
+    struct ic_expectations *expectations; /* NULL without --expect */
+    bool fails[IC_OUTCOME_COUNT];         /* outcomes that make the exit status 1 */
+};
+
+static int ic_run_policy_open(const struct ic_options *opts, struct ic_run_policy *policy,
+                              char *err, size_t err_size)
+{
+    memset(policy, 0, sizeof(*policy));
+    for (int o = 0; o < IC_OUTCOME_COUNT; o++)
+        policy->fails[o] = opts->fail_on.count == 0 && ic_outcome_is_failure(o);
+    for (int i = 0; i < opts->fail_on.count; i++) {
+        enum ic_outcome outcome;
+        if (ic_outcome_from_name(opts->fail_on.items[i], &outcome) < 0) {
+            size_t used = (size_t)snprintf(
+                err, err_size, "--fail-on: unknown outcome '%s'; valid:", opts->fail_on.items[i]);
+            for (int o = 0; o < IC_OUTCOME_COUNT && used < err_size; o++)
+                used += (size_t)snprintf(err + used, err_size - used, " %s", ic_outcome_name(o));
+            return IC_EUSAGE;
+        }
+        policy->fails[outcome] = true;
+    }
+    if (opts->strict)
+        policy->fails[IC_OUTCOME_XPASS] = true;
+    if (opts->nexpect > 0)
+        return ic_expect_load(opts->expect, opts->nexpect, &policy->expectations, err, err_size);
+    return 0;
+}
+
+static void ic_run_policy_close(struct ic_run_policy *policy)
+{
+    ic_expect_free(policy->expectations);
+    policy->expectations = NULL;
+}
+
+/* Applies the expectations to the report, warns about entries that matched no case, recounts
+ * the summary, and gives the plan the report's outcomes, so that the summary printed from the
+ * plan and every writer that reads it agree with the report. */
+static int ic_run_policy_apply(const struct ic_run_policy *policy, cJSON *report,
+                               struct ic_plan *plan, size_t counts[IC_OUTCOME_COUNT])
+{
+    if (!policy->expectations)
+        return 0;
+    char err[1024];
+    int rc = ic_views_expect(policy->expectations, report, err, sizeof(err));
+    if (rc < 0) {
+        fprintf(stderr, "interopcheck: %s\n", err);
+        return rc;
+    }
+    /* The report lists the finished cases in plan order (ic_report_build). */
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(report, "cases")->child;
+    for (size_t i = 0; i < plan->count && c; i++) {
+        struct ic_planned *item = &plan->items[i];
+        char id[IC_CASE_ID_MAX];
+        enum ic_outcome outcome;
+        if (!item->done)
+            continue;
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "outcome"));
+        const char *case_id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "id"));
+        if (ic_case_format_id(&item->c, id, sizeof(id)) == 0 && case_id &&
+            strcmp(id, case_id) == 0 && name && ic_outcome_from_name(name, &outcome) == 0)
+            item->result.outcome = outcome;
+        c = c->next;
+    }
+    ic_report_count(plan, counts);
+    return 0;
+}
+
+/* 1 when an outcome of the --fail-on set (with --strict, xpass too) occurred, from the
+ * report's summary, which has the outcomes after expectations. */
+static int ic_run_exit_status(const struct ic_run_policy *policy, const cJSON *report)
+{
+    const cJSON *summary = cJSON_GetObjectItemCaseSensitive(report, "summary");
+    const cJSON *outcomes = cJSON_GetObjectItemCaseSensitive(summary, "outcomes");
+    int status = IC_EXIT_OK;
+    for (int o = 0; o < IC_OUTCOME_COUNT; o++) {
+        const cJSON *count = cJSON_GetObjectItemCaseSensitive(outcomes, ic_outcome_name(o));
+        if (policy->fails[o] && cJSON_GetNumberValue(count) > 0)
+            status = IC_EXIT_FAILURES;
+    }
+    const cJSON *xpass = cJSON_GetObjectItemCaseSensitive(outcomes, "xpass");
+    if (cJSON_GetNumberValue(xpass) > 0)
+        fprintf(stderr,
+                "interopcheck: %.0f cases passed that an expectation says fail (xpass)%s: "
+                "remove or narrow their entries\n",
+                cJSON_GetNumberValue(xpass),
+                policy->fails[IC_OUTCOME_XPASS] ? ", which fails this run" : "");
+    return status;
+}
+
+/* The statuses that say the run tested less than was asked: 3 when a selected library could
+ * not be tested, 4 when no case reached a verdict. They take precedence over 1 and 0, so that
+ * CI never reads a run that tested nothing as green, nor as an ordinary failure. */
+static int ic_run_tested_status(const struct ic_plan *plan, int untested, int status)
+{
+    size_t verdicts = 0;
+    for (size_t i = 0; i < plan->count; i++) {
+        enum ic_outcome o = plan->items[i].result.outcome;
+        if (plan->items[i].done && o != IC_OUTCOME_UNSUPPORTED && o != IC_OUTCOME_ERROR)
+            verdicts++;
+    }
+    if (untested > 0) {
+        fprintf(stderr, "interopcheck: exit status %d: %d selected librar%s could not be tested "
+                        "(see above)\n",
+                IC_EXIT_UNTESTED_LIB, untested, untested == 1 ? "y" : "ies");
+        return IC_EXIT_UNTESTED_LIB;
+    }
+    if (verdicts == 0) {
+        if (plan->count == 0)
+            fprintf(stderr, "interopcheck: exit status %d: nothing was tested: the selection "
+                            "has no case (interopcheck list shows what each library offers)\n",
+                    IC_EXIT_NOTHING_TESTED);
+        else
+            fprintf(stderr, "interopcheck: exit status %d: nothing was tested: none of the %zu "
+                            "cases reached a verdict (each was unsupported or an error)\n",
+                    IC_EXIT_NOTHING_TESTED, plan->count);
+        return IC_EXIT_NOTHING_TESTED;
+    }
+    return status;
+}
+
+static cJSON *ic_run_json(const struct ic_session *session, const struct ic_options *opts,
+                          const char *started)
+{
+    char seed[32];
+    cJSON *run = cJSON_CreateObject();
+    if (!run)
+        return NULL;
+    snprintf(seed, sizeof(seed), "%llu", (unsigned long long)opts->seed);
+    cJSON_AddStringToObject(run, "started", started);
+    cJSON_AddStringToObject(run, "seed", seed);
+    cJSON_AddNumberToObject(run, "jobs", session->jobs);
+    cJSON_AddNumberToObject(run, "timeout_s", opts->timeout_s);
+    cJSON *dirs = cJSON_AddArrayToObject(run, "probe_dirs");
+    for (int i = 0; dirs && i < session->ndirs; i++)
+        cJSON_AddItemToArray(dirs, cJSON_CreateString(session->dirs[i]));
+    cJSON *filters = cJSON_AddObjectToObject(run, "filters");
+    const struct {
+        const char *key;
+        const struct ic_name_list *list;
+    } lists[] = {{"producer", &opts->producers}, {"consumer", &opts->consumers},
+                 {"protocol", &opts->protocols}, {"dtype", &opts->dtypes},
+                 {"layout", &opts->layouts}, {"device", &opts->devices}};
+    for (size_t i = 0; filters && i < sizeof(lists) / sizeof(lists[0]); i++) {
+        cJSON *values = cJSON_AddArrayToObject(filters, lists[i].key);
+        for (int j = 0; values && j < lists[i].list->count; j++)
+            cJSON_AddItemToArray(values, cJSON_CreateString(lists[i].list->items[j]));
+    }
+    return run;
+}
+
+/* --- Interruption -------------------------------------------------------------------------- */
+
+/* The signal that asked the run to stop (SIGINT or SIGTERM), 0 while none did. */
+static volatile sig_atomic_t ic_stop_signal;
+
+static void ic_on_stop(int sig)
+{
+    /* A second Ctrl-C leaves at once; the workers die with us (PR_SET_PDEATHSIG). */
+    if (ic_stop_signal && sig == SIGINT)
+        _exit(130);
+    ic_stop_signal = sig;
+}
+
+static void ic_catch_stops(void)
+{
+    struct sigaction action;
+    memset(&action, 0, sizeof(action));
+    action.sa_handler = ic_on_stop;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, NULL);
+    sigaction(SIGTERM, &action, NULL);
+}
+
+/* --- The run -------------------------------------------------------------------------------- */
+
+/* Every file the run writes, named and checked before anything runs. */
+static int ic_run_outputs(const struct ic_options *opts, char *output, size_t output_size,
+                          char *stream_path, size_t stream_size, char *err, size_t err_size)
+{
+    struct ic_output_list outputs = {0};
+    char html[PATH_MAX];
+    int rc = 0;
+    if (opts->output)
+        snprintf(output, output_size, "%s", opts->output);
+    else
+        rc = ic_default_output(output, output_size, err, err_size);
+    if (rc < 0)
+        return rc;
+    ic_output_sibling(output, ".jsonl", stream_path, stream_size);
+    ic_output_sibling(output, ".html", html, sizeof(html));
+    if (ic_output_list_add(&outputs, output) < 0 || ic_output_list_add(&outputs, stream_path) < 0 ||
+        ic_output_list_add(&outputs, opts->html ? opts->html : html) < 0 ||
+        ic_output_list_add(&outputs, opts->junit) < 0 ||
+        ic_output_list_add(&outputs, opts->markdown) < 0) {
+        snprintf(err, err_size, "out of memory");
+        rc = IC_ENOMEM;
+    }
+    if (rc == 0)
+        rc = ic_output_list_check(&outputs, err, err_size);
+    ic_output_list_release(&outputs);
+    return rc;
+}
+
+/* Opens the result stream with the report's skeleton, and records the cases that need no run
+ * (decided by the plan, or restored by --resume). Returns how many cases are left to run. */
+static size_t ic_run_start_stream(struct ic_run *run, struct ic_session *session,
+                                  const char *stream_path, const cJSON *tool,
+                                  const cJSON *run_json, const cJSON *python)
+{
+    struct ic_plan *plan = run->plan;
+    cJSON *skeleton =
+        ic_report_build(tool, run_json, python, &session->catalog, plan, &session->devices);
+    run->stream_ok = skeleton && ic_stream_open(&run->stream, stream_path, run_json, skeleton) == 0;
+    cJSON_Delete(skeleton);
+    if (!run->stream_ok)
+        fprintf(stderr, "interopcheck: cannot write %s: %s; results stay in memory\n",
+                stream_path, strerror(errno));
+    size_t to_run = 0;
+    for (size_t i = 0; i < plan->count; i++) {
+        if (plan->items[i].run)
+            to_run++;
+        else
+            ic_record_result(run, &plan->items[i]);
+    }
+    return to_run;
+}
+
+/* Runs the cases the plan left to run. IC_EINTR when a signal stopped the run. */
+static int ic_run_pool(struct ic_run *run, struct ic_session *session, size_t to_run)
+{
+    struct ic_plan *plan = run->plan;
+    struct ic_case *cases = calloc(to_run ? to_run : 1, sizeof(*cases));
+    run->run_index = calloc(to_run ? to_run : 1, sizeof(*run->run_index));
+    if (!cases || !run->run_index) {
+        free(cases);
+        return IC_ENOMEM;
+    }
+    for (size_t i = 0, k = 0; i < plan->count; i++) {
+        if (plan->items[i].run) {
+            cases[k] = plan->items[i].c;
+            run->run_index[k++] = i;
+        }
+    }
+    int rc = ic_stop_signal ? IC_EINTR : ic_pool_run(session->pool, cases, to_run, ic_on_result, run);
+    free(cases);
+    return rc;
+}
+
+/* The exit status of an interrupted run: 128 + the signal, as a shell reports it. */
+static int ic_run_interrupted_status(void)
+{
+    return 128 + (ic_stop_signal ? ic_stop_signal : SIGINT);
+}
+
+int ic_cmd_run(const struct ic_options *given)
+{
+    struct ic_options local = *given, *opts = &local;
+    struct ic_session session;
+    struct ic_resume resume = {0};
+    struct ic_plan plan = {0};
+    struct ic_filter filter = {0};
+    struct ic_libset wanted = {0};
+    struct ic_run run;
+    struct ic_run_policy policy;
+    cJSON *tool = NULL, *run_json = NULL, *python = NULL, *report = NULL;
+    char err[4096], output[PATH_MAX], stream_path[PATH_MAX + 8], started[64];
+    int status = IC_EXIT_USAGE;
+    bool session_open = false, interrupted = false;
+
+    memset(&run, 0, sizeof(run));
+    memset(&session, 0, sizeof(session));
+    if (ic_run_policy_open(opts, &policy, err, sizeof(err)) < 0 ||
+        (opts->resume && ic_resume_open(opts->resume, opts, &resume, err, sizeof(err)) < 0) ||
+        ic_run_outputs(opts, output, sizeof(output), stream_path, sizeof(stream_path), err,
+                       sizeof(err)) < 0 ||
+        ic_session_open(&session, opts, err, sizeof(err)) < 0) {
+        fprintf(stderr, "interopcheck: %s\n", err);
+        goto done;
+    }
+    session_open = true;
+    if (ic_build_filter(opts, &session.catalog, &filter, err, sizeof(err)) < 0) {
+        fprintf(stderr, "interopcheck: %s\n", err);
+        goto done;
+    }
+    ic_catch_stops();
+    ic_pool_set_stop(session.pool, &ic_stop_signal);
+
+    double start = ic_wall_s();
+    ic_utc_now(started, sizeof(started), "%Y-%m-%dT%H:%M:%SZ");
+    /* The libraries to import: those named, or all (every consumer of the chosen producers
+     * is a candidate when no consumer is named). */
+    if (opts->consumers.count && (ic_libset_merge(&wanted, &filter.consumers) < 0 ||
+                                  ic_libset_merge(&wanted, &filter.producers) < 0)) {
+        fprintf(stderr, "interopcheck: out of memory\n");
+        goto done;
+    }
+    if (!opts->consumers.count)
+        ic_libset_fill(&wanted);
+    if (ic_session_discover(&session, &wanted) < 0) {
+        fprintf(stderr, "interopcheck: discovery failed\n");
+        goto done;
+    }
+    int untested = ic_report_untested(&session.catalog, &wanted, opts);
+    for (int k = 0; k < IC_KIND_COUNT; k++) {
+        if ((filter.devices & (1u << k)) && !(session.devices.available & (1u << k)) &&
+            (opts->devices.count || !opts->quiet))
+            fprintf(stderr, "interopcheck: no %s cases: %s\n", ic_device_kind_name(k),
+                    session.devices.detail[k]);
+    }
+    if (ic_plan_build(&session.catalog, &filter, session.devices.available, &plan) < 0) {
+        fprintf(stderr, "interopcheck: out of memory while planning\n");
+        goto done;
+    }
+    if (opts->resume) {
+        int restored = ic_resume_restore(&resume, &plan, err, sizeof(err));
+        if (restored < 0) {
+            fprintf(stderr, "interopcheck: %s\n", err);
+            goto done;
+        }
+        if (!opts->quiet)
+            printf("interopcheck: resuming %s: %d cases finished, the rest runs now\n",
+                   opts->resume, restored);
+    }
+
+    tool = ic_session_tool_json();
+    run_json = ic_run_json(&session, opts, started);
+    python = ic_session_python_json(&session);
+    if (!tool || !run_json || !python) {
+        fprintf(stderr, "interopcheck: out of memory\n");
+        goto done;
+    }
+    run.session = &session;
+    run.plan = &plan;
+    size_t to_run = ic_run_start_stream(&run, &session, stream_path, tool, run_json, python);
+    int ran = ic_run_pool(&run, &session, to_run);
+    interrupted = ran == IC_EINTR;
+    if (ran < 0 && !interrupted) {
+        fprintf(stderr, "\ninteropcheck: the worker processes could not be run\n");
+        goto done;
+    }
+    ic_print_progress(&run, NULL, true);
+    if (session.progress)
+        fprintf(stderr, "\r\033[K");
+    if (interrupted)
+        fprintf(stderr, "interopcheck: interrupted: %zu of %zu cases finished; the reports hold "
+                "them, marked interrupted (finish with: interopcheck --resume %s)\n",
+                run.done, plan.count, output);
+    bool stream_kept = run.stream_ok;
+    ic_stream_close(&run.stream, !interrupted);
+    run.stream_ok = false;
+
+    double seconds = ic_wall_s() - start;
+    char finished[64];
+    ic_utc_now(finished, sizeof(finished), "%Y-%m-%dT%H:%M:%SZ");
+    cJSON_AddStringToObject(run_json, "finished", finished);
+    cJSON_AddNumberToObject(run_json, "duration_s", seconds);
+    report = ic_report_build(tool, run_json, python, &session.catalog, &plan, &session.devices);
+    if (report && !cJSON_AddBoolToObject(report, "interrupted", interrupted)) {
+        cJSON_Delete(report);
+        report = NULL;
+    }
+    int applied = report ? ic_run_policy_apply(&policy, report, &plan, run.counts) : 0;
+    if (applied == 0 && report && ic_findings_attach(report) < 0)
+        applied = IC_ENOMEM;
+    /* Reproducers need workers: an interrupted run leaves them to its resumption. */
+    if (applied == 0 && report && !interrupted)
+        ic_run_reproducers(&session, report);
+    if (applied < 0 || !report || ic_json_write_atomic(output, report, err, sizeof(err)) < 0) {
+        fprintf(stderr, "interopcheck: %s%s%s%s\n",
+                applied < 0 || !report ? "out of memory while building the report" : err,
+                stream_kept ? " (the results are in " : "", stream_kept ? stream_path : "",
+                stream_kept ? ")" : "");
+        goto done;
+    }
+    ic_print_summary(&run, seconds, output, stream_kept ? stream_path : NULL, report);
+    status = ic_run_exit_status(&policy, report);
+    status = ic_run_tested_status(&plan, untested, status);
+    if (interrupted)
+        status = ic_run_interrupted_status();
+    /* The views come from the report just written, so they can always be made again from it
+     * with `interopcheck report`; failing to write one is an environment error. */
+    struct ic_views_request views = ic_views_asked(opts);
+    if (ic_views_write(report, output, &views, err, sizeof(err)) < 0) {
+        fprintf(stderr, "interopcheck: %s (make it again with: interopcheck report %s)\n", err,
+                output);
+        status = IC_EXIT_USAGE;
+    }
+
+done:
+    if (run.stream_ok)
+        ic_stream_close(&run.stream, false);
+    cJSON_Delete(report);
+    cJSON_Delete(tool);
+    cJSON_Delete(run_json);
+    cJSON_Delete(python);
+    free(run.run_index);
+    ic_plan_release(&plan);
+    ic_filter_release(&filter);
+    ic_libset_release(&wanted);
+    if (session_open)
+        ic_session_close(&session);
+    ic_run_policy_close(&policy);
+    if (opts->resume) {
+        /* The selection lists were filled from the report, into this copy only. */
+        struct ic_name_list *lists[] = {&local.producers, &local.consumers, &local.protocols,
+                                        &local.dtypes,    &local.layouts,   &local.devices};
+        for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
+            ic_name_list_release(lists[i]);
+    }
+    ic_resume_close(&resume);
+    return status;
+}

@@ -1,0 +1,249 @@
+/*
+ * ic_protocol: the registry of exchange protocols and the record an exchange leaves behind.
+ *
+ * Contract
+ * - IC_PROTOCOL_LIST is the one place a protocol is named. Each protocol module (ic_dlpack.c,
+ *   ic_array_interface.c, ...) provides one `struct ic_protocol_ops`; ic_protocol.c gathers
+ *   them. Adding a protocol: add a row to the list, write the module with its ops, its
+ *   variants and its unit tests (tests/unit/protocols/test_<protocol>.c).
+ * - An exchange is observed through a `struct ic_export_record`, owned by the caller
+ *   (ic_exchange). Proxies and reference consumers write into it while the case runs; they
+ *   keep a pointer to it, so it must outlive every Python object they create for the case.
+ * - All ops are called with the GIL held (ic_python's enter/leave). They return 0 or a
+ *   negative IC_E* code for failures of the tool; a producer or consumer that breaks a rule
+ *   is recorded in the record's findings, not returned as an error.
+ */
+#ifndef IC_PROTOCOL_H
+#define IC_PROTOCOL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ic_diag.h"
+#include "ic_view.h"
+
+typedef struct _object PyObject; /* no Python.h here: most of the tool is plain C */
+
+/* X(ENUM, id, protocols.md section, summary) */
+#define IC_PROTOCOL_LIST(X)                                                                        \
+    X(DLPACK, "dlpack", "2", "__dlpack__ / __dlpack_device__ into from_dlpack")                    \
+    X(DLPACK_CAPSULE, "dlpack_capsule", "2",                                                       \
+      "a legacy capsule from a to_dlpack function into a consumer that takes capsules")           \
+    X(ARRAY_INTERFACE, "array_interface", "4.1", "NumPy __array_interface__ (version 3)")          \
+    X(ARRAY_STRUCT, "array_struct", "4.3", "NumPy __array_struct__ (PyArrayInterface capsule)")    \
+    X(BUFFER, "buffer", "5", "the Python buffer protocol (PEP 3118)")                              \
+    X(ARRAY_METHOD, "array", "4.4", "__array__(dtype=None, copy=None) (NumPy 2 semantics)")        \
+    X(CAI, "cuda_array_interface", "3", "__cuda_array_interface__ (version 3)")
+
+enum ic_protocol {
+#define IC_PROTOCOL_ENUM(e, id, section, summary) IC_PROTOCOL_##e,
+    IC_PROTOCOL_LIST(IC_PROTOCOL_ENUM)
+#undef IC_PROTOCOL_ENUM
+        IC_PROTOCOL_COUNT
+};
+
+/* Case variants. A variant changes how a case is run; the plain case has variant NONE.
+ * X(ENUM, id, protocol, applies to, devices, all layouts, all dtypes, summary).
+ * "reference" variants are run by interopcheck's own consumer only; "any" variants apply to
+ * every consumer. Devices: the device kinds the variant means something on. Layouts/dtypes
+ * "all" span the whole matrix dimension; otherwise only flat / float32. */
+#define IC_VARIANT_LIST(X)                                                                         \
+    X(NONE, "", -1, IC_APPLIES_ANY, IC_ON_ANY, true, true, "")                                     \
+    X(READONLY, "readonly", -1, IC_APPLIES_ANY, IC_ON_ANY, false, true,                            \
+      "the producer's array is read-only; the export and the import must say so")                  \
+    X(DL_LEGACY, "legacy", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_ANY, true, true,        \
+      "__dlpack__() without max_version: an old consumer gets a legacy capsule")                   \
+    X(DL_MAX_VERSION_2, "max_version_2", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_ANY,      \
+      false, false, "__dlpack__(max_version=(2, 0)): a 1.x producer still exports its own 1.x")    \
+    X(DL_COPY, "copy", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_ANY, false, true,           \
+      "__dlpack__(copy=True): distinct memory and DLPACK_FLAG_BITMASK_IS_COPIED")                  \
+    X(DL_NO_COPY, "no_copy", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_ANY, false, false,    \
+      "__dlpack__(copy=False): the same memory and no IS_COPIED flag")                             \
+    X(DL_CPU_STREAM, "cpu_stream", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_CPU, false,     \
+      false, "__dlpack__(stream=1) on a CPU array must raise")                                     \
+    X(DL_DEVICE_CPU, "dl_device_cpu", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_CPU, false,  \
+      false, "__dlpack__(dl_device=(1, 0)) on a CPU array exports in place")                       \
+    X(BUF_CONTIG, "contig", IC_PROTOCOL_BUFFER, IC_APPLIES_REFERENCE, IC_ON_CPU, true, false,      \
+      "PyBUF_C_CONTIGUOUS | PyBUF_FORMAT: a C-contiguous buffer or BufferError")                   \
+    X(BUF_WRITABLE, "writable", IC_PROTOCOL_BUFFER, IC_APPLIES_REFERENCE, IC_ON_CPU, false, false, \
+      "PyBUF_RECORDS (writable): read-only exporters must raise BufferError")                      \
+    X(ARR_COPY, "copy", IC_PROTOCOL_ARRAY_METHOD, IC_APPLIES_REFERENCE, IC_ON_CPU, false, true,    \
+      "__array__(copy=True) returns fresh memory")                                                 \
+    X(ARR_NO_COPY, "no_copy", IC_PROTOCOL_ARRAY_METHOD, IC_APPLIES_REFERENCE, IC_ON_CPU, true,     \
+      false, "__array__(copy=False) shares memory or raises ValueError")                           \
+    X(DL_STREAM_LEGACY, "stream_1", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_CUDA, false,   \
+      false, "__dlpack__(stream=1): ordered before work on the legacy default stream")             \
+    X(DL_STREAM_PER_THREAD, "stream_2", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_CUDA,      \
+      false, false, "__dlpack__(stream=2): ordered before the per-thread default stream")          \
+    X(DL_STREAM_HANDLE, "stream_handle", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_CUDA,     \
+      false, false, "__dlpack__(stream=<a non-blocking stream>): the producer makes it wait")      \
+    X(DL_STREAM_NO_SYNC, "stream_minus_1", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_CUDA,   \
+      false, false, "__dlpack__(stream=-1): no synchronisation; the consumer orders its reads")     \
+    X(DL_STREAM_ZERO, "stream_0", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_CUDA, false,     \
+      false, "__dlpack__(stream=0) is ambiguous: a producer should refuse it")                     \
+    X(DL_STREAM_ORDER, "stream_order", IC_PROTOCOL_DLPACK, IC_APPLIES_ANY, IC_ON_CUDA, false,      \
+      true, "the producer's kernel still writes the array when the consumer imports it")           \
+    X(CAI_STREAM_ORDER, "stream_order", IC_PROTOCOL_CAI, IC_APPLIES_ANY, IC_ON_CUDA, false, true,  \
+      "the producer's kernel still writes the array when the consumer imports it")
+
+enum ic_on_device {
+    IC_ON_ANY,
+    IC_ON_CPU,
+    IC_ON_CUDA,
+};
+
+enum ic_applies {
+    IC_APPLIES_ANY,
+    IC_APPLIES_REFERENCE,
+};
+
+enum ic_variant {
+#define IC_VARIANT_ENUM(e, id, proto, applies, devices, layouts, dtypes, summary) IC_VARIANT_##e,
+    IC_VARIANT_LIST(IC_VARIANT_ENUM)
+#undef IC_VARIANT_ENUM
+        IC_VARIANT_COUNT
+};
+
+struct ic_variant_info {
+    enum ic_variant variant;
+    const char *id;
+    int protocol; /* -1: every protocol */
+    enum ic_applies applies;
+    enum ic_on_device devices;
+    bool all_layouts; /* false: only the flat layout (1-D, which every library has) */
+    bool all_dtypes;  /* false: only float32 */
+    const char *summary;
+};
+
+/* The name interopcheck's own C consumer has in the matrix. */
+#define IC_REFERENCE_CONSUMER "interopcheck"
+
+/* What one exchange left behind. Zero-initialise, then set `protocol` and `variant`. */
+struct ic_export_record {
+    enum ic_protocol protocol;
+    enum ic_variant variant;
+
+    int export_calls;  /* times the consumer asked for the export */
+    char request[160]; /* the consumer's request, e.g. "__dlpack__(max_version=(1, 3))" */
+
+    /* The producer raised instead of exporting; the exception went on to the consumer. */
+    bool producer_raised;
+    char producer_exc_type[64];
+    char producer_exc_message[400];
+
+    /* DLPack requests of a library consumer: whether some __dlpack__ call passed max_version,
+     * whether such a call was refused with TypeError, and whether a call without max_version
+     * followed that refusal (the spec's fallback for old producers). */
+    bool dl_max_version_asked;
+    bool dl_max_version_refused;
+    bool dl_retried;
+
+    /* The consumer broke the C API while asking (it requested an export with a Python
+     * exception still set, as if its previous failed request were not its problem): the
+     * producer's code then runs in a broken state, and what follows is the consumer's fault. */
+    bool consumer_misuse;
+    char consumer_misuse_text[200];
+
+    /* The first export, as parsed and validated in C. */
+    bool have_view;
+    struct ic_view view;
+    struct ic_diag diag;
+    char detail[160]; /* what was exported, e.g. "dltensor_versioned 1.3 flags=0x1" */
+
+    /* DLPack: the byte_offset of the export whose view the record keeps (the view's data
+     * already includes it); lets the judge recognise a consumer that ignored it. */
+    uint64_t byte_offset;
+
+    /* Zero-copy expectations of this export; set by the protocol module. */
+    bool copy_expected;   /* the request asked for a copy (copy=True): memory must differ */
+    bool no_copy_required; /* the request forbade a copy (copy=False): memory must be shared */
+    bool copy_flagged;    /* the export says it is a copy (DLPack IS_COPIED) */
+    bool zero_copy_known; /* true when the export must share the producer's memory unless it
+                           * says it copied; false when copying is the producer's choice */
+
+    /* The request was one the producer must refuse (a CPU array asked for a stream, a
+     * non-contiguous array asked for a contiguous buffer): a refusal is the conformant answer,
+     * and an export is an error finding. Set by reference_consume. */
+    bool refusal_required;
+    enum ic_rule refusal_rule; /* the rule an export would break */
+
+    /* The stream the export names for the consumer to order its work after (CUDA Array
+     * Interface, version 3: the producer hands it over in the dict). has_stream is false and
+     * stream 0 when the export names none (absent or None: no synchronisation needed), when
+     * its version predates streams, or when the value is invalid (a finding). Otherwise 1
+     * (legacy default stream), 2 (per-thread default stream) or a cudaStream_t handle. Set
+     * by the protocol module from the export whose view the record keeps. */
+    bool has_stream;
+    int64_t stream;
+
+    /* Lifetime accounting: DLPack deleter calls and capsule renames, buffer get/release. */
+    int acquired;
+    int released;
+    bool consumed; /* DLPack: the capsule was renamed to used_* */
+    int watch[4];  /* DLPack: ids of instrumented deleters (ic_dlpack.c), -1 when unused */
+    int watch_count;
+    bool lifetime_checked;
+    struct ic_diag lifetime;
+};
+
+/* Zero-fills `rec` and sets its protocol and variant. */
+void ic_export_record_init(struct ic_export_record *rec, enum ic_protocol protocol,
+                           enum ic_variant variant);
+
+struct ic_protocol_ops {
+    enum ic_protocol protocol;
+    const char *id;
+    const char *section;
+    const char *summary;
+
+    /* Wraps `target` (the producer's export object) in a proxy (ic_proxy.h) that offers this
+     * protocol and nothing else, validates each export it forwards, and records it in `rec`.
+     * Returns a new reference, or NULL with a Python exception set (a tool failure). NULL op:
+     * the consumer receives the export object itself, and `inspect` validates it first. */
+    PyObject *(*proxy_new)(PyObject *target, struct ic_export_record *rec);
+
+    /* For protocols without a proxy: validates the export object (and instruments it, e.g.
+     * the DLPack deleter) before the consumer takes it. */
+    int (*inspect)(PyObject *export_obj, struct ic_export_record *rec);
+
+    /* interopcheck's own consumer: imports `export_obj` in C as `rec->variant` asks and leaves
+     * the export view in rec->view. *ret_handle receives a new reference that keeps the
+     * import alive (its release is the consumer letting go: the DLPack deleter runs, the
+     * buffer is released), or NULL when the producer raised; a producer's exception is
+     * recorded in `rec`, never left pending. Negative return: a tool failure. */
+    int (*reference_consume)(PyObject *export_obj, struct ic_export_record *rec,
+                             PyObject **ret_handle);
+
+    /* Right after the consumer returned (or raised): records what the import left on the
+     * export (a DLPack capsule renamed to used_*). `obj` is the proxy, or the export object
+     * when there is no proxy. May be NULL. */
+    void (*observe)(PyObject *obj, struct ic_export_record *rec);
+
+    /* After the consumer's array and every other object of the case were released and
+     * collected, while the caller still holds `obj` (as for observe): checks the lifetime
+     * counters (deleter exactly once, one release per get) into rec->lifetime and sets
+     * rec->lifetime_checked. May be NULL. */
+    void (*finish)(PyObject *obj, struct ic_export_record *rec);
+};
+
+const struct ic_protocol_ops *ic_protocol_ops(enum ic_protocol protocol);
+/* True for protocols that describe device memory (the CUDA Array Interface): on a GPU the
+ * host protocols (buffer, array interface, ...) have no exports to check. */
+bool ic_protocol_on_devices(enum ic_protocol protocol);
+const char *ic_protocol_id(enum ic_protocol protocol);
+int ic_protocol_from_id(const char *id, enum ic_protocol *ret);
+
+const struct ic_variant_info *ic_variant_info(enum ic_variant variant);
+/* Variant by id within a protocol ("" is NONE). IC_ENOTFOUND if the protocol has none such. */
+int ic_variant_from_id(enum ic_protocol protocol, const char *id, enum ic_variant *ret);
+
+/* Ops of the protocol modules, gathered by ic_protocol.c. */
+extern const struct ic_protocol_ops ic_dlpack_ops;
+extern const struct ic_protocol_ops ic_dlpack_capsule_ops;
+extern const struct ic_protocol_ops ic_array_interface_ops;
+extern const struct ic_protocol_ops ic_array_struct_ops;
+extern const struct ic_protocol_ops ic_buffer_ops;
+extern const struct ic_protocol_ops ic_array_method_ops;
+extern const struct ic_protocol_ops ic_cai_ops;
+
+#endif

@@ -1,0 +1,72 @@
+#include "ic_stream.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ic_error.h"
+
+static int ic_stream_line(struct ic_stream *rec, const cJSON *json)
+{
+    char *text = cJSON_PrintUnformatted(json);
+    if (!text)
+        return IC_ENOMEM;
+    int rc = fprintf(rec->file, "%s\n", text) < 0 || fflush(rec->file) != 0 ? IC_EIO : 0;
+    cJSON_free(text);
+    return rc;
+}
+
+int ic_stream_open(struct ic_stream *rec, const char *path, const cJSON *run_info,
+                   const cJSON *skeleton)
+{
+    memset(rec, 0, sizeof(*rec));
+    snprintf(rec->path, sizeof(rec->path), "%s", path);
+    rec->file = fopen(path, "we"); /* close-on-exec: no worker inherits it */
+    if (!rec->file)
+        return IC_EIO;
+    cJSON *line = cJSON_Duplicate(run_info, true);
+    if (!line || !cJSON_AddStringToObject(line, "type", "run")) {
+        cJSON_Delete(line);
+        return IC_ENOMEM;
+    }
+    if (skeleton) {
+        cJSON *report = cJSON_Duplicate(skeleton, true);
+        if (report)
+            cJSON_DeleteItemFromObjectCaseSensitive(report, "cases"); /* one a line, below */
+        if (!report || !cJSON_AddItemToObject(line, "report", report)) {
+            cJSON_Delete(report);
+            cJSON_Delete(line);
+            return IC_ENOMEM;
+        }
+    }
+    int rc = ic_stream_line(rec, line);
+    cJSON_Delete(line);
+    return rc;
+}
+
+int ic_stream_write_case(struct ic_stream *rec, const struct ic_case *c,
+                           const struct ic_result *res)
+{
+    cJSON *json = ic_case_to_json(c, res);
+    if (!json || !cJSON_AddStringToObject(json, "type", "case")) {
+        cJSON_Delete(json);
+        return IC_ENOMEM;
+    }
+    int rc = ic_stream_line(rec, json);
+    cJSON_Delete(json);
+    return rc;
+}
+
+int ic_stream_close(struct ic_stream *rec, bool complete)
+{
+    int rc = 0;
+    if (!rec->file)
+        return 0;
+    if (complete)
+        rc = fprintf(rec->file, "{\"type\":\"end\"}\n") < 0 ? IC_EIO : 0;
+    if (fclose(rec->file) != 0)
+        rc = IC_EIO;
+    rec->file = NULL;
+    return rc;
+}
+

@@ -1,0 +1,38 @@
+/*
+ * ic_stream: the record stage. A JSON-Lines stream of results, written as cases finish.
+ *
+ * Contract
+ * - The stream starts with a {"type":"run",...} line that holds the run's facts and, under
+ *   "report", the report as it would be without its cases (tool, environment, summary cells);
+ *   then one {"type":"case",...} line per finished case; and {"type":"end"} when the run
+ *   completes. Each line is flushed when written, so a run that is killed keeps every result
+ *   it had, and the stream alone is enough to rebuild the report (ic_stream_load) or resume.
+ * - Case objects have the same form here and in the JSON matrix (ic_case_to_json).
+ * - The recorder owns its FILE, opened close-on-exec; ic_stream_close closes it (also after
+ *   an error).
+ * - Reading a stream back into a report is the report stage's (ic_report_read).
+ */
+#ifndef IC_STREAM_H
+#define IC_STREAM_H
+
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "ic_case.h"
+#include "ic_result.h"
+
+struct ic_stream {
+    FILE *file;
+    char path[1024];
+};
+
+
+/* `skeleton`: the report without cases (NULL: none, and the stream cannot be read back). */
+int ic_stream_open(struct ic_stream *rec, const char *path, const cJSON *run_info,
+                   const cJSON *skeleton);
+int ic_stream_write_case(struct ic_stream *rec, const struct ic_case *c,
+                           const struct ic_result *res);
+int ic_stream_close(struct ic_stream *rec, bool complete);
+
+#endif

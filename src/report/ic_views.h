@@ -1,0 +1,50 @@
+/*
+ * ic_views: what `interopcheck run` and `interopcheck report` both do to a built report:
+ * apply expectations files, and write the views people and CI read (the HTML dashboard, JUnit
+ * XML, the Markdown summary) next to or instead of the JSON.
+ *
+ * Contract
+ * - ic_views_expect applies loaded expectations to the report in place, warns on stderr about
+ *   entries that match no case (a stale expectation), and recounts the summary.
+ * - What these print from a report (ids, diagnostics, patterns) goes through
+ *   ic_text_for_terminal: control characters and ANSI sequences show escaped, never act. On failure
+ *   the report may hold changed outcomes with an old summary: the caller writes nothing.
+ * - ic_views_write writes the dashboard (to views->html, or JSON_PATH with .html for .json),
+ *   and JUnit and Markdown where views asks, each atomically, and prints one line "KIND: PATH"
+ *   per file on stdout. It stops at the first file it cannot write, err saying which and why;
+ *   files written before stay.
+ */
+#ifndef IC_VIEWS_H
+#define IC_VIEWS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "ic_expect.h"
+
+/* Returns the number of cases changed, or a negative IC_E* code with err saying why. */
+int ic_views_expect(const struct ic_expectations *expectations, cJSON *report, char *err,
+                    size_t err_size);
+
+/* The views a command asks for (NULL paths: not asked; the dashboard is always written). */
+struct ic_views_request {
+    const char *html;     /* NULL: next to the JSON report */
+    const char *junit;
+    bool junit_cases;     /* a testcase per case as well as per finding */
+    const char *markdown;
+    size_t markdown_max;  /* 0: the default cap */
+};
+
+int ic_views_write(const cJSON *report, const char *json_path,
+                   const struct ic_views_request *views,
+                   char *err, size_t err_size);
+
+/* The terminal view of the report's findings, most severe first: every harmful finding (and so
+ * every crash and timeout), then up to `max_other` of the others with a count of the rest.
+ * Library text is shown escaped (IC_ESCAPE_TERMINAL) and cut, one line a finding. */
+void ic_views_print_findings(FILE *out, const cJSON *report, const char *json_path, int max_other);
+
+#endif
