@@ -611,10 +611,22 @@ def check_expectations(tap, binary, browser, run_json, report, workdir):
            "its cases say why they are expected, as text", panel[:500])
 
 
+def check_script_source(tap):
+    """The dashboard's script is a real file (src/report/dashboard.js): node checks its syntax
+    before any browser runs it."""
+    node = shutil.which("node") or shutil.which("nodejs")
+    script = os.path.join(taplib.source_root(), "src", "report", "dashboard.js")
+    if not tap.ok(node, "node is installed (scripts/setup installs it)"):
+        return
+    proc = subprocess.run([node, "--check", script], capture_output=True, text=True)
+    tap.ok(proc.returncode == 0, "node --check src/report/dashboard.js", proc.stderr)
+
+
 def main(tap, args):
     binary = os.path.abspath(args[0])
     build_dir = os.path.dirname(os.path.dirname(binary))
     probes = os.path.join(taplib.source_root(), "tests", "probes")
+    check_script_source(tap)
     chromium = find_chromium()
     if not tap.ok(chromium, "chromium is installed (scripts/setup installs it)"):
         return
