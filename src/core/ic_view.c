@@ -62,14 +62,16 @@ int ic_view_span(const struct ic_view *view, int64_t *ret_lo, int64_t *ret_hi)
     return 0;
 }
 
-bool ic_view_is_c_contiguous(const struct ic_view *view)
+/* Dense in C order (the last dimension varies fastest) or in Fortran order (the first). */
+static bool ic_view_dense(const struct ic_view *view, bool fortran)
 {
     int64_t expected = view->itemsize;
     for (int i = 0; i < view->ndim; i++) {
         if (view->shape[i] == 0)
             return true;
     }
-    for (int i = view->ndim - 1; i >= 0; i--) {
+    for (int k = 0; k < view->ndim; k++) {
+        int i = fortran ? k : view->ndim - 1 - k;
         if (view->shape[i] == 1)
             continue;
         if (view->strides[i] != expected)
@@ -77,6 +79,16 @@ bool ic_view_is_c_contiguous(const struct ic_view *view)
         expected *= view->shape[i];
     }
     return true;
+}
+
+bool ic_view_is_c_contiguous(const struct ic_view *view)
+{
+    return ic_view_dense(view, false);
+}
+
+bool ic_view_is_f_contiguous(const struct ic_view *view)
+{
+    return ic_view_dense(view, true);
 }
 
 int64_t ic_view_offset_of(const struct ic_view *view, int64_t index)
@@ -119,7 +131,7 @@ void ic_view_format_strides(const struct ic_view *view, char *buf, int size)
     ic_format_tuple(view->strides, view->ndim, buf, size);
 }
 
-static bool ic_same_shape(const struct ic_view *a, const struct ic_view *b)
+bool ic_view_same_shape(const struct ic_view *a, const struct ic_view *b)
 {
     if (a->ndim != b->ndim)
         return false;
@@ -132,7 +144,7 @@ static bool ic_same_shape(const struct ic_view *a, const struct ic_view *b)
 
 int ic_view_compare(const struct ic_view *a, const struct ic_view *b, struct ic_compare_result *ret)
 {
-    if (!ic_same_shape(a, b) || a->itemsize != b->itemsize || a->itemsize <= 0)
+    if (!ic_view_same_shape(a, b) || a->itemsize != b->itemsize || a->itemsize <= 0)
         return IC_EINVAL;
     int64_t numel;
     int rc = ic_view_numel(a, &numel);
@@ -184,7 +196,7 @@ int ic_view_compare(const struct ic_view *a, const struct ic_view *b, struct ic_
 int ic_view_compare_addresses(const struct ic_view *a, const struct ic_view *b,
                               struct ic_compare_result *ret)
 {
-    if (!ic_same_shape(a, b))
+    if (!ic_view_same_shape(a, b))
         return IC_EINVAL;
     int64_t numel;
     int rc = ic_view_numel(a, &numel);

@@ -65,6 +65,7 @@ int ic_view_span(const struct ic_view *view, int64_t *ret_lo, int64_t *ret_hi);
 /* True when the elements are laid out C-contiguously; strides of dimensions of size 1 are
  * ignored (protocols.md DLPack rule 15), and an empty view is contiguous. */
 bool ic_view_is_c_contiguous(const struct ic_view *view);
+bool ic_view_is_f_contiguous(const struct ic_view *view);
 
 /* Byte offset of the element at the C-order linear `index`. The caller ensures
  * 0 <= index < numel. */
@@ -105,5 +106,8 @@ int ic_view_check_readable(const struct ic_view *view, char *why, size_t size);
  * elements whose address differs and the first such index. Empty views compare equal. */
 int ic_view_compare_addresses(const struct ic_view *a, const struct ic_view *b,
                               struct ic_compare_result *ret);
+
+/* True when a and b have the same number of dimensions and the same extent in each. */
+bool ic_view_same_shape(const struct ic_view *a, const struct ic_view *b);
 
 #endif

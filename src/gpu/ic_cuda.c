@@ -659,22 +659,11 @@ static int ic_cuda_widest_word(int itemsize)
     return itemsize % 8 == 0 ? 8 : itemsize % 4 == 0 ? 4 : itemsize % 2 == 0 ? 2 : 1;
 }
 
-static bool ic_cuda_same_shape(const struct ic_view *a, const struct ic_view *b)
-{
-    if (a->ndim != b->ndim)
-        return false;
-    for (int d = 0; d < a->ndim; d++) {
-        if (a->shape[d] != b->shape[d])
-            return false;
-    }
-    return true;
-}
-
 static int ic_cuda_compare_unscoped(struct ic_cuda *cuda, const struct ic_view *a,
                                     const struct ic_view *b, uintptr_t stream,
                                     struct ic_compare_result *ret, char *err, size_t err_size)
 {
-    if (!ic_cuda_same_shape(a, b) || a->itemsize != b->itemsize || a->itemsize <= 0 ||
+    if (!ic_view_same_shape(a, b) || a->itemsize != b->itemsize || a->itemsize <= 0 ||
         a->ndim < 0 || a->ndim > IC_MAX_NDIM) {
         snprintf(err, err_size, "the views differ in shape or item size");
         return IC_EINVAL;
@@ -1090,6 +1079,16 @@ int ic_cuda_memory_bandwidth(struct ic_cuda *cuda, int device_ordinal, double *r
     return 0;
 }
 
+/* The entry points run their _unscoped body with the calling thread's current context saved
+ * and put back, so that a library's own context is never left changed by ours. */
+#define IC_CUDA_SCOPED(call)                                                                       \
+    do {                                                                                           \
+        CUcontext saved_ = ic_cuda_save_context(cuda);                                             \
+        int rc_ = (call);                                                                          \
+        ic_cuda_restore_context(cuda, saved_);                                                     \
+        return rc_;                                                                                \
+    } while (0)
+
 /* --- The caller's context is left as it was -----------------------------------------------
  * The array libraries keep their own current device and context; a check that switched the
  * thread to another device's context and left it there would change where the next
@@ -1099,115 +1098,76 @@ int ic_cuda_memory_bandwidth(struct ic_cuda *cuda, int device_ordinal, double *r
 int ic_cuda_compare(struct ic_cuda *cuda, const struct ic_view *a, const struct ic_view *b,
                     uintptr_t stream, struct ic_compare_result *ret, char *err, size_t err_size)
 {
-    CUcontext saved = ic_cuda_save_context(cuda);
-    int rc = ic_cuda_compare_unscoped(cuda, a, b, stream, ret, err, err_size);
-    ic_cuda_restore_context(cuda, saved);
-    return rc;
+    IC_CUDA_SCOPED(ic_cuda_compare_unscoped(cuda, a, b, stream, ret, err, err_size));
 }
 
 int ic_cuda_check_pattern(struct ic_cuda *cuda, const struct ic_view *view,
                           const struct ic_pattern_ref *ref, uintptr_t stream,
                           struct ic_compare_result *ret, char *err, size_t err_size)
 {
-    CUcontext saved = ic_cuda_save_context(cuda);
-    int rc = ic_cuda_check_pattern_unscoped(cuda, view, ref, stream, ret, err, err_size);
-    ic_cuda_restore_context(cuda, saved);
-    return rc;
+    IC_CUDA_SCOPED(ic_cuda_check_pattern_unscoped(cuda, view, ref, stream, ret, err, err_size));
 }
 
 int ic_cuda_fill_pattern(struct ic_cuda *cuda, const struct ic_view *view,
                          const struct ic_pattern_ref *ref, uintptr_t stream, char *err,
                          size_t err_size)
 {
-    CUcontext saved = ic_cuda_save_context(cuda);
-    int rc = ic_cuda_fill_pattern_unscoped(cuda, view, ref, stream, err, err_size);
-    ic_cuda_restore_context(cuda, saved);
-    return rc;
+    IC_CUDA_SCOPED(ic_cuda_fill_pattern_unscoped(cuda, view, ref, stream, err, err_size));
 }
 
 int ic_cuda_spin(struct ic_cuda *cuda, uintptr_t stream, uint64_t nanoseconds, char *err,
                  size_t err_size)
 {
-    CUcontext saved = ic_cuda_save_context(cuda);
-    int rc = ic_cuda_spin_unscoped(cuda, stream, nanoseconds, err, err_size);
-    ic_cuda_restore_context(cuda, saved);
-    return rc;
+    IC_CUDA_SCOPED(ic_cuda_spin_unscoped(cuda, stream, nanoseconds, err, err_size));
 }
 
 int ic_cuda_stream_create(struct ic_cuda *cuda, int device_ordinal, uintptr_t *ret, char *err,
                           size_t err_size)
 {
-    CUcontext saved = ic_cuda_save_context(cuda);
-    int rc = ic_cuda_stream_create_unscoped(cuda, device_ordinal, ret, err, err_size);
-    ic_cuda_restore_context(cuda, saved);
-    return rc;
+    IC_CUDA_SCOPED(ic_cuda_stream_create_unscoped(cuda, device_ordinal, ret, err, err_size));
 }
 
 int ic_cuda_stream_destroy(struct ic_cuda *cuda, uintptr_t stream)
 {
-    CUcontext saved = ic_cuda_save_context(cuda);
-    int rc = ic_cuda_stream_destroy_unscoped(cuda, stream);
-    ic_cuda_restore_context(cuda, saved);
-    return rc;
+    IC_CUDA_SCOPED(ic_cuda_stream_destroy_unscoped(cuda, stream));
 }
 
 int ic_cuda_stream_synchronize(struct ic_cuda *cuda, uintptr_t stream, char *err, size_t err_size)
 {
-    CUcontext saved = ic_cuda_save_context(cuda);
-    int rc = ic_cuda_stream_synchronize_unscoped(cuda, stream, err, err_size);
-    ic_cuda_restore_context(cuda, saved);
-    return rc;
+    IC_CUDA_SCOPED(ic_cuda_stream_synchronize_unscoped(cuda, stream, err, err_size));
 }
 
 int ic_cuda_stream_wait(struct ic_cuda *cuda, uintptr_t waiting, uintptr_t producer, char *err,
                         size_t err_size)
 {
-    CUcontext saved = ic_cuda_save_context(cuda);
-    int rc = ic_cuda_stream_wait_unscoped(cuda, waiting, producer, err, err_size);
-    ic_cuda_restore_context(cuda, saved);
-    return rc;
+    IC_CUDA_SCOPED(ic_cuda_stream_wait_unscoped(cuda, waiting, producer, err, err_size));
 }
 
 int ic_cuda_copy_to_host(struct ic_cuda *cuda, void *dst, uintptr_t src, size_t size, char *err,
                          size_t err_size)
 {
-    CUcontext saved = ic_cuda_save_context(cuda);
-    int rc = ic_cuda_copy_to_host_unscoped(cuda, dst, src, size, err, err_size);
-    ic_cuda_restore_context(cuda, saved);
-    return rc;
+    IC_CUDA_SCOPED(ic_cuda_copy_to_host_unscoped(cuda, dst, src, size, err, err_size));
 }
 
 int ic_cuda_copy_to_device(struct ic_cuda *cuda, uintptr_t dst, const void *src, size_t size,
                            char *err, size_t err_size)
 {
-    CUcontext saved = ic_cuda_save_context(cuda);
-    int rc = ic_cuda_copy_to_device_unscoped(cuda, dst, src, size, err, err_size);
-    ic_cuda_restore_context(cuda, saved);
-    return rc;
+    IC_CUDA_SCOPED(ic_cuda_copy_to_device_unscoped(cuda, dst, src, size, err, err_size));
 }
 
 int ic_cuda_alloc(struct ic_cuda *cuda, int device_ordinal, size_t size, uintptr_t *ret, char *err,
                   size_t err_size)
 {
-    CUcontext saved = ic_cuda_save_context(cuda);
-    int rc = ic_cuda_alloc_unscoped(cuda, device_ordinal, size, ret, err, err_size);
-    ic_cuda_restore_context(cuda, saved);
-    return rc;
+    IC_CUDA_SCOPED(ic_cuda_alloc_unscoped(cuda, device_ordinal, size, ret, err, err_size));
 }
 
 int ic_cuda_free(struct ic_cuda *cuda, uintptr_t pointer)
 {
-    CUcontext saved = ic_cuda_save_context(cuda);
-    int rc = ic_cuda_free_unscoped(cuda, pointer);
-    ic_cuda_restore_context(cuda, saved);
-    return rc;
+    IC_CUDA_SCOPED(ic_cuda_free_unscoped(cuda, pointer));
 }
 
 int ic_cuda_check_view(struct ic_cuda *cuda, const struct ic_view *view, enum ic_rule rule,
                        struct ic_diag *diag, char *err, size_t err_size)
 {
-    CUcontext saved = ic_cuda_save_context(cuda);
-    int rc = ic_cuda_check_view_unscoped(cuda, view, rule, diag, err, err_size);
-    ic_cuda_restore_context(cuda, saved);
-    return rc;
+    IC_CUDA_SCOPED(ic_cuda_check_view_unscoped(cuda, view, rule, diag, err, err_size));
 }

@@ -649,21 +649,20 @@ static PyGetSetDef ic_ai_proxy_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyObject *ic_ai_proxy_type; /* created once, lives as long as the interpreter */
+static PyType_Slot ic_ai_proxy_slots[] = {
+    {Py_tp_getset, ic_ai_proxy_getset},
+    {0, NULL},
+};
+
+static struct ic_proxy_kind ic_ai_proxy_kind = {
+    .name = "interopcheck.ArrayInterfaceProxy",
+    .doc = "Offers __array_interface__ of a producer.",
+    .slots = ic_ai_proxy_slots,
+};
 
 static PyObject *ic_ai_proxy_new(PyObject *target, struct ic_export_record *rec)
 {
-    if (!ic_ai_proxy_type) {
-        PyType_Slot slots[] = {
-            {Py_tp_getset, ic_ai_proxy_getset},
-            {0, NULL},
-        };
-        ic_ai_proxy_type = ic_export_proxy_type_new(
-            "interopcheck.ArrayInterfaceProxy", "Offers __array_interface__ of a producer.", slots);
-        if (!ic_ai_proxy_type)
-            return NULL;
-    }
-    return ic_proxy_new((PyTypeObject *)ic_ai_proxy_type, target, rec);
+    return ic_export_proxy_of(&ic_ai_proxy_kind, target, rec);
 }
 
 static int ic_ai_reference_consume(PyObject *export_obj, struct ic_export_record *rec,
@@ -681,8 +680,5 @@ const struct ic_protocol_ops ic_array_interface_ops = {
     .section = "4.1",
     .summary = "NumPy __array_interface__ (version 3)",
     .proxy_new = ic_ai_proxy_new,
-    .inspect = NULL,
     .reference_consume = ic_ai_reference_consume,
-    .observe = NULL,
-    .finish = NULL,
 };

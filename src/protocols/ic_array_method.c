@@ -195,21 +195,20 @@ static PyMethodDef ic_am_proxy_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyObject *ic_am_proxy_type; /* created once, lives as long as the interpreter */
+static PyType_Slot ic_am_proxy_slots[] = {
+    {Py_tp_methods, ic_am_proxy_methods},
+    {0, NULL},
+};
+
+static struct ic_proxy_kind ic_am_proxy_kind = {
+    .name = "interopcheck.ArrayMethodProxy",
+    .doc = "Offers __array__ of a producer.",
+    .slots = ic_am_proxy_slots,
+};
 
 static PyObject *ic_am_proxy_new(PyObject *target, struct ic_export_record *rec)
 {
-    if (!ic_am_proxy_type) {
-        PyType_Slot slots[] = {
-            {Py_tp_methods, ic_am_proxy_methods},
-            {0, NULL},
-        };
-        ic_am_proxy_type = ic_export_proxy_type_new("interopcheck.ArrayMethodProxy",
-                                                    "Offers __array__ of a producer.", slots);
-        if (!ic_am_proxy_type)
-            return NULL;
-    }
-    return ic_proxy_new((PyTypeObject *)ic_am_proxy_type, target, rec);
+    return ic_export_proxy_of(&ic_am_proxy_kind, target, rec);
 }
 
 static int ic_am_reference_consume(PyObject *export_obj, struct ic_export_record *rec,
@@ -270,8 +269,5 @@ const struct ic_protocol_ops ic_array_method_ops = {
     .section = "4.4",
     .summary = "__array__(dtype=None, copy=None) (NumPy 2 semantics)",
     .proxy_new = ic_am_proxy_new,
-    .inspect = NULL,
     .reference_consume = ic_am_reference_consume,
-    .observe = NULL,
-    .finish = NULL,
 };

@@ -190,7 +190,7 @@ static int ic_as_check_guarded(PyObject *capsule, struct ic_diag *diag, struct i
     }
 
     bool c_contiguous = ic_view_is_c_contiguous(&view);
-    bool f_contiguous = ic_export_is_f_contiguous(&view);
+    bool f_contiguous = ic_view_is_f_contiguous(&view);
     ic_view_format_strides(&view, text, sizeof(text));
     if ((flags & IC_ARR_C_CONTIGUOUS) && !c_contiguous)
         ic_diag_error(diag, IC_AS_RULE,
@@ -288,21 +288,20 @@ static PyGetSetDef ic_as_proxy_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyObject *ic_as_proxy_type; /* created once, lives as long as the interpreter */
+static PyType_Slot ic_as_proxy_slots[] = {
+    {Py_tp_getset, ic_as_proxy_getset},
+    {0, NULL},
+};
+
+static struct ic_proxy_kind ic_as_proxy_kind = {
+    .name = "interopcheck.ArrayStructProxy",
+    .doc = "Offers __array_struct__ of a producer.",
+    .slots = ic_as_proxy_slots,
+};
 
 static PyObject *ic_as_proxy_new(PyObject *target, struct ic_export_record *rec)
 {
-    if (!ic_as_proxy_type) {
-        PyType_Slot slots[] = {
-            {Py_tp_getset, ic_as_proxy_getset},
-            {0, NULL},
-        };
-        ic_as_proxy_type = ic_export_proxy_type_new(
-            "interopcheck.ArrayStructProxy", "Offers __array_struct__ of a producer.", slots);
-        if (!ic_as_proxy_type)
-            return NULL;
-    }
-    return ic_proxy_new((PyTypeObject *)ic_as_proxy_type, target, rec);
+    return ic_export_proxy_of(&ic_as_proxy_kind, target, rec);
 }
 
 static int ic_as_reference_consume(PyObject *export_obj, struct ic_export_record *rec,
@@ -320,8 +319,5 @@ const struct ic_protocol_ops ic_array_struct_ops = {
     .section = "4.3",
     .summary = "NumPy __array_struct__ (PyArrayInterface capsule)",
     .proxy_new = ic_as_proxy_new,
-    .inspect = NULL,
     .reference_consume = ic_as_reference_consume,
-    .observe = NULL,
-    .finish = NULL,
 };

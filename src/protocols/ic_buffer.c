@@ -464,7 +464,7 @@ static int ic_buffer_check_guarded(const Py_buffer *buffer, int flags, struct ic
         return 0;
     }
     bool c_contiguous = ic_view_is_c_contiguous(&view);
-    bool f_contiguous = ic_export_is_f_contiguous(&view);
+    bool f_contiguous = ic_view_is_f_contiguous(&view);
     ic_view_format_strides(&view, text, sizeof(text));
     /* The first clause names the fault, the same for every request that meets it. */
     if ((flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS && !c_contiguous)
@@ -661,27 +661,26 @@ static void ic_buffer_proxy_releasebuffer(PyObject *self, Py_buffer *view)
         proxy->rec->released++;
 }
 
-static PyObject *ic_buffer_proxy_type; /* created once, lives as long as the interpreter */
+static PyType_Slot ic_buffer_proxy_slots[] = {
+    {Py_bf_getbuffer, (void *)ic_buffer_proxy_getbuffer},
+    {Py_bf_releasebuffer, (void *)ic_buffer_proxy_releasebuffer},
+    {0, NULL},
+};
+
+static struct ic_proxy_kind ic_buffer_proxy_kind = {
+    .name = "interopcheck.BufferProxy",
+    .doc = "Offers the buffer protocol of a producer.",
+    .slots = ic_buffer_proxy_slots,
+};
 
 static PyObject *ic_buffer_proxy_new(PyObject *target, struct ic_export_record *rec)
 {
-    if (!ic_buffer_proxy_type) {
-        PyType_Slot slots[] = {
-            {Py_bf_getbuffer, (void *)ic_buffer_proxy_getbuffer},
-            {Py_bf_releasebuffer, (void *)ic_buffer_proxy_releasebuffer},
-            {0, NULL},
-        };
-        ic_buffer_proxy_type = ic_export_proxy_type_new(
-            "interopcheck.BufferProxy", "Offers the buffer protocol of a producer.", slots);
-        if (!ic_buffer_proxy_type)
-            return NULL;
-    }
-    return ic_proxy_new((PyTypeObject *)ic_buffer_proxy_type, target, rec);
+    return ic_export_proxy_of(&ic_buffer_proxy_kind, target, rec);
 }
 
 static bool ic_buffer_is_proxy(PyObject *obj)
 {
-    return obj && ic_buffer_proxy_type && Py_TYPE(obj) == (PyTypeObject *)ic_buffer_proxy_type;
+    return ic_export_is_proxy_of(&ic_buffer_proxy_kind, obj);
 }
 
 static void ic_buffer_finish(PyObject *obj, struct ic_export_record *rec)
@@ -762,8 +761,6 @@ const struct ic_protocol_ops ic_buffer_ops = {
     .section = "5",
     .summary = "the Python buffer protocol (PEP 3118)",
     .proxy_new = ic_buffer_proxy_new,
-    .inspect = NULL,
     .reference_consume = ic_buffer_reference_consume,
-    .observe = NULL,
     .finish = ic_buffer_finish,
 };

@@ -602,21 +602,20 @@ static PyGetSetDef ic_cai_proxy_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyObject *ic_cai_proxy_type; /* created once, lives as long as the interpreter */
+static PyType_Slot ic_cai_proxy_slots[] = {
+    {Py_tp_getset, ic_cai_proxy_getset},
+    {0, NULL},
+};
+
+static struct ic_proxy_kind ic_cai_proxy_kind = {
+    .name = "interopcheck.CudaArrayInterfaceProxy",
+    .doc = "Offers " IC_CAI_ATTR " of a producer.",
+    .slots = ic_cai_proxy_slots,
+};
 
 static PyObject *ic_cai_proxy_new(PyObject *target, struct ic_export_record *rec)
 {
-    if (!ic_cai_proxy_type) {
-        PyType_Slot slots[] = {
-            {Py_tp_getset, ic_cai_proxy_getset},
-            {0, NULL},
-        };
-        ic_cai_proxy_type = ic_export_proxy_type_new(
-            "interopcheck.CudaArrayInterfaceProxy", "Offers " IC_CAI_ATTR " of a producer.", slots);
-        if (!ic_cai_proxy_type)
-            return NULL;
-    }
-    return ic_proxy_new((PyTypeObject *)ic_cai_proxy_type, target, rec);
+    return ic_export_proxy_of(&ic_cai_proxy_kind, target, rec);
 }
 
 static int ic_cai_reference_consume(PyObject *export_obj, struct ic_export_record *rec,
@@ -634,8 +633,5 @@ const struct ic_protocol_ops ic_cai_ops = {
     .section = "3",
     .summary = "__cuda_array_interface__ (version 3)",
     .proxy_new = ic_cai_proxy_new,
-    .inspect = NULL,
     .reference_consume = ic_cai_reference_consume,
-    .observe = NULL,
-    .finish = NULL,
 };

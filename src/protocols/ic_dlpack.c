@@ -1278,31 +1278,25 @@ static PyMethodDef ic_dlpack_proxy_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyObject *ic_dlpack_proxy_type; /* created once, lives as long as the interpreter */
+static PyType_Slot ic_dlpack_proxy_slots[] = {
+    {Py_tp_methods, ic_dlpack_proxy_methods},
+    {0, NULL},
+};
 
-static PyTypeObject *ic_dlpack_proxy_type_get(void)
-{
-    if (!ic_dlpack_proxy_type) {
-        PyType_Slot slots[] = {
-            {Py_tp_methods, ic_dlpack_proxy_methods},
-            {0, NULL},
-        };
-        ic_dlpack_proxy_type = ic_export_proxy_type_new(
-            "interopcheck.DLPackProxy", "Offers __dlpack__ and __dlpack_device__ of a producer.",
-            slots);
-    }
-    return (PyTypeObject *)ic_dlpack_proxy_type;
-}
+static struct ic_proxy_kind ic_dlpack_proxy_kind = {
+    .name = "interopcheck.DLPackProxy",
+    .doc = "Offers __dlpack__ and __dlpack_device__ of a producer.",
+    .slots = ic_dlpack_proxy_slots,
+};
 
 static PyObject *ic_dlpack_proxy_new(PyObject *target, struct ic_export_record *rec)
 {
-    PyTypeObject *type = ic_dlpack_proxy_type_get();
-    return type ? ic_proxy_new(type, target, rec) : NULL;
+    return ic_export_proxy_of(&ic_dlpack_proxy_kind, target, rec);
 }
 
 static bool ic_dlpack_is_proxy(PyObject *obj)
 {
-    return obj && ic_dlpack_proxy_type && Py_TYPE(obj) == (PyTypeObject *)ic_dlpack_proxy_type;
+    return ic_export_is_proxy_of(&ic_dlpack_proxy_kind, obj);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -1743,7 +1737,6 @@ const struct ic_protocol_ops ic_dlpack_ops = {
     .section = "2",
     .summary = "__dlpack__ / __dlpack_device__ into from_dlpack",
     .proxy_new = ic_dlpack_proxy_new,
-    .inspect = NULL,
     .reference_consume = ic_dlpack_reference_consume,
     .observe = ic_dlpack_observe,
     .finish = ic_dlpack_finish,
@@ -1754,7 +1747,6 @@ const struct ic_protocol_ops ic_dlpack_capsule_ops = {
     .id = "dlpack_capsule",
     .section = "2",
     .summary = "a legacy capsule from a to_dlpack function into a consumer that takes capsules",
-    .proxy_new = NULL,
     .inspect = ic_dlpack_capsule_inspect,
     .reference_consume = ic_dlpack_capsule_reference_consume,
     .observe = ic_dlpack_observe,

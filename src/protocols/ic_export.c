@@ -142,23 +142,6 @@ PyObject *ic_export_proxy_type_new(const char *name, const char *doc,
     return PyType_FromSpec(&spec);
 }
 
-bool ic_export_is_f_contiguous(const struct ic_view *view)
-{
-    for (int i = 0; i < view->ndim; i++) {
-        if (view->shape[i] == 0)
-            return true;
-    }
-    int64_t expected = view->itemsize;
-    for (int i = 0; i < view->ndim; i++) {
-        if (view->shape[i] == 1)
-            continue;
-        if (view->strides[i] != expected)
-            return false;
-        expected *= view->shape[i];
-    }
-    return true;
-}
-
 int ic_export_int64(PyObject *obj, int64_t *ret, bool *ret_exact)
 {
     PyObject *index = NULL;
@@ -268,4 +251,17 @@ PyObject *ic_export_read_attribute(PyObject *target, const char *attr, struct ic
     if (rec)
         check(value, target, rec);
     return value;
+}
+
+PyObject *ic_export_proxy_of(struct ic_proxy_kind *kind, PyObject *target,
+                             struct ic_export_record *rec)
+{
+    if (!kind->type)
+        kind->type = ic_export_proxy_type_new(kind->name, kind->doc, kind->slots);
+    return kind->type ? ic_proxy_new((PyTypeObject *)kind->type, target, rec) : NULL;
+}
+
+bool ic_export_is_proxy_of(const struct ic_proxy_kind *kind, PyObject *obj)
+{
+    return obj && kind->type && Py_TYPE(obj) == (PyTypeObject *)kind->type;
 }

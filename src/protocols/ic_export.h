@@ -48,6 +48,22 @@ bool ic_export_diag_has_error(const struct ic_diag *diag, enum ic_rule rule);
 void ic_export_record(struct ic_export_record *rec, const struct ic_view *view, bool have_view,
                       const struct ic_diag *diag, const char *detail);
 
+/* A protocol's proxy type: created on first use from its name, doc and protocol slots, and kept
+ * as long as the interpreter lives. */
+struct ic_proxy_kind {
+    const char *name;
+    const char *doc;
+    const PyType_Slot *slots; /* the protocol's own, ending with {0, NULL} */
+    PyObject *type;           /* NULL until the first proxy is made */
+};
+
+/* A proxy of `kind` around `target`, recording into `rec`; NULL with an exception set. */
+PyObject *ic_export_proxy_of(struct ic_proxy_kind *kind, PyObject *target,
+                             struct ic_export_record *rec);
+
+/* True when `obj` is a proxy of `kind`. */
+bool ic_export_is_proxy_of(const struct ic_proxy_kind *kind, PyObject *obj);
+
 /* Creates a proxy type named `name`: instances are struct ic_proxy (ic_proxy_new), tracked
  * by the garbage collector, and cannot be created from Python. `protocol_slots` adds what
  * the proxy offers (methods, getset, buffer slots) and ends with {0, NULL}; at most 8. New
@@ -64,10 +80,6 @@ PyObject *ic_export_read_attribute(PyObject *target, const char *attr, struct ic
                                    bool propagate,
                                    void (*check)(PyObject *value, PyObject *target,
                                                  struct ic_export_record *rec));
-
-/* True when the view's elements are laid out in Fortran order, with the conventions of
- * ic_view_is_c_contiguous (size-1 dimensions ignored, an empty view is contiguous). */
-bool ic_export_is_f_contiguous(const struct ic_view *view);
 
 /* Reads a Python int (or an object with __index__) into int64. Returns 0, IC_ERANGE when it
  * does not fit, IC_EINVAL when it is no integer. *ret_exact (may be NULL) is false for

@@ -26,7 +26,8 @@ static cJSON *ic_protocol_names(uint32_t set)
 {
     cJSON *list = cJSON_CreateArray();
     for (int p = 0; list && p < IC_PROTOCOL_COUNT; p++) {
-        if ((set & (1u << p)) && !cJSON_AddItemToArray(list, cJSON_CreateString(ic_protocol_id(p)))) {
+        if ((set & (1u << p)) &&
+            !cJSON_AddItemToArray(list, cJSON_CreateString(ic_protocol_id(p)))) {
             cJSON_Delete(list);
             return NULL;
         }
@@ -160,7 +161,8 @@ static cJSON *ic_protocol_summary(const struct ic_catalog *catalog, const struct
         for (; j < plan->count; j++) {
             const struct ic_planned *item = &plan->items[j];
             if (item->c.protocol != protocol || strcmp(item->c.producer, c->producer) != 0 ||
-                strcmp(item->c.consumer, c->consumer) != 0 || strcmp(item->c.device, c->device) != 0)
+                strcmp(item->c.consumer, c->consumer) != 0 ||
+                strcmp(item->c.device, c->device) != 0)
                 break;
             if (item->done) {
                 counts[item->result.outcome]++;
@@ -183,32 +185,33 @@ static cJSON *ic_protocol_summary(const struct ic_catalog *catalog, const struct
 
     char reason[1200];
     for (int k = 0; k < IC_KIND_COUNT; k++) {
-    if (!(available & (1u << k)))
-        continue; /* the devices object says why once */
-    for (int p = 0; p < catalog->count; p++) {
-        /* Not part of this run, or no library at all (an unusable probe file). */
-        if (catalog->libs[p].state == IC_LIBRARY_FOUND ||
-            catalog->libs[p].state == IC_LIBRARY_INVALID)
-            continue;
-        for (int c = 0; c <= catalog->count; c++) {
-            const char *consumer = c < catalog->count ? catalog->libs[c].name : IC_REFERENCE_CONSUMER;
-            if (c < catalog->count && (catalog->libs[c].state == IC_LIBRARY_FOUND ||
-                                       catalog->libs[c].state == IC_LIBRARY_INVALID))
+        if (!(available & (1u << k)))
+            continue; /* the devices object says why once */
+        for (int p = 0; p < catalog->count; p++) {
+            /* Not part of this run, or no library at all (an unusable probe file). */
+            if (catalog->libs[p].state == IC_LIBRARY_FOUND ||
+                catalog->libs[p].state == IC_LIBRARY_INVALID)
                 continue;
-            const char *why = ic_plan_pair_gap(catalog, protocol, (enum ic_device_kind)k,
-                                               catalog->libs[p].name, consumer, reason,
-                                               sizeof(reason));
-            if (!why)
-                continue;
-            cJSON *gap = cJSON_CreateObject();
-            if (!gap || !cJSON_AddItemToArray(gaps, gap) ||
-                !cJSON_AddStringToObject(gap, "producer", catalog->libs[p].name) ||
-                !cJSON_AddStringToObject(gap, "consumer", consumer) ||
-                !cJSON_AddStringToObject(gap, "device", ic_device_kind_name(k)) ||
-                !cJSON_AddStringToObject(gap, "reason", why))
-                goto fail;
+            for (int c = 0; c <= catalog->count; c++) {
+                const char *consumer =
+                    c < catalog->count ? catalog->libs[c].name : IC_REFERENCE_CONSUMER;
+                if (c < catalog->count && (catalog->libs[c].state == IC_LIBRARY_FOUND ||
+                                           catalog->libs[c].state == IC_LIBRARY_INVALID))
+                    continue;
+                const char *why =
+                    ic_plan_pair_gap(catalog, protocol, (enum ic_device_kind)k,
+                                     catalog->libs[p].name, consumer, reason, sizeof(reason));
+                if (!why)
+                    continue;
+                cJSON *gap = cJSON_CreateObject();
+                if (!gap || !cJSON_AddItemToArray(gaps, gap) ||
+                    !cJSON_AddStringToObject(gap, "producer", catalog->libs[p].name) ||
+                    !cJSON_AddStringToObject(gap, "consumer", consumer) ||
+                    !cJSON_AddStringToObject(gap, "device", ic_device_kind_name(k)) ||
+                    !cJSON_AddStringToObject(gap, "reason", why))
+                    goto fail;
+            }
         }
-    }
     }
     cJSON *outcomes = ic_outcome_counts(totals);
     if (!outcomes)
@@ -395,6 +398,16 @@ static int ic_report_drop_long_scripts(cJSON *report)
     return 0;
 }
 
+int ic_report_hold_text(cJSON *report)
+{
+    /* A report file may come from anywhere: its text is held to what a run would have
+     * written (valid UTF-8, each string capped) before any view, diff or merge sees it. */
+    if (ic_report_drop_long_scripts(report) < 0 ||
+        ic_json_cap_strings(report, IC_TEXT_FIELD_CAP, "reproducer", IC_TEXT_SCRIPT_CAP) < 0)
+        return IC_ENOMEM;
+    return 0;
+}
+
 int ic_report_load(const char *path, cJSON **ret, char *err, size_t err_size)
 {
     FILE *file = fopen(path, "rb");
@@ -445,8 +458,10 @@ int ic_report_load(const char *path, cJSON **ret, char *err, size_t err_size)
     }
     const cJSON *schema = cJSON_GetObjectItemCaseSensitive(json, "schema");
     if (!cJSON_IsString(schema) || strcmp(schema->valuestring, "interopcheck-report") != 0) {
-        snprintf(err, err_size, "%s is not an interopcheck report (no \"schema\": "
-                 "\"interopcheck-report\")", path);
+        snprintf(err, err_size,
+                 "%s is not an interopcheck report (no \"schema\": "
+                 "\"interopcheck-report\")",
+                 path);
         goto done;
     }
     if (ic_report_check_version(cJSON_GetObjectItemCaseSensitive(json, "schema_version"), path, err,
@@ -457,10 +472,7 @@ int ic_report_load(const char *path, cJSON **ret, char *err, size_t err_size)
         snprintf(err, err_size, "%s lacks its cases or summary", path);
         goto done;
     }
-    /* A report file may come from anywhere: its text is held to what a run would have
-     * written (valid UTF-8, each string capped) before any view, diff or merge sees it. */
-    if (ic_report_drop_long_scripts(json) < 0 ||
-        ic_json_cap_strings(json, IC_TEXT_FIELD_CAP, "reproducer", IC_TEXT_SCRIPT_CAP) < 0) {
+    if (ic_report_hold_text(json) < 0) {
         snprintf(err, err_size, "cannot read %s: out of memory", path);
         rc = IC_ENOMEM;
         goto done;
@@ -547,7 +559,7 @@ int ic_report_recount(cJSON *report)
     size_t totals[IC_OUTCOME_COUNT] = {0};
     struct ic_recount_cell *cells = NULL;
     size_t ncells = 0, capacity = 0, nprotocols = 0;
-    size_t (*per_protocol)[IC_OUTCOME_COUNT] = NULL;
+    size_t(*per_protocol)[IC_OUTCOME_COUNT] = NULL;
     const cJSON *c;
     cJSON *protocol, *cell;
     int rc = IC_ENOMEM;
@@ -606,8 +618,7 @@ int ic_report_recount(cJSON *report)
     }
     ic_set_counts(cJSON_GetObjectItemCaseSensitive(summary, "outcomes"), totals);
     for (size_t i = 0; i < ncells; i++)
-        ic_set_counts(cJSON_GetObjectItemCaseSensitive(cells[i].cell, "outcomes"),
-                      cells[i].counts);
+        ic_set_counts(cJSON_GetObjectItemCaseSensitive(cells[i].cell, "outcomes"), cells[i].counts);
     size_t index = 0;
     cJSON_ArrayForEach(protocol, protocols)
     {

@@ -63,6 +63,11 @@ int ic_report_load(const char *path, cJSON **ret, char *err, size_t err_size);
  * its cases, after their outcomes changed (expectations). Gaps are kept as they are. */
 int ic_report_recount(cJSON *report);
 
+/* Holds a report read from a file to what a run writes: valid UTF-8, every string capped
+ * (IC_TEXT_FIELD_CAP; reproducers IC_TEXT_SCRIPT_CAP, a longer one dropped with the reason).
+ * IC_ENOMEM. */
+int ic_report_hold_text(cJSON *report);
+
 /* A report rebuilt from the result stream at `path` (the caller deletes it), with or without
  * its end line: the report says "interrupted": true when the end line is missing. A last line
  * without its newline (a run killed while writing it) is left out; any other line that is not

@@ -32,8 +32,10 @@ static cJSON *ic_stream_skeleton(cJSON *run_line, const char *path, char *err, s
     cJSON *report = cJSON_DetachItemFromObjectCaseSensitive(run_line, "report");
     if (!cJSON_IsObject(report) || !cJSON_AddArrayToObject(report, "cases")) {
         cJSON_Delete(report);
-        snprintf(err, err_size, "%s does not start with the run line of an interopcheck result "
-                 "stream (written by interopcheck 0.2 or later)", path);
+        snprintf(err, err_size,
+                 "%s does not start with the run line of an interopcheck result "
+                 "stream (written by interopcheck 0.2 or later)",
+                 path);
         return NULL;
     }
     return report;
@@ -89,8 +91,8 @@ int ic_stream_load(const char *path, cJSON **ret, char *err, size_t err_size)
             goto done;
         const char *type = ic_json_string_or(json, "type", "");
         if (number == 1) {
-            report = strcmp(type, "run") == 0 ? ic_stream_skeleton(json, path, err, err_size)
-                                              : NULL;
+            report =
+                strcmp(type, "run") == 0 ? ic_stream_skeleton(json, path, err, err_size) : NULL;
             cJSON_Delete(json);
             if (!report) {
                 if (strcmp(type, "run") != 0)
@@ -116,8 +118,9 @@ int ic_stream_load(const char *path, cJSON **ret, char *err, size_t err_size)
         goto done;
     }
     cJSON_DeleteItemFromObjectCaseSensitive(report, "interrupted");
-    if (!cJSON_AddBoolToObject(report, "interrupted", !ended) || ic_report_recount(report) < 0 ||
-        ic_stream_finish_time(report, file) < 0 || ic_findings_attach(report) < 0) {
+    if (!cJSON_AddBoolToObject(report, "interrupted", !ended) || ic_report_hold_text(report) < 0 ||
+        ic_report_recount(report) < 0 || ic_stream_finish_time(report, file) < 0 ||
+        ic_findings_attach(report) < 0) {
         snprintf(err, err_size, "out of memory while reading %s", path);
         rc = IC_ENOMEM;
         goto done;

@@ -17,17 +17,6 @@
 
 /* --- What the checks share ------------------------------------------------------------------ */
 
-static bool ic_same_shape(const struct ic_view *a, const struct ic_view *b)
-{
-    if (a->ndim != b->ndim)
-        return false;
-    for (int i = 0; i < a->ndim; i++) {
-        if (a->shape[i] != b->shape[i])
-            return false;
-    }
-    return true;
-}
-
 static bool ic_view_is_empty(const struct ic_view *view)
 {
     int64_t numel = 0;
@@ -114,7 +103,7 @@ static struct ic_view ic_flat_view(const struct ic_case_state *st, uintptr_t dat
     flat.readonly_known = false;
     ic_view_set_c_strides(&flat);
     int64_t lo = 0, hi = 0, numel = 0;
-    if (order && ic_same_shape(order, &st->expected) && order->itemsize == flat.itemsize &&
+    if (order && ic_view_same_shape(order, &st->expected) && order->itemsize == flat.itemsize &&
         ic_view_span(order, &lo, &hi) == 0 && ic_view_numel(order, &numel) == 0 &&
         hi - lo == numel * order->itemsize) {
         /* Contiguous in some order: the same strides, from the lowest addressed byte. */
@@ -540,7 +529,7 @@ static bool ic_check_export_contents(struct ic_case_state *st, struct ic_result 
         return true;
     const struct ic_view *got = e;
     struct ic_view flat;
-    if (e->dtype != st->c->dtype || !ic_same_shape(e, &st->expected)) {
+    if (e->dtype != st->c->dtype || !ic_view_same_shape(e, &st->expected)) {
         /* Only raw, C-ordered bytes of the right size can be read as the elements. */
         ic_view_numel(&st->expected, &numel);
         expected_bytes = numel * st->expected.itemsize;
@@ -596,7 +585,7 @@ static void ic_diagnose_contents(struct ic_case_state *st, const struct ic_view 
         struct ic_view shifted = *e;
         shifted.data = e->data - rec->byte_offset;
         bool at_data = st->consumed.pointer_known && c->data == shifted.data;
-        if (at_data || (ic_same_shape(c, e) && ic_view_compare(c, &shifted, &cmp) == 0 &&
+        if (at_data || (ic_view_same_shape(c, e) && ic_view_compare(c, &shifted, &cmp) == 0 &&
                         cmp.mismatches == 0)) {
             snprintf(note, size,
                      "%s ignored byte_offset: it read from data (0x%llx), not from data + "
@@ -613,7 +602,8 @@ static void ic_diagnose_contents(struct ic_case_state *st, const struct ic_view 
         /* Did it read the elements as if they were contiguous? */
         struct ic_view dense = *e;
         ic_view_set_c_strides(&dense);
-        if (ic_same_shape(c, e) && ic_view_compare(c, &dense, &cmp) == 0 && cmp.mismatches == 0)
+        if (ic_view_same_shape(c, e) && ic_view_compare(c, &dense, &cmp) == 0 &&
+            cmp.mismatches == 0)
             snprintf(note, size,
                      "%s ignored the export's strides: it read the elements as if they were "
                      "C-contiguous from the first one",
@@ -708,7 +698,7 @@ static void ic_check_contents(struct ic_case_state *st, struct ic_result *res)
                         "the import's dtype differs (see dtype)");
         return;
     }
-    if (!ic_same_shape(c, &st->expected)) {
+    if (!ic_view_same_shape(c, &st->expected)) {
         ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_SKIP,
                         "the import's shape differs (see shape)");
         return;
@@ -801,7 +791,7 @@ static void ic_check_shape(struct ic_case_state *st, struct ic_result *res)
 
     ic_view_format_shape(&st->expected, want, sizeof(want));
     bool raw = st->consumer && !st->traits.typed;
-    if (rec->have_view && !ic_same_shape(&rec->view, &st->expected) && !raw &&
+    if (rec->have_view && !ic_view_same_shape(&rec->view, &st->expected) && !raw &&
         rec->view.dtype != IC_DTYPE_INVALID) {
         ic_view_format_shape(&rec->view, got, sizeof(got));
         ic_result_fail(res, IC_CHECK_SHAPE, IC_RULE_EXCHANGE_SHAPE, IC_SIDE_PRODUCER,
@@ -815,7 +805,7 @@ static void ic_check_shape(struct ic_case_state *st, struct ic_result *res)
     } else if (!st->traits.typed) {
         ic_result_check(res, IC_CHECK_SHAPE, IC_CHECK_SKIP,
                         "%s's import is untyped: it holds flat bytes", st->consumer_name);
-    } else if (!ic_same_shape(&st->consumed.view, &st->expected)) {
+    } else if (!ic_view_same_shape(&st->consumed.view, &st->expected)) {
         ic_view_format_shape(&st->consumed.view, got, sizeof(got));
         ic_result_fail(res, IC_CHECK_SHAPE, IC_RULE_EXCHANGE_SHAPE, IC_SIDE_CONSUMER,
                        "%s imported a %s array as shape %s", st->consumer_name, want, got);
@@ -838,7 +828,7 @@ static void ic_check_strides(struct ic_case_state *st, struct ic_result *res)
         return;
     }
     if (rec->have_view && st->produced.pointer_known && rec->view.data == p->data &&
-        ic_same_shape(&rec->view, p) && ic_view_compare_addresses(p, &rec->view, &cmp) == 0 &&
+        ic_view_same_shape(&rec->view, p) && ic_view_compare_addresses(p, &rec->view, &cmp) == 0 &&
         cmp.mismatches > 0) {
         ic_view_format_index(p, cmp.first_mismatch, index, sizeof(index));
         ic_view_format_strides(p, a, sizeof(a));
@@ -872,7 +862,7 @@ static void ic_check_strides(struct ic_case_state *st, struct ic_result *res)
                         "the import is a copy: its layout is the consumer's own");
         return;
     }
-    if (!ic_same_shape(c, &rec->view)) {
+    if (!ic_view_same_shape(c, &rec->view)) {
         ic_result_check(res, IC_CHECK_STRIDES, IC_CHECK_SKIP, "shapes differ (see shape)");
         return;
     }
