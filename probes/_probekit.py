@@ -2,30 +2,24 @@
 
 The driver loads this file first and registers it as the module `_probekit`, so every probe can
 `import _probekit`. It must stay importable without any array library: each helper that needs
-NumPy imports it when called.
+NumPy imports it when called, through _numpy().
 """
 
 import builtins
+import importlib
 
-# The dtype names of the interface, in the driver's order.
-DTYPES = (
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
-    "complex64",
-    "complex128",
-)
 
+def _numpy():
+    """NumPy, imported by its absolute name. probes/numpy.py sits next to this file, so a plain
+    `import numpy` here reads to tools (and to readers) as the kit importing that probe, a cycle;
+    import_module names the installed package unambiguously. It is the only way the kit imports
+    NumPy."""
+    return importlib.import_module("numpy")
+
+
+# The dtype names of the interface, in the driver's order, with their size in bytes. The kit
+# owns this list and LAYOUTS: a probe names what it leaves out (dtypes_except, layouts_except),
+# not what it keeps, so that no probe repeats them.
 ITEMSIZE = {
     "bool": 1,
     "int8": 1,
@@ -44,6 +38,8 @@ ITEMSIZE = {
     "complex128": 16,
 }
 
+DTYPES = tuple(ITEMSIZE)
+
 # The layouts of the interface (see README.md for the ops of each).
 LAYOUTS = (
     "contiguous",
@@ -58,6 +54,26 @@ LAYOUTS = (
     "unit_dims",
     "broadcast",
 )
+
+# The layouts a library without strided views can still build: the row-major ones (README.md:
+# such a library leaves the others out rather than returning a copy).
+DENSE_LAYOUTS = ("contiguous", "flat", "scalar", "empty")
+
+
+def dtypes_except(*left_out):
+    """DTYPES without `left_out`, in the driver's order: the dtypes a probe declares."""
+    return [d for d in DTYPES if d not in left_out]
+
+
+def layouts_except(*left_out):
+    """LAYOUTS without `left_out`, in the driver's order: the layouts a probe declares."""
+    return [layout for layout in LAYOUTS if layout not in left_out]
+
+
+def missing_notes(names, supported, reason):
+    """load()'s notes for every one of `names` (DTYPES or LAYOUTS) that `supported` leaves out,
+    all with the same reason."""
+    return {name: reason for name in names if name not in supported}
 
 # Native PEP 3118 format characters. int64/uint64 use 'q'/'Q' because 'l' is 4 bytes on
 # some platforms; bfloat16 and complex have no format that memoryview.cast accepts.
@@ -127,6 +143,37 @@ def slice_text(triples):
     return ", ".join(parts)
 
 
+def _tuple_text(values):
+    """A shape or permutation as a Python tuple: (2, 3, 4), (4,) or ()."""
+    return "(" + ", ".join(str(int(v)) for v in values) + ("," if len(values) == 1 else "") + ")"
+
+
+def op_fields(name, arg):
+    """The fields a reproducer's line for one layout op may use (README.md, "Reproducers"):
+    {slices} for a slice; {shape} or {perm} as a tuple and {shape_list} or {perm_list} as a list
+    for the others."""
+    if name == "slice":
+        return {"slices": slice_text(arg)}
+    text = _tuple_text(arg)
+    return {"shape": text, "perm": text, "shape_list": list(arg), "perm_list": list(arg)}
+
+
+# NumPy's spelling of the layout ops in a reproducer, with the variable {x} and the namespace
+# {ns}: the defaults of the REPRO op keys, which many libraries share.
+OP_LINES = {
+    "reshape": "{x} = {x}.reshape({shape})",
+    "permute": "{x} = {x}.transpose({perm})",
+    "slice": "{x} = {x}[{slices}]",
+    "broadcast": "{x} = {ns}.broadcast_to({x}, {shape})",
+}
+
+
+def op_line(name, arg, x="x", ns="np"):
+    """A reproducer's line applying one layout op to the variable `x` in NumPy's spelling, for
+    a probe whose REPRO `build` is a function and whose library spells the ops the same."""
+    return OP_LINES[name].format(x=x, ns=ns, **op_fields(name, arg))
+
+
 def dtype_name(dt):
     """The interface's name for a library dtype whose str() ends with a NumPy-style name.
 
@@ -145,6 +192,48 @@ def c_strides(shape, itemsize):
         strides.append(step)
         step *= max(n, 1)
     return strides[::-1]
+
+
+def broadcast_strides(shape, old_shape, old_strides):
+    """The strides of a view of `old_shape` broadcast to `shape`: new leading dimensions, and
+    dimensions of 1 that grow, get stride 0."""
+    lead = len(shape) - len(old_shape)
+    return [0] * lead + [
+        0 if old == 1 and new != 1 else stride
+        for new, old, stride in zip(shape[lead:], old_shape, old_strides)
+    ]
+
+
+class Strided:
+    """A view as numbers alone: shape, strides and the offset of its first element (strides and
+    offset in one unit, bytes or elements), with the layout ops as methods. For probes that lay
+    views out themselves (pydlpack), and for reproducers, which work out what a layout makes of
+    the base values. Pass `broadcast=Strided.broadcast` to apply_ops."""
+
+    def __init__(self, shape, strides, offset=0):
+        self.shape, self.strides, self.offset = tuple(shape), tuple(strides), offset
+
+    def reshape(self, shape):
+        # the layouts reshape C-contiguous views only, whose last stride is the unit
+        unit = self.strides[-1] if self.strides else None
+        if unit is None or list(self.strides) != c_strides(self.shape, unit):
+            raise NotImplementedError("reshape of a non-contiguous view")
+        return Strided(shape, c_strides(shape, unit), self.offset)
+
+    def transpose(self, perm):
+        return Strided([self.shape[p] for p in perm], [self.strides[p] for p in perm], self.offset)
+
+    def __getitem__(self, slices):
+        shape, strides, offset = list(self.shape), list(self.strides), self.offset
+        for dim, s in enumerate(slices):
+            start, stop, step = s.indices(shape[dim])
+            shape[dim] = len(range(start, stop, step))
+            offset += start * strides[dim]
+            strides[dim] *= step
+        return Strided(shape, strides, offset)
+
+    def broadcast(self, shape):
+        return Strided(shape, broadcast_strides(shape, self.shape, self.strides), self.offset)
 
 
 def pointer_description(data, shape, strides, dtype, readonly, device=None):
@@ -195,8 +284,7 @@ def numpy_like_description(x, readonly=None):
 
 def numpy_dtype(name):
     """The NumPy dtype for an interface dtype name; bfloat16 comes from ml_dtypes."""
-    import numpy as np
-
+    np = _numpy()
     if name == "bfloat16":
         import ml_dtypes
 
@@ -228,8 +316,7 @@ def aligned_storage(data):
 def numpy_from_bytes(data, dtype):
     """A writable 1-D NumPy array holding a copy of `data`, its first byte on an ALIGNMENT
     boundary."""
-    import numpy as np
-
+    np = _numpy()
     itemsize = ITEMSIZE[dtype]
     block = np.empty(len(data) + itemsize + ALIGNMENT, dtype=np.uint8)
     skip = -block.ctypes.data % ALIGNMENT

@@ -219,47 +219,28 @@ def _list_literal(values):
 
 
 class _View:
-    """Enough of a strided array to say what the layout's ops make of the base values."""
+    """The base values and the layout the case's ops make of them (strides in elements), enough
+    to say which values the array holds where."""
 
     def __init__(self, values):
-        self.values, self.shape, self.strides, self.offset = values, [len(values)], [1], 0
+        self.values = values
+        self.layout = _probekit.Strided([len(values)], [1])
 
     def apply(self, ops):
-        for name, arg in ops:
-            getattr(self, "_" + name)(arg)
+        self.layout = _probekit.apply_ops(self.layout, ops, broadcast=_probekit.Strided.broadcast)
         return self
 
-    def _reshape(self, shape):
-        # the layouts only reshape C-contiguous views
-        self.shape = list(shape)
-        self.strides, step = [], 1
-        for n in reversed(self.shape):
-            self.strides.insert(0, step)
-            step *= max(n, 1)
-
-    def _permute(self, perm):
-        self.shape = [self.shape[p] for p in perm]
-        self.strides = [self.strides[p] for p in perm]
-
-    def _slice(self, triples):
-        for dim, (start, stop, step) in enumerate(triples):
-            rng = range(self.shape[dim])[slice(start, stop, step)]
-            self.offset += (rng.start if len(rng) else 0) * self.strides[dim]
-            self.shape[dim] = len(rng)
-            self.strides[dim] *= rng.step
-
-    def _broadcast(self, shape):
-        lead = len(shape) - len(self.shape)
-        strides = [0] * lead + list(self.strides)
-        old = [1] * lead + list(self.shape)
-        self.strides = [0 if o == 1 and n != 1 else s for n, o, s in zip(shape, old, strides)]
-        self.shape = list(shape)
+    @property
+    def shape(self):
+        return self.layout.shape
 
     def tolist(self, dim=0, offset=None):
-        offset = self.offset if offset is None else offset
-        if dim == len(self.shape):
+        layout = self.layout
+        offset = layout.offset if offset is None else offset
+        if dim == len(layout.shape):
             return self.values[offset]
-        return [self.tolist(dim + 1, offset + i * self.strides[dim]) for i in range(self.shape[dim])]
+        return [self.tolist(dim + 1, offset + i * layout.strides[dim])
+                for i in range(layout.shape[dim])]
 
     def flat(self):
         out = []
@@ -278,8 +259,30 @@ class _View:
 # --- How one library does things ---------------------------------------------------------------
 
 
-def _dims(values):
-    return "(" + ", ".join(str(int(v)) for v in values) + ("," if len(values) == 1 else "") + ")"
+# The elements of a buffer whose library has no tolist() (REPRO `elements`): the bytes `b` read
+# in the format `f` and the shape of the buffer `m`. memoryview.tolist() reads native
+# single-character formats only, not "<f" (ctypes), complex ("Zf") or MLX's "bfloat16", so the
+# bytes are cast to the format without its byte-order mark: complex ones as (real, imaginary)
+# pairs, bfloat16 widened to float32.
+_READ_BUFFER = (
+    "[] if not b else (lambda c, w, d: c(c, w, d))(lambda c, w, d: "
+    "[c(c, e, d - 1) for e in w] if d else complex(*w), "
+    "memoryview(b).cast(f[1], [*m.shape, 2]).tolist(), m.ndim) "
+    'if f in ("Zf", "Zd") else memoryview(b"".join((b"\\0\\0" + b[i:i + 2], '
+    'b[i:i + 2] + b"\\0\\0")[sys.byteorder == "big"] for i in range(0, len(b), 2)))'
+    '.cast("f", m.shape).tolist() if f == "bfloat16" else '
+    "memoryview(b).cast(f, m.shape).tolist()"
+)
+_NATIVE_FORMAT = '.format.lstrip("@=" + "<>"[sys.byteorder == "big"])'
+
+_ELEMENTS = {
+    # {y} is a buffer: its C-order bytes, in its own format and shape
+    "buffer": f"(lambda b, m, f: {_READ_BUFFER})({{y}}.tobytes(), {{y}}, {{y}}{_NATIVE_FORMAT})",
+    # {y} holds the exported bytes, untyped: they are read as the elements of the export, `obj`
+    # in the script, which is how interopcheck compares them; bytes of another size stay raw
+    "export": (f"(lambda b, m, f: list(b) if len(b) != m.nbytes else {_READ_BUFFER})"
+               f"(bytes({{y}}), (_m := memoryview(obj)), _m{_NATIVE_FORMAT})"),
+}
 
 
 
@@ -288,10 +291,7 @@ class Library:
     """A probe's REPRO description, with the defaults of NumPy-like libraries."""
 
     DEFAULTS = {
-        "reshape": "{x} = {x}.reshape({shape})",
-        "permute": "{x} = {x}.transpose({perm})",
-        "slice": "{x} = {x}[{slices}]",
-        "broadcast": "{x} = {ns}.broadcast_to({x}, {shape})",
+        **_probekit.OP_LINES,
         "export": "x",
         "tolist": "{y}.tolist()",
         "dtype": "str({y}.dtype)",
@@ -303,6 +303,8 @@ class Library:
         self.spec = dict(getattr(module, "REPRO", {}) or {})
         if not self.spec:
             raise NotImplementedError(f"the {name} probe has no REPRO description")
+        if "elements" in self.spec:
+            self.spec["tolist"] = _ELEMENTS[self.spec["elements"]]
 
     def get(self, key, default=None):
         return self.spec.get(key, self.DEFAULTS.get(key, default))
@@ -328,13 +330,8 @@ class Library:
             if callable(template):
                 lines.append(template(arg))
                 continue
-            fields = {"x": "x", "ns": self.get("ns", "")}
-            if name == "slice":
-                fields["slices"] = _probekit.slice_text(arg)
-            else:
-                fields.update(shape=_dims(arg), perm=_dims(arg), shape_list=list(arg),
-                              perm_list=list(arg))
-            lines.append(template.format(**fields))
+            lines.append(template.format(x="x", ns=self.get("ns", ""),
+                                         **_probekit.op_fields(name, arg)))
         if readonly:
             line = self.get("make_readonly")
             if not line:
@@ -778,9 +775,8 @@ def buffer_fields(s):
 
 
 def _struct_format(dtype):
-    return {"bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B",
-            "uint16": "H", "uint32": "I", "uint64": "Q", "float16": "e", "float32": "f",
-            "float64": "d"}.get(dtype, "B")
+    # the kit's PEP 3118 formats are struct's too; raw bytes for the dtypes without one
+    return _probekit.FORMATS.get(dtype, "B")
 
 
 STRUCT_HELPER = '''

@@ -47,7 +47,7 @@ def load():
     return {
         "version": xp.__version__,
         "devices": ["cpu"],
-        "dtypes": [d for d in _probekit.DTYPES if d not in ("float16", "bfloat16")],
+        "dtypes": _probekit.dtypes_except("float16", "bfloat16"),
         "layouts": list(_probekit.LAYOUTS),
         "notes": {
             "float16": "not an Array API dtype",
@@ -59,12 +59,7 @@ def load():
             "buffer": {"call": "memoryview(x)"},
         },
         "imports": {
-            "dlpack": {
-                "call": "array_api_strict.from_dlpack(obj)",
-                "zero_copy": True,
-                "typed": True,
-                "readonly": True,
-            },
+            "dlpack": dict(shared, call="array_api_strict.from_dlpack(obj)"),
             "array_interface": dict(shared),
             "array_struct": dict(shared),
             "buffer": dict(shared),
@@ -86,10 +81,6 @@ def build(data, dtype, ops, readonly=False):
 
 def describe(x):
     return _probekit.buffer_description(x, _probekit.dtype_name(x.dtype))
-
-
-def export(x, protocol):
-    return x
 
 
 def consume(obj, protocol, dtype):

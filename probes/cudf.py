@@ -13,8 +13,8 @@ import _probekit
 
 cudf = None
 
-NUMERIC = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32",
-           "float64", "bool")
+# the column types cuDF exchanges: no float16, bfloat16 or complex
+NUMERIC = _probekit.dtypes_except("float16", "bfloat16", "complex64", "complex128")
 
 
 def _repro_slice(triples):
@@ -58,18 +58,19 @@ def load():
         devices = ["cuda"]
     except Exception as exc:  # the reason is the point: no device, or a driver too old
         notes["cuda"] = _probekit.cuda_note(exc)
-    for dtype in _probekit.DTYPES:
-        if dtype not in NUMERIC:
-            notes[dtype] = "cuDF columns have no such type over these protocols"
-    for layout in _probekit.LAYOUTS:
-        if layout not in ("flat", "offset", "empty"):
-            notes[layout] = "a Series is one contiguous 1-D column"
+    layouts = ["flat", "offset", "empty"]
+    notes |= _probekit.missing_notes(_probekit.DTYPES, NUMERIC,
+                                     "cuDF columns have no such type over these protocols")
+    notes |= _probekit.missing_notes(_probekit.LAYOUTS, layouts,
+                                     "a Series is one contiguous 1-D column")
     on_gpu = {"devices": ["cuda"]}
+    # both imports copy into a new column
+    copies = {"zero_copy": False, "typed": True, "readonly": False, **on_gpu}
     return {
         "version": cudf.__version__,
         "devices": devices,
         "dtypes": list(NUMERIC),
-        "layouts": ["flat", "offset", "empty"],
+        "layouts": layouts,
         "notes": notes,
         "readonly": False,
         "exports": {
@@ -77,10 +78,8 @@ def load():
             "dlpack_capsule": {"call": "Series.to_dlpack()", **on_gpu},
         },
         "imports": {
-            "cuda_array_interface": {"call": "cudf.Series(obj)", "zero_copy": False,
-                                     "typed": True, "readonly": False, **on_gpu},
-            "dlpack_capsule": {"call": "cudf.from_dlpack(capsule)", "zero_copy": False,
-                               "typed": True, "readonly": False, **on_gpu},
+            "cuda_array_interface": {"call": "cudf.Series(obj)", **copies},
+            "dlpack_capsule": {"call": "cudf.from_dlpack(capsule)", **copies},
         },
     }
 

@@ -45,6 +45,8 @@ def load():
     except Exception as exc:  # the reason is the point: CuPy raises CUDARuntimeError
         notes["cuda"] = _probekit.cuda_note(exc)
     on_gpu = {"devices": ["cuda"]}
+    # from_dlpack and asarray of a CUDA array interface share memory (CuPy docs)
+    shares = {"zero_copy": True, "typed": True, "readonly": False, **on_gpu}
     return {
         "version": cupy.__version__,
         "devices": devices,
@@ -57,13 +59,9 @@ def load():
             "cuda_array_interface": {"call": "x.__cuda_array_interface__", **on_gpu},
         },
         "imports": {
-            # from_dlpack and asarray of a CUDA array interface share memory (CuPy docs)
-            "dlpack": {"call": "cupy.from_dlpack(obj)", "zero_copy": True, "typed": True,
-                       "readonly": False, **on_gpu},
-            "dlpack_capsule": {"call": "cupy.from_dlpack(capsule)", "zero_copy": True,
-                               "typed": True, "readonly": False, **on_gpu},
-            "cuda_array_interface": {"call": "cupy.asarray(obj)", "zero_copy": True,
-                                     "typed": True, "readonly": False, **on_gpu},
+            "dlpack": {"call": "cupy.from_dlpack(obj)", **shares},
+            "dlpack_capsule": {"call": "cupy.from_dlpack(capsule)", **shares},
+            "cuda_array_interface": {"call": "cupy.asarray(obj)", **shares},
         },
     }
 

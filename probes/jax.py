@@ -55,16 +55,15 @@ def load():
         devices.append("cuda")
     else:
         gpu_notes["cuda"] = "no usable CUDA device: this jaxlib has no GPU backend or sees no GPU"
+    # every import but from_dlpack: jax.numpy.asarray, which copies
+    copied = {"call": "jax.numpy.asarray(obj)", "zero_copy": False, "typed": True,
+              "readonly": "always"}
     return {
         "version": jax.__version__,
         "devices": devices,
         "dtypes": list(_probekit.DTYPES),
-        "layouts": ["contiguous", "flat", "scalar", "empty"],
-        "notes": {
-            layout: no_views
-            for layout in _probekit.LAYOUTS
-            if layout not in ("contiguous", "flat", "scalar", "empty")
-        }
+        "layouts": list(_probekit.DENSE_LAYOUTS),
+        "notes": _probekit.missing_notes(_probekit.LAYOUTS, _probekit.DENSE_LAYOUTS, no_views)
         | gpu_notes,
         "readonly": True,
         "exports": {
@@ -83,37 +82,11 @@ def load():
                 "readonly": "always",
                 "devices": devices,
             },
-            "cuda_array_interface": {
-                "call": "jax.numpy.asarray(obj)",
-                "zero_copy": False,
-                "typed": True,
-                "readonly": "always",
-                "devices": ["cuda"],
-            },
-            "array_interface": {
-                "call": "jax.numpy.asarray(obj)",
-                "zero_copy": False,
-                "typed": True,
-                "readonly": "always",
-            },
-            "array_struct": {
-                "call": "jax.numpy.asarray(obj)",
-                "zero_copy": False,
-                "typed": True,
-                "readonly": "always",
-            },
-            "buffer": {
-                "call": "jax.numpy.asarray(obj)",
-                "zero_copy": False,
-                "typed": True,
-                "readonly": "always",
-            },
-            "array": {
-                "call": "jax.numpy.asarray(obj)",
-                "zero_copy": False,
-                "typed": True,
-                "readonly": "always",
-            },
+            "cuda_array_interface": dict(copied, devices=["cuda"]),
+            "array_interface": dict(copied),
+            "array_struct": dict(copied),
+            "buffer": dict(copied),
+            "array": dict(copied),
         },
     }
 
@@ -155,10 +128,6 @@ def describe(x):
         x.unsafe_buffer_pointer(), x.shape, strides, _probekit.dtype_name(x.dtype), True,
         device=("cuda", where.id) if where.platform == "gpu" else None,
     )
-
-
-def export(x, protocol):
-    return x
 
 
 def consume(obj, protocol, dtype):

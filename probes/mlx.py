@@ -20,13 +20,8 @@ def _repro_build(dtype, ops, readonly):
     if readonly:
         raise NotImplementedError("MLX cannot make a read-only array")
     lines = [f"x = mx.array(values, dtype=mx.{'bool_' if dtype == 'bool' else dtype})"]
-    for name, arg in ops:
-        if name == "slice":
-            lines.append(f"x = x[{_probekit.slice_text(arg)}]")
-        elif name == "broadcast":
-            lines.append(f"x = mx.broadcast_to(x, {tuple(arg)})")
-        else:
-            lines.append(f"x = x.{'transpose' if name == 'permute' else name}({tuple(arg)})")
+    # MLX spells the views as NumPy does
+    lines += [_probekit.op_line(name, arg, ns="mx") for name, arg in ops]
     lines.append("mx.eval(x)  # MLX makes the views when it evaluates the array")
     return lines
 
@@ -52,10 +47,12 @@ def load():
     import mlx.core as _mx
 
     mx = _mx
+    # Imports are documented as "share memory when possible", which the CPU build never finds.
+    copies = {"zero_copy": False, "typed": True, "readonly": False}
     return {
         "version": mx.__version__,
         "devices": ["cpu"],
-        "dtypes": [d for d in _probekit.DTYPES if d != "complex128"],
+        "dtypes": _probekit.dtypes_except("complex128"),
         "layouts": list(_probekit.LAYOUTS),
         "notes": {"complex128": "MLX has no complex128"},
         "readonly": False,
@@ -75,13 +72,9 @@ def load():
             "array": {"call": "x.__array__"},
         },
         "imports": {
-            # Documented as "share memory when possible", which the CPU build never finds.
-            "dlpack": {"call": "mlx.core.from_dlpack(obj)", "zero_copy": False, "typed": True,
-                       "readonly": False},
-            "dlpack_capsule": {"call": "mlx.core.from_dlpack(capsule)", "zero_copy": False,
-                               "typed": True, "readonly": False},
-            "buffer": {"call": "mlx.core.asarray(obj)", "zero_copy": False, "typed": True,
-                       "readonly": False},
+            "dlpack": {"call": "mlx.core.from_dlpack(obj)", **copies},
+            "dlpack_capsule": {"call": "mlx.core.from_dlpack(capsule)", **copies},
+            "buffer": {"call": "mlx.core.asarray(obj)", **copies},
         },
     }
 
@@ -121,10 +114,6 @@ def describe(x):
         mx.eval(view)
         return _probekit.buffer_description(view, dtype, False)
     return _probekit.buffer_description(x, dtype, False)
-
-
-def export(x, protocol):
-    return x
 
 
 def consume(obj, protocol, dtype):

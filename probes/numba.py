@@ -59,8 +59,8 @@ def load():
     return {
         "version": numba.__version__,
         "devices": devices,
-        "dtypes": [d for d in _probekit.DTYPES if d != "bfloat16"],
-        "layouts": [layout for layout in _probekit.LAYOUTS if layout != "broadcast"],
+        "dtypes": _probekit.dtypes_except("bfloat16"),
+        "layouts": _probekit.layouts_except("broadcast"),
         "notes": notes,
         "readonly": False,
         "exports": {"cuda_array_interface": {"call": "x.__cuda_array_interface__", **on_gpu}},
@@ -72,19 +72,12 @@ def load():
     }
 
 
-def _slice(x, triples):
-    return x[tuple(slice(*t) for t in triples)]
-
-
 def build(data, dtype, ops, readonly=False, device="cpu"):
     _probekit.require_cuda(device)
     on_device = cuda.to_device(_probekit.numpy_from_bytes(data, dtype))
+    # numba's reshape takes the dimensions as arguments; transpose and slicing are NumPy's
     return _probekit.apply_ops(
-        on_device,
-        ops,
-        reshape=lambda x, shape: x.reshape(*shape) if shape else x.reshape(()),
-        permute=lambda x, perm: x.transpose(tuple(perm)),
-        slice=_slice,
+        on_device, ops, reshape=lambda x, shape: x.reshape(*shape) if shape else x.reshape(())
     )
 
 

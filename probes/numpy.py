@@ -45,6 +45,9 @@ def load():
         dtypes.insert(dtypes.index("float32"), "bfloat16")
     except ImportError:
         notes["bfloat16"] = "NumPy has bfloat16 only through ml_dtypes, which is not installed"
+    # numpy.asarray documents that it copies only for __array__ results, nested sequences or a
+    # dtype/order change, so interface and buffer imports share memory.
+    shared = {"call": "numpy.asarray(obj)", "zero_copy": True, "typed": True, "readonly": True}
     return {
         "version": np.__version__,
         "devices": ["cpu"],
@@ -60,38 +63,12 @@ def load():
             "array": {"call": "x.__array__"},
         },
         "imports": {
-            "dlpack": {
-                "call": "numpy.from_dlpack(obj)",
-                "zero_copy": True,
-                "typed": True,
-                "readonly": True,
-            },
-            # numpy.asarray documents that it copies only for __array__ results, nested
-            # sequences or a dtype/order change, so interface and buffer imports share memory.
-            "array_interface": {
-                "call": "numpy.asarray(obj)",
-                "zero_copy": True,
-                "typed": True,
-                "readonly": True,
-            },
-            "array_struct": {
-                "call": "numpy.asarray(obj)",
-                "zero_copy": True,
-                "typed": True,
-                "readonly": True,
-            },
-            "buffer": {
-                "call": "numpy.asarray(obj)",
-                "zero_copy": True,
-                "typed": True,
-                "readonly": True,
-            },
-            "array": {
-                "call": "numpy.asarray(obj)",
-                "zero_copy": False,
-                "typed": True,
-                "readonly": True,
-            },
+            "dlpack": dict(shared, call="numpy.from_dlpack(obj)"),
+            "array_interface": dict(shared),
+            "array_struct": dict(shared),
+            "buffer": dict(shared),
+            # __array__ results are what asarray copies
+            "array": dict(shared, zero_copy=False),
         },
     }
 
@@ -105,10 +82,6 @@ def build(data, dtype, ops, readonly=False):
 
 def describe(x):
     return _probekit.numpy_like_description(x)
-
-
-def export(x, protocol):
-    return x
 
 
 def consume(obj, protocol, dtype):

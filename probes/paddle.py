@@ -57,20 +57,8 @@ REPRO = {
     "pointer": "{y}.data_ptr()",
 }
 
-DTYPES = [
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
-    "complex64",
-    "complex128",
-]
+# no CPU kernels for the wider unsigned integers, and uint16 data reads as bfloat16
+DTYPES = _probekit.dtypes_except("uint16", "uint32", "uint64")
 
 
 def load():
@@ -91,7 +79,7 @@ def load():
         "version": paddle.__version__,
         "devices": devices,
         "dtypes": list(DTYPES),
-        "layouts": [layout for layout in _probekit.LAYOUTS if layout != "broadcast"],
+        "layouts": _probekit.layouts_except("broadcast"),
         "notes": {
             "uint16": "paddle reads uint16 data as bfloat16 and has no uint16 kernels",
             "uint32": no_uint,

@@ -13,19 +13,9 @@ NAME = "py_array"
 
 array = None
 
-# 'q'/'Q' rather than 'l'/'L': their size is fixed at 8 bytes on every platform
-_TYPECODES = {
-    "int8": "b",
-    "int16": "h",
-    "int32": "i",
-    "int64": "q",
-    "uint8": "B",
-    "uint16": "H",
-    "uint32": "I",
-    "uint64": "Q",
-    "float32": "f",
-    "float64": "d",
-}
+# array.array's typecodes are the kit's PEP 3118 formats (its 'q'/'Q' for the 64-bit
+# integers: 'l'/'L' are 4 bytes on some platforms), less the two it lacks: '?' and 'e'
+_TYPECODES = {d: code for d, code in _probekit.FORMATS.items() if d not in ("bool", "float16")}
 
 
 def _repro_build(dtype, ops, readonly):
@@ -39,24 +29,10 @@ def _repro_build(dtype, ops, readonly):
             f'x.frombytes(struct.pack("%d{code}" % len(values), *values))']
 
 
-# An untyped import holds the exported bytes; the script reads them back as the elements of
-# the export, `obj` in the script (its native format and shape), which is how interopcheck
-# compares them: complex formats as (real, imaginary) pairs, MLX's "bfloat16" widened to
-# float32; bytes of another size stay raw.
-_UNTYPED_TOLIST = (
-    "(lambda b, m, f: list(b) if len(b) != m.nbytes else [] if not b else "
-    "(lambda c, w, d: c(c, w, d))(lambda c, w, d: [c(c, e, d - 1) for e in w] if d else "
-    "complex(*w), memoryview(b).cast(f[1], [*m.shape, 2]).tolist(), m.ndim) "
-    'if f in ("Zf", "Zd") else memoryview(b"".join((b"\\0\\0" + b[i:i + 2], b[i:i + 2] + '
-    'b"\\0\\0")[sys.byteorder == "big"] for i in range(0, len(b), 2))).cast("f", m.shape)'
-    '.tolist() if f == "bfloat16" else memoryview(b).cast(f, m.shape).tolist())'
-    "(bytes({y}), (_m := memoryview(obj)), "
-    '_m.format.lstrip("@=" + "<>"[sys.byteorder == "big"]))'
-)
-
 # How a reproducer spells array.array (probes/README.md, "Reproducers"). {dtype} is the
-# typecode; the import is consume()'s two calls in one expression (frombytes returns None).
-# The dtype is named from the typecode's kind and the itemsize, as describe() does.
+# typecode; the import is consume()'s two calls in one expression (frombytes returns None),
+# untyped, so its bytes are read back as the export's elements. The dtype is named from the
+# typecode's kind and the itemsize, as describe() does.
 REPRO = {
     "import": "import array\nimport struct",
     "build": _repro_build,
@@ -64,7 +40,7 @@ REPRO = {
     "consume": {
         "buffer": '(_a := array.array({dtype})).frombytes(memoryview({obj}).cast("B")) or _a',
     },
-    "tolist": _UNTYPED_TOLIST,
+    "elements": "export",
     "dtype": ('("uint" if {y}.typecode in "BHILQ" else "float" if {y}.typecode in "fd" '
               'else "int") + str(8 * {y}.itemsize)'),
     "shape": "(len({y}),)",
@@ -79,15 +55,16 @@ def load():
     import sys
 
     array = _array
+    layouts = ["flat", "empty"]
     one_d = "array.array is 1-D; slicing copies and there is no reshape"
     return {
         "version": sys.version.split()[0],
         "devices": ["cpu"],
         "dtypes": [d for d in _probekit.DTYPES if d in _TYPECODES],
-        "layouts": ["flat", "empty"],
-        "notes": {d: "array.array has no typecode for it" for d in _probekit.DTYPES
-                  if d not in _TYPECODES}
-        | {layout: one_d for layout in _probekit.LAYOUTS if layout not in ("flat", "empty")},
+        "layouts": layouts,
+        "notes": _probekit.missing_notes(_probekit.DTYPES, _TYPECODES,
+                                         "array.array has no typecode for it")
+        | _probekit.missing_notes(_probekit.LAYOUTS, layouts, one_d),
         "readonly": False,
         "exports": {"buffer": {"call": "memoryview(x)"}},
         "imports": {
@@ -120,10 +97,6 @@ def _dtype(x):
 def describe(x):
     address, length = x.buffer_info()
     return _probekit.pointer_description(address, [length], None, _dtype(x), False)
-
-
-def export(x, protocol):
-    return x
 
 
 def consume(obj, protocol, dtype):

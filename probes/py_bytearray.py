@@ -21,29 +21,15 @@ def _repro_build(dtype, ops, readonly):
     return ["x = bytearray(values)"]
 
 
-# An untyped import holds the exported bytes; the script reads them back as the elements of
-# the export, `obj` in the script (its native format and shape), which is how interopcheck
-# compares them: complex formats as (real, imaginary) pairs, MLX's "bfloat16" widened to
-# float32; bytes of another size stay raw.
-_UNTYPED_TOLIST = (
-    "(lambda b, m, f: list(b) if len(b) != m.nbytes else [] if not b else "
-    "(lambda c, w, d: c(c, w, d))(lambda c, w, d: [c(c, e, d - 1) for e in w] if d else "
-    "complex(*w), memoryview(b).cast(f[1], [*m.shape, 2]).tolist(), m.ndim) "
-    'if f in ("Zf", "Zd") else memoryview(b"".join((b"\\0\\0" + b[i:i + 2], b[i:i + 2] + '
-    'b"\\0\\0")[sys.byteorder == "big"] for i in range(0, len(b), 2))).cast("f", m.shape)'
-    '.tolist() if f == "bfloat16" else memoryview(b).cast(f, m.shape).tolist())'
-    "(bytes({y}), (_m := memoryview(obj)), "
-    '_m.format.lstrip("@=" + "<>"[sys.byteorder == "big"]))'
-)
-
 # How a reproducer spells bytearray (probes/README.md, "Reproducers"): builtins only. The
 # import is untyped (flat bytes), so interopcheck checks neither its dtype nor its shape: no
-# `dtype`. No pointer API, as in describe().
+# `dtype`, and its bytes are read back as the export's elements. No pointer API, as in
+# describe().
 REPRO = {
     "import": "",
     "build": _repro_build,
     "consume": {"buffer": "bytearray({obj})"},
-    "tolist": _UNTYPED_TOLIST,
+    "elements": "export",
     "shape": "(len({y}),)",
     "readonly": "memoryview({y}).readonly",
 }
@@ -52,14 +38,16 @@ REPRO = {
 def load():
     import sys
 
+    dtypes, layouts = ["uint8"], ["flat", "empty"]
     one_d = "bytearray is a 1-D buffer of bytes; slicing copies and there is no reshape"
     return {
         "version": sys.version.split()[0],
         "devices": ["cpu"],
-        "dtypes": ["uint8"],
-        "layouts": ["flat", "empty"],
-        "notes": {d: "bytearray has the format 'B' only" for d in _probekit.DTYPES if d != "uint8"}
-        | {layout: one_d for layout in _probekit.LAYOUTS if layout not in ("flat", "empty")},
+        "dtypes": dtypes,
+        "layouts": layouts,
+        "notes": _probekit.missing_notes(_probekit.DTYPES, dtypes,
+                                         "bytearray has the format 'B' only")
+        | _probekit.missing_notes(_probekit.LAYOUTS, layouts, one_d),
         "readonly": False,
         "exports": {"buffer": {"call": "memoryview(x)"}},
         "imports": {
@@ -77,10 +65,6 @@ def build(data, dtype, ops, readonly=False):
 
 def describe(x):
     return _probekit.buffer_description(x, "uint8", False)
-
-
-def export(x, protocol):
-    return x
 
 
 def consume(obj, protocol, dtype):

@@ -62,23 +62,9 @@ def _repro_build(dtype, ops, readonly):
     return lines
 
 
-# An untyped import holds the exported bytes; the script reads them back as the elements of
-# the export, `obj` in the script (its native format and shape), which is how interopcheck
-# compares them: complex formats as (real, imaginary) pairs, MLX's "bfloat16" widened to
-# float32; bytes of another size stay raw.
-_UNTYPED_TOLIST = (
-    "(lambda b, m, f: list(b) if len(b) != m.nbytes else [] if not b else "
-    "(lambda c, w, d: c(c, w, d))(lambda c, w, d: [c(c, e, d - 1) for e in w] if d else "
-    "complex(*w), memoryview(b).cast(f[1], [*m.shape, 2]).tolist(), m.ndim) "
-    'if f in ("Zf", "Zd") else memoryview(b"".join((b"\\0\\0" + b[i:i + 2], b[i:i + 2] + '
-    'b"\\0\\0")[sys.byteorder == "big"] for i in range(0, len(b), 2))).cast("f", m.shape)'
-    '.tolist() if f == "bfloat16" else memoryview(b).cast(f, m.shape).tolist())'
-    "(bytes({y}), (_m := memoryview(obj)), "
-    '_m.format.lstrip("@=" + "<>"[sys.byteorder == "big"]))'
-)
-
 # How a reproducer spells ctypes arrays (probes/README.md, "Reproducers"). They have no
-# read-only form; the buffer import is untyped, so dtype and shape are the ctypes array's own.
+# read-only form; the buffer import is untyped, so dtype and shape are the ctypes array's own,
+# and its bytes are read back as the export's elements.
 REPRO = {
     "import": "import ctypes\nimport struct",
     "build": _repro_build,
@@ -87,7 +73,7 @@ REPRO = {
         "buffer": ("({dtype} * ((_v := memoryview({obj})).nbytes // ctypes.sizeof({dtype})))"
                    ".from_buffer(_v)"),
     },
-    "tolist": _UNTYPED_TOLIST,
+    "elements": "export",
     "dtype": ("{{" + ", ".join(f"{t}: {d!r}" for d, t in _SPELLED.items()) + "}}"
               ".get({y}._type_, str({y}._type_))"),
     "shape": "tuple(memoryview({y}).shape)",
@@ -104,9 +90,9 @@ def load():
         "devices": ["cpu"],
         "dtypes": [d for d in _probekit.DTYPES if d in _TYPES],
         "layouts": list(LAYOUTS),
-        "notes": {d: "ctypes has no type for it" for d in _probekit.DTYPES if d not in _TYPES}
-        | {layout: "ctypes arrays are C-contiguous: no strides" for layout in _probekit.LAYOUTS
-           if layout not in LAYOUTS},
+        "notes": _probekit.missing_notes(_probekit.DTYPES, _TYPES, "ctypes has no type for it")
+        | _probekit.missing_notes(_probekit.LAYOUTS, LAYOUTS,
+                                  "ctypes arrays are C-contiguous: no strides"),
         "readonly": False,
         "exports": {"buffer": {"call": "memoryview(x)"}},
         "imports": {
@@ -153,10 +139,6 @@ def describe(x):
         t = t._type_
     dtype = _NAMES.get(t, t.__name__)
     return _probekit.pointer_description(ctypes.addressof(x), shape, None, dtype, False)
-
-
-def export(x, protocol):
-    return x
 
 
 def consume(obj, protocol, dtype):

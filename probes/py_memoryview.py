@@ -34,23 +34,14 @@ def _repro_build(dtype, ops, readonly):
     return lines
 
 
-# How a reproducer spells memoryview (probes/README.md, "Reproducers"). tolist() reads native
-# formats only, not "<f" (ctypes), complex ("Zf") or MLX's "bfloat16", so the elements are read
-# from a C-order copy cast to the format without its byte-order mark: complex ones as (real,
-# imaginary) pairs, bfloat16 widened to float32. The dtype is named from the format's kind and
-# the itemsize, as describe() does.
+# How a reproducer spells memoryview (probes/README.md, "Reproducers"). It has no tolist() for
+# every format it imports (not "<f", complex or MLX's "bfloat16"): its elements are read as a
+# buffer's. The dtype is named from the format's kind and the itemsize, as describe() does.
 REPRO = {
     "import": "import struct",
     "build": _repro_build,
     "consume": {"buffer": "memoryview({obj})"},
-    "tolist": ("(lambda b, m, f: [] if not b else (lambda c, w, d: c(c, w, d))(lambda c, w, d: "
-               "[c(c, e, d - 1) for e in w] if d else complex(*w), "
-               "memoryview(b).cast(f[1], [*m.shape, 2]).tolist(), m.ndim) "
-               'if f in ("Zf", "Zd") else memoryview(b"".join((b"\\0\\0" + b[i:i + 2], '
-               'b[i:i + 2] + b"\\0\\0")[sys.byteorder == "big"] for i in range(0, len(b), 2)))'
-               '.cast("f", m.shape).tolist() if f == "bfloat16" else '
-               "memoryview(b).cast(f, m.shape).tolist())"
-               '({y}.tobytes(), {y}, {y}.format.lstrip("@=" + "<>"[sys.byteorder == "big"]))'),
+    "elements": "buffer",
     "dtype": ("(lambda f, bits: 'bool' if f == '?' else 'int' + bits if f in tuple('bhilq') "
               "else 'uint' + bits if f in tuple('BHILQ') else 'float' + bits "
               "if f in tuple('efd') else 'complex' + bits if f in ('Zf', 'Zd') else {y}.format)"
@@ -69,8 +60,8 @@ def load():
         "devices": ["cpu"],
         "dtypes": [d for d in _probekit.DTYPES if d in _probekit.FORMATS],
         "layouts": layouts,
-        "notes": {d: no_cast for d in _probekit.DTYPES if d not in _probekit.FORMATS}
-        | {layout: no_axes for layout in _probekit.LAYOUTS if layout not in layouts},
+        "notes": _probekit.missing_notes(_probekit.DTYPES, _probekit.FORMATS, no_cast)
+        | _probekit.missing_notes(_probekit.LAYOUTS, layouts, no_axes),
         "readonly": True,
         "exports": {"buffer": {"call": "memoryview(x)"}},
         "imports": {
@@ -122,10 +113,6 @@ def _dtype(x):
 
 def describe(x):
     return _probekit.buffer_description(x, _dtype(x), x.readonly)
-
-
-def export(x, protocol):
-    return x
 
 
 def consume(obj, protocol, dtype):

@@ -16,19 +16,9 @@ pa = None
 # pyarrow's own names (str(type)) for the ones that differ from the interface's
 _NAMES = {"halffloat": "float16", "float": "float32", "double": "float64"}
 
-DTYPES = [
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "float32",
-    "float64",
-]
+# Arrow's primitive types of a byte or more per element: its booleans are bit-packed, and it
+# has no bfloat16 or complex type
+DTYPES = _probekit.dtypes_except("bool", "bfloat16", "complex64", "complex128")
 
 
 def _repro_slice(triples):
@@ -135,10 +125,6 @@ def describe(x):
     data = x.buffers()[1]
     address = 0 if data is None else data.address + x.offset * x.type.byte_width
     return _probekit.pointer_description(address, [len(x)], None, dtype, True)
-
-
-def export(x, protocol):
-    return x
 
 
 def consume(obj, protocol, dtype):

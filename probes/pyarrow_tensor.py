@@ -17,19 +17,8 @@ np = None
 
 _NAMES = {"halffloat": "float16", "float": "float32", "double": "float64"}
 
-DTYPES = [
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "float32",
-    "float64",
-]
+# A tensor stores bool as uint8, and Arrow has no bfloat16 or complex type
+DTYPES = _probekit.dtypes_except("bool", "bfloat16", "complex64", "complex128")
 
 
 def _repro_build(dtype, ops, readonly):
@@ -38,17 +27,7 @@ def _repro_build(dtype, ops, readonly):
     lines = [f"buf = pa.allocate_buffer({size} * len(values))",
              f"view = np.frombuffer(buf, dtype=np.{dtype})",
              "view[:] = values"]
-    for name, arg in ops:
-        if name == "reshape":
-            lines.append(f"view = view.reshape({tuple(arg)!r})")
-        elif name == "permute":
-            lines.append(f"view = view.transpose({tuple(arg)!r})")
-        elif name == "slice":
-            lines.append(f"view = view[{_probekit.slice_text(arg)}]")
-        elif name == "broadcast":
-            lines.append(f"view = np.broadcast_to(view, {tuple(arg)!r})")
-        else:
-            raise NotImplementedError(f"unknown layout op {name!r}")
+    lines += [_probekit.op_line(name, arg, x="view") for name, arg in ops]
     if readonly:
         lines.append("view.setflags(write=False)")
     return lines + ["x = pa.Tensor.from_numpy(view)"]
@@ -78,7 +57,7 @@ def load():
         "version": pa.__version__,
         "devices": ["cpu"],
         "dtypes": list(DTYPES),
-        "layouts": [layout for layout in _probekit.LAYOUTS if layout != "reversed"],
+        "layouts": _probekit.layouts_except("reversed"),
         "notes": {
             "reversed": "pyarrow.Tensor refuses negative strides",
             "bool": "pyarrow.Tensor stores a bool array as uint8",
@@ -115,10 +94,6 @@ def build(data, dtype, ops, readonly=False):
 def describe(x):
     dtype = _NAMES.get(str(x.type), str(x.type))
     return _probekit.buffer_description(x, dtype, not x.is_mutable)
-
-
-def export(x, protocol):
-    return x
 
 
 def consume(obj, protocol, dtype):

@@ -105,26 +105,18 @@ REPRO = {
     "shape": 'tuple(dlpack.todict({y}.__dlpack__())["dl_tensor"]["shape"] or ())',
 }
 
+# An interface dtype's kind is its name without the bits: "uint" of "uint16", "bool" of "bool"
+def _kind(dtype):
+    return dtype.rstrip("0123456789")
+
+
+# the array interface's typestr kinds (there is none for bfloat16)
 _KINDS = {"bool": "b", "int": "i", "uint": "u", "float": "f", "complex": "c"}
 
-# (DLPack type code, bits) -> interface name
-_FROM_DL = {
-    (0, 8): "int8",
-    (0, 16): "int16",
-    (0, 32): "int32",
-    (0, 64): "int64",
-    (1, 8): "uint8",
-    (1, 16): "uint16",
-    (1, 32): "uint32",
-    (1, 64): "uint64",
-    (2, 16): "float16",
-    (2, 32): "float32",
-    (2, 64): "float64",
-    (4, 16): "bfloat16",
-    (5, 64): "complex64",
-    (5, 128): "complex128",
-    (6, 8): "bool",
-}
+# DLPack's type codes (dlpack.h: kDLInt, kDLUInt, kDLFloat, kDLBfloat, kDLComplex, kDLBool), and
+# the interface name of each (code, bits)
+_DL_CODES = {"int": 0, "uint": 1, "float": 2, "bfloat": 4, "complex": 5, "bool": 6}
+_FROM_DL = {(_DL_CODES[_kind(d)], 8 * size): d for d, size in _probekit.ITEMSIZE.items()}
 
 
 def load():
@@ -132,59 +124,20 @@ def load():
     import dlpack as _dlpack
 
     dlpack = _dlpack
+    # asdlpack exists to expose the object's memory without copying, whatever protocol offers it
+    wraps = {"call": "dlpack.asdlpack(obj)", "zero_copy": True, "typed": True, "readonly": False}
     return {
         "version": dlpack.__version__,
         "devices": ["cpu"],
-        "dtypes": [d for d in _probekit.DTYPES if d != "bfloat16"],
+        "dtypes": _probekit.dtypes_except("bfloat16"),
         "layouts": list(_probekit.LAYOUTS),
         "notes": {
             "bfloat16": "pydlpack reads dtypes from a typestr or buffer format: none has bfloat16"
         },
         "readonly": False,
         "exports": {"dlpack": {"call": "x.__dlpack__"}},
-        "imports": {
-            # asdlpack exists to expose the object's memory without copying
-            "dlpack": {"call": "dlpack.asdlpack(obj)", "zero_copy": True, "typed": True,
-                       "readonly": False},
-            "array_interface": {"call": "dlpack.asdlpack(obj)", "zero_copy": True,
-                                "typed": True, "readonly": False},
-            "buffer": {"call": "dlpack.asdlpack(obj)", "zero_copy": True, "typed": True,
-                       "readonly": False},
-        },
+        "imports": {protocol: dict(wraps) for protocol in ("dlpack", "array_interface", "buffer")},
     }
-
-
-class _Strided:
-    """Byte-stride arithmetic for the layout ops: shape, strides and offset, no data."""
-
-    def __init__(self, shape, strides, offset):
-        self.shape, self.strides, self.offset = tuple(shape), tuple(strides), offset
-
-    def reshape(self, shape):
-        itemsize = self.strides[-1] if self.strides else None
-        if itemsize is None or list(self.strides) != _probekit.c_strides(self.shape, itemsize):
-            raise NotImplementedError("reshape of a non-contiguous view")
-        return _Strided(shape, _probekit.c_strides(shape, itemsize), self.offset)
-
-    def transpose(self, perm):
-        return _Strided([self.shape[p] for p in perm], [self.strides[p] for p in perm], self.offset)
-
-    def __getitem__(self, slices):
-        shape, strides, offset = list(self.shape), list(self.strides), self.offset
-        for dim, s in enumerate(slices):
-            start, stop, step = s.indices(shape[dim])
-            shape[dim] = len(range(start, stop, step))
-            offset += start * strides[dim]
-            strides[dim] *= step
-        return _Strided(shape, strides, offset)
-
-
-def _broadcast(view, shape):
-    lead = len(shape) - len(view.shape)
-    strides = [0] * lead
-    for n, old_n, stride in zip(shape[lead:], view.shape, view.strides):
-        strides.append(0 if old_n == 1 and n != 1 else stride)
-    return _Strided(shape, strides, view.offset)
 
 
 class _Interface:
@@ -202,7 +155,7 @@ class _Interface:
 
 
 def _typestr(dtype):
-    kind = _KINDS[dtype.rstrip("0123456789")]
+    kind = _KINDS[_kind(dtype)]
     size = _probekit.ITEMSIZE[dtype]
     order = "|" if size == 1 else ("<" if sys.byteorder == "little" else ">")
     return f"{order}{kind}{size}"
@@ -211,8 +164,8 @@ def _typestr(dtype):
 def build(data, dtype, ops, readonly=False):
     itemsize = _probekit.ITEMSIZE[dtype]
     storage = _probekit.aligned_storage(data)
-    base = _Strided([len(data) // itemsize], [itemsize], 0)
-    view = _probekit.apply_ops(base, ops, broadcast=_broadcast)
+    base = _probekit.Strided([len(data) // itemsize], [itemsize])
+    view = _probekit.apply_ops(base, ops, broadcast=_probekit.Strided.broadcast)
     source = _Interface(storage, ctypes.addressof(storage), view, _typestr(dtype), readonly)
     x = dlpack.asdlpack(source)
     x._probe_source = source
@@ -234,10 +187,6 @@ def describe(x):
     if t.device.device_type.value != 1:
         raise ValueError(f"not a CPU tensor: device type {t.device.device_type.value}")
     return _probekit.pointer_description((t.data or 0) + t.byte_offset, shape, strides, dtype, None)
-
-
-def export(x, protocol):
-    return x
 
 
 def consume(obj, protocol, dtype):

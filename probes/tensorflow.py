@@ -61,17 +61,14 @@ def load():
     else:
         gpu_notes["cuda"] = ("TensorFlow sees no GPU (tf.config.list_physical_devices('GPU') is "
                              "empty): tensorflow-cpu, or no CUDA device")
-    on_gpu = {"devices": ["cuda"]}
+    # tf.constant reads the interfaces into a new tensor
+    copied = {"call": "tf.constant(obj)", "zero_copy": False, "typed": True, "readonly": "always"}
     return {
         "version": tf.__version__,
         "devices": devices,
         "dtypes": list(_probekit.DTYPES),
-        "layouts": ["contiguous", "flat", "scalar", "empty"],
-        "notes": {
-            layout: no_views
-            for layout in _probekit.LAYOUTS
-            if layout not in ("contiguous", "flat", "scalar", "empty")
-        }
+        "layouts": list(_probekit.DENSE_LAYOUTS),
+        "notes": _probekit.missing_notes(_probekit.LAYOUTS, _probekit.DENSE_LAYOUTS, no_views)
         | gpu_notes,
         "readonly": True,
         "exports": {
@@ -89,18 +86,8 @@ def load():
                 "readonly": "always",
                 "devices": devices,
             },
-            "array_interface": {
-                "call": "tf.constant(obj)",
-                "zero_copy": False,
-                "typed": True,
-                "readonly": "always",
-            },
-            "array": {
-                "call": "tf.constant(obj)",
-                "zero_copy": False,
-                "typed": True,
-                "readonly": "always",
-            },
+            "array_interface": dict(copied),
+            "array": dict(copied),
         },
     }
 

@@ -48,7 +48,7 @@ def load():
         "version": torch.__version__,
         "devices": devices,
         "dtypes": list(_probekit.DTYPES),
-        "layouts": [layout for layout in _probekit.LAYOUTS if layout != "reversed"],
+        "layouts": _probekit.layouts_except("reversed"),
         "notes": {"reversed": "torch slicing refuses negative steps; torch.flip copies", **notes},
         "readonly": False,
         "exports": {

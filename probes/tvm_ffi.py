@@ -25,9 +25,7 @@ def _repro_build(dtype, ops, readonly):
     # itemsize, and tvm_ffi keeps the difference
     lines = [f"view = np.fromiter(values, dtype={np_dtype})"]
     for name, arg in ops:
-        if name == "slice":
-            lines.append(f"view = view[{_probekit.slice_text(arg)}]")
-        elif name == "broadcast":
+        if name == "broadcast":
             shape = tuple(arg)
             lines += [
                 "# np.broadcast_to gives a read-only view, which NumPy's legacy DLPack export",
@@ -37,8 +35,7 @@ def _repro_build(dtype, ops, readonly):
                 f"view = np.lib.stride_tricks.as_strided(view, shape={shape}, strides=strides)",
             ]
         else:
-            method = "reshape" if name == "reshape" else "transpose"
-            lines.append(f"view = view.{method}({tuple(arg)})")
+            lines.append(_probekit.op_line(name, arg, x="view"))
     lines.append("x = tvm_ffi.from_dlpack(view)")
     return lines
 
@@ -65,10 +62,12 @@ def load():
 
     tvm_ffi, np = _tvm_ffi, _np
     no_complex = "tvm_ffi.from_dlpack rejects kDLComplex (unknown type_code=5)"
+    # from_dlpack's docstring: "A TVM FFI Tensor that references the same memory."
+    shares = {"zero_copy": True, "typed": True, "readonly": False}
     return {
         "version": tvm_ffi.__version__,
         "devices": ["cpu"],
-        "dtypes": [d for d in _probekit.DTYPES if d not in ("bfloat16", "complex64", "complex128")],
+        "dtypes": _probekit.dtypes_except("bfloat16", "complex64", "complex128"),
         "layouts": list(_probekit.LAYOUTS),
         "notes": {
             "bfloat16": "built through NumPy, which cannot export bfloat16 over DLPack",
@@ -78,11 +77,8 @@ def load():
         "readonly": False,
         "exports": {"dlpack": {"call": "x.__dlpack__"}},
         "imports": {
-            # Its docstring: "A TVM FFI Tensor that references the same memory."
-            "dlpack": {"call": "tvm_ffi.from_dlpack(obj)", "zero_copy": True, "typed": True,
-                       "readonly": False},
-            "dlpack_capsule": {"call": "tvm_ffi.from_dlpack(capsule)", "zero_copy": True,
-                               "typed": True, "readonly": False},
+            "dlpack": {"call": "tvm_ffi.from_dlpack(obj)", **shares},
+            "dlpack_capsule": {"call": "tvm_ffi.from_dlpack(capsule)", **shares},
         },
     }
 
@@ -90,10 +86,7 @@ def load():
 def _broadcast(x, shape):
     # numpy.broadcast_to returns a read-only view, which NumPy's legacy DLPack export refuses;
     # as_strided makes the same zero-stride view writable
-    lead = len(shape) - x.ndim
-    strides = [0] * lead + [
-        0 if old == 1 and new != 1 else s for new, old, s in zip(shape[lead:], x.shape, x.strides)
-    ]
+    strides = _probekit.broadcast_strides(shape, x.shape, x.strides)
     return np.lib.stride_tricks.as_strided(x, shape=tuple(shape), strides=strides)
 
 
@@ -117,10 +110,6 @@ def describe(x):
     return _probekit.pointer_description(
         x.data_ptr(), x.shape, [s * size for s in x.strides], name, None
     )
-
-
-def export(x, protocol):
-    return x
 
 
 def consume(obj, protocol, dtype):

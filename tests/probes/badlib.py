@@ -16,58 +16,43 @@ It is loaded only with --probe-dir tests/probes; the built-in probe set never se
 
 import os
 import signal
+import sys
 import time
 
-import _probekit
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _testkit.py, next to this
+try:
+    import _testkit
+finally:
+    del sys.path[0]  # probe directories stay off sys.path (probes/README.md)
 
-np = None
 
-
-class BadArray:
-    def __init__(self, array):
-        self.array = array
-
-    def __dlpack_device__(self):
-        return (1, 0)
-
+class BadArray(_testkit.CpuArray):
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         kind = self.array.dtype.name
         if kind == "int8":
             raise BufferError("badlib cannot export int8")
         if kind == "int16":
             raise ValueError("badlib cannot export int16")
-        source = np.zeros_like(self.array) if kind == "uint8" else self.array
+        source = _testkit.np.zeros_like(self.array) if kind == "uint8" else self.array
         return source.__dlpack__(stream=stream, max_version=max_version)
 
 
 def load():
-    global np
-    import numpy as _np
-
-    np = _np
-    return {
-        "version": "0.0.1",
-        "devices": ["cpu"],
-        "dtypes": ["float32", "int8", "int16", "uint8", "float64", "int32", "complex64"],
-        "layouts": ["contiguous", "scalar"],
-        "notes": {"bool": "badlib has only the dtypes of its test plan"},
-        "readonly": False,
-        "exports": {"dlpack": {"call": "BadArray.__dlpack__"}},
-        "imports": {
-            "dlpack": {"call": "numpy.from_dlpack(obj)", "zero_copy": True, "typed": True,
-                       "readonly": True},
-        },
-    }
+    return _testkit.load_numpy(
+        dtypes=["float32", "int8", "int16", "uint8", "float64", "int32", "complex64"],
+        layouts=["contiguous", "scalar"],
+        notes={"bool": "badlib has only the dtypes of its test plan"},
+        exports={"dlpack": {"call": "BadArray.__dlpack__"}},
+        imports={"dlpack": _testkit.NUMPY_DLPACK})
 
 
 def build(data, dtype, ops, readonly=False):
     if ops and ops[0][0] == "reshape" and not ops[0][1]:
         raise RuntimeError("badlib's build() fails on 0-d arrays")  # an error of the probe
-    return BadArray(_probekit.apply_ops(_probekit.numpy_from_bytes(data, dtype), ops))
+    return BadArray(_testkit.numpy_array(data, dtype, ops))
 
 
-def describe(x):
-    return _probekit.numpy_like_description(x.array if isinstance(x, BadArray) else x)
+describe = _testkit.describe
 
 
 def consume(obj, protocol, dtype):
@@ -77,4 +62,4 @@ def consume(obj, protocol, dtype):
         os.abort()
     if dtype == "complex64":
         time.sleep(3600)
-    return np.from_dlpack(obj)
+    return _testkit.np.from_dlpack(obj)

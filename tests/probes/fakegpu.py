@@ -29,8 +29,16 @@ It is loaded only with --probe-dir tests/probes.
 
 import ctypes
 import os
+import sys
 
 import _probekit
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _testkit.py, next to this
+try:
+    from _testkit import (DELETER, DLDataType, DLDevice, DLManagedTensor,
+                          DLManagedTensorVersioned, DLPackVersion, DLTensor)
+finally:
+    del sys.path[0]  # probe directories stay off sys.path (probes/README.md)
 
 drv = None
 np = None
@@ -45,37 +53,6 @@ DLPACK_CODES = {"bool": (6, 8), "int8": (0, 8), "int16": (0, 16), "int32": (0, 3
 TYPESTR = {"bool": "|b1", "int8": "|i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
            "uint8": "|u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8",
            "float16": "<f2", "float32": "<f4", "float64": "<f8"}
-
-
-class DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
-
-
-class DLPackVersion(ctypes.Structure):
-    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
-
-
-DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-
-
-class DLManagedTensorVersioned(ctypes.Structure):
-    _fields_ = [("version", DLPackVersion), ("manager_ctx", ctypes.c_void_p),
-                ("deleter", DELETER), ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
-
-
-class DLManagedTensor(ctypes.Structure):
-    """The legacy struct: what to_dlpack functions of older libraries hand out."""
-    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", DELETER)]
 
 
 # Memory kinds by dtype, with their DLPack device type and describe() device name.

@@ -15,9 +15,14 @@ text: a report must carry all of it as text, and every view of the report must s
 It is loaded only with --probe-dir tests/probes; the built-in probe set never sees it.
 """
 
-import _probekit
+import os
+import sys
 
-np = None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _testkit.py, next to this
+try:
+    import _testkit
+finally:
+    del sys.path[0]  # probe directories stay off sys.path (probes/README.md)
 
 # Everything a renderer must not interpret: markup that would run script if parsed, a script
 # element end inside what may be an inline script, a CDATA end, quotes of both kinds, a template
@@ -39,13 +44,7 @@ REFUSAL = HOSTILE + " surrogate:\ud800 after"
 HUGE = "<b>huge</b> " + "x" * (3 * 1024 * 1024) + " <script>window.__pwned=3</script>"
 
 
-class HostileArray:
-    def __init__(self, array):
-        self.array = array
-
-    def __dlpack_device__(self):
-        return (1, 0)
-
+class HostileArray(_testkit.CpuArray):
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         kind = self.array.dtype.name
         if kind == "int8":
@@ -58,34 +57,23 @@ class HostileArray:
 
 
 def load():
-    global np
-    import numpy as _np
-
-    np = _np
-    return {
-        "version": "6.6.6<b>-hostile</b>",
-        "devices": ["cpu"],
-        "dtypes": ["float32", "int8", "int16", "uint8", "int32"],
-        "layouts": ["contiguous", "flat"],
-        "notes": {"float16": HOSTILE, "bool": HOSTILE},
-        "readonly": False,
-        "exports": {"dlpack": {"call": "HostileArray.__dlpack__ <i>" + HOSTILE + "</i>"}},
-        "imports": {
-            "dlpack": {"call": "numpy.from_dlpack(obj)", "zero_copy": True, "typed": True,
-                       "readonly": True},
-        },
-    }
+    return _testkit.load_numpy(
+        version="6.6.6<b>-hostile</b>",
+        dtypes=["float32", "int8", "int16", "uint8", "int32"],
+        layouts=["contiguous", "flat"],
+        notes={"float16": HOSTILE, "bool": HOSTILE},
+        exports={"dlpack": {"call": "HostileArray.__dlpack__ <i>" + HOSTILE + "</i>"}},
+        imports={"dlpack": _testkit.NUMPY_DLPACK})
 
 
 def build(data, dtype, ops, readonly=False):
-    return HostileArray(_probekit.apply_ops(_probekit.numpy_from_bytes(data, dtype), ops))
+    return HostileArray(_testkit.numpy_array(data, dtype, ops))
 
 
-def describe(x):
-    return _probekit.numpy_like_description(x.array if isinstance(x, HostileArray) else x)
+describe = _testkit.describe
 
 
 def consume(obj, protocol, dtype):
     if dtype == "int32":
         raise BufferError(REFUSAL)
-    return np.from_dlpack(obj)
+    return _testkit.np.from_dlpack(obj)

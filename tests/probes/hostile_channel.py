@@ -21,11 +21,14 @@ import json
 import os
 import signal
 import struct
+import sys
 import time
 
-import _probekit
-
-np = None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _testkit.py, next to this
+try:
+    import _testkit
+finally:
+    del sys.path[0]  # probe directories stay off sys.path (probes/README.md)
 
 
 def _descriptors():
@@ -55,30 +58,16 @@ def _write(fd, data):
 
 
 def load():
-    global np
-    import numpy as _np
-
-    np = _np
-    return {
-        "version": "0.0.1",
-        "devices": ["cpu"],
-        "dtypes": ["int8", "int16", "int32", "uint8", "uint16", "float32", "float64",
-                   "complex64", "bool", "int64"],
-        "layouts": ["contiguous"],
-        "notes": {},
-        "readonly": False,
-        "exports": {"dlpack": {"call": "numpy.ndarray.__dlpack__"}},
-        "imports": {"dlpack": {"call": "numpy.from_dlpack(obj)", "zero_copy": True,
-                               "typed": True, "readonly": True}},
-    }
+    return _testkit.load_numpy(
+        dtypes=["int8", "int16", "int32", "uint8", "uint16", "float32", "float64", "complex64",
+                "bool", "int64"],
+        layouts=["contiguous"],
+        exports={"dlpack": {"call": "numpy.ndarray.__dlpack__"}},
+        imports={"dlpack": _testkit.NUMPY_DLPACK})
 
 
-def build(data, dtype, ops, readonly=False):
-    return _probekit.apply_ops(_probekit.numpy_from_bytes(data, dtype), ops)
-
-
-def describe(x):
-    return _probekit.numpy_like_description(x)
+build = _testkit.build
+describe = _testkit.describe
 
 
 def _fork_crashing_child():
@@ -94,12 +83,12 @@ def consume(obj, protocol, dtype):
         for fd in _descriptors():
             for garbage in (b"garbage\n", b"\x00", b"{\"half\": "):
                 _write(fd, garbage)
-        return np.from_dlpack(obj)
+        return _testkit.np.from_dlpack(obj)
     if dtype == "int16":
         forged = {"msg": "end", "seq": 1, "case": "dlpack.numpy.numpy.cpu.float32.flat",
                   "result": {"outcome": "pass", "diagnostic": "", "checks": {}}}
         _write(_channel(), _frame(json.dumps(forged).encode()))
-        return np.from_dlpack(obj)
+        return _testkit.np.from_dlpack(obj)
     if dtype == "int32":
         _fork_crashing_child()
         time.sleep(3600)
@@ -126,4 +115,4 @@ def consume(obj, protocol, dtype):
     if dtype == "bool":
         _write(_channel(), b"\x00")
         time.sleep(3600)
-    return np.from_dlpack(obj)
+    return _testkit.np.from_dlpack(obj)

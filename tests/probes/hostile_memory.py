@@ -34,8 +34,24 @@ deleter may run after the case). Loaded only with --probe-dir tests/probes.
 
 import ctypes
 import mmap
+import os
+import sys
 
 import _probekit
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _testkit.py, next to this
+try:
+    from _testkit import DELETER as _DELETER
+    from _testkit import DLDataType as _DLDataType
+    from _testkit import DLDevice as _DLDevice
+    from _testkit import DLManagedTensorVersioned as _DLManagedTensorVersioned
+    from _testkit import DLPackVersion as _DLPackVersion
+    from _testkit import PyArrayInterface as _ArrayInterface
+    from _testkit import capsule_new as _capsule_new
+    from _testkit import capsule_pointer as _capsule_pointer
+    from _testkit import capsule_rename as _capsule_rename
+finally:
+    del sys.path[0]  # probe directories stay off sys.path (probes/README.md)
 
 np = None
 
@@ -48,10 +64,6 @@ _libc.munmap.restype = ctypes.c_int
 _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 _libc.mprotect.restype = ctypes.c_int
 _libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-
-_capsule_new = ctypes.pythonapi.PyCapsule_New
-_capsule_new.restype = ctypes.py_object
-_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 
 # Capsule names must outlive their capsules: module constants do.
 _VERSIONED = b"dltensor_versioned"
@@ -69,40 +81,6 @@ def _hole():
     if _libc.munmap(address, _PAGE) != 0:
         raise OSError(ctypes.get_errno(), "munmap failed")
     return address
-
-
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", _DLDataType), ("shape", ctypes.c_void_p),
-                ("strides", ctypes.c_void_p), ("byte_offset", ctypes.c_uint64)]
-
-
-class _DLPackVersion(ctypes.Structure):
-    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
-
-
-_DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-
-
-class _DLManagedTensorVersioned(ctypes.Structure):
-    _fields_ = [("version", _DLPackVersion), ("manager_ctx", ctypes.c_void_p),
-                ("deleter", _DELETER), ("flags", ctypes.c_uint64), ("dl_tensor", _DLTensor)]
-
-
-class _ArrayInterface(ctypes.Structure):
-    """NumPy's PyArrayInterface, the struct an __array_struct__ capsule points at."""
-    _fields_ = [("two", ctypes.c_int), ("nd", ctypes.c_int), ("typekind", ctypes.c_char),
-                ("itemsize", ctypes.c_int), ("flags", ctypes.c_int),
-                ("shape", ctypes.c_void_p), ("strides", ctypes.c_void_p),
-                ("data", ctypes.c_void_p), ("descr", ctypes.c_void_p)]
 
 
 # The deleter of the capsules built here: the memory stays in _kept, so there is nothing to
@@ -132,8 +110,9 @@ def _versioned_capsule(array, data=None, byte_offset=0, shape_at=None, flags=0):
     tensor.device = _DLDevice(1, 0)
     tensor.ndim = ndim
     tensor.dtype = _DLDataType(_DL_CODES[array.dtype.kind], array.itemsize * 8, 1)
-    tensor.shape = ctypes.addressof(shape) if shape_at is None else shape_at
-    tensor.strides = ctypes.addressof(strides)
+    tensor.shape = ctypes.cast(ctypes.addressof(shape) if shape_at is None else shape_at,
+                               ctypes.POINTER(ctypes.c_int64))
+    tensor.strides = ctypes.cast(strides, ctypes.POINTER(ctypes.c_int64))
     tensor.byte_offset = byte_offset
     _kept.append((managed, shape, strides, array))
     return managed, _capsule_new(ctypes.addressof(managed), _VERSIONED, None)
@@ -253,12 +232,6 @@ def describe(x):
     return _probekit.numpy_like_description(x.array if isinstance(x, MemArray) else x)
 
 
-_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_capsule_pointer.restype = ctypes.c_void_p
-_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_capsule_rename = ctypes.pythonapi.PyCapsule_SetName
-_capsule_rename.restype = ctypes.c_int
-_capsule_rename.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _USED = b"used_dltensor_versioned"
 
 

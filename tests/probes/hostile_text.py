@@ -25,10 +25,13 @@ HOSTILE, MEGA and CALL from this file to know what to look for.
 
 import os
 import signal
+import sys
 
-import _probekit
-
-np = None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _testkit.py, next to this
+try:
+    import _testkit
+finally:
+    del sys.path[0]  # probe directories stay off sys.path (probes/README.md)
 
 HOSTILE = (
     "lone:\ud800 ctl:\x01\x02\x07\x08\x0b\x0c\x0e\x1b[31m\x1f\x7f\x80\x85\x9f "
@@ -62,13 +65,7 @@ STDERR_BYTES = (
 )
 
 
-class HostileArray:
-    def __init__(self, array):
-        self.array = array
-
-    def __dlpack_device__(self):
-        return (1, 0)
-
+class HostileArray(_testkit.CpuArray):
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         kind = self.array.dtype.name
         if kind == "int8":
@@ -81,40 +78,30 @@ class HostileArray:
 
 
 def load():
-    global np
-    import numpy as _np
-
-    np = _np
-    return {
-        "version": "0.1+<b>|`v`|</b>",
-        "devices": ["cpu"],
-        "dtypes": ["float32", "int8", "int16", "int32", "int64"],
-        "layouts": ["contiguous", "flat"],
+    return _testkit.load_numpy(
+        version="0.1+<b>|`v`|</b>",
+        dtypes=["float32", "int8", "int16", "int32", "int64"],
+        layouts=["contiguous", "flat"],
         # Notes travel as JSON from the worker; the lone surrogate in HOSTILE must arrive as
         # U+FFFD, not make the probe invalid.
-        "notes": {
+        notes={
             "bool": HOSTILE,
             "float16": MEGA.replace("\ud800", ""),
             "complex64": "\x01\x7f|`**`|",
         },
-        "readonly": False,
-        "exports": {"dlpack": {"call": CALL}},
-        "imports": {
-            "dlpack": {"call": CALL, "zero_copy": True, "typed": True, "readonly": True},
-        },
-    }
+        exports={"dlpack": {"call": CALL}},
+        imports={"dlpack": dict(_testkit.NUMPY_DLPACK, call=CALL)})
 
 
 def build(data, dtype, ops, readonly=False):
-    return HostileArray(_probekit.apply_ops(_probekit.numpy_from_bytes(data, dtype), ops))
+    return HostileArray(_testkit.numpy_array(data, dtype, ops))
 
 
-def describe(x):
-    return _probekit.numpy_like_description(x.array if isinstance(x, HostileArray) else x)
+describe = _testkit.describe
 
 
 def consume(obj, protocol, dtype):
     if dtype == "int64":
         os.write(2, STDERR_BYTES)
         os.kill(os.getpid(), signal.SIGSEGV)
-    return np.from_dlpack(obj)
+    return _testkit.np.from_dlpack(obj)

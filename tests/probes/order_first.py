@@ -8,38 +8,27 @@ import os
 import signal
 import sys
 
-import _probekit
-
-np = None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _testkit.py, next to this
+try:
+    import _testkit
+finally:
+    del sys.path[0]  # probe directories stay off sys.path (probes/README.md)
 
 
 def load():
-    global np
     if "interopcheck_probe_order_second" in sys.modules:
         os.kill(os.getpid(), signal.SIGSEGV)
-    import numpy as _np
-
-    np = _np
-    return {
-        "version": "1.0",
-        "devices": ["cpu"],
-        "dtypes": ["float32"],
-        "layouts": ["flat"],
-        "notes": {},
-        "readonly": False,
-        "exports": {"array_interface": {"call": "x.__array_interface__"}},
-        "imports": {"array_interface": {"call": "numpy.asarray(obj)", "zero_copy": True,
-                                        "typed": True, "readonly": True}},
-    }
+    return _testkit.load_numpy(
+        version="1.0",
+        dtypes=["float32"],
+        layouts=["flat"],
+        exports={"array_interface": {"call": "x.__array_interface__"}},
+        imports={"array_interface": _testkit.NUMPY_ARRAY_INTERFACE})
 
 
-def build(data, dtype, ops, readonly=False):
-    return _probekit.apply_ops(_probekit.numpy_from_bytes(data, dtype), ops)
-
-
-def describe(x):
-    return _probekit.numpy_like_description(x)
+build = _testkit.build
+describe = _testkit.describe
 
 
 def consume(obj, protocol, dtype):
-    return np.asarray(obj)
+    return _testkit.np.asarray(obj)

@@ -4,39 +4,29 @@ int8 kills the worker, so that the next worker starts fresh and imports this lib
 
 import os
 import signal
+import sys
 
-import _probekit
-
-np = None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _testkit.py, next to this
+try:
+    import _testkit
+finally:
+    del sys.path[0]  # probe directories stay off sys.path (probes/README.md)
 
 
 def load():
-    global np
-    import numpy as _np
-
-    np = _np
-    return {
-        "version": "1.0",
-        "devices": ["cpu"],
-        "dtypes": ["int8", "float32"],
-        "layouts": ["flat"],
-        "notes": {},
-        "readonly": False,
-        "exports": {"dlpack": {"call": "x.__dlpack__"}},
-        "imports": {"dlpack": {"call": "numpy.from_dlpack(obj)", "zero_copy": True,
-                               "typed": True, "readonly": True}},
-    }
+    return _testkit.load_numpy(
+        version="1.0",
+        dtypes=["int8", "float32"],
+        layouts=["flat"],
+        exports={"dlpack": {"call": "x.__dlpack__"}},
+        imports={"dlpack": _testkit.NUMPY_DLPACK})
 
 
-def build(data, dtype, ops, readonly=False):
-    return _probekit.apply_ops(_probekit.numpy_from_bytes(data, dtype), ops)
-
-
-def describe(x):
-    return _probekit.numpy_like_description(x)
+build = _testkit.build
+describe = _testkit.describe
 
 
 def consume(obj, protocol, dtype):
     if dtype == "int8":
         os.kill(os.getpid(), signal.SIGSEGV)
-    return np.from_dlpack(obj)
+    return _testkit.np.from_dlpack(obj)

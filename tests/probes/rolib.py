@@ -14,31 +14,21 @@ Its arrays wrap NumPy arrays. What goes wrong depends on the dtype:
 It is loaded only with --probe-dir tests/probes; the built-in probe set never sees it.
 """
 
-import ctypes
+import os
+import sys
 
 import _probekit
 
-np = None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _testkit.py, next to this
+try:
+    import _testkit
+finally:
+    del sys.path[0]  # probe directories stay off sys.path (probes/README.md)
+
 NPY_ARRAY_WRITEABLE = 0x0400
 
 
-class _ArrayInterface(ctypes.Structure):
-    """NumPy's PyArrayInterface, the struct an __array_struct__ capsule points at."""
-    _fields_ = [("two", ctypes.c_int), ("nd", ctypes.c_int), ("typekind", ctypes.c_char),
-                ("itemsize", ctypes.c_int), ("flags", ctypes.c_int),
-                ("shape", ctypes.c_void_p), ("strides", ctypes.c_void_p),
-                ("data", ctypes.c_void_p), ("descr", ctypes.c_void_p)]
-
-
-_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_capsule_pointer.restype = ctypes.c_void_p
-_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-
-
-class RoArray:
-    def __init__(self, array):
-        self.array = array
-
+class RoArray(_testkit.Array):
     def _lies(self):
         return self.array.dtype.name == "float32" and not self.array.flags.writeable
 
@@ -54,8 +44,8 @@ class RoArray:
         capsule = self.array.__array_struct__
         if self._lies():
             # NumPy allocates a fresh struct for every capsule: changing it touches no one else
-            struct = _ArrayInterface.from_address(_capsule_pointer(capsule, None))
-            struct.flags |= NPY_ARRAY_WRITEABLE
+            address = _testkit.capsule_pointer(capsule, None)
+            _testkit.PyArrayInterface.from_address(address).flags |= NPY_ARRAY_WRITEABLE
         return capsule
 
 
@@ -67,28 +57,18 @@ class Imported:
 
 
 def load():
-    global np
-    import numpy as _np
-
-    np = _np
-    return {
-        "version": "0.0.1",
-        "devices": ["cpu"],
-        "dtypes": ["float32", "float64", "int32", "int16"],
-        "layouts": ["contiguous", "flat"],
-        "notes": {"bool": "rolib has only the dtypes of its test plan"},
-        "readonly": True,
-        "exports": {"array_interface": {"call": "RoArray.__array_interface__"},
-                    "array_struct": {"call": "RoArray.__array_struct__"}},
-        "imports": {
-            "array_interface": {"call": "numpy.asarray(obj)", "zero_copy": True, "typed": True,
-                                "readonly": True},
-        },
-    }
+    return _testkit.load_numpy(
+        dtypes=["float32", "float64", "int32", "int16"],
+        layouts=["contiguous", "flat"],
+        notes={"bool": "rolib has only the dtypes of its test plan"},
+        readonly=True,
+        exports={"array_interface": {"call": "RoArray.__array_interface__"},
+                 "array_struct": {"call": "RoArray.__array_struct__"}},
+        imports={"array_interface": _testkit.NUMPY_ARRAY_INTERFACE})
 
 
 def build(data, dtype, ops, readonly=False):
-    array = _probekit.apply_ops(_probekit.numpy_from_bytes(data, dtype), ops)
+    array = _testkit.numpy_array(data, dtype, ops)
     if readonly:
         array.setflags(write=False)
     return RoArray(array)
@@ -97,11 +77,11 @@ def build(data, dtype, ops, readonly=False):
 def describe(x):
     if isinstance(x, Imported):
         return _probekit.numpy_like_description(x.array, readonly=x.readonly)
-    return _probekit.numpy_like_description(x.array if isinstance(x, RoArray) else x)
+    return _testkit.describe(x)
 
 
 def consume(obj, protocol, dtype):
-    array = np.asarray(obj)
+    array = _testkit.np.asarray(obj)
     readonly = not array.flags.writeable
     if dtype == "int32":
         readonly = False

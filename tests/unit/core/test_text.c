@@ -33,6 +33,12 @@ static const char *escaped(const char *src, enum ic_text_escape how)
     return ic_text_buf_str(&buf);
 }
 
+/* Whether `src` escaped for `how` is exactly `want`. */
+static bool escapes_to(const char *src, enum ic_text_escape how, const char *want)
+{
+    return strcmp(escaped(src, how), want) == 0;
+}
+
 static bool ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), m = strlen(suffix);
@@ -215,97 +221,92 @@ static void test_buf(void)
 
 static void test_xml(void)
 {
-    TAP_OK(strcmp(escaped("<script>alert(1)</script> & ]]>", IC_ESCAPE_XML_TEXT),
-                  "&lt;script&gt;alert(1)&lt;/script&gt; &amp; ]]&gt;") == 0,
+    TAP_OK(escapes_to("<script>alert(1)</script> & ]]>", IC_ESCAPE_XML_TEXT,
+                      "&lt;script&gt;alert(1)&lt;/script&gt; &amp; ]]&gt;"),
            "XML text: markup, ampersands and ]]> are escaped");
-    TAP_OK(strcmp(escaped("q\"'\t\n\r", IC_ESCAPE_XML_TEXT), "q\"'\t\n&#13;") == 0,
+    TAP_OK(escapes_to("q\"'\t\n\r", IC_ESCAPE_XML_TEXT, "q\"'\t\n&#13;"),
            "XML text: quotes, tab and LF stay, CR is a reference");
-    TAP_OK(strcmp(escaped("\"'<&>\t\n\r", IC_ESCAPE_XML_ATTR),
-                  "&quot;&apos;&lt;&amp;&gt;&#9;&#10;&#13;") == 0,
-           "XML attribute: quotes and whitespace a parser would normalize are references");
-    TAP_OK(strcmp(escaped("\x01\x08\x0B\x0C\x1F\x7F", IC_ESCAPE_XML_TEXT),
-                  FFFD FFFD FFFD FFFD FFFD FFFD) == 0,
-           "C0 controls other than tab, LF, CR, and DEL become U+FFFD");
-    TAP_OK(strcmp(escaped("\xC2\x85\xC2\x9F\xEF\xBF\xBE\xEF\xBF\xBF\xEF\xB7\x90\xF0\x9F\xBF\xBF",
-                          IC_ESCAPE_XML_ATTR),
-                  FFFD FFFD FFFD FFFD FFFD FFFD) == 0,
+    TAP_OK(
+        escapes_to("\"'<&>\t\n\r", IC_ESCAPE_XML_ATTR, "&quot;&apos;&lt;&amp;&gt;&#9;&#10;&#13;"),
+        "XML attribute: quotes and whitespace a parser would normalize are references");
+    TAP_OK(
+        escapes_to("\x01\x08\x0B\x0C\x1F\x7F", IC_ESCAPE_XML_TEXT, FFFD FFFD FFFD FFFD FFFD FFFD),
+        "C0 controls other than tab, LF, CR, and DEL become U+FFFD");
+    TAP_OK(escapes_to("\xC2\x85\xC2\x9F\xEF\xBF\xBE\xEF\xBF\xBF\xEF\xB7\x90\xF0\x9F\xBF\xBF",
+                      IC_ESCAPE_XML_ATTR, FFFD FFFD FFFD FFFD FFFD FFFD),
            "C1 controls, U+FFFE, U+FFFF and other noncharacters become U+FFFD");
-    TAP_OK(strcmp(escaped("\xFF\xED\xA0\x80ok\xE2\x82", IC_ESCAPE_XML_TEXT), FFFD FFFD "ok") == 0,
+    TAP_OK(escapes_to("\xFF\xED\xA0\x80ok\xE2\x82", IC_ESCAPE_XML_TEXT, FFFD FFFD "ok"),
            "invalid UTF-8 is repaired while escaping");
-    TAP_OK(strcmp(escaped("caf\xC3\xA9 \xF0\x9F\x98\x80 \xEF\xBF\xBD", IC_ESCAPE_XML_TEXT),
-                  "caf\xC3\xA9 \xF0\x9F\x98\x80 " FFFD) == 0,
+    TAP_OK(escapes_to("caf\xC3\xA9 \xF0\x9F\x98\x80 \xEF\xBF\xBD", IC_ESCAPE_XML_TEXT,
+                      "caf\xC3\xA9 \xF0\x9F\x98\x80 " FFFD),
            "other characters, U+FFFD included, pass unchanged");
 }
 
 static void test_html(void)
 {
-    TAP_OK(strcmp(escaped("<img src=x onerror='alert(1)'>&amp;\"", IC_ESCAPE_HTML),
-                  "&lt;img src=x onerror=&#39;alert(1)&#39;&gt;&amp;amp;&quot;") == 0,
+    TAP_OK(escapes_to("<img src=x onerror='alert(1)'>&amp;\"", IC_ESCAPE_HTML,
+                      "&lt;img src=x onerror=&#39;alert(1)&#39;&gt;&amp;amp;&quot;"),
            "HTML: tags, entities and both quotes are escaped");
-    TAP_OK(strcmp(escaped("a\x1b[31mb\x7f", IC_ESCAPE_HTML), "a" FFFD "[31mb" FFFD) == 0,
+    TAP_OK(escapes_to("a\x1b[31mb\x7f", IC_ESCAPE_HTML, "a" FFFD "[31mb" FFFD),
            "HTML: terminal escapes lose their ESC, DEL is replaced");
 }
 
 static void test_markdown(void)
 {
-    TAP_OK(strcmp(escaped("| a | b |", IC_ESCAPE_MARKDOWN), "\\| a \\| b \\|") == 0,
+    TAP_OK(escapes_to("| a | b |", IC_ESCAPE_MARKDOWN, "\\| a \\| b \\|"),
            "pipes cannot split a table cell");
-    TAP_OK(strcmp(escaped("`code` **bold** _em_ ~~del~~", IC_ESCAPE_MARKDOWN),
-                  "\\`code\\` \\*\\*bold\\*\\* \\_em\\_ \\~\\~del\\~\\~") == 0,
+    TAP_OK(escapes_to("`code` **bold** _em_ ~~del~~", IC_ESCAPE_MARKDOWN,
+                      "\\`code\\` \\*\\*bold\\*\\* \\_em\\_ \\~\\~del\\~\\~"),
            "code spans, emphasis and strikethrough are escaped");
-    TAP_OK(strcmp(escaped("[x](javascript:alert(1)) ![i](u)", IC_ESCAPE_MARKDOWN),
-                  "\\[x\\]\\(javascript\\:alert\\(1\\)\\) \\!\\[i\\]\\(u\\)") == 0,
+    TAP_OK(escapes_to("[x](javascript:alert(1)) ![i](u)", IC_ESCAPE_MARKDOWN,
+                      "\\[x\\]\\(javascript\\:alert\\(1\\)\\) \\!\\[i\\]\\(u\\)"),
            "links and images are escaped");
-    TAP_OK(strcmp(escaped("<script>&amp;&#124;</script>", IC_ESCAPE_MARKDOWN),
-                  "\\<script\\>\\&amp;\\&\\#124;\\</script\\>") == 0,
+    TAP_OK(escapes_to("<script>&amp;&#124;</script>", IC_ESCAPE_MARKDOWN,
+                      "\\<script\\>\\&amp;\\&\\#124;\\</script\\>"),
            "HTML tags and entities render as text");
-    TAP_OK(strcmp(escaped("# h\n> q\r\n- l\r+ m", IC_ESCAPE_MARKDOWN),
-                  "\\# h<br>\\> q<br>\\- l<br>\\+ m") == 0,
-           "line breaks become <br>, so #, >, -, + never start a block");
-    TAP_OK(strcmp(escaped("www.x.com http://y $x$ :smile: @user", IC_ESCAPE_MARKDOWN),
-                  "www\\.x\\.com http\\://y \\$x\\$ \\:smile\\: \\@user") == 0,
+    TAP_OK(
+        escapes_to("# h\n> q\r\n- l\r+ m", IC_ESCAPE_MARKDOWN, "\\# h<br>\\> q<br>\\- l<br>\\+ m"),
+        "line breaks become <br>, so #, >, -, + never start a block");
+    TAP_OK(escapes_to("www.x.com http://y $x$ :smile: @user", IC_ESCAPE_MARKDOWN,
+                      "www\\.x\\.com http\\://y \\$x\\$ \\:smile\\: \\@user"),
            "autolinks, math and emoji shortcodes are broken up");
-    TAP_OK(strcmp(escaped("a\\|b\\", IC_ESCAPE_MARKDOWN), "a\\\\\\|b\\\\") == 0,
+    TAP_OK(escapes_to("a\\|b\\", IC_ESCAPE_MARKDOWN, "a\\\\\\|b\\\\"),
            "a backslash before a pipe stays a backslash and the pipe stays escaped");
-    TAP_OK(strcmp(escaped("t\tab\x01\xFF", IC_ESCAPE_MARKDOWN), "t ab" FFFD FFFD) == 0,
+    TAP_OK(escapes_to("t\tab\x01\xFF", IC_ESCAPE_MARKDOWN, "t ab" FFFD FFFD),
            "a tab is a space; controls and invalid bytes become U+FFFD");
-    TAP_OK(strcmp(escaped("plain, words; \"quoted\" 'too'? /path", IC_ESCAPE_MARKDOWN),
-                  "plain, words; \"quoted\" 'too'? /path") == 0,
+    TAP_OK(escapes_to("plain, words; \"quoted\" 'too'? /path", IC_ESCAPE_MARKDOWN,
+                      "plain, words; \"quoted\" 'too'? /path"),
            "punctuation that starts no construct is left readable");
 }
 
 static void test_plain(void)
 {
-    TAP_OK(strcmp(escaped("tab\tnl\nesc\x1b<b>", IC_ESCAPE_PLAIN), "tab\tnl\nesc\x1b<b>") == 0,
+    TAP_OK(escapes_to("tab\tnl\nesc\x1b<b>", IC_ESCAPE_PLAIN, "tab\tnl\nesc\x1b<b>"),
            "plain keeps controls and markup (its serializer escapes them)");
-    TAP_OK(strcmp(escaped("x\xC3(", IC_ESCAPE_PLAIN), "x" FFFD "(") == 0,
-           "plain repairs invalid UTF-8");
+    TAP_OK(escapes_to("x\xC3(", IC_ESCAPE_PLAIN, "x" FFFD "("), "plain repairs invalid UTF-8");
 }
 
 static void test_terminal(void)
 {
-    TAP_OK(strcmp(escaped("red \x1b[31mRED\x1b[0m", IC_ESCAPE_TERMINAL),
-                  "red \\x1b[31mRED\\x1b[0m") == 0,
+    TAP_OK(escapes_to("red \x1b[31mRED\x1b[0m", IC_ESCAPE_TERMINAL, "red \\x1b[31mRED\\x1b[0m"),
            "ESC is \\x1b: an ANSI sequence shows as text");
-    TAP_OK(strcmp(escaped("a\nb\rc\td\\e", IC_ESCAPE_TERMINAL), "a\\nb\\rc\\td\\\\e") == 0,
+    TAP_OK(escapes_to("a\nb\rc\td\\e", IC_ESCAPE_TERMINAL, "a\\nb\\rc\\td\\\\e"),
            "LF, CR and tab are \\n \\r \\t, and a backslash is doubled (got %s)",
            escaped("a\nb\rc\td\\e", IC_ESCAPE_TERMINAL));
-    TAP_OK(strcmp(escaped("\x01\x07\x08\x7f", IC_ESCAPE_TERMINAL), "\\x01\\x07\\x08\\x7f") == 0,
+    TAP_OK(escapes_to("\x01\x07\x08\x7f", IC_ESCAPE_TERMINAL, "\\x01\\x07\\x08\\x7f"),
            "other C0 controls and DEL are \\xNN");
-    TAP_OK(strcmp(escaped("\xC2\x9B"
-                          "2J \xC2\x85",
-                          IC_ESCAPE_TERMINAL),
-                  "\\u009b2J \\u0085") == 0,
+    TAP_OK(escapes_to("\xC2\x9B"
+                      "2J \xC2\x85",
+                      IC_ESCAPE_TERMINAL, "\\u009b2J \\u0085"),
            "C1 controls (the 8-bit CSI, NEL) are \\u00NN");
-    TAP_OK(strcmp(escaped("abc\xE2\x80\xAE"
-                          "fed\xE2\x81\xA6\xE2\x80\xA8",
-                          IC_ESCAPE_TERMINAL),
-                  "abc\\u202efed\\u2066\\u2028") == 0,
+    TAP_OK(escapes_to("abc\xE2\x80\xAE"
+                      "fed\xE2\x81\xA6\xE2\x80\xA8",
+                      IC_ESCAPE_TERMINAL, "abc\\u202efed\\u2066\\u2028"),
            "bidirectional controls and line separators are \\uNNNN");
-    TAP_OK(strcmp(escaped("caf\xC3\xA9 <b> \xF0\x9F\x98\x80 \xEF\xBF\xBE", IC_ESCAPE_TERMINAL),
-                  "caf\xC3\xA9 <b> \xF0\x9F\x98\x80 \xEF\xBF\xBE") == 0,
+    TAP_OK(escapes_to("caf\xC3\xA9 <b> \xF0\x9F\x98\x80 \xEF\xBF\xBE", IC_ESCAPE_TERMINAL,
+                      "caf\xC3\xA9 <b> \xF0\x9F\x98\x80 \xEF\xBF\xBE"),
            "printable text, markup and other characters stay as they are");
-    TAP_OK(strcmp(escaped("x\xFF\xED\xA0\x80y", IC_ESCAPE_TERMINAL), "x" FFFD FFFD "y") == 0,
+    TAP_OK(escapes_to("x\xFF\xED\xA0\x80y", IC_ESCAPE_TERMINAL, "x" FFFD FFFD "y"),
            "invalid UTF-8 and an encoded surrogate are U+FFFD");
 
     char line[80];

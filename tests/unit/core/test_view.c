@@ -6,18 +6,7 @@
 #include "ic_error.h"
 #include "ic_view.h"
 #include "tap.h"
-
-static struct ic_view view_1d(void *data, int itemsize, int64_t n, int64_t stride)
-{
-    struct ic_view view = {0};
-    view.data = (uintptr_t)data;
-    view.itemsize = itemsize;
-    view.dtype = IC_DTYPE_INVALID;
-    view.ndim = 1;
-    view.shape[0] = n;
-    view.strides[0] = stride;
-    return view;
-}
+#include "test_memory.h"
 
 static void test_span_and_contiguity(void)
 {

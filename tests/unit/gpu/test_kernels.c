@@ -12,27 +12,22 @@
 #include "kernels/ic_verify_logic.h"
 #include "tap.h"
 
-static struct ic_verify_counters launch_compare(const struct ic_verify_compare_args *proto,
-                                                int64_t threads)
-{
-    struct ic_verify_counters counters = {0, ~0ULL};
-    struct ic_verify_compare_args args = *proto;
-    args.counters = (uint64_t)(uintptr_t)&counters;
-    for (int64_t t = threads - 1; t >= 0; t--)
-        ic_verify_compare_thread(&args, t, threads);
-    return counters;
-}
+/* Defines `name`, a launch of a body that counts mismatches (the compare, the pattern check):
+ * over a copy of the arguments whose counters are fresh ones, which it returns. A macro because
+ * the two bodies take argument structs of two types. */
+#define DEFINE_COUNTED_LAUNCH(name, args_type, body)                                               \
+    static struct ic_verify_counters name(const args_type *proto, int64_t threads)                 \
+    {                                                                                              \
+        struct ic_verify_counters counters = {0, ~0ULL};                                           \
+        args_type args = *proto;                                                                   \
+        args.counters = (uint64_t)(uintptr_t)&counters;                                            \
+        for (int64_t t = threads - 1; t >= 0; t--)                                                 \
+            body(&args, t, threads);                                                               \
+        return counters;                                                                           \
+    }
 
-static struct ic_verify_counters launch_check(const struct ic_verify_pattern_args *proto,
-                                              int64_t threads)
-{
-    struct ic_verify_counters counters = {0, ~0ULL};
-    struct ic_verify_pattern_args args = *proto;
-    args.counters = (uint64_t)(uintptr_t)&counters;
-    for (int64_t t = threads - 1; t >= 0; t--)
-        ic_verify_check_pattern_thread(&args, t, threads);
-    return counters;
-}
+DEFINE_COUNTED_LAUNCH(launch_compare, struct ic_verify_compare_args, ic_verify_compare_thread)
+DEFINE_COUNTED_LAUNCH(launch_check, struct ic_verify_pattern_args, ic_verify_check_pattern_thread)
 
 static void launch_fill(const struct ic_verify_pattern_args *args, int64_t threads)
 {

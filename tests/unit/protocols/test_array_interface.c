@@ -4,18 +4,17 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "ic_array_interface.h"
 #include "ic_error.h"
 #include "ic_export.h"
 #include "ic_protocol.h"
-#include "ic_proxy.h"
 #include "tap.h"
 #include "test_diag.h"
+#include "test_memory.h"
+#include "test_protocol.h"
 #include "test_python.h"
 
 static double host_data[6] = {0, 1, 2, 3, 4, 5};
@@ -83,13 +82,6 @@ static struct checked check(PyObject *value, PyObject *owner)
     return out;
 }
 
-static void show(const char *what, const struct ic_diag *diag)
-{
-    char text[1024];
-    ic_diag_format(diag, text, sizeof(text));
-    TAP_DIAG("%s: %s", what, text[0] ? text : "(no findings)");
-}
-
 /* The valid base dict: a 2x3 float64 array over host_data. */
 static PyObject *base_dict(void)
 {
@@ -97,30 +89,17 @@ static PyObject *base_dict(void)
                          (unsigned long long)(uintptr_t)host_data, Py_False, "version", 3);
 }
 
-static PyObject *with(PyObject *dict, const char *key, PyObject *value)
-{
-    if (value)
-        PyDict_SetItemString(dict, key, value);
-    else
-        PyDict_DelItemString(dict, key);
-    Py_XDECREF(value);
-    return dict;
-}
-
 /* A pointer to memory that is not there: array_interface.data, and no view. */
 static void test_unreadable_data(void)
 {
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    unsigned char *base =
-        mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (base == MAP_FAILED || munmap(base + page, page) < 0)
-        abort();
+    size_t page;
+    unsigned char *base = page_before_hole(&page);
     uintptr_t hole = (uintptr_t)base + page;
     struct checked c = check(
         with(base_dict(), "data", Py_BuildValue("(KO)", (unsigned long long)hole, Py_False)), NULL);
     TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_DATA) && !c.have_view,
            "a data pointer into an unmapped page is array_interface.data");
-    show("unmapped data", &c.diag);
+    show_diag("unmapped data", &c.diag);
     c = check(
         with(base_dict(), "data", Py_BuildValue("(KO)", (unsigned long long)(hole - 16), Py_False)),
         NULL);
@@ -174,7 +153,7 @@ static void test_dict(void)
     c = check(with(base_dict(), "shape", Py_BuildValue("(N)", big)), NULL);
     TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_SHAPE),
            "an extent of 2**70 does not fit in int64");
-    show("2**70", &c.diag);
+    show_diag("2**70", &c.diag);
     c = check(with(base_dict(), "shape", Py_BuildValue("(LL)", (long long)(INT64_MAX / 2), 4LL)),
               NULL);
     TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_SHAPE),
@@ -191,7 +170,7 @@ static void test_dict(void)
     c = check(with(base_dict(), "typestr", PyUnicode_FromString("<f3")), NULL);
     TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_TYPESTR) && !c.have_view,
            "typestr <f3 is an error");
-    show("<f3", &c.diag);
+    show_diag("<f3", &c.diag);
     c = check(with(base_dict(), "typestr", PyUnicode_FromString("bfloat16")), NULL);
     TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_TYPESTR), "typestr bfloat16 is an error");
     c = check(with(base_dict(), "typestr", PyLong_FromLong(8)), NULL);
@@ -251,7 +230,7 @@ static void test_dict(void)
     c = check(d, NULL);
     TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_DATA),
            "6 doubles after offset 8 overrun 48 bytes");
-    show("overrun", &c.diag);
+    show_diag("overrun", &c.diag);
     d = Py_BuildValue("{s:(i),s:s,s:O,s:i,s:i}", "shape", 5, "typestr", "<f8", "data", bytes,
                       "offset", -8, "version", 3);
     c = check(d, NULL);
@@ -292,38 +271,26 @@ static const char producers_code[] = "class Iface:\n"
                                      "    def __array_interface__(self):\n"
                                      "        raise RuntimeError('no interface today')\n";
 
-static PyObject *ns;
-
-static PyObject *make(const char *class_name, PyObject *arg)
-{
-    PyObject *cls = PyDict_GetItemString(ns, class_name); /* borrowed */
-    PyObject *obj = arg ? PyObject_CallOneArg(cls, arg) : PyObject_CallNoArgs(cls);
-    Py_XDECREF(arg);
-    if (!obj)
-        abort();
-    return obj;
-}
-
 static void test_mask(void)
 {
     static unsigned char valid[3] = {1, 0, 1};
     PyObject *mask_dict =
         Py_BuildValue("{s:(i),s:s,s:(KO),s:i}", "shape", 3, "typestr", "|b1", "data",
                       (unsigned long long)(uintptr_t)valid, Py_False, "version", 3);
-    struct checked c = check(with(base_dict(), "mask", make("Iface", mask_dict)), NULL);
+    struct checked c = check(with(base_dict(), "mask", producer_new("Iface", mask_dict)), NULL);
     TAP_OK(has_warning(&c.diag, IC_RULE_ARRAY_INTERFACE_MASK) && c.diag.errors == 0 && c.have_view,
            "a (3,) mask broadcasts to (2, 3): only the NumPy-ignores-it warning");
     mask_dict = Py_BuildValue("{s:(i),s:s,s:(KO),s:i}", "shape", 4, "typestr", "|b1", "data",
                               (unsigned long long)(uintptr_t)valid, Py_False, "version", 3);
-    c = check(with(base_dict(), "mask", make("Iface", mask_dict)), NULL);
+    c = check(with(base_dict(), "mask", producer_new("Iface", mask_dict)), NULL);
     TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_MASK), "a (4,) mask does not broadcast");
     c = check(with(base_dict(), "mask", PyLong_FromLong(1)), NULL);
     TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_MASK), "an int mask is an error");
     mask_dict = Py_BuildValue("{s:(i),s:s,s:i}", "shape", 3, "typestr", "|b7", "version", 3);
-    c = check(with(base_dict(), "mask", make("Iface", mask_dict)), NULL);
+    c = check(with(base_dict(), "mask", producer_new("Iface", mask_dict)), NULL);
     TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_INTERFACE_MASK),
            "a mask with an invalid interface is an error");
-    show("invalid mask", &c.diag);
+    show_diag("invalid mask", &c.diag);
     c = check(with(base_dict(), "mask", Py_NewRef(Py_None)), NULL);
     TAP_OK(c.diag.count == 0, "mask None is fine");
 }
@@ -332,10 +299,9 @@ static void test_ops(void)
 {
     struct ic_export_record rec;
     PyObject *dict = base_dict();
-    PyObject *target = make("Iface", Py_NewRef(dict));
+    PyObject *target = producer_new("Iface", Py_NewRef(dict));
 
-    ic_export_record_init(&rec, IC_PROTOCOL_ARRAY_INTERFACE, IC_VARIANT_NONE);
-    PyObject *proxy = ic_array_interface_ops.proxy_new(target, &rec);
+    PyObject *proxy = proxy_open(&ic_array_interface_ops, target, &rec);
     PyObject *got = PyObject_GetAttrString(proxy, "__array_interface__");
     TAP_OK(got == dict, "the proxy returns the producer's dict unchanged");
     TAP_OK(rec.export_calls == 1 && rec.have_view && rec.view.data == (uintptr_t)host_data &&
@@ -348,12 +314,11 @@ static void test_ops(void)
     TAP_OK(!PyObject_HasAttrString(proxy, "__array_struct__") &&
                !PyObject_HasAttrString(proxy, "__dlpack__") && !PyObject_CheckBuffer(proxy),
            "the proxy offers nothing else");
-    ic_proxy_detach(proxy);
-    Py_DECREF(proxy);
+    proxy_close(proxy);
 
     PyObject *handle = NULL;
-    ic_export_record_init(&rec, IC_PROTOCOL_ARRAY_INTERFACE, IC_VARIANT_NONE);
-    TAP_OK(ic_array_interface_ops.reference_consume(target, &rec, &handle) == 0 && handle == dict,
+    TAP_OK(reference_import(&ic_array_interface_ops, target, IC_VARIANT_NONE, &rec, &handle) == 0 &&
+               handle == dict,
            "the reference consumer's handle is the dict");
     TAP_OK(rec.have_view && rec.diag.errors == 0 && strcmp(rec.request, "__array_interface__") == 0,
            "and its view is recorded");
@@ -362,38 +327,27 @@ static void test_ops(void)
 
     PyObject *broken = PyDict_Copy(dict);
     PyDict_DelItemString(broken, "version");
-    target = make("Iface", broken);
-    ic_export_record_init(&rec, IC_PROTOCOL_ARRAY_INTERFACE, IC_VARIANT_NONE);
-    proxy = ic_array_interface_ops.proxy_new(target, &rec);
-    got = PyObject_GetAttrString(proxy, "__array_interface__");
+    target = producer_new("Iface", broken);
+    got = read_through_proxy(&ic_array_interface_ops, target, "__array_interface__", &rec);
     TAP_OK(got && ic_export_diag_has_error(&rec.diag, IC_RULE_ARRAY_INTERFACE_DICT),
            "a broken dict passes through the proxy and is recorded as an error");
     Py_XDECREF(got);
-    ic_proxy_detach(proxy);
-    Py_DECREF(proxy);
     Py_DECREF(target);
 
-    target = make("Failing", NULL);
-    ic_export_record_init(&rec, IC_PROTOCOL_ARRAY_INTERFACE, IC_VARIANT_NONE);
-    proxy = ic_array_interface_ops.proxy_new(target, &rec);
-    got = PyObject_GetAttrString(proxy, "__array_interface__");
+    target = producer_new("Failing", NULL);
+    got = read_through_proxy(&ic_array_interface_ops, target, "__array_interface__", &rec);
     bool runtime_error = !got && PyErr_ExceptionMatches(PyExc_RuntimeError);
     PyErr_Clear();
     TAP_OK(runtime_error && rec.producer_raised &&
                strcmp(rec.producer_exc_type, "RuntimeError") == 0,
            "the producer's exception reaches the consumer and is recorded");
-    ic_proxy_detach(proxy);
-    Py_DECREF(proxy);
-    handle = NULL;
-    ic_export_record_init(&rec, IC_PROTOCOL_ARRAY_INTERFACE, IC_VARIANT_NONE);
-    TAP_OK(ic_array_interface_ops.reference_consume(target, &rec, &handle) == 0 && !handle &&
-               rec.producer_raised && !PyErr_Occurred(),
+    TAP_OK(reference_import(&ic_array_interface_ops, target, IC_VARIANT_NONE, &rec, &handle) == 0 &&
+               !handle && rec.producer_raised && !PyErr_Occurred(),
            "the reference consumer records it and leaves nothing pending");
     Py_DECREF(target);
     Py_DECREF(dict);
 
-    TAP_OK(ic_protocol_ops(IC_PROTOCOL_ARRAY_INTERFACE) == &ic_array_interface_ops &&
-               strcmp(ic_array_interface_ops.id, ic_protocol_id(IC_PROTOCOL_ARRAY_INTERFACE)) == 0,
+    TAP_OK(ops_registered(IC_PROTOCOL_ARRAY_INTERFACE, &ic_array_interface_ops),
            "the ops are registered under their id");
 }
 
@@ -402,19 +356,12 @@ int main(void)
     test_typestr();
     if (test_python_start() < 0)
         return 1;
-    ns = PyDict_New();
-    PyDict_SetItemString(ns, "__builtins__", PyEval_GetBuiltins());
-    PyObject *result = PyRun_String(producers_code, Py_file_input, ns, ns);
-    if (!result) {
-        printf("Bail out! cannot define the producers\n");
-        return 1;
-    }
-    Py_DECREF(result);
+    if (test_python_define(producers_code) < 0)
+        return test_python_bail("cannot define the producers");
     test_dict();
     test_unreadable_data();
     test_mask();
     test_ops();
-    Py_CLEAR(ns);
     test_python_stop();
     return tap_done();
 }

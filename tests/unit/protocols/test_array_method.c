@@ -4,10 +4,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "ic_array_method.h"
 #include "ic_error.h"
@@ -16,6 +14,8 @@
 #include "ic_proxy.h"
 #include "tap.h"
 #include "test_diag.h"
+#include "test_memory.h"
+#include "test_protocol.h"
 #include "test_python.h"
 
 static const char producers_code[] =
@@ -48,24 +48,11 @@ static const char producers_code[] =
     "    def __array__(self, dtype=None, copy=None):\n"
     "        return np.arange(3.0).view(Sub)\n";
 
-static PyObject *ns;
-
-static PyObject *eval(const char *expression)
-{
-    PyObject *obj = PyRun_String(expression, Py_eval_input, ns, ns);
-    if (!obj) {
-        struct ic_py_exc exc;
-        ic_py_fetch(&exc);
-        printf("# cannot evaluate %s: %s: %s\n", expression, exc.type, exc.message);
-        abort();
-    }
-    return obj;
-}
-
 static void test_result_check(void)
 {
-    PyObject *array = eval("np.arange(4, dtype=np.int16)"), *sub = eval("Subclass().__array__()");
-    PyObject *list = eval("[1, 2]"), *scalar = eval("np.float64(1.0)");
+    PyObject *array = producer_eval("np.arange(4, dtype=np.int16)"),
+             *sub = producer_eval("Subclass().__array__()");
+    PyObject *list = producer_eval("[1, 2]"), *scalar = producer_eval("np.float64(1.0)");
     TAP_OK(ic_array_method_is_ndarray(array), "an ndarray is an ndarray");
     TAP_OK(ic_array_method_is_ndarray(sub), "a subclass instance is an ndarray");
     TAP_OK(!ic_array_method_is_ndarray(list) && !ic_array_method_is_ndarray(scalar),
@@ -85,21 +72,20 @@ static void test_result_check(void)
            "a list result is an error");
 
     /* An ndarray a producer built over a page that is gone: its memory is never read. */
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    void *hole = mmap(NULL, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (hole == MAP_FAILED || munmap(hole, page) < 0)
-        abort();
+    size_t page;
+    unsigned char *base = page_before_hole(&page), *hole = base + page;
     char expression[200];
     snprintf(expression, sizeof(expression),
              "np.ctypeslib.as_array((__import__('ctypes').c_int16 * 4).from_address(%llu))",
              (unsigned long long)(uintptr_t)hole);
-    PyObject *lost = eval(expression);
+    PyObject *lost = producer_eval(expression);
     ic_diag_init(&diag);
     ic_array_method_check_result(lost, &diag, &view, &have_view);
     TAP_OK(has_error(&diag, IC_RULE_EXCHANGE_CONTENTS) && !have_view &&
                diag.items[0].side == IC_SIDE_PRODUCER,
            "an ndarray over unmapped memory is exchange.contents, the producer's");
     Py_DECREF(lost);
+    munmap(base, page);
     Py_DECREF(array);
     Py_DECREF(sub);
     Py_DECREF(list);
@@ -120,16 +106,28 @@ static PyObject *call_array(PyObject *proxy, PyObject *args, PyObject *kwargs,
     return result;
 }
 
+/* One __array__(**kwargs) call through a fresh proxy of the producer `expression`, recorded in
+ * *rec; returns the result (or NULL with the exception fetched into *exc). */
+static PyObject *call_once(const char *expression, PyObject *kwargs, struct ic_export_record *rec,
+                           struct ic_py_exc *exc)
+{
+    PyObject *target = producer_eval(expression);
+    PyObject *proxy = proxy_open(&ic_array_method_ops, target, rec);
+    PyObject *result = call_array(proxy, NULL, kwargs, exc);
+    proxy_close(proxy);
+    Py_DECREF(target);
+    return result;
+}
+
 static void test_proxy(void)
 {
     struct ic_export_record rec;
     struct ic_py_exc exc;
-    PyObject *target = eval("Good()");
+    PyObject *target = producer_eval("Good()");
     PyObject *array = PyObject_GetAttrString(target, "a");
     PyObject *kwargs = NULL, *result = NULL;
 
-    ic_export_record_init(&rec, IC_PROTOCOL_ARRAY_METHOD, IC_VARIANT_NONE);
-    PyObject *proxy = ic_array_method_ops.proxy_new(target, &rec);
+    PyObject *proxy = proxy_open(&ic_array_method_ops, target, &rec);
     result = call_array(proxy, NULL, NULL, &exc);
     TAP_OK(result == array && strcmp(rec.request, "__array__()") == 0 && rec.have_view &&
                rec.diag.count == 0 && !rec.zero_copy_known,
@@ -152,68 +150,40 @@ static void test_proxy(void)
     Py_XDECREF(result);
     Py_DECREF(args);
     TAP_OK(rec.export_calls == 3 && rec.diag.errors == 0, "proxy: three calls, no finding");
-    ic_proxy_detach(proxy);
-    Py_DECREF(proxy);
+    proxy_close(proxy);
 
     /* NumPy itself as the consumer of the proxy */
-    ic_export_record_init(&rec, IC_PROTOCOL_ARRAY_METHOD, IC_VARIANT_NONE);
-    proxy = ic_array_method_ops.proxy_new(target, &rec);
-    PyDict_SetItemString(ns, "proxy", proxy);
-    PyObject *imported = eval("np.asarray(proxy)");
+    proxy = proxy_open(&ic_array_method_ops, target, &rec);
+    PyDict_SetItemString(test_producers, "proxy", proxy);
+    PyObject *imported = producer_eval("np.asarray(proxy)");
     TAP_OK(imported == array && rec.export_calls >= 1 && rec.have_view,
            "numpy.asarray consumes the proxy and shares the array (request %s)", rec.request);
     Py_XDECREF(imported);
-    PyDict_DelItemString(ns, "proxy");
-    ic_proxy_detach(proxy);
-    Py_DECREF(proxy);
+    PyDict_DelItemString(test_producers, "proxy");
+    proxy_close(proxy);
     Py_DECREF(array);
     Py_DECREF(target);
 
-    target = eval("Refuses()");
-    ic_export_record_init(&rec, IC_PROTOCOL_ARRAY_METHOD, IC_VARIANT_NONE);
-    proxy = ic_array_method_ops.proxy_new(target, &rec);
-    result = call_array(proxy, NULL, kwargs, &exc);
+    /* kwargs is still copy=False */
+    result = call_once("Refuses()", kwargs, &rec, &exc);
     TAP_OK(!result && exc.value_error && rec.producer_raised && rec.diag.count == 0 &&
                rec.no_copy_required,
            "proxy: a ValueError for copy=False is the allowed refusal and reaches the consumer");
-    ic_proxy_detach(proxy);
-    Py_DECREF(proxy);
-    Py_DECREF(target);
-
-    target = eval("WrongRefusal()");
-    ic_export_record_init(&rec, IC_PROTOCOL_ARRAY_METHOD, IC_VARIANT_NONE);
-    proxy = ic_array_method_ops.proxy_new(target, &rec);
-    result = call_array(proxy, NULL, kwargs, &exc);
+    result = call_once("WrongRefusal()", kwargs, &rec, &exc);
     TAP_OK(!result && strcmp(exc.type, "RuntimeError") == 0 &&
                has_error(&rec.diag, IC_RULE_ARRAY_NO_COPY_ERROR),
            "proxy: a RuntimeError for copy=False is an error");
-    ic_proxy_detach(proxy);
-    Py_DECREF(proxy);
-    Py_DECREF(target);
-
-    target = eval("Old()");
-    ic_export_record_init(&rec, IC_PROTOCOL_ARRAY_METHOD, IC_VARIANT_NONE);
-    proxy = ic_array_method_ops.proxy_new(target, &rec);
-    result = call_array(proxy, NULL, kwargs, &exc);
+    result = call_once("Old()", kwargs, &rec, &exc);
     TAP_OK(!result && exc.type_error && has_warning(&rec.diag, IC_RULE_ARRAY_COPY_KEYWORD) &&
                rec.diag.errors == 0,
            "proxy: an __array__ without copy is the old signature (warning)");
-    ic_proxy_detach(proxy);
-    Py_DECREF(proxy);
-    Py_DECREF(target);
     Py_DECREF(kwargs);
 
-    target = eval("NotArray()");
-    ic_export_record_init(&rec, IC_PROTOCOL_ARRAY_METHOD, IC_VARIANT_NONE);
-    proxy = ic_array_method_ops.proxy_new(target, &rec);
-    result = call_array(proxy, NULL, NULL, &exc);
+    result = call_once("NotArray()", NULL, &rec, &exc);
     TAP_OK(result && PyList_Check(result) && has_error(&rec.diag, IC_RULE_ARRAY_RETURNS_NDARRAY) &&
                !rec.have_view,
            "proxy: a list result passes through and is an error");
     Py_XDECREF(result);
-    ic_proxy_detach(proxy);
-    Py_DECREF(proxy);
-    Py_DECREF(target);
 }
 
 struct consumed {
@@ -225,9 +195,8 @@ struct consumed {
 static struct consumed consume(const char *expression, enum ic_variant variant)
 {
     struct consumed out;
-    PyObject *target = eval(expression), *handle = NULL;
-    ic_export_record_init(&out.rec, IC_PROTOCOL_ARRAY_METHOD, variant);
-    out.rc = ic_array_method_ops.reference_consume(target, &out.rec, &handle);
+    PyObject *target = producer_eval(expression), *handle = NULL;
+    out.rc = reference_import(&ic_array_method_ops, target, variant, &out.rec, &handle);
     out.handle_is_array = handle && ic_array_method_is_ndarray(handle);
     TAP_OK(!PyErr_Occurred(), "%s leaves no exception pending", expression);
     Py_XDECREF(handle);
@@ -265,8 +234,7 @@ static void test_reference_consumer(void)
     TAP_OK(c.handle_is_array && strcmp(c.rec.request, "__array__()") == 0,
            "readonly: asked as the plain case");
 
-    TAP_OK(ic_protocol_ops(IC_PROTOCOL_ARRAY_METHOD) == &ic_array_method_ops &&
-               strcmp(ic_array_method_ops.id, ic_protocol_id(IC_PROTOCOL_ARRAY_METHOD)) == 0,
+    TAP_OK(ops_registered(IC_PROTOCOL_ARRAY_METHOD, &ic_array_method_ops),
            "the ops are registered under their id");
 }
 
@@ -274,21 +242,15 @@ int main(void)
 {
     if (test_python_start() < 0)
         return 1;
-    ns = PyDict_New();
-    PyDict_SetItemString(ns, "__builtins__", PyEval_GetBuiltins());
-    PyObject *result = PyRun_String(producers_code, Py_file_input, ns, ns);
-    if (!result) {
+    if (test_python_define(producers_code) < 0) {
         PyErr_Clear();
         printf("1..0 # SKIP numpy is not importable\n");
-        Py_DECREF(ns);
         test_python_stop();
         return 0;
     }
-    Py_DECREF(result);
     test_result_check();
     test_proxy();
     test_reference_consumer();
-    Py_CLEAR(ns);
     test_python_stop();
     return tap_done();
 }

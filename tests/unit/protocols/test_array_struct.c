@@ -4,18 +4,17 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "ic_array_struct.h"
 #include "ic_error.h"
 #include "ic_export.h"
 #include "ic_protocol.h"
-#include "ic_proxy.h"
 #include "tap.h"
 #include "test_diag.h"
+#include "test_memory.h"
+#include "test_protocol.h"
 #include "test_python.h"
 
 static float data[8];
@@ -55,11 +54,12 @@ static struct checked check_struct(struct ic_pyarrayinterface s, const char *nam
     return out;
 }
 
-static void show(const char *what, const struct ic_diag *diag)
+/* The good struct's check with the flags `set` set and the flags `unset` cleared. */
+static struct checked check_flags(int set, int unset)
 {
-    char text[1024];
-    ic_diag_format(diag, text, sizeof(text));
-    TAP_DIAG("%s: %s", what, text[0] ? text : "(no findings)");
+    struct ic_pyarrayinterface s = good_struct();
+    s.flags = (s.flags | set) & ~unset;
+    return check_struct(s, NULL);
 }
 
 #define RULE IC_RULE_ARRAY_STRUCT_STRUCT
@@ -76,9 +76,7 @@ static void test_rules(void)
     s.strides = NULL;
     c = check_struct(s, NULL);
     TAP_OK(c.diag.count == 0 && c.view.strides[0] == 12, "strides NULL means C-contiguous");
-    s = good_struct();
-    s.flags &= ~IC_ARR_WRITEABLE;
-    c = check_struct(s, NULL);
+    c = check_flags(0, IC_ARR_WRITEABLE);
     TAP_OK(c.diag.count == 0 && c.view.readonly, "without WRITEABLE the view is read-only");
     s = good_struct();
     s.nd = 0;
@@ -99,7 +97,7 @@ static void test_rules(void)
     Py_DECREF(number);
     c = check_struct(good_struct(), "PyArrayInterface");
     TAP_OK(has_error(&c.diag, RULE), "a named capsule is an error");
-    show("named", &c.diag);
+    show_diag("named", &c.diag);
     s = good_struct();
     s.two = 3;
     c = check_struct(s, NULL);
@@ -129,24 +127,16 @@ static void test_rules(void)
     s.strides = f_strides;
     c = check_struct(s, NULL);
     TAP_OK(has_error(&c.diag, RULE), "C_CONTIGUOUS with Fortran strides is an error");
-    show("C flag, F strides", &c.diag);
-    s = good_struct();
-    s.flags |= IC_ARR_F_CONTIGUOUS;
-    c = check_struct(s, NULL);
+    show_diag("C flag, F strides", &c.diag);
+    c = check_flags(IC_ARR_F_CONTIGUOUS, 0);
     TAP_OK(has_error(&c.diag, RULE), "F_CONTIGUOUS with 2-d C strides is an error");
-    s = good_struct();
-    s.flags &= ~IC_ARR_C_CONTIGUOUS;
-    c = check_struct(s, NULL);
+    c = check_flags(0, IC_ARR_C_CONTIGUOUS);
     TAP_OK(has_warning(&c.diag, RULE) && c.diag.errors == 0,
            "C-contiguous strides without the flag are a warning");
-    s = good_struct();
-    s.flags &= ~IC_ARR_NOTSWAPPED;
-    c = check_struct(s, NULL);
+    c = check_flags(0, IC_ARR_NOTSWAPPED);
     TAP_OK(has_warning(&c.diag, RULE) && c.diag.errors == 0 && c.view.dtype == IC_DTYPE_INVALID,
            "no NOTSWAPPED: declared byte-swapped, a warning and no dtype");
-    s = good_struct();
-    s.flags |= IC_ARR_HAS_DESCR;
-    c = check_struct(s, NULL);
+    c = check_flags(IC_ARR_HAS_DESCR, 0);
     TAP_OK(has_error(&c.diag, RULE), "ARR_HAS_DESCR with descr NULL is an error");
     s = good_struct();
     s.descr = Py_None;
@@ -187,10 +177,10 @@ static const char producers_code[] = "import numpy as np\n"
                                      "readonly.flags.writeable = False\n"
                                      "record = np.zeros(3, dtype=[('x', '<i4'), ('y', '<f8')])\n";
 
-static struct checked check_numpy(PyObject *ns, const char *name)
+static struct checked check_numpy(const char *name)
 {
     struct checked out;
-    PyObject *array = PyDict_GetItemString(ns, name); /* borrowed */
+    PyObject *array = PyDict_GetItemString(test_producers, name); /* borrowed */
     PyObject *capsule = PyObject_GetAttrString(array, "__array_struct__");
     ic_diag_init(&out.diag);
     out.have_view = false;
@@ -201,37 +191,30 @@ static struct checked check_numpy(PyObject *ns, const char *name)
 
 static void test_numpy(void)
 {
-    PyObject *ns = PyDict_New(), *result = NULL;
-    PyDict_SetItemString(ns, "__builtins__", PyEval_GetBuiltins());
-    result = PyRun_String(producers_code, Py_file_input, ns, ns);
-    if (!result) {
+    if (test_python_define(producers_code) < 0) {
         PyErr_Clear();
         TAP_DIAG("numpy is not importable: NumPy producer tests skipped");
-        Py_DECREF(ns);
         return;
     }
-    Py_DECREF(result);
 
-    struct checked c = check_numpy(ns, "c_order");
+    struct checked c = check_numpy("c_order");
     TAP_OK(c.diag.count == 0 && c.view.dtype == IC_DTYPE_FLOAT32 && c.view.ndim == 2,
            "numpy: a C-order float32 array is valid");
-    c = check_numpy(ns, "sliced");
+    c = check_numpy("sliced");
     TAP_OK(c.diag.count == 0 && c.view.strides[1] == 16, "numpy: a strided slice is valid");
-    c = check_numpy(ns, "fortran");
+    c = check_numpy("fortran");
     TAP_OK(c.diag.count == 0 && c.view.strides[0] == 8, "numpy: a transposed array is valid");
-    c = check_numpy(ns, "swapped");
+    c = check_numpy("swapped");
     TAP_OK(c.diag.errors == 0 && has_warning(&c.diag, RULE) && c.view.dtype == IC_DTYPE_INVALID,
            "numpy: a big-endian array is declared swapped (warning, no dtype)");
-    c = check_numpy(ns, "readonly");
+    c = check_numpy("readonly");
     TAP_OK(c.diag.count == 0 && c.view.readonly, "numpy: a read-only array lacks WRITEABLE");
-    c = check_numpy(ns, "record");
-    show("numpy structured array (NumPy writes flags &= ARR_HAS_DESCR)", &c.diag);
+    c = check_numpy("record");
+    show_diag("numpy structured array (NumPy writes flags &= ARR_HAS_DESCR)", &c.diag);
 
     struct ic_export_record rec;
-    PyObject *holder_cls = PyDict_GetItemString(ns, "Holder");
-    PyObject *target = PyObject_CallOneArg(holder_cls, PyDict_GetItemString(ns, "c_order"));
-    ic_export_record_init(&rec, IC_PROTOCOL_ARRAY_STRUCT, IC_VARIANT_NONE);
-    PyObject *proxy = ic_array_struct_ops.proxy_new(target, &rec);
+    PyObject *target = producer_eval("Holder(c_order)");
+    PyObject *proxy = proxy_open(&ic_array_struct_ops, target, &rec);
     PyObject *capsule = PyObject_GetAttrString(proxy, "__array_struct__");
     TAP_OK(capsule && PyCapsule_CheckExact(capsule) && rec.export_calls == 1 && rec.have_view &&
                rec.diag.count == 0 && rec.zero_copy_known,
@@ -239,41 +222,31 @@ static void test_numpy(void)
     TAP_OK(!PyObject_HasAttrString(proxy, "__array_interface__") && !PyObject_CheckBuffer(proxy),
            "proxy: nothing else is offered");
     Py_XDECREF(capsule);
-    ic_proxy_detach(proxy);
-    Py_DECREF(proxy);
+    proxy_close(proxy);
 
     PyObject *handle = NULL;
-    ic_export_record_init(&rec, IC_PROTOCOL_ARRAY_STRUCT, IC_VARIANT_NONE);
-    TAP_OK(ic_array_struct_ops.reference_consume(target, &rec, &handle) == 0 && handle &&
-               PyCapsule_CheckExact(handle) && rec.have_view && rec.diag.count == 0,
+    TAP_OK(reference_import(&ic_array_struct_ops, target, IC_VARIANT_NONE, &rec, &handle) == 0 &&
+               handle && PyCapsule_CheckExact(handle) && rec.have_view && rec.diag.count == 0,
            "reference consumer: the handle is the capsule");
     Py_XDECREF(handle);
     Py_DECREF(target);
 
-    PyObject *none = Py_None;
-    target = PyObject_CallOneArg(holder_cls, none);
-    ic_export_record_init(&rec, IC_PROTOCOL_ARRAY_STRUCT, IC_VARIANT_NONE);
-    handle = NULL;
-    TAP_OK(ic_array_struct_ops.reference_consume(target, &rec, &handle) == 0 && !handle &&
-               rec.producer_raised && strcmp(rec.producer_exc_type, "AttributeError") == 0 &&
-               !PyErr_Occurred(),
+    target = producer_eval("Holder(None)");
+    TAP_OK(reference_import(&ic_array_struct_ops, target, IC_VARIANT_NONE, &rec, &handle) == 0 &&
+               !handle && rec.producer_raised &&
+               strcmp(rec.producer_exc_type, "AttributeError") == 0 && !PyErr_Occurred(),
            "reference consumer: a producer's AttributeError is recorded");
     Py_DECREF(target);
-    Py_DECREF(ns);
 
-    TAP_OK(ic_protocol_ops(IC_PROTOCOL_ARRAY_STRUCT) == &ic_array_struct_ops &&
-               strcmp(ic_array_struct_ops.id, ic_protocol_id(IC_PROTOCOL_ARRAY_STRUCT)) == 0,
+    TAP_OK(ops_registered(IC_PROTOCOL_ARRAY_STRUCT, &ic_array_struct_ops),
            "the ops are registered under their id");
 }
 
 /* A producer that points at memory that is not there: array_struct.memory, and no view. */
 static void test_guarded(void)
 {
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    unsigned char *base =
-        mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (base == MAP_FAILED || munmap(base + page, page) < 0)
-        abort();
+    size_t page;
+    unsigned char *base = page_before_hole(&page);
     void *hole = base + page;
 
     struct checked c;
@@ -284,7 +257,7 @@ static void test_guarded(void)
     Py_DECREF(capsule);
     TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_STRUCT_MEMORY) && !c.have_view,
            "a capsule pointing at an unmapped page is array_struct.memory");
-    show("unmapped struct", &c.diag);
+    show_diag("unmapped struct", &c.diag);
 
     struct ic_pyarrayinterface s = good_struct();
     s.shape = hole;
@@ -301,7 +274,7 @@ static void test_guarded(void)
     c = check_struct(s, NULL);
     TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_STRUCT_MEMORY) && !c.have_view,
            "data in an unmapped page is array_struct.memory");
-    show("unmapped data", &c.diag);
+    show_diag("unmapped data", &c.diag);
     s.data = (char *)hole - 8; /* 2 of the 6 floats mapped */
     c = check_struct(s, NULL);
     TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_STRUCT_MEMORY) && !c.have_view,

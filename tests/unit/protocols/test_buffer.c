@@ -7,8 +7,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "ic_buffer.h"
 #include "ic_error.h"
@@ -17,14 +15,9 @@
 #include "ic_proxy.h"
 #include "tap.h"
 #include "test_diag.h"
+#include "test_memory.h"
+#include "test_protocol.h"
 #include "test_python.h"
-
-static void show(const char *what, const struct ic_diag *diag)
-{
-    char text[1024];
-    ic_diag_format(diag, text, sizeof(text));
-    TAP_DIAG("%s: %s", what, text[0] ? text : "(no findings)");
-}
 
 static void test_format(void)
 {
@@ -110,6 +103,27 @@ static Py_buffer good_buffer(void)
     return b;
 }
 
+/* The pointer fields a buffer may leave NULL, for good_buffer_without */
+enum { NO_SHAPE = 1, NO_STRIDES = 2, NO_FORMAT = 4 };
+
+/* The good buffer with the fields `dropped` names left NULL. */
+static Py_buffer good_buffer_without(int dropped)
+{
+    Py_buffer b = good_buffer();
+    b.shape = (dropped & NO_SHAPE) ? NULL : b.shape;
+    b.strides = (dropped & NO_STRIDES) ? NULL : b.strides;
+    b.format = (dropped & NO_FORMAT) ? NULL : b.format;
+    return b;
+}
+
+/* The good buffer with `format` for its 4-byte items. */
+static Py_buffer good_buffer_with_format(const char *format)
+{
+    Py_buffer b = good_buffer();
+    b.format = (char *)format;
+    return b;
+}
+
 struct checked {
     struct ic_diag diag;
     struct ic_view view;
@@ -134,16 +148,11 @@ static void test_rules(void)
            "its view is float32 (2, 3) with strides (12, 4)");
     c = check(good_buffer(), PyBUF_RECORDS);
     TAP_OK(c.diag.count == 0, "and a correct writable RECORDS buffer");
-    Py_buffer b = good_buffer();
-    b.strides = NULL;
-    b.format = NULL;
-    c = check(b, PyBUF_ND);
+    c = check(good_buffer_without(NO_STRIDES | NO_FORMAT), PyBUF_ND);
     TAP_OK(c.diag.count == 0 && c.view.strides[0] == 12 && c.view.dtype == IC_DTYPE_INVALID,
            "an ND buffer has C strides and, without FORMAT, no dtype");
-    b = good_buffer();
+    Py_buffer b = good_buffer_without(NO_SHAPE | NO_STRIDES | NO_FORMAT);
     b.ndim = 1;
-    b.shape = b.strides = NULL;
-    b.format = NULL;
     b.itemsize = 1;
     c = check(b, PyBUF_SIMPLE);
     TAP_OK(c.diag.count == 0 && c.view.ndim == 1 && c.view.shape[0] == 24 && c.view.itemsize == 1,
@@ -163,10 +172,8 @@ static void test_rules(void)
     b.ndim = 0;
     c = check(b, PyBUF_RECORDS_RO);
     TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_SCALAR), "ndim 0 with shape and strides is an error");
-    b = good_buffer();
+    b = good_buffer_without(NO_SHAPE | NO_STRIDES | NO_FORMAT);
     b.ndim = 0;
-    b.shape = b.strides = NULL;
-    b.format = NULL;
     c = check(b, PyBUF_SIMPLE);
     TAP_OK(has_warning(&c.diag, IC_RULE_BUFFER_SCALAR) && c.diag.errors == 0 &&
                c.view.shape[0] == 6,
@@ -178,7 +185,7 @@ static void test_rules(void)
     c = check(b, PyBUF_RECORDS_RO);
     TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_SIZE) && !c.have_view,
            "len 20 for 2x3 floats is an error");
-    show("bad len", &c.diag);
+    show_diag("bad len", &c.diag);
     b = good_buffer();
     b.itemsize = 0;
     c = check(b, PyBUF_STRIDED_RO);
@@ -190,57 +197,38 @@ static void test_rules(void)
     TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_SIZE), "a negative extent is an error");
 
     /* 5.1.3 */
-    b = good_buffer();
-    b.format = NULL;
-    c = check(b, PyBUF_RECORDS_RO);
+    c = check(good_buffer_without(NO_FORMAT), PyBUF_RECORDS_RO);
     TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FORMAT_REQUEST),
            "FORMAT requested but format NULL is an error");
     c = check(good_buffer(), PyBUF_STRIDED_RO);
     TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FORMAT_REQUEST),
            "a format without FORMAT requested is an error");
-    b = good_buffer();
-    b.format = "d";
-    c = check(b, PyBUF_RECORDS_RO);
+    c = check(good_buffer_with_format("d"), PyBUF_RECORDS_RO);
     TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FORMAT) && c.view.dtype == IC_DTYPE_INVALID,
            "format d with itemsize 4 is an error");
-    b.format = "y";
-    c = check(b, PyBUF_RECORDS_RO);
+    c = check(good_buffer_with_format("y"), PyBUF_RECORDS_RO);
     TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FORMAT), "format y is an error");
-    b.format = "2h";
-    c = check(b, PyBUF_RECORDS_RO);
+    c = check(good_buffer_with_format("2h"), PyBUF_RECORDS_RO);
     TAP_OK(c.diag.count == 0 && c.view.dtype == IC_DTYPE_INVALID, "format 2h is 4 bytes");
-    b.format = "3h";
-    c = check(b, PyBUF_RECORDS_RO);
+    c = check(good_buffer_with_format("3h"), PyBUF_RECORDS_RO);
     TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FORMAT), "format 3h is 6 bytes, not 4");
-    b.format = "hh";
-    c = check(b, PyBUF_RECORDS_RO);
+    c = check(good_buffer_with_format("hh"), PyBUF_RECORDS_RO);
     TAP_OK(c.diag.count == 0, "format hh is 4 bytes by the struct module");
-    b.format = "T{h:a:h:b:}";
-    c = check(b, PyBUF_RECORDS_RO);
+    c = check(good_buffer_with_format("T{h:a:h:b:}"), PyBUF_RECORDS_RO);
     TAP_OK(has_warning(&c.diag, IC_RULE_BUFFER_FORMAT) && c.diag.errors == 0,
            "a T{} format the struct module cannot size is a warning");
 
     /* 5.1.4 */
-    b = good_buffer();
-    b.shape = NULL;
-    b.strides = NULL;
-    c = check(b, PyBUF_RECORDS_RO);
+    c = check(good_buffer_without(NO_SHAPE | NO_STRIDES), PyBUF_RECORDS_RO);
     TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_SHAPE_STRIDES),
            "ND requested but shape NULL is an error");
-    b = good_buffer();
-    b.strides = NULL;
-    b.format = NULL;
-    c = check(b, PyBUF_SIMPLE);
+    c = check(good_buffer_without(NO_STRIDES | NO_FORMAT), PyBUF_SIMPLE);
     TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_SHAPE_STRIDES),
            "a shape for a SIMPLE request is an error");
-    b = good_buffer();
-    b.format = NULL;
-    c = check(b, PyBUF_ND);
+    c = check(good_buffer_without(NO_FORMAT), PyBUF_ND);
     TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_SHAPE_STRIDES),
            "strides when only ND was requested is an error");
-    b = good_buffer();
-    b.strides = NULL;
-    c = check(b, PyBUF_RECORDS_RO);
+    c = check(good_buffer_without(NO_STRIDES), PyBUF_RECORDS_RO);
     TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_SHAPE_STRIDES),
            "STRIDES requested but strides NULL is an error");
     Py_ssize_t suboffsets[2] = {-1, -1};
@@ -299,19 +287,12 @@ static void test_rules(void)
 
 /* A page that is mapped, followed by one that is not: the exporters below point into the
  * hole. Made once; the hole stays unmapped for the test's life. */
-static unsigned char *mapped_page;
-static size_t page_size;
-
 static unsigned char *hole(void)
 {
-    if (!mapped_page) {
-        page_size = (size_t)sysconf(_SC_PAGESIZE);
-        void *base =
-            mmap(NULL, 2 * page_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (base == MAP_FAILED || munmap((char *)base + page_size, page_size) < 0)
-            abort();
-        mapped_page = base;
-    }
+    static unsigned char *mapped_page;
+    static size_t page_size;
+    if (!mapped_page)
+        mapped_page = page_before_hole(&page_size);
     return mapped_page + page_size;
 }
 
@@ -323,7 +304,7 @@ static void test_guarded_fields(void)
     struct checked c = check(b, PyBUF_RECORDS_RO);
     TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FIELDS) && !c.have_view,
            "a format string in an unmapped page is buffer.fields, and no view");
-    show("unmapped format", &c.diag);
+    show_diag("unmapped format", &c.diag);
     memcpy(hole() - 2, "<f", 2); /* a format without its NUL before the hole */
     b.format = (char *)hole() - 2;
     c = check(b, PyBUF_RECORDS_RO);
@@ -355,7 +336,7 @@ static void test_guarded_fields(void)
     c = check(b, PyBUF_RECORDS_RO);
     TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FIELDS) && !c.have_view,
            "buf in an unmapped page is buffer.fields");
-    show("unmapped buf", &c.diag);
+    show_diag("unmapped buf", &c.diag);
     b.buf = hole() - 8; /* 2 of the 6 floats mapped: len promises more than there is */
     c = check(b, PyBUF_RECORDS_RO);
     TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FIELDS) && !c.have_view,
@@ -471,8 +452,7 @@ static void test_proxy(void)
     struct ic_export_record rec;
     PyObject *target = PyByteArray_FromStringAndSize("abcdefgh", 8);
 
-    ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_NONE);
-    PyObject *proxy = ic_buffer_ops.proxy_new(target, &rec);
+    PyObject *proxy = proxy_open(&ic_buffer_ops, target, &rec);
     PyObject *view = PyMemoryView_FromObject(proxy);
     TAP_OK(view && ((struct ic_proxy *)proxy)->acquired == 1 && rec.acquired == 1,
            "memoryview(proxy) gets one buffer through the proxy");
@@ -502,7 +482,7 @@ static void test_proxy(void)
     PyBuffer_Release(&first);
     ic_buffer_ops.finish(proxy, &rec);
     TAP_OK(has_error(&rec.lifetime, IC_RULE_BUFFER_RELEASE), "a get without a release is an error");
-    show("leak", &rec.lifetime);
+    show_diag("leak", &rec.lifetime);
     PyBuffer_Release(&second);
     ic_proxy_detach(proxy);
     TAP_OK(((struct ic_proxy *)proxy)->released == 3, "a release after detaching is still counted");
@@ -511,8 +491,7 @@ static void test_proxy(void)
 
     /* a read-only exporter refuses a writable request with BufferError */
     target = PyBytes_FromString("abcd");
-    ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_NONE);
-    proxy = ic_buffer_ops.proxy_new(target, &rec);
+    proxy = proxy_open(&ic_buffer_ops, target, &rec);
     bool refused =
         get_and_release(proxy, PyBUF_WRITABLE) < 0 && PyErr_ExceptionMatches(PyExc_BufferError);
     PyErr_Clear();
@@ -520,24 +499,50 @@ static void test_proxy(void)
            "bytes refuses PyBUF_WRITABLE with BufferError: conformant, recorded");
     TAP_OK(get_and_release(proxy, PyBUF_CONTIG_RO) == 0 && rec.view.readonly,
            "and then gives a read-only buffer");
-    ic_proxy_detach(proxy);
-    Py_DECREF(proxy);
+    proxy_close(proxy);
     Py_DECREF(target);
 
     /* array.array has a format */
     PyObject *array = PyImport_ImportModule("array");
     target = array ? PyObject_CallMethod(array, "array", "s[ddd]", "d", 1.0, 2.0, 3.0) : NULL;
-    ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_NONE);
-    proxy = ic_buffer_ops.proxy_new(target, &rec);
+    proxy = proxy_open(&ic_buffer_ops, target, &rec);
     TAP_OK(get_and_release(proxy, PyBUF_RECORDS_RO) == 0 && rec.view.dtype == IC_DTYPE_FLOAT64 &&
                rec.view.shape[0] == 3 && rec.diag.count == 0,
            "array.array('d') is float64 (3,)");
-    ic_proxy_detach(proxy);
-    Py_DECREF(proxy);
+    proxy_close(proxy);
     Py_XDECREF(target);
     Py_XDECREF(array);
+}
 
-    /* the broken exporter, through the proxy */
+/* What a consumer met that asked a fresh proxy of an exporter in `mode` for a buffer with
+ * `flags` and released it at once; the proxy's record is left in *rec, finished as the driver
+ * finishes a case. */
+struct proxied_get {
+    int rc;      /* the get's result */
+    bool raised; /* the get failed with `expected`, the exception the consumer got */
+    int exports; /* the exporter's gets not yet released, right after the release */
+};
+
+static struct proxied_get get_through_proxy(enum exporter_mode mode, int flags, PyObject *expected,
+                                            struct ic_export_record *rec)
+{
+    struct proxied_get out;
+    struct exporter *e = exporter_new(mode);
+    PyObject *proxy = proxy_open(&ic_buffer_ops, (PyObject *)e, rec);
+    out.rc = get_and_release(proxy, flags);
+    out.raised = out.rc < 0 && expected && PyErr_ExceptionMatches(expected);
+    PyErr_Clear();
+    out.exports = e->exports;
+    ic_buffer_ops.finish(proxy, rec);
+    proxy_close(proxy);
+    Py_DECREF(e);
+    return out;
+}
+
+/* The exporter of this test that breaks the rules, through the proxy */
+static void test_proxy_broken(void)
+{
+    struct ic_export_record rec;
     static const struct {
         enum exporter_mode mode;
         int flags;
@@ -554,76 +559,36 @@ static void test_proxy(void)
          "Fortran data for PyBUF_C_CONTIGUOUS"},
     };
     for (size_t i = 0; i < sizeof(broken) / sizeof(broken[0]); i++) {
-        struct exporter *e = exporter_new(broken[i].mode);
-        ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_NONE);
-        proxy = ic_buffer_ops.proxy_new((PyObject *)e, &rec);
-        int rc = get_and_release(proxy, broken[i].flags);
-        TAP_OK(rc == 0 && has_error(&rec.diag, broken[i].rule) && e->exports == 0,
+        struct proxied_get got = get_through_proxy(broken[i].mode, broken[i].flags, NULL, &rec);
+        TAP_OK(got.rc == 0 && has_error(&rec.diag, broken[i].rule) && got.exports == 0,
                "proxy: %s is %s", broken[i].what, ic_rule_id(broken[i].rule));
-        ic_buffer_ops.finish(proxy, &rec);
         TAP_OK(rec.lifetime.count == 0, "proxy: and the inner buffer was released once");
-        ic_proxy_detach(proxy);
-        Py_DECREF(proxy);
-        Py_DECREF(e);
     }
 
-    struct exporter *e = exporter_new(MODE_FAIL_KEEP_OBJ);
-    ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_NONE);
-    proxy = ic_buffer_ops.proxy_new((PyObject *)e, &rec);
-    refused =
-        get_and_release(proxy, PyBUF_RECORDS_RO) < 0 && PyErr_ExceptionMatches(PyExc_BufferError);
-    PyErr_Clear();
-    TAP_OK(refused && has_error(&rec.diag, IC_RULE_BUFFER_FAILED_GET) && rec.producer_raised,
+    struct proxied_get got =
+        get_through_proxy(MODE_FAIL_KEEP_OBJ, PyBUF_RECORDS_RO, PyExc_BufferError, &rec);
+    TAP_OK(got.raised && has_error(&rec.diag, IC_RULE_BUFFER_FAILED_GET) && rec.producer_raised,
            "a failure that leaves obj set is an error; the BufferError reaches the consumer");
-    ic_proxy_detach(proxy);
-    Py_DECREF(proxy);
-    Py_DECREF(e);
-
-    e = exporter_new(MODE_FAIL_SILENT);
-    ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_NONE);
-    proxy = ic_buffer_ops.proxy_new((PyObject *)e, &rec);
-    refused =
-        get_and_release(proxy, PyBUF_RECORDS_RO) < 0 && PyErr_ExceptionMatches(PyExc_SystemError);
-    PyErr_Clear();
-    TAP_OK(refused && has_error(&rec.diag, IC_RULE_BUFFER_FAILED_GET),
+    got = get_through_proxy(MODE_FAIL_SILENT, PyBUF_RECORDS_RO, PyExc_SystemError, &rec);
+    TAP_OK(got.raised && has_error(&rec.diag, IC_RULE_BUFFER_FAILED_GET),
            "a failure without an exception is an error; the consumer gets a SystemError");
-    ic_proxy_detach(proxy);
-    Py_DECREF(proxy);
-    Py_DECREF(e);
 
     /* An exporter that points at memory that is not there: the proxy withholds its buffer, so
      * that no consumer reads it, and releases the exporter's at once. */
     enum exporter_mode unmapped[] = {MODE_UNMAPPED_BUF, MODE_UNMAPPED_SHAPE};
     for (int i = 0; i < 2; i++) {
-        e = exporter_new(unmapped[i]);
-        ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_NONE);
-        proxy = ic_buffer_ops.proxy_new((PyObject *)e, &rec);
-        refused = get_and_release(proxy, PyBUF_RECORDS_RO) < 0 &&
-                  PyErr_ExceptionMatches(PyExc_BufferError);
-        PyErr_Clear();
-        TAP_OK(refused && has_error(&rec.diag, IC_RULE_BUFFER_FIELDS) && !rec.producer_raised &&
-                   e->exports == 0,
+        got = get_through_proxy(unmapped[i], PyBUF_RECORDS_RO, PyExc_BufferError, &rec);
+        TAP_OK(got.raised && has_error(&rec.diag, IC_RULE_BUFFER_FIELDS) && !rec.producer_raised &&
+                   got.exports == 0,
                "proxy: %s is withheld (BufferError to the consumer), the get released",
                i == 0 ? "a buffer in unmapped memory" : "a shape in unmapped memory");
-        ic_buffer_ops.finish(proxy, &rec);
         TAP_OK(rec.lifetime.count == 0, "proxy: and its gets and releases balance");
-        ic_proxy_detach(proxy);
-        Py_DECREF(proxy);
-        Py_DECREF(e);
     }
 
-    e = exporter_new(MODE_FAIL_VALUE_ERROR);
-    ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_NONE);
-    proxy = ic_buffer_ops.proxy_new((PyObject *)e, &rec);
-    refused =
-        get_and_release(proxy, PyBUF_RECORDS_RO) < 0 && PyErr_ExceptionMatches(PyExc_ValueError);
-    PyErr_Clear();
-    TAP_OK(refused && has_warning(&rec.diag, IC_RULE_BUFFER_FAILED_GET) && rec.diag.errors == 0 &&
-               strcmp(rec.producer_exc_type, "ValueError") == 0,
+    got = get_through_proxy(MODE_FAIL_VALUE_ERROR, PyBUF_RECORDS_RO, PyExc_ValueError, &rec);
+    TAP_OK(got.raised && has_warning(&rec.diag, IC_RULE_BUFFER_FAILED_GET) &&
+               rec.diag.errors == 0 && strcmp(rec.producer_exc_type, "ValueError") == 0,
            "a ValueError refusal (NumPy's) is a warning");
-    ic_proxy_detach(proxy);
-    Py_DECREF(proxy);
-    Py_DECREF(e);
 }
 
 static void test_reference_consumer(void)
@@ -632,9 +597,8 @@ static void test_reference_consumer(void)
     PyObject *handle = NULL;
     struct exporter *e = exporter_new(MODE_GOOD);
 
-    ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_NONE);
-    TAP_OK(ic_buffer_ops.reference_consume((PyObject *)e, &rec, &handle) == 0 && handle &&
-               e->exports == 1,
+    TAP_OK(reference_import(&ic_buffer_ops, (PyObject *)e, IC_VARIANT_NONE, &rec, &handle) == 0 &&
+               handle && e->exports == 1,
            "plain: the reference consumer holds one buffer");
     TAP_OK(strcmp(rec.request, "PyBUF_RECORDS_RO") == 0 && rec.diag.count == 0 &&
                rec.view.dtype == IC_DTYPE_FLOAT32 && rec.view.data == (uintptr_t)e->data,
@@ -644,48 +608,47 @@ static void test_reference_consumer(void)
     ic_buffer_ops.finish((PyObject *)e, &rec);
     TAP_OK(rec.lifetime.count == 0, "plain: no lifetime finding");
 
-    ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_BUF_CONTIG);
-    ic_buffer_ops.reference_consume((PyObject *)e, &rec, &handle);
+    reference_import(&ic_buffer_ops, (PyObject *)e, IC_VARIANT_BUF_CONTIG, &rec, &handle);
     TAP_OK(handle && strcmp(rec.request, "PyBUF_C_CONTIGUOUS | PyBUF_FORMAT") == 0 &&
                rec.diag.count == 0,
            "contig: a C-contiguous exporter answers (%s)", rec.request);
     Py_CLEAR(handle);
-    ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_BUF_WRITABLE);
-    ic_buffer_ops.reference_consume((PyObject *)e, &rec, &handle);
+    reference_import(&ic_buffer_ops, (PyObject *)e, IC_VARIANT_BUF_WRITABLE, &rec, &handle);
     TAP_OK(handle && strcmp(rec.request, "PyBUF_RECORDS") == 0 && !rec.view.readonly &&
                rec.diag.count == 0,
            "writable: a writable exporter answers PyBUF_RECORDS");
     Py_CLEAR(handle);
     Py_DECREF(e);
 
-    e = exporter_new(MODE_FORTRAN);
-    ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_BUF_CONTIG);
-    ic_buffer_ops.reference_consume((PyObject *)e, &rec, &handle);
-    TAP_OK(handle && has_error(&rec.diag, IC_RULE_BUFFER_CONTIGUOUS),
-           "contig: Fortran data for a C_CONTIGUOUS request is an error");
-    Py_CLEAR(handle);
-    Py_DECREF(e);
-
-    e = exporter_new(MODE_ALWAYS_READONLY);
-    ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_BUF_WRITABLE);
-    ic_buffer_ops.reference_consume((PyObject *)e, &rec, &handle);
-    TAP_OK(handle && has_error(&rec.diag, IC_RULE_BUFFER_WRITABLE),
-           "writable: a read-only answer to PyBUF_RECORDS is an error");
-    Py_CLEAR(handle);
-    Py_DECREF(e);
+    static const struct {
+        enum exporter_mode mode;
+        enum ic_variant variant;
+        enum ic_rule rule;
+        const char *what;
+    } wrong[] = {
+        {MODE_FORTRAN, IC_VARIANT_BUF_CONTIG, IC_RULE_BUFFER_CONTIGUOUS,
+         "contig: Fortran data for a C_CONTIGUOUS request is an error"},
+        {MODE_ALWAYS_READONLY, IC_VARIANT_BUF_WRITABLE, IC_RULE_BUFFER_WRITABLE,
+         "writable: a read-only answer to PyBUF_RECORDS is an error"},
+    };
+    for (size_t i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++) {
+        e = exporter_new(wrong[i].mode);
+        reference_import(&ic_buffer_ops, (PyObject *)e, wrong[i].variant, &rec, &handle);
+        TAP_OK(handle && has_error(&rec.diag, wrong[i].rule), "%s", wrong[i].what);
+        Py_CLEAR(handle);
+        Py_DECREF(e);
+    }
 
     PyObject *frozen = PyBytes_FromString("abcd");
-    ic_export_record_init(&rec, IC_PROTOCOL_BUFFER, IC_VARIANT_BUF_WRITABLE);
-    TAP_OK(ic_buffer_ops.reference_consume(frozen, &rec, &handle) == 0 && !handle &&
-               rec.producer_raised && strcmp(rec.producer_exc_type, "BufferError") == 0 &&
-               !PyErr_Occurred(),
+    TAP_OK(reference_import(&ic_buffer_ops, frozen, IC_VARIANT_BUF_WRITABLE, &rec, &handle) == 0 &&
+               !handle && rec.producer_raised &&
+               strcmp(rec.producer_exc_type, "BufferError") == 0 && !PyErr_Occurred(),
            "writable: bytes refuses with BufferError, recorded, nothing pending");
     ic_buffer_ops.finish(frozen, &rec);
     TAP_OK(rec.lifetime.count == 0, "a refusal leaves nothing to release");
     Py_DECREF(frozen);
 
-    TAP_OK(ic_protocol_ops(IC_PROTOCOL_BUFFER) == &ic_buffer_ops &&
-               strcmp(ic_buffer_ops.id, ic_protocol_id(IC_PROTOCOL_BUFFER)) == 0,
+    TAP_OK(ops_registered(IC_PROTOCOL_BUFFER, &ic_buffer_ops),
            "the ops are registered under their id");
 }
 
@@ -697,6 +660,7 @@ int main(void)
     test_rules();
     test_guarded_fields();
     test_proxy();
+    test_proxy_broken();
     test_reference_consumer();
     Py_CLEAR(exporter_type);
     test_python_stop();

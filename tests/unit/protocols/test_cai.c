@@ -11,9 +11,9 @@
 #include "ic_error.h"
 #include "ic_export.h"
 #include "ic_protocol.h"
-#include "ic_proxy.h"
 #include "tap.h"
 #include "test_diag.h"
+#include "test_protocol.h"
 #include "test_python.h"
 
 #define DEVICE_PTR    0x7f0000001000ULL /* a plausible device address, never dereferenced */
@@ -62,28 +62,11 @@ static bool clean(const struct checked *c)
     return c->diag.count == 0 && c->have_view && !c->pending;
 }
 
-static void show(const char *what, const struct ic_diag *diag)
-{
-    char text[1024];
-    ic_diag_format(diag, text, sizeof(text));
-    TAP_DIAG("%s: %s", what, text[0] ? text : "(no findings)");
-}
-
 /* The valid base dict: a 2x3 float32 array on the device, what CuPy exports without a stream. */
 static PyObject *base_dict(void)
 {
     return Py_BuildValue("{s:(ii),s:s,s:(KO),s:i}", "shape", 2, 3, "typestr", "<f4", "data",
                          DEVICE_PTR, Py_False, "version", 3);
-}
-
-static PyObject *with(PyObject *dict, const char *key, PyObject *value)
-{
-    if (value)
-        PyDict_SetItemString(dict, key, value);
-    else
-        PyDict_DelItemString(dict, key);
-    Py_XDECREF(value);
-    return dict;
 }
 
 static PyObject *big_int(const char *decimal)
@@ -177,7 +160,7 @@ static void test_dict_and_version(void)
     c = check(with(base_dict(), "version", PyLong_FromLong(4)));
     TAP_OK(only(&c, IC_SEV_WARNING, IC_RULE_CAI_VERSION) && c.have_view && c.info.stream_applies,
            "version 4 is only a warning (unknown, not rejected)");
-    show("version 4", &c.diag);
+    show_diag("version 4", &c.diag);
     PyObject *old = with(base_dict(), "version", PyLong_FromLong(2));
     c = check(with(old, "stream", PyLong_FromLong(5)));
     TAP_OK(only(&c, IC_SEV_WARNING, IC_RULE_CAI_VERSION) && !c.info.has_stream,
@@ -195,7 +178,7 @@ static void test_shape(void)
     c = check(with(base_dict(), "shape", Py_BuildValue("(ii)", 2, -3)));
     TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_SHAPE) && !c.have_view,
            "a negative extent is an error");
-    show("negative extent", &c.diag);
+    show_diag("negative extent", &c.diag);
     c = check(with(base_dict(), "shape", Py_BuildValue("(N)", big_int("1180591620717411303424"))));
     TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_SHAPE), "an extent of 2**70 does not fit in int64");
     c = check(with(base_dict(), "shape", Py_BuildValue("(LL)", (long long)(INT64_MAX / 2), 4LL)));
@@ -220,11 +203,11 @@ static void test_typestr(void)
     struct checked c = check(with(base_dict(), "typestr", PyUnicode_FromString(">f4")));
     TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_TYPESTR) && !c.have_view,
            "a big-endian float32 is an error on the GPU");
-    show(">f4", &c.diag);
+    show_diag(">f4", &c.diag);
     c = check(with(base_dict(), "typestr", PyUnicode_FromString("bfloat16")));
     TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_TYPESTR) && !c.have_view,
            "a non-standard \"bfloat16\" is an error");
-    show("bfloat16", &c.diag);
+    show_diag("bfloat16", &c.diag);
     c = check(with(base_dict(), "typestr", PyUnicode_FromString("<f3")));
     TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_TYPESTR), "<f3 has no such size");
     c = check(with(base_dict(), "typestr", PyUnicode_FromString("|V0")));
@@ -258,7 +241,7 @@ static void test_data(void)
     c = check(with(base_dict(), "data",
                    Py_BuildValue("(NO)", big_int("18446744073709551616"), Py_False)));
     TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_DATA), "a pointer of 2**64 is past UINTPTR_MAX");
-    show("2**64", &c.diag);
+    show_diag("2**64", &c.diag);
     c = check(with(base_dict(), "data", Py_BuildValue("(OO)", Py_None, Py_False)));
     TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_DATA), "pointer None (old Numba) is an error");
     c = check(with(base_dict(), "data", Py_BuildValue("(Ki)", DEVICE_PTR, 1)));
@@ -269,12 +252,12 @@ static void test_data(void)
     c = check(with(base_dict(), "data", Py_BuildValue("(KO)", 0ULL, Py_False)));
     TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_DATA) && !c.have_view,
            "pointer 0 for 6 elements is an error");
-    show("pointer 0", &c.diag);
+    show_diag("pointer 0", &c.diag);
     PyObject *empty = with(base_dict(), "shape", Py_BuildValue("(ii)", 2, 0));
     c = check(empty);
     TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_DATA),
            "a zero-size array with a non-zero pointer is an error (cupy#2610)");
-    show("empty, pointer set", &c.diag);
+    show_diag("empty, pointer set", &c.diag);
     empty = with(base_dict(), "shape", Py_BuildValue("(ii)", 2, 0));
     c = check(with(empty, "version", PyLong_FromLong(1)));
     TAP_OK(only(&c, IC_SEV_WARNING, IC_RULE_CAI_DATA),
@@ -296,7 +279,7 @@ static void test_strides(void)
     c = check(with(base_dict(), "strides", Py_BuildValue("(ii)", 12, 2)));
     TAP_OK(only(&c, IC_SEV_WARNING, IC_RULE_CAI_STRIDES) && c.have_view && c.view.strides[1] == 2,
            "a stride that is no multiple of the itemsize is a warning");
-    show("stride 2 for 4-byte items", &c.diag);
+    show_diag("stride 2 for 4-byte items", &c.diag);
     PyObject *row = with(base_dict(), "shape", Py_BuildValue("(ii)", 1, 3));
     c = check(with(row, "strides", Py_BuildValue("(ii)", 1, 4)));
     TAP_OK(only(&c, IC_SEV_WARNING, IC_RULE_CAI_STRIDES),
@@ -308,7 +291,7 @@ static void test_descr(void)
     struct checked c = check(with(base_dict(), "descr", Py_BuildValue("[(ss)]", "", "<f8")));
     TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_DESCR) && c.have_view,
            "an 8-byte descr for a 4-byte typestr is an error");
-    show("descr <f8", &c.diag);
+    show_diag("descr <f8", &c.diag);
     c = check(with(base_dict(), "descr", PyUnicode_FromString("<f4")));
     TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_DESCR), "a str descr is an error");
     c = check(with(base_dict(), "descr", Py_BuildValue("[(s)]", "x")));
@@ -352,18 +335,6 @@ static const char producers_code[] =
     "        self.reads += 1\n"
     "        return dict(self.d, stream=1000 + self.reads)\n";
 
-static PyObject *ns;
-
-static PyObject *make(const char *class_name, PyObject *arg)
-{
-    PyObject *cls = PyDict_GetItemString(ns, class_name); /* borrowed */
-    PyObject *obj = arg ? PyObject_CallOneArg(cls, arg) : PyObject_CallNoArgs(cls);
-    Py_XDECREF(arg);
-    if (!obj)
-        abort();
-    return obj;
-}
-
 static PyObject *mask_dict(PyObject *shape)
 {
     return Py_BuildValue("{s:N,s:s,s:(KO),s:i}", "shape", shape, "typestr", "|b1", "data", MASK_PTR,
@@ -373,27 +344,29 @@ static PyObject *mask_dict(PyObject *shape)
 static void test_mask(void)
 {
     struct checked c =
-        check(with(base_dict(), "mask", make("Cai", mask_dict(Py_BuildValue("(i)", 3)))));
+        check(with(base_dict(), "mask", producer_new("Cai", mask_dict(Py_BuildValue("(i)", 3)))));
     TAP_OK(only(&c, IC_SEV_WARNING, IC_RULE_CAI_MASK) && c.have_view && c.info.has_mask,
            "a (3,) mask broadcasts to (2, 3): only the consumers-reject-masks warning");
-    show("(3,) mask", &c.diag);
-    c = check(with(base_dict(), "mask", make("Cai", mask_dict(Py_BuildValue("(ii)", 2, 1)))));
+    show_diag("(3,) mask", &c.diag);
+    c = check(
+        with(base_dict(), "mask", producer_new("Cai", mask_dict(Py_BuildValue("(ii)", 2, 1)))));
     TAP_OK(only(&c, IC_SEV_WARNING, IC_RULE_CAI_MASK), "a (2, 1) mask broadcasts to (2, 3)");
-    c = check(with(base_dict(), "mask", make("Cai", mask_dict(Py_BuildValue("(i)", 4)))));
+    c = check(with(base_dict(), "mask", producer_new("Cai", mask_dict(Py_BuildValue("(i)", 4)))));
     TAP_OK(has_error(&c.diag, IC_RULE_CAI_MASK) && !c.pending, "a (4,) mask does not broadcast");
-    show("(4,) mask", &c.diag);
-    c = check(with(base_dict(), "mask", make("Cai", mask_dict(Py_BuildValue("(iii)", 1, 2, 3)))));
+    show_diag("(4,) mask", &c.diag);
+    c = check(
+        with(base_dict(), "mask", producer_new("Cai", mask_dict(Py_BuildValue("(iii)", 1, 2, 3)))));
     TAP_OK(has_error(&c.diag, IC_RULE_CAI_MASK), "a mask with more dimensions does not broadcast");
     c = check(with(base_dict(), "mask", PyLong_FromLong(1)));
     TAP_OK(has_error(&c.diag, IC_RULE_CAI_MASK) && !c.pending,
            "an int mask (no interface) is an error, and its AttributeError is not left pending");
     PyObject *broken = mask_dict(Py_BuildValue("(i)", 3));
     broken = with(broken, "typestr", PyUnicode_FromString(">f4"));
-    c = check(with(base_dict(), "mask", make("Cai", broken)));
+    c = check(with(base_dict(), "mask", producer_new("Cai", broken)));
     TAP_OK(has_error(&c.diag, IC_RULE_CAI_MASK) && !has_error(&c.diag, IC_RULE_CAI_TYPESTR),
            "a mask with an invalid interface is a mask error, citing the mask's rule inside");
-    show("invalid mask", &c.diag);
-    c = check(with(base_dict(), "mask", make("Failing", NULL)));
+    show_diag("invalid mask", &c.diag);
+    c = check(with(base_dict(), "mask", producer_new("Failing", NULL)));
     TAP_OK(has_error(&c.diag, IC_RULE_CAI_MASK) && !c.pending,
            "a mask whose attribute raises is an error, nothing left pending");
 }
@@ -414,7 +387,7 @@ static void test_stream(void)
     c = check(with(base_dict(), "stream", PyLong_FromLong(0)));
     TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_STREAM) && !c.info.has_stream && c.have_view,
            "stream 0 is an error (ambiguous)");
-    show("stream 0", &c.diag);
+    show_diag("stream 0", &c.diag);
     c = check(with(base_dict(), "stream", PyLong_FromLong(-1)));
     TAP_OK(only(&c, IC_SEV_ERROR, IC_RULE_CAI_STREAM) && !c.info.has_stream,
            "stream -1 is an error (negative)");
@@ -433,10 +406,9 @@ static void test_ops(void)
 {
     struct ic_export_record rec;
     PyObject *dict = with(base_dict(), "stream", PyLong_FromLong(7));
-    PyObject *target = make("Cai", Py_NewRef(dict));
+    PyObject *target = producer_new("Cai", Py_NewRef(dict));
 
-    ic_export_record_init(&rec, IC_PROTOCOL_CAI, IC_VARIANT_NONE);
-    PyObject *proxy = ic_cai_ops.proxy_new(target, &rec);
+    PyObject *proxy = proxy_open(&ic_cai_ops, target, &rec);
     PyObject *got = PyObject_GetAttrString(proxy, "__cuda_array_interface__");
     TAP_OK(got == dict, "the proxy returns the producer's dict unchanged");
     TAP_OK(rec.export_calls == 1 && rec.have_view && rec.view.data == DEVICE_PTR &&
@@ -458,8 +430,8 @@ static void test_ops(void)
     Py_DECREF(proxy);
 
     PyObject *handle = NULL;
-    ic_export_record_init(&rec, IC_PROTOCOL_CAI, IC_VARIANT_NONE);
-    TAP_OK(ic_cai_ops.reference_consume(target, &rec, &handle) == 0 && handle == dict,
+    TAP_OK(reference_import(&ic_cai_ops, target, IC_VARIANT_NONE, &rec, &handle) == 0 &&
+               handle == dict,
            "the reference consumer's handle is the dict");
     TAP_OK(rec.have_view && rec.diag.errors == 0 && rec.has_stream && rec.stream == 7 &&
                rec.export_calls == 1,
@@ -467,49 +439,37 @@ static void test_ops(void)
     Py_XDECREF(handle);
     Py_DECREF(target);
 
-    target = make("Moving", base_dict());
-    ic_export_record_init(&rec, IC_PROTOCOL_CAI, IC_VARIANT_NONE);
-    proxy = ic_cai_ops.proxy_new(target, &rec);
+    target = producer_new("Moving", base_dict());
+    proxy = proxy_open(&ic_cai_ops, target, &rec);
     for (int i = 0; i < 2; i++) {
         got = PyObject_GetAttrString(proxy, "__cuda_array_interface__");
         Py_XDECREF(got);
     }
     TAP_OK(rec.export_calls == 2 && rec.has_stream && rec.stream == 1001,
            "the record keeps the stream of the read whose view it keeps (the first)");
-    ic_proxy_detach(proxy);
-    Py_DECREF(proxy);
+    proxy_close(proxy);
     Py_DECREF(target);
 
     PyObject *broken = with(PyDict_Copy(dict), "stream", PyLong_FromLong(0));
-    target = make("Cai", broken);
-    ic_export_record_init(&rec, IC_PROTOCOL_CAI, IC_VARIANT_NONE);
-    proxy = ic_cai_ops.proxy_new(target, &rec);
-    got = PyObject_GetAttrString(proxy, "__cuda_array_interface__");
+    target = producer_new("Cai", broken);
+    got = read_through_proxy(&ic_cai_ops, target, "__cuda_array_interface__", &rec);
     TAP_OK(got && ic_export_diag_has_error(&rec.diag, IC_RULE_CAI_STREAM) && !rec.has_stream &&
                rec.stream == 0,
            "a broken dict passes through the proxy and is recorded as an error, no stream");
     Py_XDECREF(got);
-    ic_proxy_detach(proxy);
-    Py_DECREF(proxy);
     Py_DECREF(target);
 
-    target = make("Failing", NULL);
-    ic_export_record_init(&rec, IC_PROTOCOL_CAI, IC_VARIANT_NONE);
-    proxy = ic_cai_ops.proxy_new(target, &rec);
-    got = PyObject_GetAttrString(proxy, "__cuda_array_interface__");
+    target = producer_new("Failing", NULL);
+    got = read_through_proxy(&ic_cai_ops, target, "__cuda_array_interface__", &rec);
     bool runtime_error = !got && PyErr_ExceptionMatches(PyExc_RuntimeError);
     PyErr_Clear();
     TAP_OK(runtime_error && rec.producer_raised &&
                strcmp(rec.producer_exc_type, "RuntimeError") == 0 && !rec.have_view,
            "the producer's exception reaches the consumer through the proxy and is recorded");
-    ic_proxy_detach(proxy);
-    Py_DECREF(proxy);
     Py_DECREF(target);
 
-    target = make("Cpu", NULL);
-    handle = NULL;
-    ic_export_record_init(&rec, IC_PROTOCOL_CAI, IC_VARIANT_NONE);
-    TAP_OK(ic_cai_ops.reference_consume(target, &rec, &handle) == 0 && !handle &&
+    target = producer_new("Cpu", NULL);
+    TAP_OK(reference_import(&ic_cai_ops, target, IC_VARIANT_NONE, &rec, &handle) == 0 && !handle &&
                rec.producer_raised && strcmp(rec.producer_exc_type, "AttributeError") == 0 &&
                strstr(rec.producer_exc_message, "not on a CUDA device") != NULL &&
                !PyErr_Occurred(),
@@ -518,8 +478,7 @@ static void test_ops(void)
     Py_DECREF(dict);
 
     enum ic_protocol found = IC_PROTOCOL_DLPACK;
-    TAP_OK(ic_protocol_ops(IC_PROTOCOL_CAI) == &ic_cai_ops &&
-               strcmp(ic_cai_ops.id, ic_protocol_id(IC_PROTOCOL_CAI)) == 0 &&
+    TAP_OK(ops_registered(IC_PROTOCOL_CAI, &ic_cai_ops) &&
                ic_protocol_from_id("cuda_array_interface", &found) == 0 &&
                found == IC_PROTOCOL_CAI && !ic_cai_ops.inspect && !ic_cai_ops.observe &&
                !ic_cai_ops.finish,
@@ -537,14 +496,8 @@ int main(void)
 {
     if (test_python_start() < 0)
         return 1;
-    ns = PyDict_New();
-    PyDict_SetItemString(ns, "__builtins__", PyEval_GetBuiltins());
-    PyObject *result = PyRun_String(producers_code, Py_file_input, ns, ns);
-    if (!result) {
-        printf("Bail out! cannot define the producers\n");
-        return 1;
-    }
-    Py_DECREF(result);
+    if (test_python_define(producers_code) < 0)
+        return test_python_bail("cannot define the producers");
     test_valid();
     test_dict_and_version();
     test_shape();
@@ -555,7 +508,6 @@ int main(void)
     test_mask();
     test_stream();
     test_ops();
-    Py_CLEAR(ns);
     test_python_stop();
     return tap_done();
 }

@@ -3,13 +3,12 @@
  * applying a set to a report turns failures into xfail and passes into xpass, first entry
  * first, and reports the entries that matched nothing. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "ic_error.h"
 #include "ic_expect.h"
 #include "tap.h"
+#include "test_files.h"
 
 #define ID         "dlpack.numpy.torch.cpu.float32.contiguous"
 #define ID_VARIANT "dlpack.numpy.interopcheck.cpu.float32.flat.copy"
@@ -55,16 +54,7 @@ static char tmpdir[] = "/tmp/test_expect.XXXXXX";
 
 static const char *write_file(const char *name, const char *text)
 {
-    static char path[4][512];
-    static int next;
-    char *p = path[next++ % 4];
-    snprintf(p, 512, "%s/%s", tmpdir, name);
-    FILE *f = fopen(p, "w");
-    if (f) {
-        fputs(text, f);
-        fclose(f);
-    }
-    return p;
+    return test_write_file(tmpdir, name, text, strlen(text));
 }
 
 /* Loads `len` bytes as one file, NUL bytes included; returns the loader's status and leaves
@@ -72,12 +62,7 @@ static const char *write_file(const char *name, const char *text)
 static int load_bytes(const char *bytes, size_t len, struct ic_expectations **ret, char *err,
                       size_t size)
 {
-    const char *path = write_file("bytes.txt", "");
-    FILE *f = fopen(path, "wb");
-    if (f) {
-        fwrite(bytes, 1, len, f);
-        fclose(f);
-    }
+    const char *path = test_write_file(tmpdir, "bytes.txt", bytes, len);
     *ret = NULL;
     err[0] = '\0';
     return ic_expect_load(&path, 1, ret, err, size);
@@ -333,16 +318,11 @@ static void test_apply(void)
 
 int main(void)
 {
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
+    if (!test_tmpdir_make(tmpdir))
         return 1;
-    }
     test_match();
     test_parse();
     test_apply();
-    char command[600];
-    snprintf(command, sizeof(command), "rm -rf '%s'", tmpdir);
-    if (system(command) != 0)
-        TAP_DIAG("could not remove %s", tmpdir);
+    test_tmpdir_remove(tmpdir);
     return tap_done();
 }

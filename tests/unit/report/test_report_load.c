@@ -6,27 +6,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "ic_error.h"
 #include "ic_json.h"
 #include "ic_report.h"
 #include "ic_text.h"
 #include "tap.h"
+#include "test_files.h"
 
 static char tmpdir[] = "/tmp/test_report_load.XXXXXX";
 
-/* Writes `len` bytes to a file of the temporary directory; returns its path (static). */
+/* Writes `len` bytes to the report file of the temporary directory; returns its path. */
 static const char *write_bytes(const char *bytes, size_t len)
 {
-    static char path[512];
-    snprintf(path, sizeof(path), "%s/report.json", tmpdir);
-    FILE *f = fopen(path, "wb");
-    if (f) {
-        fwrite(bytes, 1, len, f);
-        fclose(f);
-    }
-    return path;
+    return test_write_file(tmpdir, "report.json", bytes, len);
 }
 
 /* Loads `text`; the status, the tree in *ret (NULL on failure) and the message in err. */
@@ -176,16 +169,11 @@ static void test_caps(void)
 
 int main(void)
 {
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
+    if (!test_tmpdir_make(tmpdir))
         return 1;
-    }
     test_schema_version();
     test_syntax();
     test_caps();
-    char path[600];
-    snprintf(path, sizeof(path), "%s/report.json", tmpdir);
-    unlink(path);
-    rmdir(tmpdir);
+    test_tmpdir_remove(tmpdir);
     return tap_done();
 }

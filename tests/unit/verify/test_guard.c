@@ -19,6 +19,7 @@
 #include "ic_guard.h"
 #include "ic_view.h"
 #include "tap.h"
+#include "test_memory.h"
 
 /* Three pages: the first readable and writable, the middle one unmapped, the last one
  * PROT_NONE. */
@@ -47,19 +48,6 @@ static void pages_unmap(struct pages *p)
 {
     munmap(p->base, p->page);
     munmap(p->base + 2 * p->page, p->page);
-}
-
-static struct ic_view view_1d(const void *data, int itemsize, int64_t n, int64_t stride)
-{
-    struct ic_view view = {0};
-    view.data = (uintptr_t)data;
-    view.itemsize = itemsize;
-    view.dtype = IC_DTYPE_INVALID;
-    view.device_type = IC_DEVICE_CPU;
-    view.ndim = 1;
-    view.shape[0] = n;
-    view.strides[0] = stride;
-    return view;
 }
 
 static void test_copy(const struct pages *p, const char *how)

@@ -1,0 +1,125 @@
+"""Helpers shared by the test probes of tests/probes/, the libraries interopcheck's own tests run.
+
+Most of them are NumPy underneath: their load() imports NumPy and declares a CPU library, their
+build() lays out a NumPy array, their describe() reads NumPy's attributes. What each one breaks
+stays in its own file; this kit holds only what they do alike, and the ctypes layouts of the
+structs that some of them build by hand (DLPack's, NumPy's PyArrayInterface).
+
+The catalog skips files whose name starts with "_", and the probe directories are not on
+sys.path: a test probe imports this file with its own directory on sys.path for that one import.
+It must stay importable without NumPy (tests/integration/test_reports.py imports hostile_text
+for its strings alone), so NumPy is imported by load_numpy(), when a probe's load() runs.
+"""
+
+import ctypes
+
+import _probekit
+
+np = None  # NumPy, once load_numpy() imported it
+
+# NumPy as the consumer of a test library's exports, as load()'s "imports" declares it
+NUMPY_DLPACK = {"call": "numpy.from_dlpack(obj)", "zero_copy": True, "typed": True,
+                "readonly": True}
+NUMPY_ARRAY_INTERFACE = {"call": "numpy.asarray(obj)", "zero_copy": True, "typed": True,
+                         "readonly": True}
+
+
+def load_numpy(*, dtypes, layouts, exports, imports, version="0.0.1", notes=None,
+               readonly=False):
+    """Imports NumPy (the library underneath: its failure is the test library's import error)
+    and returns load()'s dict for a CPU library with these dtypes, layouts and protocols."""
+    global np
+    import numpy
+
+    np = numpy
+    return {
+        "version": version,
+        "devices": ["cpu"],
+        "dtypes": dtypes,
+        "layouts": layouts,
+        "notes": notes or {},
+        "readonly": readonly,
+        "exports": exports,
+        "imports": imports,
+    }
+
+
+def numpy_array(data, dtype, ops):
+    """`data` as a NumPy array of `dtype`, laid out by build()'s layout ops."""
+    return _probekit.apply_ops(_probekit.numpy_from_bytes(data, dtype), ops)
+
+
+class Array:
+    """An array of a test library: a NumPy array underneath (`array`), which a probe's subclass
+    exports over its protocols, breaking them as the probe says."""
+
+    def __init__(self, array):
+        self.array = array
+
+
+class CpuArray(Array):
+    """An Array that exports over DLPack, from the CPU."""
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def build(data, dtype, ops, readonly=False):
+    """build() of a library whose arrays are NumPy's own."""
+    return numpy_array(data, dtype, ops)
+
+
+def describe(x):
+    """describe() of a NumPy array, or of the one inside an Array."""
+    return _probekit.numpy_like_description(x.array if isinstance(x, Array) else x)
+
+
+# --- Structs built by hand ----------------------------------------------------------------
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [("version", DLPackVersion), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", DELETER), ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
+
+
+class DLManagedTensor(ctypes.Structure):
+    """The legacy struct: what to_dlpack functions of older libraries hand out."""
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", DELETER)]
+
+
+class PyArrayInterface(ctypes.Structure):
+    """NumPy's PyArrayInterface, the struct an __array_struct__ capsule points at."""
+    _fields_ = [("two", ctypes.c_int), ("nd", ctypes.c_int), ("typekind", ctypes.c_char),
+                ("itemsize", ctypes.c_int), ("flags", ctypes.c_int),
+                ("shape", ctypes.c_void_p), ("strides", ctypes.c_void_p),
+                ("data", ctypes.c_void_p), ("descr", ctypes.c_void_p)]
+
+
+# Private prototypes of the capsule API: ctypes.pythonapi's functions are shared by every library
+# in the process, so their argtypes are not ours to set. PYFUNCTYPE: called with the GIL held.
+capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p,
+                                ctypes.c_void_p)(("PyCapsule_New", ctypes.pythonapi))
+capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+capsule_rename = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_SetName", ctypes.pythonapi))
