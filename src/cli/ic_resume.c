@@ -36,7 +36,7 @@ static int ic_resume_options(struct ic_resume *resume, const cJSON *run, struct 
                              char *err, size_t err_size)
 {
     static const char *const keys[] = {"producer", "consumer", "protocol",
-                                        "dtype",    "layout",   "device"};
+                                       "dtype",    "layout",   "device"};
     struct ic_name_list *lists[] = {&opts->producers, &opts->consumers, &opts->protocols,
                                     &opts->dtypes,    &opts->layouts,   &opts->devices};
     const cJSON *filters = cJSON_GetObjectItemCaseSensitive(run, "filters");
@@ -74,8 +74,8 @@ static int ic_resume_options(struct ic_resume *resume, const cJSON *run, struct 
     const cJSON *dir;
     cJSON_ArrayForEach(dir, cJSON_GetObjectItemCaseSensitive(run, "probe_dirs"))
     {
-        if (!cJSON_IsString(dir) || (realpath(dir->valuestring, resolved) &&
-                                     strcmp(resolved, builtin) == 0))
+        if (!cJSON_IsString(dir) ||
+            (realpath(dir->valuestring, resolved) && strcmp(resolved, builtin) == 0))
             continue;
         char *kept = ic_resume_keep(resume, dir->valuestring);
         if (!kept || ic_strings_push(&resume->probe_dirs, kept) < 0)
@@ -102,12 +102,13 @@ static int ic_resume_index(struct ic_resume *resume)
         if (id)
             resume->cases[resume->ncases++] = (struct ic_resume_case){id, c};
     }
-    qsort(resume->cases, resume->ncases, sizeof(*resume->cases), ic_resume_case_compare);
+    if (resume->ncases)
+        qsort(resume->cases, resume->ncases, sizeof(*resume->cases), ic_resume_case_compare);
     return 0;
 }
 
-int ic_resume_open(const char *path, struct ic_options *opts, struct ic_resume *resume,
-                   char *err, size_t err_size)
+int ic_resume_open(const char *path, struct ic_options *opts, struct ic_resume *resume, char *err,
+                   size_t err_size)
 {
     memset(resume, 0, sizeof(*resume));
     int rc = ic_report_read(path, &resume->report, err, err_size);
@@ -137,8 +138,8 @@ static int ic_resume_result(const cJSON *json, struct ic_result *res)
     cJSON *copy = cJSON_Duplicate(json, true);
     if (!copy)
         return IC_ENOMEM;
-    const char *observed = ic_json_string(cJSON_GetObjectItemCaseSensitive(copy, "expectation"),
-                                          "observed");
+    const char *observed =
+        ic_json_string(cJSON_GetObjectItemCaseSensitive(copy, "expectation"), "observed");
     if (observed)
         cJSON_ReplaceItemInObjectCaseSensitive(copy, "outcome", cJSON_CreateString(observed));
     int rc = ic_result_from_json(copy, res);
@@ -157,7 +158,9 @@ int ic_resume_restore(const struct ic_resume *resume, struct ic_plan *plan, char
             continue;
         struct ic_resume_case key = {id, NULL};
         const struct ic_resume_case *found =
-            bsearch(&key, resume->cases, resume->ncases, sizeof(key), ic_resume_case_compare);
+            resume->ncases
+                ? bsearch(&key, resume->cases, resume->ncases, sizeof(key), ic_resume_case_compare)
+                : NULL;
         if (!found)
             continue;
         if (ic_resume_result(found->json, &item->result) < 0) {

@@ -385,15 +385,53 @@ static int ic_page_walk_add(struct ic_page_walk *walk, uintptr_t page, int64_t o
                                          : 0;
 }
 
+/* The most elements ic_guard_elements visits one by one (about half a second): a view with
+ * more distinct elements whose span cannot be read whole is IC_ERANGE, "cannot be checked",
+ * rather than a worker busy for hours (fuzz_dlpack found a 4e11-element view doing that). */
+#define IC_GUARD_WALK_MAX ((int64_t)1 << 26)
+
+/* The dimensions of `view` that move the address (extent > 1, stride != 0) in `moving`, with
+ * each one's weight in a C-order index of the whole view in `weight`. The others add no
+ * address: walking only these visits every address once per distinct element. */
+static int ic_guard_moving_dims(const struct ic_view *view, struct ic_view *moving,
+                                int64_t weight[IC_MAX_NDIM], int64_t *ret_numel)
+{
+    int64_t below = 1, numel = 1;
+    *moving = *view;
+    moving->ndim = 0;
+    int64_t all_weights[IC_MAX_NDIM];
+    for (int d = view->ndim - 1; d >= 0; d--) {
+        all_weights[d] = below;
+        below *= view->shape[d]; /* fits: ic_view_numel accepted the view */
+    }
+    for (int d = 0; d < view->ndim; d++) {
+        if (view->shape[d] <= 1 || view->strides[d] == 0)
+            continue;
+        int k = moving->ndim++;
+        moving->shape[k] = view->shape[d];
+        moving->strides[k] = view->strides[d];
+        weight[k] = all_weights[d];
+        numel *= view->shape[d];
+    }
+    *ret_numel = numel;
+    return numel > IC_GUARD_WALK_MAX ? IC_ERANGE : 0;
+}
+
 /* Every element's pages, exactly: for strided views whose span is much larger than their
  * elements, and to name the element when the span as a whole could not be read. */
-static int ic_guard_elements(const struct ic_view *view, int64_t numel, int64_t *ret_bad_index,
+static int ic_guard_elements(const struct ic_view *whole, int64_t *ret_bad_index,
                              uintptr_t *ret_bad_address)
 {
+    struct ic_view moving;
+    int64_t weight[IC_MAX_NDIM], numel = 0;
+    int rc = ic_guard_moving_dims(whole, &moving, weight, &numel);
+    if (rc < 0)
+        return rc;
+    const struct ic_view *view = &moving;
     struct ic_page_walk walk = {.count = 0};
     int64_t index[IC_MAX_NDIM] = {0};
     int64_t offset = 0; /* of the current element from view->data */
-    int rc = 0;
+    int64_t bad = -1;   /* the index, among the moving dimensions, of the first bad element */
 
     uintptr_t size = (uintptr_t)view->itemsize;
     for (int64_t n = 0; n < numel && rc == 0; n++) {
@@ -403,11 +441,10 @@ static int ic_guard_elements(const struct ic_view *view, int64_t numel, int64_t 
                      size - 1 > UINTPTR_MAX - first;
         if (wraps) {
             /* An earlier element on an unreadable page comes first. */
-            rc = walk.count > 0 ? ic_page_walk_flush(&walk, ret_bad_index, ret_bad_address) : 0;
+            rc = walk.count > 0 ? ic_page_walk_flush(&walk, &bad, ret_bad_address) : 0;
             if (rc < 0)
                 break;
-            if (ret_bad_index)
-                *ret_bad_index = n;
+            bad = n;
             if (ret_bad_address)
                 *ret_bad_address = first;
             rc = IC_EFAULT;
@@ -415,7 +452,7 @@ static int ic_guard_elements(const struct ic_view *view, int64_t numel, int64_t 
         }
         uintptr_t last = ic_page_of(first + (size - 1));
         for (uintptr_t page = ic_page_of(first); rc == 0; page += ic_page_size()) {
-            rc = ic_page_walk_add(&walk, page, n, ret_bad_index, ret_bad_address);
+            rc = ic_page_walk_add(&walk, page, n, &bad, ret_bad_address);
             if (page == last)
                 break;
         }
@@ -429,7 +466,16 @@ static int ic_guard_elements(const struct ic_view *view, int64_t numel, int64_t 
         }
     }
     if (rc == 0 && walk.count > 0)
-        rc = ic_page_walk_flush(&walk, ret_bad_index, ret_bad_address);
+        rc = ic_page_walk_flush(&walk, &bad, ret_bad_address);
+    if (rc == IC_EFAULT && ret_bad_index) {
+        /* The first element of the whole view at that address: the skipped dimensions at 0. */
+        int64_t whole_index = 0;
+        for (int k = view->ndim - 1; k >= 0; k--) {
+            whole_index += (bad % view->shape[k]) * weight[k];
+            bad /= view->shape[k];
+        }
+        *ret_bad_index = whole_index;
+    }
     return rc;
 }
 
@@ -459,7 +505,7 @@ int ic_guard_view(const struct ic_view *view, int64_t *ret_bad_index, uintptr_t 
         (lo < 0 && (uint64_t)(-lo) > view->data) || (uint64_t)hi - 1 > UINTPTR_MAX - view->data;
     if (dense && !wraps && ic_guard_span(view->data - (uintptr_t)(-lo), (size_t)span, NULL) == 0)
         return 0;
-    return ic_guard_elements(view, numel, ret_bad_index, ret_bad_address);
+    return ic_guard_elements(view, ret_bad_index, ret_bad_address);
 }
 
 void ic_guard_force(enum ic_guard_mechanism mechanism)

@@ -24,6 +24,21 @@
  * is then a valid tree with some strings not yet capped. */
 int ic_json_cap_strings(cJSON *tree, size_t cap, const char *long_key, size_t long_cap);
 
+/* A count in a report someone may have written or edited: the item's value when it is a whole
+ * number in [0, 2^53), else 0. Converting a double outside the target type's range is
+ * undefined behaviour, so no report number is cast without passing through here (fuzz_report
+ * found four such casts). */
+static inline size_t ic_json_count(const cJSON *item)
+{
+    if (!cJSON_IsNumber(item))
+        return 0;
+    double value = item->valuedouble;
+    if (!(value >= 0 && value < 0x1p53)) /* also false for NaN */
+        return 0;
+    size_t count = (size_t)value;
+    return (double)count == value ? count : 0;
+}
+
 /* The string at `key`, or NULL. */
 static inline const char *ic_json_string(const cJSON *object, const char *key)
 {

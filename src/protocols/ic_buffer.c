@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "ic_error.h"
@@ -312,6 +313,11 @@ static int ic_buffer_check_guarded(const Py_buffer *buffer, int flags, struct ic
     if (buffer->itemsize <= 0) {
         ic_diag_error(diag, IC_RULE_BUFFER_FIELDS, "itemsize %zd: it must be > 0",
                       buffer->itemsize);
+        describable = false;
+    } else if (buffer->itemsize > INT32_MAX) {
+        /* as the array interface's typestr: no element type is 2 GiB, and a view's itemsize
+         * is an int (found by fuzz_buffer_check: it wrapped negative) */
+        ic_diag_error(diag, IC_RULE_BUFFER_FIELDS, "itemsize %zd is too large", buffer->itemsize);
         describable = false;
     }
     if (buffer->len < 0) {

@@ -159,7 +159,8 @@ static int ic_diff_keyed(struct ic_diff *diff, const cJSON *report, bool is_base
         }
         keyed[n++] = (struct ic_keyed_case){diff->merged ? env : "", id, c};
     }
-    qsort(keyed, n, sizeof(*keyed), ic_keyed_compare);
+    if (n)
+        qsort(keyed, n, sizeof(*keyed), ic_keyed_compare);
     *ret = keyed;
     *ret_count = n;
     return 0;
@@ -319,7 +320,8 @@ int ic_diff_reports(const cJSON *base, const cJSON *head, struct ic_diff *ret, c
             j++;
         }
     }
-    qsort(diff.entries, diff.count, sizeof(*diff.entries), ic_entry_compare);
+    if (diff.count)
+        qsort(diff.entries, diff.count, sizeof(*diff.entries), ic_entry_compare);
     free(a);
     free(b);
     *ret = diff;
@@ -511,7 +513,8 @@ static void ic_write_versions(struct ic_out *out, const cJSON *base_holder,
     ic_version_row(out, "interopcheck",
                    ic_or_empty(ic_json_string(ic_get(base_holder, "tool"), "version")),
                    ic_or_empty(ic_json_string(ic_get(head_holder, "tool"), "version")));
-    ic_version_row(out, "python", ic_or_empty(ic_json_string(ic_get(base_env, "python"), "version")),
+    ic_version_row(out, "python",
+                   ic_or_empty(ic_json_string(ic_get(base_env, "python"), "version")),
                    ic_or_empty(ic_json_string(ic_get(head_env, "python"), "version")));
     const cJSON *envs[2] = {base_env, head_env};
     for (int side = 0; side < 2; side++) {

@@ -543,7 +543,7 @@ static struct ic_recount_cell *ic_recount_find(struct ic_recount_cell *cells, si
     if (!probe.key)
         return NULL;
     struct ic_recount_cell *found =
-        bsearch(&probe, cells, ncells, sizeof(*cells), ic_recount_compare);
+        ncells ? bsearch(&probe, cells, ncells, sizeof(*cells), ic_recount_compare) : NULL;
     free(probe.key);
     return found;
 }
@@ -598,7 +598,8 @@ int ic_report_recount(cJSON *report)
     per_protocol = calloc(nprotocols ? nprotocols : 1, sizeof(*per_protocol));
     if (!per_protocol)
         goto done;
-    qsort(cells, ncells, sizeof(*cells), ic_recount_compare);
+    if (ncells) /* cells is NULL then: qsort and bsearch want an array (fuzz_report) */
+        qsort(cells, ncells, sizeof(*cells), ic_recount_compare);
 
     cJSON_ArrayForEach(c, cases)
     {

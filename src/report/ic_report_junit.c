@@ -179,11 +179,15 @@ static void ic_junit_properties(struct ic_text_buf *out, const cJSON *report,
     if (first->environment[0])
         ic_junit_property(out, "environment", first->environment);
     ic_junit_property(out, "interopcheck.version", ic_json_string(tool, "version"));
-    ic_junit_property(out, "interopcheck.dlpack_header", ic_json_string(build, "dlpack_header_version"));
-    ic_junit_property(out, "python.version",
-                      ic_json_string(cJSON_GetObjectItemCaseSensitive(environment, "python"), "version"));
-    snprintf(platform_text, sizeof(platform_text), "%s %s %s", ic_json_string_or(platform, "system", "?"),
-             ic_json_string_or(platform, "release", "?"), ic_json_string_or(platform, "machine", "?"));
+    ic_junit_property(out, "interopcheck.dlpack_header",
+                      ic_json_string(build, "dlpack_header_version"));
+    ic_junit_property(
+        out, "python.version",
+        ic_json_string(cJSON_GetObjectItemCaseSensitive(environment, "python"), "version"));
+    snprintf(platform_text, sizeof(platform_text), "%s %s %s",
+             ic_json_string_or(platform, "system", "?"),
+             ic_json_string_or(platform, "release", "?"),
+             ic_json_string_or(platform, "machine", "?"));
     ic_junit_property(out, "platform", platform_text);
     ic_junit_property(out, "seed", ic_json_string(run, "seed"));
     const char *libraries[2] = {first->producer, first->consumer};
@@ -253,8 +257,8 @@ static void ic_junit_details(struct ic_text_buf *out, const cJSON *c)
         ic_text_buf_adds(out, "  ");
         ic_text_buf_add_escaped_str(out, check->string, IC_ESCAPE_XML_TEXT, IC_JUNIT_NAME_CAP);
         ic_text_buf_adds(out, ": ");
-        ic_text_buf_add_escaped_str(out, ic_json_string_or(check, "status", "?"), IC_ESCAPE_XML_TEXT,
-                                    IC_JUNIT_NAME_CAP);
+        ic_text_buf_add_escaped_str(out, ic_json_string_or(check, "status", "?"),
+                                    IC_ESCAPE_XML_TEXT, IC_JUNIT_NAME_CAP);
         if (rule && !(note && ic_mentions_rule(note, rule))) {
             ic_text_buf_adds(out, " [");
             ic_text_buf_add_escaped_str(out, rule, IC_ESCAPE_XML_TEXT, IC_JUNIT_NAME_CAP);
@@ -299,8 +303,9 @@ static void ic_junit_testcase(struct ic_text_buf *out, const struct ic_junit_cas
     /* "<device>.<dtype>.<layout>[.<variant>]": the case id without what the classname says. */
     const char *variant = ic_json_string(c, "variant");
     if (ic_json_string(c, "device") && ic_json_string(c, "dtype") && ic_json_string(c, "layout"))
-        snprintf(name, sizeof(name), "%s.%s.%s%s%s", ic_json_string(c, "device"), ic_json_string(c, "dtype"),
-                 ic_json_string(c, "layout"), variant ? "." : "", variant ? variant : "");
+        snprintf(name, sizeof(name), "%s.%s.%s%s%s", ic_json_string(c, "device"),
+                 ic_json_string(c, "dtype"), ic_json_string(c, "layout"), variant ? "." : "",
+                 variant ? variant : "");
     else
         snprintf(name, sizeof(name), "%s", ic_json_string_or(c, "id", "?"));
 
@@ -471,13 +476,11 @@ static void ic_junit_findings(struct ic_text_buf *out, const cJSON *report, cons
     if (cJSON_GetArraySize(findings) == 0)
         ic_text_buf_adds(out, "    <testcase classname=\"interopcheck.findings\" "
                               "name=\"no findings\" time=\"0\"/>\n");
-    cJSON_ArrayForEach(f, findings)
-        ic_junit_finding(out, f);
+    cJSON_ArrayForEach(f, findings) ic_junit_finding(out, f);
     ic_text_buf_adds(out, "  </testsuite>\n");
 }
 
-int ic_junit_write(const cJSON *report, const char *path, bool per_case, char *err,
-                   size_t err_size)
+int ic_junit_write(const cJSON *report, const char *path, bool per_case, char *err, size_t err_size)
 {
     const cJSON *cases_json = cJSON_GetObjectItemCaseSensitive(report, "cases");
     const cJSON *run = cJSON_GetObjectItemCaseSensitive(report, "run");
@@ -513,13 +516,15 @@ int ic_junit_write(const cJSON *report, const char *path, bool per_case, char *e
     }
     /* Cases of a suite are contiguous in a report the tool wrote, but not in a merged or
      * edited one: sort by suite, then put suites in the order their first case came. */
-    qsort(cases, ncases, sizeof(*cases), ic_junit_case_cmp);
+    if (ncases)
+        qsort(cases, ncases, sizeof(*cases), ic_junit_case_cmp);
     for (size_t i = 0; i < ncases; i++) {
         if (i == 0 || !ic_junit_same_suite(&cases[i - 1], &cases[i]))
             suites[nsuites++] = (struct ic_junit_suite){.first = i, .order = cases[i].index};
         suites[nsuites - 1].count++;
     }
-    qsort(suites, nsuites, sizeof(*suites), ic_junit_suite_cmp);
+    if (nsuites)
+        qsort(suites, nsuites, sizeof(*suites), ic_junit_suite_cmp);
 
     struct ic_junit_counts counts = {0};
     for (size_t i = 0; i < ncases; i++)

@@ -41,7 +41,7 @@ static int ic_case_outcome(const cJSON *c)
 static size_t ic_count_of(const cJSON *outcomes, enum ic_outcome outcome)
 {
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(outcomes, ic_outcome_name(outcome));
-    return cJSON_IsNumber(item) && item->valuedouble > 0 ? (size_t)item->valuedouble : 0;
+    return ic_json_count(item);
 }
 
 static void ic_md_text(struct ic_text_buf *out, const char *text, size_t cap)
@@ -144,8 +144,8 @@ static void ic_md_environment_line(struct ic_text_buf *out, const cJSON *scope)
         ic_text_buf_adds(out, "started ");
         ic_md_text(out, ic_json_string(run, "started"), IC_MD_FIELD_CAP);
     }
-    if (cJSON_IsNumber(duration))
-        ic_text_buf_addf(out, "%sin %d s", dot, (int)(duration->valuedouble + 0.5));
+    if (cJSON_IsNumber(duration) && duration->valuedouble >= 0 && duration->valuedouble < 1e9)
+        ic_text_buf_addf(out, "%sin %.0f s", dot, duration->valuedouble);
     if (ic_json_string(run, "seed")) {
         ic_text_buf_adds(out, dot);
         ic_text_buf_adds(out, "seed ");
@@ -249,7 +249,7 @@ static void ic_md_cell(struct ic_text_buf *out, const cJSON *cell)
     size_t counts[IC_OUTCOME_COUNT], sum = 0;
     for (int o = 0; o < IC_OUTCOME_COUNT; o++)
         sum += counts[o] = ic_count_of(outcomes, (enum ic_outcome)o);
-    size_t total = cJSON_IsNumber(total_item) ? (size_t)total_item->valuedouble : sum;
+    size_t total = cJSON_IsNumber(total_item) ? ic_json_count(total_item) : sum;
     size_t passed = counts[IC_OUTCOME_PASS] + counts[IC_OUTCOME_XPASS];
     bool failing =
         counts[IC_OUTCOME_FAIL] || counts[IC_OUTCOME_CRASH] || counts[IC_OUTCOME_TIMEOUT];

@@ -97,7 +97,7 @@ void ic_views_print_findings(FILE *out, const cJSON *report, const char *json_pa
         enum ic_severity_class c = IC_CLASS_HARMFUL;
         ic_severity_from_name(ic_json_string(f, "severity"), &c);
         counts[c]++;
-        cases += (size_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(f, "count"));
+        cases += ic_json_count(cJSON_GetObjectItemCaseSensitive(f, "count"));
     }
     fprintf(out, "\n%d finding%s in %zu failing cases:", total, total == 1 ? "" : "s", cases);
     for (int c = 0; c < IC_CLASS_COUNT; c++) {

@@ -190,6 +190,12 @@ static void test_rules(void)
     b.itemsize = 0;
     c = check(b, PyBUF_STRIDED_RO);
     TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FIELDS), "itemsize 0 is an error");
+    b = good_buffer();
+    b.itemsize = (Py_ssize_t)0xff000002; /* found by fuzz_buffer_check: a view's int wrapped */
+    b.format = NULL;
+    c = check(b, PyBUF_STRIDED_RO);
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FIELDS) && !c.have_view,
+           "an itemsize beyond INT32_MAX is an error, and no view is made of it");
     Py_ssize_t negative[2] = {2, -3};
     b = good_buffer();
     b.shape = negative;

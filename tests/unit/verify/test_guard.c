@@ -130,8 +130,31 @@ static void test_span_and_view(const struct pages *p, const char *how)
     struct ic_view gapped = view_1d(p->base, 4, 2, (int64_t)(2 * p->page));
     TAP_OK(ic_guard_view(&gapped, NULL, NULL) == 0,
            "%s: a strided view whose unmapped gap holds no element is readable", how);
+    /* The same gap under a broadcast of 10^12 rows: the zero-stride dimension adds no address,
+     * so the walk visits two elements, not 2 x 10^12 (fuzz_dlpack: a worker busy for hours). */
+    struct ic_view huge = {.data = first,
+                           .itemsize = 4,
+                           .ndim = 3,
+                           .shape = {1000000000000, 1, 2},
+                           .strides = {0, 4, (int64_t)(2 * p->page)}};
+    TAP_OK(ic_guard_view(&huge, NULL, NULL) == 0,
+           "%s: a broadcast of 10^12 gapped rows is checked by its two distinct elements", how);
+    /* Too many distinct elements to walk one by one, in a span that cannot be read whole: not
+     * checked (ERANGE), neither passed nor blamed. */
+    struct ic_view countless = {.data = first,
+                                .itemsize = 1,
+                                .ndim = 2,
+                                .shape = {(int64_t)1 << 27, 2},
+                                .strides = {1, (int64_t)(2 * p->page)}};
+    TAP_OK(ic_guard_view(&countless, NULL, NULL) == IC_ERANGE,
+           "%s: 2^28 distinct elements across a gap are ERANGE, not walked", how);
     /* ... until its last page loses access */
     mprotect(p->base + 2 * p->page, p->page, PROT_NONE);
+    index = -1;
+    huge.shape[0] = 5;
+    TAP_OK(ic_guard_view(&huge, &index, &bad) == IC_EFAULT && index == 1 &&
+               bad == first + 2 * p->page,
+           "%s: and its first bad element is named by its index in the whole view", how);
     TAP_OK(ic_guard_view(&gapped, &index, &bad) == IC_EFAULT && index == 1 &&
                bad == first + 2 * p->page,
            "%s: element 1 in a PROT_NONE page is EFAULT, naming the element and its page", how);

@@ -1,0 +1,56 @@
+/* fuzz_cai: the __cuda_array_interface__ validator (ic_cai_check, src/protocols/ic_cai.c) on values
+ * decoded from the input as a Python literal (fuzz_common.h): usually a dict such as
+ *   {'shape': (2, 3), 'typestr': '<f4', 'data': (4096, False), 'version': 3, 'stream': 1}
+ * with masks spelled {'$cai': {...}}, and {'$raise': 0}, {'$notruth': 0}, {'$index': 5} for
+ * objects that misbehave. Nothing here touches a GPU: the validator never dereferences data.
+ *
+ * Besides memory safety the harness checks the contract: no exception is left pending, the
+ * dict is not changed, no memory is read (so none is reported unreadable), a view has a sane
+ * rank and shape, and a stream is reported only when it is valid (1, 2 or a positive handle)
+ * and the version hands streams over. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "fuzz_common.h"
+#include "ic_cai.h"
+#include "ic_error.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+FUZZ_PYTHON_HARNESS()
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    PyObject *value = fuzz_py_object(data, size);
+    if (!value)
+        return 0;
+    PyObject *before = PyDict_Check(value) ? PyDict_Copy(value) : NULL;
+
+    struct ic_diag diag;
+    struct ic_view view;
+    struct ic_cai_info info;
+    bool have_view = true;
+    ic_diag_init(&diag);
+    fuzz_guard_reset();
+    FUZZ_CHECK(ic_cai_check(value, &diag, &view, &have_view, &info) == 0);
+    fuzz_check_no_exception("ic_cai_check");
+    FUZZ_CHECK(diag.count >= 0 && diag.count <= IC_DIAG_MAX);
+    FUZZ_CHECK(fuzz_guard_calls() == 0); /* device memory is never read */
+    fuzz_check_unchanged(before, value);
+    if (have_view) {
+        FUZZ_CHECK(PyDict_Check(value));
+        FUZZ_CHECK(view.ndim >= 0 && view.ndim <= IC_MAX_NDIM && view.itemsize > 0);
+        FUZZ_CHECK(view.device_type == IC_DEVICE_CUDA && view.readonly_known);
+        for (int i = 0; i < view.ndim; i++)
+            FUZZ_CHECK(view.shape[i] >= 0);
+    }
+    if (info.has_stream) {
+        FUZZ_CHECK(info.stream_applies && info.stream > 0);
+    } else {
+        FUZZ_CHECK(info.stream == 0);
+    }
+    FUZZ_CHECK(!info.have_version || info.version >= 0);
+    Py_XDECREF(before);
+    Py_DECREF(value);
+    return 0;
+}
