@@ -164,8 +164,7 @@ static void ic_print_progress(struct ic_run *run, const struct ic_case *c, bool 
     if (!run->session->progress || (!force && now - run->last_progress < 0.1))
         return;
     run->last_progress = now;
-    size_t failures = run->counts[IC_OUTCOME_FAIL] + run->counts[IC_OUTCOME_CRASH] +
-                      run->counts[IC_OUTCOME_TIMEOUT];
+    size_t failures = ic_outcome_failures(run->counts);
     fprintf(stderr, "\r\033[K[%zu/%zu] %zu failed, %zu unsupported, %zu errors  %s %s -> %s",
             run->done, run->plan->count, failures, run->counts[IC_OUTCOME_UNSUPPORTED],
             run->counts[IC_OUTCOME_ERROR], c ? ic_protocol_id(c->protocol) : "",

@@ -8,11 +8,10 @@
 #include "ic_error.h"
 #include "ic_text.h"
 
-static const struct {
-    const char *name;
-    bool failing;
-} ic_outcome_table[IC_OUTCOME_COUNT] = {
-#define IC_OUTCOME_ROW(e, name, failing) [IC_OUTCOME_##e] = {(name), (failing)},
+static const struct ic_outcome_info ic_outcome_table[IC_OUTCOME_COUNT] = {
+#define IC_OUTCOME_ROW(e, name, failing, passed, junit, category, mark, label, rank, badness)      \
+    [IC_OUTCOME_##e] = {(name), (failing), (passed), (junit),  (category),                         \
+                        (mark), (label),   (rank),   (badness)},
     IC_OUTCOME_LIST(IC_OUTCOME_ROW)
 #undef IC_OUTCOME_ROW
 };
@@ -54,6 +53,31 @@ int ic_outcome_from_name(const char *name, enum ic_outcome *ret)
 bool ic_outcome_is_failure(enum ic_outcome outcome)
 {
     return (int)outcome >= 0 && outcome < IC_OUTCOME_COUNT && ic_outcome_table[outcome].failing;
+}
+
+const struct ic_outcome_info *ic_outcome_info(enum ic_outcome outcome)
+{
+    return (int)outcome >= 0 && outcome < IC_OUTCOME_COUNT ? &ic_outcome_table[outcome] : NULL;
+}
+
+int ic_outcome_worst(const size_t counts[IC_OUTCOME_COUNT])
+{
+    int worst = -1;
+    for (int o = 0; o < IC_OUTCOME_COUNT; o++) {
+        if (counts[o] && (worst < 0 || ic_outcome_table[o].rank < ic_outcome_table[worst].rank))
+            worst = o;
+    }
+    return worst;
+}
+
+size_t ic_outcome_failures(const size_t counts[IC_OUTCOME_COUNT])
+{
+    size_t failures = 0;
+    for (int o = 0; o < IC_OUTCOME_COUNT; o++) {
+        if (ic_outcome_table[o].failing)
+            failures += counts[o];
+    }
+    return failures;
 }
 
 const char *ic_check_name(enum ic_check check)
@@ -338,10 +362,10 @@ cJSON *ic_case_to_json(const struct ic_case *c, const struct ic_result *res)
         if (strcmp(item->string, "side") == 0) {
             char both[2 * IC_NAME_MAX + 2];
             snprintf(both, sizeof(both), "%s+%s", c->producer, c->consumer);
-            const char *culprit = res->side == IC_SIDE_PRODUCER   ? c->producer
-                                  : res->side == IC_SIDE_CONSUMER ? c->consumer
+            const char *culprit = res->side == IC_SIDE_PRODUCER           ? c->producer
+                                  : res->side == IC_SIDE_CONSUMER         ? c->consumer
                                   : strcmp(c->producer, c->consumer) == 0 ? c->producer
-                                                                           : both;
+                                                                          : both;
             if (!cJSON_AddStringToObject(ordered, "culprit", culprit)) {
                 cJSON_Delete(ordered);
                 goto fail;

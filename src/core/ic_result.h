@@ -20,26 +20,39 @@
 #define IC_RESULT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include <cjson/cJSON.h>
 
 #include "ic_diag.h"
 #include "ic_rules.h"
 
-/* X(ENUM, name, counts as a failure of the run) */
+/* Every fact about an outcome, in one table that every writer reads (diff, JUnit, Markdown,
+ * the terminal, and the dashboard through the data the HTML writer embeds):
+ * X(ENUM, name, failing, passed, junit, category, mark, label, rank, badness)
+ *   failing   counts as a failure of the run (exit status 1, unless expectations say otherwise)
+ *   passed    counts among a cell's passed cases, the "passed" of "passed/total"
+ *   junit     the element a JUnit testcase holds for it ("" for none: the case passed)
+ *   category  the colour of a cell whose most severe outcome it is (dashboard, Markdown)
+ *   mark      the symbol that says the same for readers who do not see colour (UTF-8)
+ *   label     its name where a cell has little room
+ *   rank      the display order, most severe first: a cell lists its cases in this order
+ *   badness   what `diff` compares: a case whose badness rose regressed (0 passes, 1 an allowed
+ *             refusal, 2 a finding or an error, 3 the worker died or hung) */
 #define IC_OUTCOME_LIST(X)                                                                         \
-    X(PASS, "pass", false)                                                                         \
-    X(FAIL, "fail", true)                                                                          \
-    X(UNSUPPORTED, "unsupported", false)                                                           \
-    X(CRASH, "crash", true)                                                                        \
-    X(TIMEOUT, "timeout", true)                                                                    \
-    X(ERROR, "error", false)                                                                       \
-    X(XFAIL, "xfail", false)                                                                       \
-    X(XPASS, "xpass", false)                                                                       \
-    X(WAIVED, "waived", false)
+    X(PASS, "pass", false, true, "", "pass", "\u2713", "pass", 8, 0)                               \
+    X(FAIL, "fail", true, false, "failure", "fail", "\u2717", "fail", 2, 2)                        \
+    X(UNSUPPORTED, "unsupported", false, false, "skipped", "unsup", "\u2013", "unsup.", 7, 1)      \
+    X(CRASH, "crash", true, false, "error", "fail", "\u2717", "crash", 0, 3)                       \
+    X(TIMEOUT, "timeout", true, false, "error", "fail", "\u2717", "timeout", 1, 3)                 \
+    X(ERROR, "error", false, false, "error", "error", "!", "error", 3, 2)                          \
+    X(XFAIL, "xfail", false, false, "skipped", "xfail", "\u2248", "xfail", 6, 2)                   \
+    X(XPASS, "xpass", false, true, "", "xpass", "+", "xpass", 4, 0)                                \
+    X(WAIVED, "waived", false, false, "skipped", "xfail", "\u2248", "waived", 5, 2)
 
 enum ic_outcome {
-#define IC_OUTCOME_ENUM(e, name, failing) IC_OUTCOME_##e,
+#define IC_OUTCOME_ENUM(e, name, failing, passed, junit, category, mark, label, rank, badness)     \
+    IC_OUTCOME_##e,
     IC_OUTCOME_LIST(IC_OUTCOME_ENUM)
 #undef IC_OUTCOME_ENUM
         IC_OUTCOME_COUNT
@@ -47,14 +60,15 @@ enum ic_outcome {
 
 /* X(ENUM, name, what it verifies) */
 #define IC_CHECK_LIST(X)                                                                           \
-    X(EXPORT, "export", "the export object is valid by the protocol's rules")                     \
-    X(IMPORT, "import", "the consumer asks as the protocol says, and imports what it is given "    \
-                        "or refuses it as allowed")                                                \
-    X(ZERO_COPY, "zero_copy", "the first element is the producer's where the path promises it")   \
-    X(CONTENTS, "contents", "every element equals the seeded pattern, read through the strides")  \
+    X(EXPORT, "export", "the export object is valid by the protocol's rules")                      \
+    X(IMPORT, "import",                                                                            \
+      "the consumer asks as the protocol says, and imports what it is given "                      \
+      "or refuses it as allowed")                                                                  \
+    X(ZERO_COPY, "zero_copy", "the first element is the producer's where the path promises it")    \
+    X(CONTENTS, "contents", "every element equals the seeded pattern, read through the strides")   \
     X(DTYPE, "dtype", "the element type survives")                                                 \
     X(SHAPE, "shape", "the shape survives")                                                        \
-    X(STRIDES, "strides", "every element is at the same address on both sides")                   \
+    X(STRIDES, "strides", "every element is at the same address on both sides")                    \
     X(DEVICE, "device", "the device survives")                                                     \
     X(READONLY, "readonly", "a read-only array stays read-only")                                   \
     X(LIFETIME, "lifetime", "deleters run exactly once; buffers are released once per get")
@@ -73,7 +87,7 @@ enum ic_check_status {
     IC_CHECK_SKIP,
 };
 
-#define IC_NOTE_MAX 400
+#define IC_NOTE_MAX       400
 #define IC_DIAGNOSTIC_MAX 1200
 #define IC_DOCUMENTED_MAX 240
 
@@ -91,10 +105,10 @@ struct ic_result {
     enum ic_rule rule;
     enum ic_side side;
     enum ic_severity_class severity;
-    char documented[IC_DOCUMENTED_MAX];   /* the library's documentation of the deviation */
-    char diagnostic[IC_DIAGNOSTIC_MAX];   /* one or two sentences a person can act on */
-    char request[160];                    /* what the consumer asked the producer for */
-    char exported[160];                   /* what the producer exported */
+    char documented[IC_DOCUMENTED_MAX]; /* the library's documentation of the deviation */
+    char diagnostic[IC_DIAGNOSTIC_MAX]; /* one or two sentences a person can act on */
+    char request[160];                  /* what the consumer asked the producer for */
+    char exported[160];                 /* what the producer exported */
     double duration_ms;
     struct ic_check_result checks[IC_CHECK_COUNT];
 };
@@ -102,6 +116,22 @@ struct ic_result {
 const char *ic_outcome_name(enum ic_outcome outcome);
 int ic_outcome_from_name(const char *name, enum ic_outcome *ret);
 bool ic_outcome_is_failure(enum ic_outcome outcome);
+
+struct ic_outcome_info {
+    const char *name;
+    bool failing, passed;
+    const char *junit, *category, *mark, *label;
+    int rank, badness;
+};
+
+/* The row of IC_OUTCOME_LIST; NULL for a value outside the table. */
+const struct ic_outcome_info *ic_outcome_info(enum ic_outcome outcome);
+
+/* The most severe outcome (lowest rank) with a count, or -1 when every count is 0. */
+int ic_outcome_worst(const size_t counts[IC_OUTCOME_COUNT]);
+
+/* The sum of the counts of the outcomes that are failures of the run. */
+size_t ic_outcome_failures(const size_t counts[IC_OUTCOME_COUNT]);
 
 const char *ic_check_name(enum ic_check check);
 const char *ic_check_summary(enum ic_check check);

@@ -10,39 +10,44 @@
   const ncells = cells.protocol.length;
   const outcomes = data.outcomes;
   const nout = outcomes.length;
+  // What the C side knows of each outcome (its outcome table, ic_result.h): row i is
+  // outcome i of `outcomes`. Names a report holds beyond the table count as errors.
+  const FACTS = data.outcome_facts;
+  const factOf = (name) => FACTS.find((f) => f.name === name);
   // Outcomes from the most to the least severe: a cell's list shows cases in this order.
-  const SEVERITY = ['crash', 'timeout', 'fail', 'error', 'xpass', 'waived', 'xfail',
-    'unsupported', 'pass'];
-  const CHECK = '\u2713';
-  const CROSS = '\u2717';
-  const DASH = '\u2013';
-  const NEAR = '\u2248';
+  const SEVERITY = FACTS.slice().sort((a, b) => a.rank - b.rank).map((f) => f.name);
+  const markOf = (category) => (FACTS.find((f) => f.category === category) || {}).mark;
   const EM = ' \u2014 ';
   const DOT = ' \u00b7 ';
-  const MARK = {pass: CHECK, fail: CROSS, crash: CROSS, timeout: CROSS, error: '!',
-    unsupported: DASH, xfail: NEAR, waived: NEAR, xpass: '+'};
-  const SHORT = {pass: 'pass', fail: 'fail', crash: 'crash', timeout: 'timeout',
-    error: 'error', unsupported: 'unsup.', xfail: 'xfail', waived: 'waived', xpass: 'xpass'};
-  // What a cell's colour says; the mark repeats it for readers who do not see colour.
+  const MARK = Object.fromEntries(FACTS.map((f) => [f.name, f.mark]));
+  const SHORT = Object.fromEntries(FACTS.map((f) => [f.name, f.label]));
+  // What a cell's colour says; the mark repeats it for readers who do not see colour. A
+  // cell's colour is its most severe outcome's category; 'mixed', 'gap' and 'none' are the
+  // page's own (passes beside unsupported cases, no cases, none left by the filters).
   const CATEGORIES = [
-    ['fail', CROSS, 'some cases failed, crashed or timed out'],
-    ['error', '!', 'errors of interopcheck or the environment, not of the libraries'],
-    ['xpass', '+', 'a case expected to fail passed: update the expectations'],
-    ['xfail', NEAR, 'failures, all of them expected or waived'],
-    ['pass', CHECK, 'every case passed'],
-    ['mixed', CHECK, 'every supported case passed; the others are unsupported'],
-    ['unsup', DASH,
+    ['fail', markOf('fail'), 'some cases failed, crashed or timed out'],
+    ['error', markOf('error'), 'errors of interopcheck or the environment, not of the libraries'],
+    ['xpass', markOf('xpass'), 'a case expected to fail passed: update the expectations'],
+    ['xfail', markOf('xfail'), 'failures, all of them expected or waived'],
+    ['pass', markOf('pass'), 'every case passed'],
+    ['mixed', markOf('pass'), 'every supported case passed; the others are unsupported'],
+    ['unsup', markOf('unsup'),
       'every case unsupported: refused as the protocol allows, or not expressible'],
     ['gap', 'n/a', 'no cases: the pair cannot exchange this way (hover or click for why)'],
     ['none', '0', 'cases, but none matches the filters'],
   ];
   const MARKS = Object.fromEntries(CATEGORIES.map((c) => [c[0], c[1]]));
   const outcomeIndex = (name) => outcomes.indexOf(name);
+  // A check's status shows the mark of the outcome it resembles.
+  const CHECK = MARK.pass;
+  const CROSS = MARK.fail;
+  const DASH = MARK.unsupported;
   const severityRank = outcomes.map((o) => {
     const r = SEVERITY.indexOf(o);
     return r < 0 ? SEVERITY.length : r;
   });
-  const passIndex = [outcomeIndex('pass'), outcomeIndex('xpass')].filter((i) => i >= 0);
+  const passIndex = outcomes.map((o, i) => (factOf(o) || {}).passed ? i : -1)
+    .filter((i) => i >= 0);
   // --- small DOM helpers: every text goes in through textContent
   function el(tag, cls, content) {
     const node = document.createElement(tag);
@@ -175,16 +180,12 @@
     return {byName, total, passed};
   }
   function category(s) {
-    const n = (name) => s.byName[name] || 0;
     if (!s.total) return 'none';
-    if (n('fail') + n('crash') + n('timeout')) return 'fail';
-    if (n('error')) return 'error';
-    if (n('xpass')) return 'xpass';
-    if (n('xfail') + n('waived')) return 'xfail';
-    if (n('pass') === s.total) return 'pass';
-    if (n('pass')) return 'mixed';
-    if (n('unsupported') === s.total) return 'unsup';
-    return 'error'; // an outcome this page does not know
+    const worst = SEVERITY.find((o) => s.byName[o]);
+    if (Object.keys(s.byName).some((o) => !factOf(o))) return 'error'; // not in the table
+    const c = factOf(worst).category;
+    if (c === 'unsup' && passIndex.some((i) => s.byName[outcomes[i]])) return 'mixed';
+    return c;
   }
   function breakdown(s) {
     return SEVERITY.filter((o) => s.byName[o]).map((o) => fmt(s.byName[o]) + ' ' + o)

@@ -34,20 +34,10 @@ static const char *ic_or_empty(const char *s)
 
 /* --- Severity ------------------------------------------------------------------------------- */
 
+/* The table's badness (ic_result.h). */
 static int ic_outcome_severity(enum ic_outcome outcome)
 {
-    switch (outcome) {
-    case IC_OUTCOME_PASS:
-    case IC_OUTCOME_XPASS:
-        return 0;
-    case IC_OUTCOME_UNSUPPORTED:
-        return 1;
-    case IC_OUTCOME_CRASH:
-    case IC_OUTCOME_TIMEOUT:
-        return 3;
-    default:
-        return 2;
-    }
+    return ic_outcome_info(outcome)->badness;
 }
 
 int ic_diff_severity(const cJSON *c)

@@ -543,6 +543,27 @@ static void ic_html_put_cells(FILE *out, const struct ic_html_data *d)
     putc('}', out);
 }
 
+/* The outcome table (ic_result.h), row i for outcome i, which is also index i of the page's
+ * "outcomes" name table: the page takes marks, labels, colours and order from here. */
+static void ic_html_put_outcome_facts(FILE *out)
+{
+    fputs(",\"outcome_facts\":[", out);
+    for (int o = 0; o < IC_OUTCOME_COUNT; o++) {
+        const struct ic_outcome_info *info = ic_outcome_info((enum ic_outcome)o);
+        fprintf(out, "%s{\"name\":", o ? "," : "");
+        ic_html_put_string(out, info->name, IC_TEXT_FIELD_CAP);
+        fputs(",\"category\":", out);
+        ic_html_put_string(out, info->category, IC_TEXT_FIELD_CAP);
+        fputs(",\"mark\":", out);
+        ic_html_put_string(out, info->mark, IC_TEXT_FIELD_CAP);
+        fputs(",\"label\":", out);
+        ic_html_put_string(out, info->label, IC_TEXT_FIELD_CAP);
+        fprintf(out, ",\"rank\":%d,\"passed\":%s,\"failing\":%s}", info->rank,
+                info->passed ? "true" : "false", info->failing ? "true" : "false");
+    }
+    putc(']', out);
+}
+
 /* Writes the data object. Returns 0 or IC_ENOMEM (the output is then incomplete). */
 static int ic_html_put_data(FILE *out, const cJSON *report)
 {
@@ -598,6 +619,7 @@ static int ic_html_put_data(FILE *out, const cJSON *report)
     IC_HTML_TABLES(IC_HTML_PUT_TABLE)
 #undef IC_HTML_PUT_TABLE
     ic_html_put_table(out, "text", &d.text);
+    ic_html_put_outcome_facts(out);
     putc('}', out);
 
     int rc = d.status;

@@ -99,17 +99,22 @@ struct ic_junit_counts {
     double seconds;
 };
 
+/* The element a case's testcase holds: the outcome table's junit column. */
+static const char *ic_junit_element(int outcome)
+{
+    const struct ic_outcome_info *info = ic_outcome_info((enum ic_outcome)outcome);
+    return info ? info->junit : "error";
+}
+
 static void ic_junit_count(struct ic_junit_counts *counts, const cJSON *c)
 {
-    int outcome = ic_case_outcome(c);
+    const char *element = ic_junit_element(ic_case_outcome(c));
     counts->tests++;
-    if (outcome == IC_OUTCOME_FAIL)
+    if (strcmp(element, "failure") == 0)
         counts->failures++;
-    else if (outcome == IC_OUTCOME_ERROR || outcome == IC_OUTCOME_CRASH ||
-             outcome == IC_OUTCOME_TIMEOUT)
+    else if (strcmp(element, "error") == 0)
         counts->errors++;
-    else if (outcome == IC_OUTCOME_UNSUPPORTED || outcome == IC_OUTCOME_XFAIL ||
-             outcome == IC_OUTCOME_WAIVED)
+    else if (strcmp(element, "skipped") == 0)
         counts->skipped++;
     counts->seconds += ic_case_seconds(c);
 }
@@ -316,40 +321,42 @@ static void ic_junit_testcase(struct ic_text_buf *out, const struct ic_junit_cas
     ic_junit_seconds(out, ic_case_seconds(c));
     ic_text_buf_adds(out, "\"");
 
+    /* Which element: the outcome table (ic_result.h); what it says: each outcome's own words. */
+    const char *element = ic_junit_element(outcome);
     switch (outcome) {
     case IC_OUTCOME_PASS:
         ic_text_buf_adds(out, "/>\n");
         return;
     case IC_OUTCOME_FAIL:
         /* A failure's type is the rule it broke. */
-        ic_text_buf_adds(out, ">\n      <failure");
+        ic_text_buf_addf(out, ">\n      <%s", element);
         ic_junit_message(out, NULL, rule, diagnostic);
         ic_junit_attr(out, "type", rule ? rule : outcome_name, IC_JUNIT_NAME_CAP);
         ic_text_buf_adds(out, ">");
         ic_junit_details(out, c);
-        ic_text_buf_adds(out, "</failure>\n");
+        ic_text_buf_addf(out, "</%s>\n", element);
         break;
     case IC_OUTCOME_CRASH:
     case IC_OUTCOME_TIMEOUT:
         /* The test did not run to its end: an error, as JUnit readers expect. */
-        ic_text_buf_adds(out, ">\n      <error");
+        ic_text_buf_addf(out, ">\n      <%s", element);
         ic_junit_message(out, outcome_name, rule, diagnostic);
         ic_junit_attr(out, "type", outcome_name, IC_JUNIT_NAME_CAP);
         ic_text_buf_adds(out, ">");
         ic_junit_details(out, c);
-        ic_text_buf_adds(out, "</error>\n");
+        ic_text_buf_addf(out, "</%s>\n", element);
         break;
     case IC_OUTCOME_ERROR:
-        ic_text_buf_adds(out, ">\n      <error");
+        ic_text_buf_addf(out, ">\n      <%s", element);
         ic_junit_message(out, NULL, rule, diagnostic);
-        ic_junit_attr(out, "type", "error", IC_JUNIT_NAME_CAP);
+        ic_junit_attr(out, "type", outcome_name, IC_JUNIT_NAME_CAP);
         ic_text_buf_adds(out, ">");
         ic_junit_details(out, c);
-        ic_text_buf_adds(out, "</error>\n");
+        ic_text_buf_addf(out, "</%s>\n", element);
         break;
     case IC_OUTCOME_UNSUPPORTED:
-        ic_text_buf_adds(out, ">\n      <skipped");
-        ic_junit_message(out, "unsupported", NULL, diagnostic);
+        ic_text_buf_addf(out, ">\n      <%s", element);
+        ic_junit_message(out, outcome_name, NULL, diagnostic);
         ic_text_buf_adds(out, "/>\n");
         break;
     case IC_OUTCOME_XFAIL:
@@ -359,12 +366,12 @@ static void ic_junit_testcase(struct ic_text_buf *out, const struct ic_junit_cas
         char prefix[96];
         snprintf(prefix, sizeof(prefix), "%s (observed %s)", outcome_name,
                  ic_json_string_or(expectation, "observed", "?"));
-        ic_text_buf_adds(out, ">\n      <skipped");
+        ic_text_buf_addf(out, ">\n      <%s", element);
         ic_junit_message(out, prefix, NULL,
                          ic_json_string_or(expectation, "reason", diagnostic ? diagnostic : ""));
         ic_text_buf_adds(out, ">");
         ic_junit_details(out, c);
-        ic_text_buf_adds(out, "</skipped>\n");
+        ic_text_buf_addf(out, "</%s>\n", element);
         break;
     }
     case IC_OUTCOME_XPASS:

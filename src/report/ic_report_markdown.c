@@ -16,12 +16,11 @@
 #define IC_MD_FIELD_CAP      300
 #define IC_MD_POINTER_CAP    1000
 
-/* Outcome markers that read without colour: each is its own shape. */
-#define IC_MD_MARK_PASS        "\xE2\x9C\x93" /* ✓ */
-#define IC_MD_MARK_FAIL        "\xE2\x9C\x97" /* ✗ */
-#define IC_MD_MARK_ERROR       "!"            /* the tool's or the environment's fault */
-#define IC_MD_MARK_EXPECTED    "~"            /* only expected failures */
-#define IC_MD_MARK_UNSUPPORTED "\xE2\x97\x8B" /* ○ */
+/* An outcome's mark: the outcome table's (ic_result.h), the same as the dashboard's. */
+static const char *ic_md_mark(enum ic_outcome outcome)
+{
+    return ic_outcome_info(outcome)->mark;
+}
 
 static bool ic_str_is(const cJSON *object, const char *key, const char *value)
 {
@@ -95,17 +94,16 @@ static bool ic_md_commit(struct ic_md_writer *w, const struct ic_text_buf *secti
 static void ic_md_totals(struct ic_text_buf *out, const size_t counts[IC_OUTCOME_COUNT],
                          size_t total)
 {
-    size_t failing =
-        counts[IC_OUTCOME_FAIL] + counts[IC_OUTCOME_CRASH] + counts[IC_OUTCOME_TIMEOUT];
+    size_t failing = ic_outcome_failures(counts);
     if (failing)
-        ic_text_buf_addf(out, "## interopcheck: " IC_MD_MARK_FAIL " %zu of %zu cases failed\n\n",
-                         failing, total);
+        ic_text_buf_addf(out, "## interopcheck: %s %zu of %zu cases failed\n\n",
+                         ic_md_mark(IC_OUTCOME_FAIL), failing, total);
     else if (counts[IC_OUTCOME_ERROR])
-        ic_text_buf_addf(out, "## interopcheck: " IC_MD_MARK_ERROR " %zu of %zu cases in error\n\n",
-                         counts[IC_OUTCOME_ERROR], total);
+        ic_text_buf_addf(out, "## interopcheck: %s %zu of %zu cases in error\n\n",
+                         ic_md_mark(IC_OUTCOME_ERROR), counts[IC_OUTCOME_ERROR], total);
     else
-        ic_text_buf_addf(out, "## interopcheck: " IC_MD_MARK_PASS " no case of %zu failed\n\n",
-                         total);
+        ic_text_buf_addf(out, "## interopcheck: %s no case of %zu failed\n\n",
+                         ic_md_mark(IC_OUTCOME_PASS), total);
     ic_text_buf_addf(out, "**%zu cases:**", total);
     const char *sep = " ";
     for (int o = 0; o < IC_OUTCOME_COUNT; o++) {
@@ -227,18 +225,16 @@ static const cJSON *ic_md_find_cell(const cJSON *cells, const char *environment,
     return NULL;
 }
 
-/* The marker of a cell's worst outcome. */
+/* The marker of a cell: its most severe outcome's mark, except that a cell where some cases
+ * pass and the rest are unsupported reads as passing. */
 static const char *ic_md_marker(const size_t counts[IC_OUTCOME_COUNT])
 {
-    if (counts[IC_OUTCOME_FAIL] || counts[IC_OUTCOME_CRASH] || counts[IC_OUTCOME_TIMEOUT])
-        return IC_MD_MARK_FAIL;
-    if (counts[IC_OUTCOME_ERROR])
-        return IC_MD_MARK_ERROR;
-    if (counts[IC_OUTCOME_XFAIL] || counts[IC_OUTCOME_WAIVED])
-        return IC_MD_MARK_EXPECTED;
-    if (counts[IC_OUTCOME_PASS] || counts[IC_OUTCOME_XPASS])
-        return IC_MD_MARK_PASS;
-    return IC_MD_MARK_UNSUPPORTED;
+    int worst = ic_outcome_worst(counts);
+    if (worst < 0)
+        return ic_md_mark(IC_OUTCOME_UNSUPPORTED);
+    if (worst == IC_OUTCOME_UNSUPPORTED && (counts[IC_OUTCOME_PASS] || counts[IC_OUTCOME_XPASS]))
+        return ic_md_mark(IC_OUTCOME_PASS);
+    return ic_md_mark((enum ic_outcome)worst);
 }
 
 /* "✓ 90/90": the marker of the worst outcome, then passed (pass and xpass) of all cases. */
@@ -250,9 +246,10 @@ static void ic_md_cell(struct ic_text_buf *out, const cJSON *cell)
     for (int o = 0; o < IC_OUTCOME_COUNT; o++)
         sum += counts[o] = ic_count_of(outcomes, (enum ic_outcome)o);
     size_t total = cJSON_IsNumber(total_item) ? ic_json_count(total_item) : sum;
-    size_t passed = counts[IC_OUTCOME_PASS] + counts[IC_OUTCOME_XPASS];
-    bool failing =
-        counts[IC_OUTCOME_FAIL] || counts[IC_OUTCOME_CRASH] || counts[IC_OUTCOME_TIMEOUT];
+    size_t passed = 0;
+    for (int o = 0; o < IC_OUTCOME_COUNT; o++)
+        passed += ic_outcome_info((enum ic_outcome)o)->passed ? counts[o] : 0;
+    bool failing = ic_outcome_failures(counts) > 0;
     ic_text_buf_addf(out, failing ? " **%s %zu/%zu** |" : " %s %zu/%zu |", ic_md_marker(counts),
                      passed, total);
 }
@@ -328,15 +325,15 @@ static void ic_md_matrices(struct ic_md_writer *w, const cJSON *report)
 
     ic_text_buf_init(&section);
     ic_text_buf_init(&without);
-    ic_text_buf_adds(
-        &section,
-        "Each cell: a producer (row) and a consumer (column), passed/total cases. " IC_MD_MARK_PASS
-        " nothing failed \xC2\xB7 " IC_MD_MARK_FAIL
-        " a case failed, crashed or timed out \xC2\xB7 " IC_MD_MARK_ERROR
-        " an error of interopcheck or the environment \xC2\xB7 " IC_MD_MARK_EXPECTED
-        " only expected failures \xC2\xB7 " IC_MD_MARK_UNSUPPORTED
-        " every case unsupported \xC2\xB7 blank: no cases (the full report says "
-        "why).\n\n");
+    ic_text_buf_addf(&section,
+                     "Each cell: a producer (row) and a consumer (column), passed/total cases. "
+                     "%s nothing failed \xC2\xB7 %s a case failed, crashed or timed out \xC2\xB7 "
+                     "%s an error of interopcheck or the environment \xC2\xB7 %s a case expected "
+                     "to fail passed \xC2\xB7 %s only expected failures \xC2\xB7 %s every case "
+                     "unsupported \xC2\xB7 blank: no cases (the full report says why).\n\n",
+                     ic_md_mark(IC_OUTCOME_PASS), ic_md_mark(IC_OUTCOME_FAIL),
+                     ic_md_mark(IC_OUTCOME_ERROR), ic_md_mark(IC_OUTCOME_XPASS),
+                     ic_md_mark(IC_OUTCOME_XFAIL), ic_md_mark(IC_OUTCOME_UNSUPPORTED));
     ic_md_commit(w, &section);
     cJSON_ArrayForEach(protocol, protocols)
     {

@@ -23,8 +23,9 @@ FFFD = "\ufffd"
 UNWANTED = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufdd0-\ufdef\ufffe\uffff]")
 FAILING = ("fail", "crash", "timeout")
 SKIPPED = ("unsupported", "xfail", "waived")
-MARKDOWN_MARKS = {"pass": "\u2713", "fail": "\u2717", "error": "!", "expected": "~",
-                  "unsupported": "\u25cb"}
+# The marks of the outcome table (src/core/ic_result.h), which the dashboard shows too.
+MARKDOWN_MARKS = {"pass": "\u2713", "fail": "\u2717", "error": "!", "xpass": "+",
+                  "expected": "\u2248", "unsupported": "\u2013"}
 JUNIT_MESSAGE_CAP = 1000  # src/report/ic_report_junit.c
 MARKDOWN_DIAGNOSTIC_CAP = 1000  # src/report/ic_report_markdown.c
 DIAGNOSTIC_MAX = 1200  # IC_DIAGNOSTIC_MAX, src/core/ic_result.h
@@ -322,13 +323,16 @@ def markdown_cell_text(text):
 
 
 def cell_marker(outcomes):
+    """The most severe outcome's mark; passes beside unsupported cases read as passing."""
     if any(outcomes.get(o) for o in FAILING):
         return MARKDOWN_MARKS["fail"]
     if outcomes.get("error"):
         return MARKDOWN_MARKS["error"]
+    if outcomes.get("xpass"):
+        return MARKDOWN_MARKS["xpass"]
     if outcomes.get("xfail") or outcomes.get("waived"):
         return MARKDOWN_MARKS["expected"]
-    if outcomes.get("pass") or outcomes.get("xpass"):
+    if outcomes.get("pass"):
         return MARKDOWN_MARKS["pass"]
     return MARKDOWN_MARKS["unsupported"]
 

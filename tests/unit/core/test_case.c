@@ -150,10 +150,47 @@ static void test_results(void)
     TAP_OK(res.outcome == IC_OUTCOME_PASS && res.rule == IC_RULE_NONE, "no failed check is a pass");
 }
 
+/* The outcome table is every writer's source: its columns must agree with each other. */
+static void test_outcome_table(void)
+{
+    bool rank_seen[IC_OUTCOME_COUNT] = {false};
+    bool consistent = true;
+    for (int o = 0; o < IC_OUTCOME_COUNT; o++) {
+        const struct ic_outcome_info *info = ic_outcome_info((enum ic_outcome)o);
+        if (!info || info->rank < 0 || info->rank >= IC_OUTCOME_COUNT || rank_seen[info->rank])
+            consistent = false;
+        else
+            rank_seen[info->rank] = true;
+        /* a failure of the run is never a passed case, and JUnit readers see it fail */
+        if (info && info->failing &&
+            (info->passed || (strcmp(info->junit, "failure") && strcmp(info->junit, "error"))))
+            consistent = false;
+        if (info && info->passed && info->junit[0])
+            consistent = false;
+        if (info && (!info->mark[0] || !info->label[0] || !info->category[0]))
+            consistent = false;
+    }
+    TAP_OK(consistent, "every outcome has one rank of its own, a mark, a label and a colour; "
+                       "failures are JUnit failures or errors, passes have no element");
+    TAP_OK(ic_outcome_info(IC_OUTCOME_COUNT) == NULL, "no row past the table");
+
+    size_t counts[IC_OUTCOME_COUNT] = {0};
+    TAP_OK(ic_outcome_worst(counts) == -1, "no counts: no worst outcome");
+    counts[IC_OUTCOME_PASS] = 5;
+    counts[IC_OUTCOME_UNSUPPORTED] = 2;
+    TAP_OK(ic_outcome_worst(counts) == IC_OUTCOME_UNSUPPORTED, "unsupported is worse than pass");
+    counts[IC_OUTCOME_XFAIL] = 1;
+    counts[IC_OUTCOME_TIMEOUT] = 1;
+    counts[IC_OUTCOME_FAIL] = 3;
+    TAP_OK(ic_outcome_worst(counts) == IC_OUTCOME_TIMEOUT, "a timeout ranks above a failure");
+    TAP_OK(ic_outcome_failures(counts) == 4, "failures of the run: fail and timeout, not xfail");
+}
+
 int main(void)
 {
     test_format();
     test_parse();
     test_results();
+    test_outcome_table();
     return tap_done();
 }
