@@ -17,19 +17,9 @@ static const struct {
     const char *title;
     const char *spec;
 } ic_rule_sections[] = {
-    {"exchange", "Any protocol: what an exchange must preserve",
-     "interopcheck's own requirements of every exchange, drawn from all the specifications below"},
-    {"python", "The Python C API", "https://docs.python.org/3/c-api/exceptions.html"},
-    {"dlpack", "DLPack", "https://dmlc.github.io/dlpack/latest/python_spec.html"},
-    {"buffer", "The buffer protocol (PEP 3118)", "https://docs.python.org/3/c-api/buffer.html"},
-    {"array_interface", "NumPy's __array_interface__",
-     "https://numpy.org/doc/stable/reference/arrays.interface.html"},
-    {"array_struct", "NumPy's __array_struct__",
-     "https://numpy.org/doc/stable/reference/arrays.interface.html"},
-    {"array", "__array__ (NumPy 2)",
-     "https://numpy.org/doc/stable/reference/generated/numpy.ndarray.__array__.html"},
-    {"cai", "The CUDA Array Interface (version 3)",
-     "https://nvidia.github.io/numba-cuda/user/cuda_array_interface.html"},
+#define IC_RULE_SECTION_ROW(prefix, title, spec) {(prefix), (title), (spec)},
+    IC_RULE_SECTION_LIST(IC_RULE_SECTION_ROW)
+#undef IC_RULE_SECTION_ROW
 };
 
 static const char *ic_side_words(enum ic_side side)

@@ -5,17 +5,13 @@
 #include "ic_error.h"
 
 static const struct ic_protocol_ops *const ic_protocol_table[IC_PROTOCOL_COUNT] = {
-    [IC_PROTOCOL_DLPACK] = &ic_dlpack_ops,
-    [IC_PROTOCOL_DLPACK_CAPSULE] = &ic_dlpack_capsule_ops,
-    [IC_PROTOCOL_ARRAY_INTERFACE] = &ic_array_interface_ops,
-    [IC_PROTOCOL_ARRAY_STRUCT] = &ic_array_struct_ops,
-    [IC_PROTOCOL_BUFFER] = &ic_buffer_ops,
-    [IC_PROTOCOL_ARRAY_METHOD] = &ic_array_method_ops,
-    [IC_PROTOCOL_CAI] = &ic_cai_ops,
+#define IC_PROTOCOL_OPS(e, id, section, summary, ops) [IC_PROTOCOL_##e] = &(ops),
+    IC_PROTOCOL_LIST(IC_PROTOCOL_OPS)
+#undef IC_PROTOCOL_OPS
 };
 
 static const char *const ic_protocol_ids[IC_PROTOCOL_COUNT] = {
-#define IC_PROTOCOL_ID(e, id, section, summary) [IC_PROTOCOL_##e] = (id),
+#define IC_PROTOCOL_ID(e, id, section, summary, ops) [IC_PROTOCOL_##e] = (id),
     IC_PROTOCOL_LIST(IC_PROTOCOL_ID)
 #undef IC_PROTOCOL_ID
 };
@@ -37,7 +33,8 @@ const struct ic_protocol_ops *ic_protocol_ops(enum ic_protocol protocol)
 
 bool ic_protocol_on_devices(enum ic_protocol protocol)
 {
-    return protocol == IC_PROTOCOL_CAI;
+    const struct ic_protocol_ops *ops = ic_protocol_ops(protocol);
+    return ops && ops->facts.device_only;
 }
 
 const char *ic_protocol_id(enum ic_protocol protocol)

@@ -17,26 +17,34 @@
 #define IC_PROTOCOL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ic_diag.h"
+#include "ic_rules.h"
 #include "ic_view.h"
 
 typedef struct _object PyObject; /* no Python.h here: most of the tool is plain C */
 
-/* X(ENUM, id, protocols.md section, summary) */
+/* The registry: a protocol's one entry. X(ENUM, id, protocols.md section, summary, ops): `ops`
+ * is the `struct ic_protocol_ops` its module (src/protocols/) defines, which holds everything
+ * the generic stages ask of it. docs/adding-a-protocol.md says what else a new one adds. */
 #define IC_PROTOCOL_LIST(X)                                                                        \
-    X(DLPACK, "dlpack", "2", "__dlpack__ / __dlpack_device__ into from_dlpack")                    \
+    X(DLPACK, "dlpack", "2", "__dlpack__ / __dlpack_device__ into from_dlpack", ic_dlpack_ops)     \
     X(DLPACK_CAPSULE, "dlpack_capsule", "2",                                                       \
-      "a legacy capsule from a to_dlpack function into a consumer that takes capsules")           \
-    X(ARRAY_INTERFACE, "array_interface", "4.1", "NumPy __array_interface__ (version 3)")          \
-    X(ARRAY_STRUCT, "array_struct", "4.3", "NumPy __array_struct__ (PyArrayInterface capsule)")    \
-    X(BUFFER, "buffer", "5", "the Python buffer protocol (PEP 3118)")                              \
-    X(ARRAY_METHOD, "array", "4.4", "__array__(dtype=None, copy=None) (NumPy 2 semantics)")        \
-    X(CAI, "cuda_array_interface", "3", "__cuda_array_interface__ (version 3)")
+      "a legacy capsule from a to_dlpack function into a consumer that takes capsules",            \
+      ic_dlpack_capsule_ops)                                                                       \
+    X(ARRAY_INTERFACE, "array_interface", "4.1", "NumPy __array_interface__ (version 3)",          \
+      ic_array_interface_ops)                                                                      \
+    X(ARRAY_STRUCT, "array_struct", "4.3", "NumPy __array_struct__ (PyArrayInterface capsule)",    \
+      ic_array_struct_ops)                                                                         \
+    X(BUFFER, "buffer", "5", "the Python buffer protocol (PEP 3118)", ic_buffer_ops)               \
+    X(ARRAY_METHOD, "array", "4.4", "__array__(dtype=None, copy=None) (NumPy 2 semantics)",        \
+      ic_array_method_ops)                                                                         \
+    X(CAI, "cuda_array_interface", "3", "__cuda_array_interface__ (version 3)", ic_cai_ops)
 
 enum ic_protocol {
-#define IC_PROTOCOL_ENUM(e, id, section, summary) IC_PROTOCOL_##e,
+#define IC_PROTOCOL_ENUM(e, id, section, summary, ops) IC_PROTOCOL_##e,
     IC_PROTOCOL_LIST(IC_PROTOCOL_ENUM)
 #undef IC_PROTOCOL_ENUM
         IC_PROTOCOL_COUNT
@@ -78,7 +86,7 @@ enum ic_protocol {
     X(DL_STREAM_HANDLE, "stream_handle", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_CUDA,     \
       false, false, "__dlpack__(stream=<a non-blocking stream>): the producer makes it wait")      \
     X(DL_STREAM_NO_SYNC, "stream_minus_1", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_CUDA,   \
-      false, false, "__dlpack__(stream=-1): no synchronisation; the consumer orders its reads")     \
+      false, false, "__dlpack__(stream=-1): no synchronisation; the consumer orders its reads")    \
     X(DL_STREAM_ZERO, "stream_0", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_CUDA, false,     \
       false, "__dlpack__(stream=0) is ambiguous: a producer should refuse it")                     \
     X(DL_STREAM_ORDER, "stream_order", IC_PROTOCOL_DLPACK, IC_APPLIES_ANY, IC_ON_CUDA, false,      \
@@ -155,11 +163,11 @@ struct ic_export_record {
     uint64_t byte_offset;
 
     /* Zero-copy expectations of this export; set by the protocol module. */
-    bool copy_expected;   /* the request asked for a copy (copy=True): memory must differ */
+    bool copy_expected;    /* the request asked for a copy (copy=True): memory must differ */
     bool no_copy_required; /* the request forbade a copy (copy=False): memory must be shared */
-    bool copy_flagged;    /* the export says it is a copy (DLPack IS_COPIED) */
-    bool zero_copy_known; /* true when the export must share the producer's memory unless it
-                           * says it copied; false when copying is the producer's choice */
+    bool copy_flagged;     /* the export says it is a copy (DLPack IS_COPIED) */
+    bool zero_copy_known;  /* true when the export must share the producer's memory unless it
+                            * says it copied; false when copying is the producer's choice */
 
     /* The request was one the producer must refuse (a CPU array asked for a stream, a
      * non-contiguous array asked for a contiguous buffer): a refusal is the conformant answer,
@@ -186,15 +194,61 @@ struct ic_export_record {
     struct ic_diag lifetime;
 };
 
+/* True when a DLPack consumer asked with max_version and the export it got is a legacy
+ * capsule (no read-only flag to know): a 0.x producer's valid answer, which a consumer must
+ * read by the capsule's name. False for every other protocol (it asks no max_version). */
+static inline bool ic_export_legacy_answer(const struct ic_export_record *rec)
+{
+    return rec->dl_max_version_asked && rec->have_view && !rec->view.readonly_known;
+}
+
 /* Zero-fills `rec` and sets its protocol and variant. */
 void ic_export_record_init(struct ic_export_record *rec, enum ic_protocol protocol,
                            enum ic_variant variant);
 
+/* Which element types a protocol has names for. */
+enum ic_dtype_names {
+    IC_NAMES_ALL,     /* every dtype of the matrix (DLPack's codes, a library's own dtype) */
+    IC_NAMES_TYPESTR, /* the array interface's typestr grammar: no bfloat16 */
+    IC_NAMES_PEP3118, /* struct-module formats: no bfloat16 */
+};
+
+/* What the generic stages (plan, exchange, judge) need to know of a protocol, so that they
+ * hold no protocol's name: each module states its own. */
+struct ic_protocol_facts {
+    /* The rules the generic checks cite when this protocol's export breaks them. */
+    enum ic_rule readonly_rule; /* it says writable for a read-only array's shared memory */
+    enum ic_rule memory_rule;   /* it points at memory that cannot be read */
+    enum ic_rule copy_rule;     /* copy=True answered with shared memory (NONE: no copy request) */
+    enum ic_rule no_copy_rule;  /* copy=False answered with a copy */
+    enum ic_rule silent_copy_rule;     /* a copy where the export promises the producer's memory,
+                                        * not flagged as a copy */
+    enum ic_rule device_pointer_rule;  /* the driver does not vouch for its device pointer
+                                        * (NONE: the protocol describes host memory only) */
+    enum ic_rule stream_order_rule;    /* read before the producer's queued writes finished */
+    enum ic_rule contiguity_rule;      /* an export without strides whose bytes are not the
+                                        * array in C order (NONE: every export has strides) */
+    enum ic_rule advised_refusal_rule; /* a consumer refused with another exception than the
+                                        * spec advises (IC_REFUSAL_LIST): a note */
+    enum ic_dtype_names dtype_names;
+    enum ic_variant stream_order_variant; /* its variant whose producer still writes the array
+                                           * when the consumer imports it (NONE: none) */
+    bool device_only;         /* it describes device memory only (the CUDA Array Interface) */
+    bool consumer_asks_copy;  /* a consumer's request says copy= itself, so whether its import
+                               * must share memory is its request's word (DLPack's copy=False),
+                               * not the probe's zero_copy promise */
+    bool export_names_stream; /* the export hands over a stream the consumer must wait for */
+    bool device_from_driver;  /* the export does not carry the device ordinal: the driver tells
+                               * it from the pointer, and an empty export's pointer 0 says
+                               * nothing */
+    bool raw_bytes;           /* a consumer may import untyped bytes (a buffer without format) */
+    bool export_call_judged;  /* the export is a library function (to_dlpack) whose refusals
+                               * the refusal policy judges, not the probe's own code */
+};
+
 struct ic_protocol_ops {
-    enum ic_protocol protocol;
-    const char *id;
-    const char *section;
-    const char *summary;
+    enum ic_protocol protocol; /* its row in IC_PROTOCOL_LIST, which has its id and summary */
+    struct ic_protocol_facts facts;
 
     /* Wraps `target` (the producer's export object) in a proxy (ic_proxy.h) that offers this
      * protocol and nothing else, validates each export it forwards, and records it in `rec`.
@@ -224,6 +278,25 @@ struct ic_protocol_ops {
      * counters (deleter exactly once, one release per get) into rec->lifetime and sets
      * rec->lifetime_checked. May be NULL. */
     void (*finish)(PyObject *obj, struct ic_export_record *rec);
+
+    /* Before interopcheck's consumer asks: whether `rec->variant` asks for what the producer
+     * must refuse for this array (sets rec->refusal_required and rec->refusal_rule). May be
+     * NULL: no request of the protocol must be refused. */
+    void (*preset_refusal)(struct ic_export_record *rec, const struct ic_view *produced,
+                           bool readonly_known);
+
+    /* interopcheck's consumer on a GPU: the stream its request names for `rec->variant`
+     * (rec->has_stream and rec->stream; -1 asks for no synchronisation, so the consumer
+     * orders its reads itself), and *read_stream, the stream it reads on, preset to `ours`,
+     * its own non-blocking stream. May be NULL: the request names no stream. */
+    void (*request_stream)(struct ic_export_record *rec, uintptr_t ours, uintptr_t *read_stream);
+
+    /* A consumer raised `exc_type`: `exc_message` although the export was valid: when what
+     * this protocol's export was explains it as the consumer's mistake, writes what the
+     * consumer did (a sentence that follows its name) into `why` and returns the rule it broke;
+     * else IC_RULE_NONE. May be NULL. */
+    enum ic_rule (*consumer_error_cause)(const struct ic_export_record *rec, const char *exc_type,
+                                         const char *exc_message, char *why, size_t size);
 };
 
 const struct ic_protocol_ops *ic_protocol_ops(enum ic_protocol protocol);
@@ -237,13 +310,10 @@ const struct ic_variant_info *ic_variant_info(enum ic_variant variant);
 /* Variant by id within a protocol ("" is NONE). IC_ENOTFOUND if the protocol has none such. */
 int ic_variant_from_id(enum ic_protocol protocol, const char *id, enum ic_variant *ret);
 
-/* Ops of the protocol modules, gathered by ic_protocol.c. */
-extern const struct ic_protocol_ops ic_dlpack_ops;
-extern const struct ic_protocol_ops ic_dlpack_capsule_ops;
-extern const struct ic_protocol_ops ic_array_interface_ops;
-extern const struct ic_protocol_ops ic_array_struct_ops;
-extern const struct ic_protocol_ops ic_buffer_ops;
-extern const struct ic_protocol_ops ic_array_method_ops;
-extern const struct ic_protocol_ops ic_cai_ops;
+/* The ops of the protocol modules, named in IC_PROTOCOL_LIST. */
+#define IC_PROTOCOL_OPS_DECLARE(e, id, section, summary, ops)                                      \
+    extern const struct ic_protocol_ops ops;
+IC_PROTOCOL_LIST(IC_PROTOCOL_OPS_DECLARE)
+#undef IC_PROTOCOL_OPS_DECLARE
 
 #endif

@@ -297,6 +297,25 @@ struct ic_refusal_policy {
     const char *why;
 };
 
+/* The rule families, in the order the rules document lists them: a rule id's first part
+ * ("dlpack" of "dlpack.device_tuple"), the section's title, and the specification its rules
+ * come from (a URL, or words). X(prefix, title, specification) */
+#define IC_RULE_SECTION_LIST(X)                                                                    \
+    X("exchange", "Any protocol: what an exchange must preserve",                                  \
+      "interopcheck's own requirements of every exchange, drawn from all the specifications "      \
+      "below")                                                                                     \
+    X("python", "The Python C API", "https://docs.python.org/3/c-api/exceptions.html")             \
+    X("dlpack", "DLPack", "https://dmlc.github.io/dlpack/latest/python_spec.html")                 \
+    X("buffer", "The buffer protocol (PEP 3118)", "https://docs.python.org/3/c-api/buffer.html")   \
+    X("array_interface", "NumPy's __array_interface__",                                            \
+      "https://numpy.org/doc/stable/reference/arrays.interface.html")                              \
+    X("array_struct", "NumPy's __array_struct__",                                                  \
+      "https://numpy.org/doc/stable/reference/arrays.interface.html")                              \
+    X("array", "__array__ (NumPy 2)",                                                              \
+      "https://numpy.org/doc/stable/reference/generated/numpy.ndarray.__array__.html")             \
+    X("cai", "The CUDA Array Interface (version 3)",                                               \
+      "https://nvidia.github.io/numba-cuda/user/cuda_array_interface.html")
+
 /* The policy of a protocol id; NULL for an id without a row. */
 const struct ic_refusal_policy *ic_refusal_policy(const char *protocol);
 /* All rows, for the rules document. */

@@ -80,8 +80,8 @@ int ic_cuda_pointer_info(struct ic_cuda *cuda, uintptr_t pointer, struct ic_cuda
 /* Checks a view that a protocol says lives on a CUDA device type (kDLCUDA, kDLCUDAHost,
  * kDLCUDAManaged) against the driver: the memory type matches the device type, the device
  * ordinal matches the device id, and the whole addressed span lies inside one allocation.
- * Findings go into `diag` citing `rule` (the protocol's rule, e.g. IC_RULE_DLPACK_DEVICE_POINTER
- * or IC_RULE_CAI_DEVICE_POINTER). Returns 0 when the checks ran (whatever they found). */
+ * Findings go into `diag` citing `rule` (the protocol's device_pointer_rule, ic_protocol.h).
+ * Returns 0 when the checks ran (whatever they found). */
 int ic_cuda_check_view(struct ic_cuda *cuda, const struct ic_view *view, enum ic_rule rule,
                        struct ic_diag *diag, char *err, size_t err_size);
 

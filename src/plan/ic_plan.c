@@ -66,13 +66,12 @@ static void ic_plan_decide(const struct ic_library *producer, struct ic_planned 
         item->run = false;
     } else if (!(producer->layouts & (1u << c->layout))) {
         note = ic_library_note(producer, layout);
-        ic_result_set(&item->result, IC_OUTCOME_UNSUPPORTED,
-                      "%s cannot make a %s view%s%s", producer->name, layout, note ? ": " : "",
-                      note ? note : "");
+        ic_result_set(&item->result, IC_OUTCOME_UNSUPPORTED, "%s cannot make a %s view%s%s",
+                      producer->name, layout, note ? ": " : "", note ? note : "");
         item->run = false;
     } else if (c->variant == IC_VARIANT_READONLY && !producer->readonly) {
-        ic_result_set(&item->result, IC_OUTCOME_UNSUPPORTED,
-                      "%s cannot make read-only arrays", producer->name);
+        ic_result_set(&item->result, IC_OUTCOME_UNSUPPORTED, "%s cannot make read-only arrays",
+                      producer->name);
         item->run = false;
     }
     item->done = !item->run;
@@ -119,8 +118,7 @@ static bool ic_reference_imports(enum ic_protocol protocol, enum ic_device_kind 
 {
     if (device == IC_KIND_CPU)
         return true;
-    return protocol == IC_PROTOCOL_DLPACK || protocol == IC_PROTOCOL_DLPACK_CAPSULE ||
-           ic_protocol_on_devices(protocol);
+    return ic_protocol_ops(protocol)->facts.device_pointer_rule != IC_RULE_NONE;
 }
 
 int ic_plan_build(const struct ic_catalog *catalog, const struct ic_filter *filter,
@@ -170,8 +168,8 @@ void ic_plan_release(struct ic_plan *plan)
 }
 
 const char *ic_plan_pair_gap(const struct ic_catalog *catalog, enum ic_protocol protocol,
-                             enum ic_device_kind device, const char *producer,
-                             const char *consumer, char *buf, size_t size)
+                             enum ic_device_kind device, const char *producer, const char *consumer,
+                             char *buf, size_t size)
 {
     int p = ic_catalog_find(catalog, producer);
     int c = ic_catalog_find(catalog, consumer);
@@ -194,8 +192,8 @@ const char *ic_plan_pair_gap(const struct ic_catalog *catalog, enum ic_protocol 
     } else if (c >= 0 && !(catalog->libs[c].imports_on[device] & (1u << protocol))) {
         n = snprintf(buf, size, "%s does not import %s on %s", consumer, proto, where);
     } else if (c < 0 && !ic_reference_imports(protocol, device)) {
-        n = snprintf(buf, size, "%s is a host protocol: no export of it describes %s memory",
-                     proto, where);
+        n = snprintf(buf, size, "%s is a host protocol: no export of it describes %s memory", proto,
+                     where);
     } else {
         return NULL;
     }

@@ -676,9 +676,10 @@ static int ic_ai_reference_consume(PyObject *export_obj, struct ic_export_record
 
 const struct ic_protocol_ops ic_array_interface_ops = {
     .protocol = IC_PROTOCOL_ARRAY_INTERFACE,
-    .id = "array_interface",
-    .section = "4.1",
-    .summary = "NumPy __array_interface__ (version 3)",
+    .facts = {.silent_copy_rule = IC_RULE_EXCHANGE_SHARED,
+              .readonly_rule = IC_RULE_ARRAY_INTERFACE_READONLY,
+              .memory_rule = IC_RULE_ARRAY_INTERFACE_DATA,
+              .dtype_names = IC_NAMES_TYPESTR},
     .proxy_new = ic_ai_proxy_new,
     .reference_consume = ic_ai_reference_consume,
 };

@@ -265,9 +265,11 @@ cleanup:
 
 const struct ic_protocol_ops ic_array_method_ops = {
     .protocol = IC_PROTOCOL_ARRAY_METHOD,
-    .id = "array",
-    .section = "4.4",
-    .summary = "__array__(dtype=None, copy=None) (NumPy 2 semantics)",
+    .facts = {.no_copy_rule = IC_RULE_ARRAY_NO_COPY,
+              .silent_copy_rule = IC_RULE_EXCHANGE_SHARED,
+              .readonly_rule = IC_RULE_ARRAY_READONLY,
+              .memory_rule = IC_RULE_EXCHANGE_CONTENTS,
+              .copy_rule = IC_RULE_ARRAY_COPY_TRUE},
     .proxy_new = ic_am_proxy_new,
     .reference_consume = ic_am_reference_consume,
 };

@@ -315,9 +315,10 @@ static int ic_as_reference_consume(PyObject *export_obj, struct ic_export_record
 
 const struct ic_protocol_ops ic_array_struct_ops = {
     .protocol = IC_PROTOCOL_ARRAY_STRUCT,
-    .id = "array_struct",
-    .section = "4.3",
-    .summary = "NumPy __array_struct__ (PyArrayInterface capsule)",
+    .facts = {.silent_copy_rule = IC_RULE_EXCHANGE_SHARED,
+              .readonly_rule = IC_RULE_ARRAY_STRUCT_FLAGS,
+              .memory_rule = IC_RULE_ARRAY_STRUCT_MEMORY,
+              .dtype_names = IC_NAMES_TYPESTR},
     .proxy_new = ic_as_proxy_new,
     .reference_consume = ic_as_reference_consume,
 };

@@ -761,12 +761,30 @@ static int ic_buffer_reference_consume(PyObject *export_obj, struct ic_export_re
     return 0;
 }
 
+/* The reference consumer's contiguous and writable requests must be refused by an exporter
+ * whose array is not C-contiguous, or is read-only (buffer.contiguous, buffer.writable). */
+static void ic_buffer_preset_refusal(struct ic_export_record *rec, const struct ic_view *produced,
+                                     bool readonly_known)
+{
+    if (rec->variant == IC_VARIANT_BUF_CONTIG) {
+        rec->refusal_required = !ic_view_is_c_contiguous(produced);
+        rec->refusal_rule = IC_RULE_BUFFER_CONTIGUOUS;
+    } else if (rec->variant == IC_VARIANT_BUF_WRITABLE) {
+        rec->refusal_required = readonly_known && produced->readonly;
+        rec->refusal_rule = IC_RULE_BUFFER_WRITABLE;
+    }
+}
+
 const struct ic_protocol_ops ic_buffer_ops = {
     .protocol = IC_PROTOCOL_BUFFER,
-    .id = "buffer",
-    .section = "5",
-    .summary = "the Python buffer protocol (PEP 3118)",
+    .facts = {.contiguity_rule = IC_RULE_BUFFER_CONTIGUOUS,
+              .silent_copy_rule = IC_RULE_EXCHANGE_SHARED,
+              .readonly_rule = IC_RULE_EXCHANGE_READONLY,
+              .memory_rule = IC_RULE_BUFFER_FIELDS,
+              .dtype_names = IC_NAMES_PEP3118,
+              .raw_bytes = true},
     .proxy_new = ic_buffer_proxy_new,
     .reference_consume = ic_buffer_reference_consume,
+    .preset_refusal = ic_buffer_preset_refusal,
     .finish = ic_buffer_finish,
 };

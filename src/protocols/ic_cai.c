@@ -629,9 +629,16 @@ static int ic_cai_reference_consume(PyObject *export_obj, struct ic_export_recor
 
 const struct ic_protocol_ops ic_cai_ops = {
     .protocol = IC_PROTOCOL_CAI,
-    .id = "cuda_array_interface",
-    .section = "3",
-    .summary = "__cuda_array_interface__ (version 3)",
+    .facts = {.silent_copy_rule = IC_RULE_EXCHANGE_SHARED,
+              .readonly_rule = IC_RULE_CAI_READONLY,
+              .memory_rule = IC_RULE_CAI_DATA,
+              .device_pointer_rule = IC_RULE_CAI_DEVICE_POINTER,
+              .stream_order_rule = IC_RULE_CAI_STREAM_ORDER,
+              .dtype_names = IC_NAMES_TYPESTR,
+              .device_only = true,
+              .export_names_stream = true,
+              .device_from_driver = true,
+              .stream_order_variant = IC_VARIANT_CAI_STREAM_ORDER},
     .proxy_new = ic_cai_proxy_new,
     .reference_consume = ic_cai_reference_consume,
 };

@@ -1731,22 +1731,90 @@ static int ic_dlpack_capsule_reference_consume(PyObject *capsule, struct ic_expo
     return 0;
 }
 
+/* A CPU array asked for a stream must refuse (rule dlpack.cpu_stream). */
+static void ic_dlpack_preset_refusal(struct ic_export_record *rec, const struct ic_view *produced,
+                                     bool readonly_known)
+{
+    (void)readonly_known;
+    if (rec->variant == IC_VARIANT_DL_CPU_STREAM) {
+        rec->refusal_required = produced->device_type == IC_DEVICE_CPU;
+        rec->refusal_rule = IC_RULE_DLPACK_CPU_STREAM;
+    }
+}
+
+/* The stream of each stream variant's request (protocols.md §2.6), and the stream the reads
+ * happen on: the default streams are read on themselves; a plain request names none. */
+static void ic_dlpack_request_stream(struct ic_export_record *rec, uintptr_t ours,
+                                     uintptr_t *read_stream)
+{
+    rec->has_stream = true;
+    switch (rec->variant) {
+    case IC_VARIANT_DL_STREAM_LEGACY:
+        rec->stream = 1;
+        *read_stream = 1; /* CU_STREAM_LEGACY, a valid handle of the driver API */
+        break;
+    case IC_VARIANT_DL_STREAM_PER_THREAD:
+        rec->stream = 2;
+        *read_stream = 2; /* CU_STREAM_PER_THREAD */
+        break;
+    case IC_VARIANT_DL_STREAM_NO_SYNC:
+        rec->stream = -1; /* ordering is the consumer's: it waits for the producer */
+        break;
+    case IC_VARIANT_DL_STREAM_ZERO:
+        rec->stream = 0;
+        *read_stream = 0;
+        break;
+    case IC_VARIANT_DL_STREAM_HANDLE:
+    case IC_VARIANT_DL_STREAM_ORDER:
+        rec->stream = (int64_t)ours;
+        break;
+    default:
+        /* A plain request names no stream: None, the legacy default stream, is read on. */
+        rec->has_stream = false;
+        *read_stream = 0;
+        break;
+    }
+}
+
+/* A consumer that asked with max_version, received a legacy capsule (a 0.x producer's valid
+ * answer) and failed in the capsule API looked the capsule up under the versioned name: its
+ * own error names PyCapsule. */
+static enum ic_rule ic_dlpack_consumer_error_cause(const struct ic_export_record *rec,
+                                                   const char *exc_type, const char *exc_message,
+                                                   char *why, size_t size)
+{
+    if (!ic_export_legacy_answer(rec) || !strstr(exc_message, "PyCapsule"))
+        return IC_RULE_NONE;
+    snprintf(why, size,
+             "asked %s, received a legacy \"dltensor\" capsule (%s), and raised %s: %s: it did "
+             "not read the capsule's name",
+             rec->request, rec->detail, exc_type, exc_message);
+    return IC_RULE_DLPACK_CONSUMER_CAPSULE_KIND;
+}
+
+/* What both DLPack protocols, __dlpack__ and bare capsules, tell the generic checks. */
+#define IC_DLPACK_FACTS                                                                            \
+    .advised_refusal_rule = IC_RULE_DLPACK_CONSUMER_REFUSAL,                                       \
+    .no_copy_rule = IC_RULE_DLPACK_NO_COPY, .silent_copy_rule = IC_RULE_DLPACK_COPY_FLAG,          \
+    .readonly_rule = IC_RULE_DLPACK_READONLY_FLAG, .memory_rule = IC_RULE_DLPACK_ADDRESS,          \
+    .copy_rule = IC_RULE_DLPACK_COPY_TRUE, .device_pointer_rule = IC_RULE_DLPACK_DEVICE_POINTER,   \
+    .stream_order_rule = IC_RULE_DLPACK_STREAM_ORDER, .consumer_asks_copy = true
+
 const struct ic_protocol_ops ic_dlpack_ops = {
     .protocol = IC_PROTOCOL_DLPACK,
-    .id = "dlpack",
-    .section = "2",
-    .summary = "__dlpack__ / __dlpack_device__ into from_dlpack",
+    .facts = {IC_DLPACK_FACTS, .stream_order_variant = IC_VARIANT_DL_STREAM_ORDER},
     .proxy_new = ic_dlpack_proxy_new,
     .reference_consume = ic_dlpack_reference_consume,
     .observe = ic_dlpack_observe,
     .finish = ic_dlpack_finish,
+    .preset_refusal = ic_dlpack_preset_refusal,
+    .request_stream = ic_dlpack_request_stream,
+    .consumer_error_cause = ic_dlpack_consumer_error_cause,
 };
 
 const struct ic_protocol_ops ic_dlpack_capsule_ops = {
     .protocol = IC_PROTOCOL_DLPACK_CAPSULE,
-    .id = "dlpack_capsule",
-    .section = "2",
-    .summary = "a legacy capsule from a to_dlpack function into a consumer that takes capsules",
+    .facts = {IC_DLPACK_FACTS, .export_call_judged = true},
     .inspect = ic_dlpack_capsule_inspect,
     .reference_consume = ic_dlpack_capsule_reference_consume,
     .observe = ic_dlpack_observe,

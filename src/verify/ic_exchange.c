@@ -221,9 +221,10 @@ static int ic_stage_check_producer(struct ic_case_state *st, struct ic_result *r
 
 /* --- Stage 2: export and import ------------------------------------------------------------ */
 
-static bool ic_is_stream_order(enum ic_variant variant)
+static bool ic_is_stream_order(const struct ic_case *c)
 {
-    return variant == IC_VARIANT_DL_STREAM_ORDER || variant == IC_VARIANT_CAI_STREAM_ORDER;
+    return c->variant != IC_VARIANT_NONE &&
+           c->variant == ic_protocol_ops(c->protocol)->facts.stream_order_variant;
 }
 
 /* The stream interopcheck's own consumer reads on: one non-blocking stream per worker, which
@@ -251,35 +252,9 @@ static int ic_preset_streams(struct ic_case_state *st, struct ic_result *res)
         return IC_STAGE_DECIDED;
     }
     st->read_stream = ours;
-    if (st->c->protocol != IC_PROTOCOL_DLPACK)
-        return IC_STAGE_GO;
-    rec->has_stream = true;
-    switch (st->c->variant) {
-    case IC_VARIANT_DL_STREAM_LEGACY:
-        rec->stream = 1;
-        st->read_stream = 1; /* CU_STREAM_LEGACY, a valid handle of the driver API */
-        break;
-    case IC_VARIANT_DL_STREAM_PER_THREAD:
-        rec->stream = 2;
-        st->read_stream = 2; /* CU_STREAM_PER_THREAD */
-        break;
-    case IC_VARIANT_DL_STREAM_NO_SYNC:
-        rec->stream = -1; /* ordering is ours: ic_order_reads waits for the producer */
-        break;
-    case IC_VARIANT_DL_STREAM_ZERO:
-        rec->stream = 0;
-        st->read_stream = 0;
-        break;
-    case IC_VARIANT_DL_STREAM_HANDLE:
-    case IC_VARIANT_DL_STREAM_ORDER:
-        rec->stream = (int64_t)ours;
-        break;
-    default:
-        /* A plain request names no stream: None, the legacy default stream, is read on. */
-        rec->has_stream = false;
-        st->read_stream = 0;
-        break;
-    }
+    const struct ic_protocol_ops *ops = ic_protocol_ops(st->c->protocol);
+    if (ops->request_stream)
+        ops->request_stream(rec, ours, &st->read_stream);
     return IC_STAGE_GO;
 }
 
@@ -288,7 +263,7 @@ static int ic_preset_streams(struct ic_case_state *st, struct ic_result *res)
 static int ic_stage_queue_writes(struct ic_case_state *st, struct ic_result *res)
 {
     char err[400];
-    if (!ic_is_stream_order(st->c->variant))
+    if (!ic_is_stream_order(st->c))
         return IC_STAGE_GO;
     if (!st->produced.pointer_known) {
         ic_result_set(res, IC_OUTCOME_UNSUPPORTED,
@@ -353,10 +328,10 @@ static int ic_order_reads(struct ic_case_state *st, struct ic_result *res)
     struct ic_export_record *rec = &st->rec;
     bool wait = false;
     uintptr_t producer = 0;
-    if (st->c->protocol == IC_PROTOCOL_CAI && rec->has_stream) {
+    if (ic_protocol_ops(st->c->protocol)->facts.export_names_stream && rec->has_stream) {
         wait = true; /* rule 3.1.9: a consumer orders its work after the exported stream */
         producer = (uintptr_t)rec->stream;
-    } else if (st->c->variant == IC_VARIANT_DL_STREAM_NO_SYNC && st->queued) {
+    } else if (rec->has_stream && rec->stream == -1 && st->queued) {
         wait = true; /* stream=-1 leaves the ordering to the consumer */
         producer = st->queued_stream;
     }
@@ -371,24 +346,9 @@ static int ic_order_reads(struct ic_case_state *st, struct ic_result *res)
 
 static void ic_preset_refusals(struct ic_case_state *st)
 {
-    struct ic_export_record *rec = &st->rec;
-    const struct ic_view *p = &st->produced.view;
-    switch (st->c->variant) {
-    case IC_VARIANT_DL_CPU_STREAM:
-        rec->refusal_required = p->device_type == IC_DEVICE_CPU;
-        rec->refusal_rule = IC_RULE_DLPACK_CPU_STREAM;
-        break;
-    case IC_VARIANT_BUF_CONTIG:
-        rec->refusal_required = !ic_view_is_c_contiguous(p);
-        rec->refusal_rule = IC_RULE_BUFFER_CONTIGUOUS;
-        break;
-    case IC_VARIANT_BUF_WRITABLE:
-        rec->refusal_required = st->produced.readonly_known && p->readonly;
-        rec->refusal_rule = IC_RULE_BUFFER_WRITABLE;
-        break;
-    default:
-        break;
-    }
+    const struct ic_protocol_ops *ops = ic_protocol_ops(st->c->protocol);
+    if (ops->preset_refusal)
+        ops->preset_refusal(&st->rec, &st->produced.view, st->produced.readonly_known);
 }
 
 /* The probe's export() raised. For a bare capsule that is the library's to_dlpack refusing,
@@ -401,7 +361,7 @@ static int ic_export_failed(struct ic_case_state *st, struct ic_result *res)
     char text[IC_DIAGNOSTIC_MAX];
 
     ic_py_exc_format(&st->exc, text, sizeof(text));
-    if (c->protocol != IC_PROTOCOL_DLPACK_CAPSULE) {
+    if (!ic_protocol_ops(c->protocol)->facts.export_call_judged) {
         ic_result_set(res, IC_OUTCOME_ERROR, "the %s probe's export() failed: %s", c->producer,
                       text);
     } else if (st->exc.buffer_error || !policy || !policy->producer) {
@@ -434,7 +394,8 @@ static int ic_stage_exchange(struct ic_case_state *st, struct ic_result *res)
     if (!st->consumer) {
         if (st->ops->reference_consume(st->export_obj, &st->rec, &st->imported) < 0) {
             ic_py_fetch(&st->exc);
-            ic_result_set(res, IC_OUTCOME_ERROR, "interopcheck's %s consumer failed", st->ops->id);
+            ic_result_set(res, IC_OUTCOME_ERROR, "interopcheck's %s consumer failed",
+                          ic_protocol_id(st->ops->protocol));
             return IC_EPYTHON;
         }
         st->proxy = Py_NewRef(st->export_obj);
@@ -446,13 +407,14 @@ static int ic_stage_exchange(struct ic_case_state *st, struct ic_result *res)
         if (!st->proxy) {
             ic_py_fetch(&st->exc);
             ic_py_exc_format(&st->exc, text, sizeof(text));
-            ic_result_set(res, IC_OUTCOME_ERROR, "cannot create the %s proxy: %s", st->ops->id,
-                          text);
+            ic_result_set(res, IC_OUTCOME_ERROR, "cannot create the %s proxy: %s",
+                          ic_protocol_id(st->ops->protocol), text);
             return IC_EPYTHON;
         }
     } else {
         if (st->ops->inspect && st->ops->inspect(st->export_obj, &st->rec) < 0) {
-            ic_result_set(res, IC_OUTCOME_ERROR, "cannot inspect the %s export", st->ops->id);
+            ic_result_set(res, IC_OUTCOME_ERROR, "cannot inspect the %s export",
+                          ic_protocol_id(st->ops->protocol));
             return IC_EPYTHON;
         }
         st->proxy = Py_NewRef(st->export_obj);

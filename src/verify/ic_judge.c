@@ -36,49 +36,10 @@ static bool ic_consumer_pointer_known(const struct ic_case_state *st)
     return st->consumer ? st->consumed.pointer_known : st->rec.have_view;
 }
 
-static bool ic_is_dlpack(enum ic_protocol protocol)
+/* What the judge needs to know of the case's protocol (ic_protocol.h). */
+static const struct ic_protocol_facts *ic_facts(const struct ic_case_state *st)
 {
-    return protocol == IC_PROTOCOL_DLPACK || protocol == IC_PROTOCOL_DLPACK_CAPSULE;
-}
-
-/* The rule an export breaks when it says writable for a read-only array's shared memory. */
-static enum ic_rule ic_export_readonly_rule(enum ic_protocol protocol)
-{
-    switch (protocol) {
-    case IC_PROTOCOL_DLPACK:
-    case IC_PROTOCOL_DLPACK_CAPSULE:
-        return IC_RULE_DLPACK_READONLY_FLAG;
-    case IC_PROTOCOL_ARRAY_INTERFACE:
-        return IC_RULE_ARRAY_INTERFACE_READONLY;
-    case IC_PROTOCOL_ARRAY_STRUCT:
-        return IC_RULE_ARRAY_STRUCT_FLAGS;
-    case IC_PROTOCOL_ARRAY_METHOD:
-        return IC_RULE_ARRAY_READONLY;
-    case IC_PROTOCOL_CAI:
-        return IC_RULE_CAI_READONLY;
-    default:
-        return IC_RULE_EXCHANGE_READONLY;
-    }
-}
-
-/* The rule an export breaks when the memory it points at cannot be read. */
-static enum ic_rule ic_export_memory_rule(enum ic_protocol protocol)
-{
-    switch (protocol) {
-    case IC_PROTOCOL_DLPACK:
-    case IC_PROTOCOL_DLPACK_CAPSULE:
-        return IC_RULE_DLPACK_ADDRESS;
-    case IC_PROTOCOL_ARRAY_INTERFACE:
-        return IC_RULE_ARRAY_INTERFACE_DATA;
-    case IC_PROTOCOL_ARRAY_STRUCT:
-        return IC_RULE_ARRAY_STRUCT_MEMORY;
-    case IC_PROTOCOL_BUFFER:
-        return IC_RULE_BUFFER_FIELDS;
-    case IC_PROTOCOL_CAI:
-        return IC_RULE_CAI_DATA;
-    default:
-        return IC_RULE_EXCHANGE_CONTENTS;
-    }
+    return &ic_protocol_ops(st->c->protocol)->facts;
 }
 
 /* True when `exc` is the refusal `name` allows (NULL: any exception). */
@@ -131,9 +92,8 @@ static void ic_check_device_pointers(struct ic_case_state *st)
     char err[400];
     if (!rec->have_view || !ic_on_cuda(&rec->view) || !cuda || ic_cuda_state(cuda) != IC_CUDA_READY)
         return;
-    enum ic_rule rule =
-        ic_is_dlpack(st->c->protocol) ? IC_RULE_DLPACK_DEVICE_POINTER : IC_RULE_CAI_DEVICE_POINTER;
-    if (st->c->protocol == IC_PROTOCOL_CAI) {
+    enum ic_rule rule = ic_facts(st)->device_pointer_rule;
+    if (ic_facts(st)->device_from_driver) {
         /* The interface promises a device-accessible pointer, which pinned host and managed
          * memory are too: the driver says which, and which device. Memory the driver does
          * not know stays "device memory", as the export implies, and fails. */
@@ -288,11 +248,11 @@ static void ic_judge_allowed_consumer_refusal(struct ic_case_state *st, struct i
 
     if (advised && !ic_exc_is_refusal(exc, advised))
         snprintf(advice, sizeof(advice), " [note: %s] %s is the advised refusal",
-                 ic_rule_id(IC_RULE_DLPACK_CONSUMER_REFUSAL), advised);
+                 ic_rule_id(ic_facts(st)->advised_refusal_rule), advised);
     ic_result_check(res, IC_CHECK_IMPORT, IC_CHECK_SKIP, "%s refused the import: %s: %s%s",
                     st->consumer_name, exc->type, exc->message, advice);
     if (advice[0]) {
-        res->checks[IC_CHECK_IMPORT].rule = IC_RULE_DLPACK_CONSUMER_REFUSAL;
+        res->checks[IC_CHECK_IMPORT].rule = ic_facts(st)->advised_refusal_rule;
         res->checks[IC_CHECK_IMPORT].severity = IC_CLASS_NOTE;
     }
     ic_result_set(res, IC_OUTCOME_UNSUPPORTED, "%s refused the import: %s: %s%s", st->consumer_name,
@@ -320,22 +280,23 @@ static void ic_judge_consumer_refusal(struct ic_case_state *st, struct ic_result
                        ic_protocol_id(c->protocol), exc->type, exc->message);
         return;
     }
-    const struct ic_export_record *rec = &st->rec;
-    bool legacy_answer = c->protocol == IC_PROTOCOL_DLPACK && rec->dl_max_version_asked &&
-                         rec->have_view && !rec->view.readonly_known;
-    if (legacy_answer && strstr(exc->message, "PyCapsule")) {
-        /* Its own error names the capsule API: it looked the capsule up under the versioned
-         * name although the producer may answer max_version with a legacy capsule. */
-        ic_result_fail(res, IC_CHECK_IMPORT, IC_RULE_DLPACK_CONSUMER_CAPSULE_KIND, IC_SIDE_CONSUMER,
-                       "%s asked %s, received a legacy \"dltensor\" capsule (%s), and raised "
-                       "%s: %s: it did not read the capsule's name",
-                       st->consumer_name, rec->request, rec->detail, exc->type, exc->message);
+    const struct ic_protocol_ops *ops = ic_protocol_ops(c->protocol);
+    char why[IC_DIAGNOSTIC_MAX];
+    enum ic_rule cause =
+        ops->consumer_error_cause
+            ? ops->consumer_error_cause(&st->rec, exc->type, exc->message, why, sizeof(why))
+            : IC_RULE_NONE;
+    if (cause != IC_RULE_NONE) {
+        ic_result_fail(res, IC_CHECK_IMPORT, cause, IC_SIDE_CONSUMER, "%s %s", st->consumer_name,
+                       why);
         return;
     }
     if (!policy || ic_exc_is_refusal(exc, policy->consumer)) {
         ic_judge_allowed_consumer_refusal(st, res, policy);
         return;
     }
+    const struct ic_export_record *rec = &st->rec;
+    bool legacy_answer = ic_export_legacy_answer(rec);
     ic_result_fail(res, IC_CHECK_IMPORT, IC_RULE_EXCHANGE_REFUSAL, IC_SIDE_CONSUMER,
                    "%s refused the import%s%s with %s, not %s: %s", st->consumer_name,
                    legacy_answer ? " of a legacy capsule " : "", legacy_answer ? rec->detail : "",
@@ -376,7 +337,7 @@ static void ic_check_import(struct ic_case_state *st, struct ic_result *res, boo
     if (!st->consumer) {
         ic_result_set(res, IC_OUTCOME_ERROR,
                       "interopcheck's %s consumer imported nothing and recorded no refusal",
-                      st->ops->id);
+                      ic_protocol_id(st->ops->protocol));
         st->refused = true;
         return;
     }
@@ -391,7 +352,7 @@ static void ic_check_import(struct ic_case_state *st, struct ic_result *res, boo
  * documented promise (the probe's zero_copy). */
 static bool ic_import_must_share(const struct ic_case_state *st)
 {
-    if (ic_is_dlpack(st->c->protocol))
+    if (ic_facts(st)->consumer_asks_copy)
         return st->rec.no_copy_required;
     return st->traits.zero_copy;
 }
@@ -403,14 +364,11 @@ static bool ic_check_export_sharing(struct ic_case_state *st, struct ic_result *
     const struct ic_export_record *rec = &st->rec;
     const struct ic_view *p = &st->produced.view;
     const struct ic_view *e = &rec->view;
-    bool dlpack = ic_is_dlpack(st->c->protocol);
     bool export_shares = e->data == p->data;
 
     if (rec->copy_expected) {
         if (export_shares) {
-            ic_result_fail(res, IC_CHECK_ZERO_COPY,
-                           dlpack ? IC_RULE_DLPACK_COPY_TRUE : IC_RULE_ARRAY_COPY_TRUE,
-                           IC_SIDE_PRODUCER,
+            ic_result_fail(res, IC_CHECK_ZERO_COPY, ic_facts(st)->copy_rule, IC_SIDE_PRODUCER,
                            "%s asked for a copy but the export points at the producer's data "
                            "(0x%llx): writes to it change the original",
                            rec->request, (unsigned long long)p->data);
@@ -418,8 +376,7 @@ static bool ic_check_export_sharing(struct ic_case_state *st, struct ic_result *
         }
         snprintf(note, size, "copied as asked");
     } else if (rec->no_copy_required && !export_shares) {
-        ic_result_fail(res, IC_CHECK_ZERO_COPY,
-                       dlpack ? IC_RULE_DLPACK_NO_COPY : IC_RULE_ARRAY_NO_COPY, IC_SIDE_PRODUCER,
+        ic_result_fail(res, IC_CHECK_ZERO_COPY, ic_facts(st)->no_copy_rule, IC_SIDE_PRODUCER,
                        "%s forbade a copy but the export is at 0x%llx, the producer's data at "
                        "0x%llx: writes to it are lost",
                        rec->request, (unsigned long long)e->data, (unsigned long long)p->data);
@@ -428,8 +385,7 @@ static bool ic_check_export_sharing(struct ic_case_state *st, struct ic_result *
         if (rec->copy_flagged) {
             snprintf(note, size, "%s exported a copy and said so", st->c->producer);
         } else if (rec->zero_copy_known) {
-            ic_result_fail(res, IC_CHECK_ZERO_COPY,
-                           dlpack ? IC_RULE_DLPACK_COPY_FLAG : IC_RULE_EXCHANGE_SHARED,
+            ic_result_fail(res, IC_CHECK_ZERO_COPY, ic_facts(st)->silent_copy_rule,
                            IC_SIDE_PRODUCER,
                            "the export's first element is at 0x%llx, the producer's at 0x%llx, "
                            "and the export does not say it copied",
@@ -486,8 +442,8 @@ static void ic_check_zero_copy(struct ic_case_state *st, struct ic_result *res)
                            "%s must share memory here (%s), but its array starts at 0x%llx and "
                            "the export at 0x%llx: writes through either are lost to the other",
                            st->consumer_name,
-                           ic_is_dlpack(st->c->protocol) ? "it asked for copy=False"
-                                                         : "its import call promises it",
+                           ic_facts(st)->consumer_asks_copy ? "it asked for copy=False"
+                                                            : "its import call promises it",
                            (unsigned long long)c->data, (unsigned long long)e->data);
             return;
         }
@@ -548,8 +504,7 @@ static bool ic_check_export_contents(struct ic_case_state *st, struct ic_result 
     if (equal == IC_EFAULT) {
         /* Memory that was readable when the export was validated and is gone now: the
          * producer freed or unmapped what it still exports. */
-        ic_result_fail(res, IC_CHECK_CONTENTS, ic_export_memory_rule(st->c->protocol),
-                       IC_SIDE_PRODUCER,
+        ic_result_fail(res, IC_CHECK_CONTENTS, ic_facts(st)->memory_rule, IC_SIDE_PRODUCER,
                        "%s; it was readable when exported, so the producer took it away while "
                        "the export was in use",
                        note);
@@ -559,8 +514,8 @@ static bool ic_check_export_contents(struct ic_case_state *st, struct ic_result 
         ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_SKIP, "%s", note);
         return false;
     }
-    if (got == &flat)
-        ic_result_fail(res, IC_CHECK_CONTENTS, IC_RULE_BUFFER_CONTIGUOUS, IC_SIDE_PRODUCER,
+    if (got == &flat && ic_facts(st)->contiguity_rule != IC_RULE_NONE)
+        ic_result_fail(res, IC_CHECK_CONTENTS, ic_facts(st)->contiguity_rule, IC_SIDE_PRODUCER,
                        "the exporter ignored the contiguity the request asks for; %s returned "
                        "bytes that are not the array in C order, though it has no strides (%s)",
                        rec->request, note);
@@ -623,9 +578,8 @@ static void ic_fail_unreadable_import(struct ic_case_state *st, struct ic_result
                      ic_view_span(e, &lo, &hi) == 0 && c->data >= e->data - (uintptr_t)(-lo) &&
                      c->data < e->data + (uintptr_t)hi;
     if (in_export)
-        ic_result_fail(res, IC_CHECK_CONTENTS, ic_export_memory_rule(st->c->protocol),
-                       IC_SIDE_PRODUCER, "the memory %s exported is gone: %s", st->c->producer,
-                       note);
+        ic_result_fail(res, IC_CHECK_CONTENTS, ic_facts(st)->memory_rule, IC_SIDE_PRODUCER,
+                       "the memory %s exported is gone: %s", st->c->producer, note);
     else
         ic_result_fail(res, IC_CHECK_CONTENTS, IC_RULE_EXCHANGE_CONTENTS, IC_SIDE_CONSUMER,
                        "%s's import points outside the export: %s", st->consumer_name, note);
@@ -713,14 +667,13 @@ static void ic_check_contents(struct ic_case_state *st, struct ic_result *res)
     } else if (st->queued) {
         /* Who broke the ordering: a DLPack producer must make the consumer's stream wait; a
          * CAI producer with queued work must export its stream, and a consumer then waits. */
-        bool cai = st->c->protocol == IC_PROTOCOL_CAI;
-        bool consumer_late = cai && rec->has_stream;
-        const char *why = !cai ? "did not make the consumer's stream wait for its queued writes"
-                          : rec->has_stream
-                              ? "did not wait for the stream the export names"
+        bool handed_over = ic_facts(st)->export_names_stream;
+        bool consumer_late = handed_over && rec->has_stream;
+        const char *why =
+            !handed_over      ? "did not make the consumer's stream wait for its queued writes"
+            : rec->has_stream ? "did not wait for the stream the export names"
                               : "exported no stream while its writes were still queued";
-        ic_result_fail(res, IC_CHECK_CONTENTS,
-                       cai ? IC_RULE_CAI_STREAM_ORDER : IC_RULE_DLPACK_STREAM_ORDER,
+        ic_result_fail(res, IC_CHECK_CONTENTS, ic_facts(st)->stream_order_rule,
                        consumer_late ? IC_SIDE_CONSUMER : IC_SIDE_PRODUCER,
                        "the import read the array before the producer's queued writes finished: "
                        "%s %s (%s)",
@@ -746,9 +699,9 @@ static void ic_check_dtype(struct ic_case_state *st, struct ic_result *res)
 {
     const struct ic_export_record *rec = &st->rec;
     const char *want = ic_dtype_name(st->c->dtype);
-    bool raw_buffer =
-        rec->view.dtype == IC_DTYPE_INVALID && st->c->protocol == IC_PROTOCOL_BUFFER &&
-        rec->view.itemsize == st->expected.itemsize && st->consumer && !st->traits.typed;
+    bool raw_buffer = rec->view.dtype == IC_DTYPE_INVALID && ic_facts(st)->raw_bytes &&
+                      rec->view.itemsize == st->expected.itemsize && st->consumer &&
+                      !st->traits.typed;
 
     if (rec->have_view && rec->view.dtype != st->c->dtype && !raw_buffer) {
         if (rec->view.dtype == IC_DTYPE_INVALID)
@@ -887,7 +840,7 @@ static void ic_check_device(struct ic_case_state *st, struct ic_result *res)
     /* A protocol that does not carry the device id (the CUDA Array Interface) leaves it -1
      * unless the driver could tell it from the pointer; an empty one has pointer 0 and says
      * nothing about its memory at all. */
-    if (rec->have_view && st->c->protocol == IC_PROTOCOL_CAI && rec->view.data == 0) {
+    if (rec->have_view && ic_facts(st)->device_from_driver && rec->view.data == 0) {
         ic_result_check(res, IC_CHECK_DEVICE, IC_CHECK_SKIP,
                         "an empty CUDA array interface has pointer 0: its device is unknown");
         return;
@@ -972,8 +925,7 @@ static void ic_check_readonly(struct ic_case_state *st, struct ic_result *res)
     bool export_shares = st->produced.pointer_known && rec->view.data == p->data;
     if (producer_ro && rec->view.readonly_known && !rec->view.readonly) {
         if (export_shares) {
-            ic_result_fail(res, IC_CHECK_READONLY, ic_export_readonly_rule(st->c->protocol),
-                           IC_SIDE_PRODUCER,
+            ic_result_fail(res, IC_CHECK_READONLY, ic_facts(st)->readonly_rule, IC_SIDE_PRODUCER,
                            "the array is read-only but the export, which shares its memory, "
                            "says writable: a consumer may write into it");
             return;
@@ -984,7 +936,7 @@ static void ic_check_readonly(struct ic_case_state *st, struct ic_result *res)
         snprintf(note, sizeof(note),
                  "a read-only array went out as a legacy capsule, which cannot say so (%s "
                  "expects BufferError)",
-                 ic_rule_id(IC_RULE_DLPACK_READONLY_FLAG));
+                 ic_rule_id(ic_facts(st)->readonly_rule));
     if (!st->consumer || !st->have_consumed) {
         ic_result_check(res, IC_CHECK_READONLY, IC_CHECK_PASS, "%s", note);
         return;
@@ -1019,12 +971,10 @@ static void ic_judge_export_only(struct ic_case_state *st, struct ic_result *res
 static bool ic_protocol_spells(enum ic_protocol protocol, enum ic_dtype dtype)
 {
     const struct ic_dtype_info *info = ic_dtype_info(dtype);
-    switch (protocol) {
-    case IC_PROTOCOL_ARRAY_INTERFACE:
-    case IC_PROTOCOL_ARRAY_STRUCT:
-    case IC_PROTOCOL_CAI:
+    switch (ic_protocol_ops(protocol)->facts.dtype_names) {
+    case IC_NAMES_TYPESTR:
         return info && info->typestr_kind != 0;
-    case IC_PROTOCOL_BUFFER:
+    case IC_NAMES_PEP3118:
         return info && info->pep3118 != NULL;
     default:
         return true;
@@ -1092,7 +1042,8 @@ static void ic_check_lifetime(struct ic_case_state *st, struct ic_result *res)
 
     if (!rec->lifetime_checked) {
         ic_result_check(res, IC_CHECK_LIFETIME, IC_CHECK_SKIP,
-                        "the %s protocol has no lifetime rules to check", st->ops->id);
+                        "the %s protocol has no lifetime rules to check",
+                        ic_protocol_id(st->ops->protocol));
         return;
     }
     const struct ic_diag_entry *error = ic_diag_first_error(&rec->lifetime);

@@ -3,7 +3,9 @@
 Each src/<stage>/README.md has a line "May include: a, b, c." (or "nothing outside <stage>" or
 "every stage"); every quoted #include of a file of that stage must name a header of the stage
 itself or of a stage on that line. A header that two folders both hold, or a source file in
-src/ outside every stage, fails the test too.
+src/ outside every stage, fails the test too. And no stage but protocols/ names a protocol,
+one of its variants or one of its rules (docs/adding-a-protocol.md): the others ask the
+protocol's ops.
 
 Usage: test_layering.py
 """
@@ -64,6 +66,32 @@ def main(tap, args):
                             wrong.append(f"{name} includes {include} ({other})")
         tap.ok(not wrong, f"{stage}: includes only {', '.join(sorted(allowed)) or 'itself'}",
                wrong)
+    check_protocol_names(tap, src, stages)
+
+
+# What only a protocol module (and the registry, src/core/ic_protocol.h and .c) may name: a
+# protocol, a variant of one, a rule of a protocol's family. The generic names stay allowed.
+PROTOCOL_NAME = re.compile(r"\bIC_(?:PROTOCOL|VARIANT|RULE)_[A-Z0-9_]+\b")
+GENERIC = re.compile(r"^IC_(?:PROTOCOL_COUNT|VARIANT_(?:NONE|COUNT|READONLY)|"
+                     r"RULE_(?:NONE|COUNT|SECTION_\w+|EXCHANGE_\w+|PYTHON_\w+))$")
+REGISTRY = {"ic_protocol.h", "ic_protocol.c", "ic_rules.h", "ic_rules.c"}
+
+
+def check_protocol_names(tap, src, stages):
+    named = []
+    for stage in stages:
+        if stage == "protocols":
+            continue
+        for root, _, files in os.walk(os.path.join(src, stage)):
+            for name in sorted(files):
+                if not name.endswith((".h", ".c")) or name in REGISTRY:
+                    continue
+                with open(os.path.join(root, name), encoding="utf-8") as handle:
+                    found = {n for n in PROTOCOL_NAME.findall(handle.read())
+                             if not GENERIC.match(n)}
+                named += [f"{stage}/{name}: {n}" for n in sorted(found)]
+    tap.ok(not named, "no stage but protocols/ names a protocol, its variants or its rules",
+           named)
 
 
 if __name__ == "__main__":

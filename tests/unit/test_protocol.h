@@ -54,11 +54,15 @@ static inline int reference_import(const struct ic_protocol_ops *ops, PyObject *
     return ops->reference_consume(target, rec, ret_handle);
 }
 
-/* Whether ic_protocol_ops finds `ops` for `protocol`, under the protocol's id. */
+/* Whether ic_protocol_ops finds `ops` for `protocol`, the protocol is found by its id, and
+ * the ops name the rules the generic checks cite for it (ic_protocol_facts). */
 static inline bool ops_registered(enum ic_protocol protocol, const struct ic_protocol_ops *ops)
 {
+    enum ic_protocol by_id;
     return ic_protocol_ops(protocol) == ops && ops->protocol == protocol &&
-           strcmp(ops->id, ic_protocol_id(protocol)) == 0;
+           ic_protocol_from_id(ic_protocol_id(protocol), &by_id) == 0 && by_id == protocol &&
+           ops->facts.readonly_rule != IC_RULE_NONE && ops->facts.memory_rule != IC_RULE_NONE &&
+           ops->facts.silent_copy_rule != IC_RULE_NONE;
 }
 
 #endif
