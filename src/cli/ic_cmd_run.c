@@ -52,9 +52,8 @@ static void ic_utc_now(char *buf, size_t size, const char *format)
 /* --- Filters -------------------------------------------------------------------------------- */
 
 static int ic_filter_libraries(const struct ic_catalog *catalog, const struct ic_name_list *names,
-                               bool allow_reference, struct ic_libset *ret_set,
-                               bool *ret_reference, const char *option, char *err,
-                               size_t err_size)
+                               bool allow_reference, struct ic_libset *ret_set, bool *ret_reference,
+                               const char *option, char *err, size_t err_size)
 {
     if (names->count == 0)
         return 0;
@@ -68,11 +67,10 @@ static int ic_filter_libraries(const struct ic_catalog *catalog, const struct ic
         }
         int index = ic_catalog_find(catalog, names->items[i]);
         if (index < 0) {
-            size_t used = (size_t)snprintf(err, err_size, "%s: no probe named '%s'; known:",
-                                           option, names->items[i]);
+            size_t used = (size_t)snprintf(err, err_size, "%s: no probe named '%s'; known:", option,
+                                           names->items[i]);
             for (int j = 0; j < catalog->count && used < err_size; j++)
-                used += (size_t)snprintf(err + used, err_size - used, " %s",
-                                         catalog->libs[j].name);
+                used += (size_t)snprintf(err + used, err_size - used, " %s", catalog->libs[j].name);
             if (allow_reference && used < err_size)
                 snprintf(err + used, err_size - used, " %s", IC_REFERENCE_CONSUMER);
             return IC_EUSAGE;
@@ -102,8 +100,8 @@ static int ic_filter_names(const struct ic_name_list *names, const struct ic_dim
     for (int i = 0; i < names->count; i++) {
         int value;
         if (dim->lookup(names->items[i], &value) < 0) {
-            size_t used = (size_t)snprintf(err, err_size, "%s: unknown value '%s'; valid:",
-                                           dim->option, names->items[i]);
+            size_t used = (size_t)snprintf(
+                err, err_size, "%s: unknown value '%s'; valid:", dim->option, names->items[i]);
             for (int v = dim->first; v < dim->end && used < err_size; v++)
                 used += (size_t)snprintf(err + used, err_size - used, " %s", dim->name_of(v));
             return IC_EUSAGE;
@@ -113,7 +111,7 @@ static int ic_filter_names(const struct ic_name_list *names, const struct ic_dim
     return 0;
 }
 
-#define IC_DIMENSION_FUNCTIONS(kind, type, from_name, to_name)                                    \
+#define IC_DIMENSION_FUNCTIONS(kind, type, from_name, to_name)                                     \
     static int ic_lookup_##kind(const char *name, int *ret)                                        \
     {                                                                                              \
         type value;                                                                                \
@@ -274,8 +272,8 @@ static cJSON *ic_repro_request(const cJSON *report, const cJSON *finding)
     ic_rule_from_id(ic_json_string(finding, "rule"), &rule);
     const struct ic_rule_info *info = ic_rule_info(rule);
     const cJSON *expectation = cJSON_GetObjectItemCaseSensitive(c, "expectation");
-    const char *outcome = ic_json_string_or(expectation, "observed",
-                                            ic_json_string_or(c, "outcome", "fail"));
+    const char *outcome =
+        ic_json_string_or(expectation, "observed", ic_json_string_or(c, "outcome", "fail"));
     const char *fields[][2] = {
         {"case", example ? example : ""},
         {"finding", ic_json_string_or(finding, "id", "")},
@@ -356,8 +354,9 @@ static int ic_run_reproducers(struct ic_session *session, cJSON *report)
     free(requests);
     free(ctx.findings);
     if (ctx.failed)
-        fprintf(stderr, "interopcheck: %zu of %zu reproducers could not be written (see "
-                        "reproducer_error in the report)\n",
+        fprintf(stderr,
+                "interopcheck: %zu of %zu reproducers could not be written (see "
+                "reproducer_error in the report)\n",
                 ctx.failed, n);
     return rc;
 }
@@ -403,7 +402,7 @@ static int ic_report_untested(const struct ic_catalog *catalog, const struct ic_
                         error);
             continue;
         }
-        const char *why = lib->state == IC_LIBRARY_NOT_INSTALLED ? "it is not installed"
+        const char *why = lib->state == IC_LIBRARY_NOT_INSTALLED  ? "it is not installed"
                           : lib->state == IC_LIBRARY_IMPORT_CRASH ? "its import crashed"
                           : lib->state == IC_LIBRARY_INVALID      ? "its probe file is unusable"
                                                                   : "its import raised";
@@ -520,19 +519,22 @@ static int ic_run_tested_status(const struct ic_plan *plan, int untested, int st
             verdicts++;
     }
     if (untested > 0) {
-        fprintf(stderr, "interopcheck: exit status %d: %d selected librar%s could not be tested "
-                        "(see above)\n",
+        fprintf(stderr,
+                "interopcheck: exit status %d: %d selected librar%s could not be tested "
+                "(see above)\n",
                 IC_EXIT_UNTESTED_LIB, untested, untested == 1 ? "y" : "ies");
         return IC_EXIT_UNTESTED_LIB;
     }
     if (verdicts == 0) {
         if (plan->count == 0)
-            fprintf(stderr, "interopcheck: exit status %d: nothing was tested: the selection "
-                            "has no case (interopcheck list shows what each library offers)\n",
+            fprintf(stderr,
+                    "interopcheck: exit status %d: nothing was tested: the selection "
+                    "has no case (interopcheck list shows what each library offers)\n",
                     IC_EXIT_NOTHING_TESTED);
         else
-            fprintf(stderr, "interopcheck: exit status %d: nothing was tested: none of the %zu "
-                            "cases reached a verdict (each was unsupported or an error)\n",
+            fprintf(stderr,
+                    "interopcheck: exit status %d: nothing was tested: none of the %zu "
+                    "cases reached a verdict (each was unsupported or an error)\n",
                     IC_EXIT_NOTHING_TESTED, plan->count);
         return IC_EXIT_NOTHING_TESTED;
     }
@@ -560,7 +562,7 @@ static cJSON *ic_run_json(const struct ic_session *session, const struct ic_opti
         const struct ic_name_list *list;
     } lists[] = {{"producer", &opts->producers}, {"consumer", &opts->consumers},
                  {"protocol", &opts->protocols}, {"dtype", &opts->dtypes},
-                 {"layout", &opts->layouts}, {"device", &opts->devices}};
+                 {"layout", &opts->layouts},     {"device", &opts->devices}};
     for (size_t i = 0; filters && i < sizeof(lists) / sizeof(lists[0]); i++) {
         cJSON *values = cJSON_AddArrayToObject(filters, lists[i].key);
         for (int j = 0; values && j < lists[i].list->count; j++)
@@ -625,8 +627,8 @@ static int ic_run_outputs(const struct ic_options *opts, char *output, size_t ou
 /* Opens the result stream with the report's skeleton, and records the cases that need no run
  * (decided by the plan, or restored by --resume). Returns how many cases are left to run. */
 static size_t ic_run_start_stream(struct ic_run *run, struct ic_session *session,
-                                  const char *stream_path, const cJSON *tool,
-                                  const cJSON *run_json, const cJSON *python)
+                                  const char *stream_path, const cJSON *tool, const cJSON *run_json,
+                                  const cJSON *python)
 {
     struct ic_plan *plan = run->plan;
     cJSON *skeleton =
@@ -634,8 +636,8 @@ static size_t ic_run_start_stream(struct ic_run *run, struct ic_session *session
     run->stream_ok = skeleton && ic_stream_open(&run->stream, stream_path, run_json, skeleton) == 0;
     cJSON_Delete(skeleton);
     if (!run->stream_ok)
-        fprintf(stderr, "interopcheck: cannot write %s: %s; results stay in memory\n",
-                stream_path, strerror(errno));
+        fprintf(stderr, "interopcheck: cannot write %s: %s; results stay in memory\n", stream_path,
+                strerror(errno));
     size_t to_run = 0;
     for (size_t i = 0; i < plan->count; i++) {
         if (plan->items[i].run)
@@ -662,7 +664,8 @@ static int ic_run_pool(struct ic_run *run, struct ic_session *session, size_t to
             run->run_index[k++] = i;
         }
     }
-    int rc = ic_stop_signal ? IC_EINTR : ic_pool_run(session->pool, cases, to_run, ic_on_result, run);
+    int rc =
+        ic_stop_signal ? IC_EINTR : ic_pool_run(session->pool, cases, to_run, ic_on_result, run);
     free(cases);
     return rc;
 }
@@ -673,161 +676,212 @@ static int ic_run_interrupted_status(void)
     return 128 + (ic_stop_signal ? ic_stop_signal : SIGINT);
 }
 
-int ic_cmd_run(const struct ic_options *given)
-{
-    struct ic_options local = *given, *opts = &local;
+/* Everything one `interopcheck` run holds, from the options to the exit status: the steps
+ * below fill it in order, and ic_run_command_close releases whatever was made. */
+struct ic_run_command {
+    struct ic_options opts; /* a copy: --resume fills its selection from the report */
     struct ic_session session;
-    struct ic_resume resume = {0};
-    struct ic_plan plan = {0};
-    struct ic_filter filter = {0};
-    struct ic_libset wanted = {0};
+    bool session_open;
+    struct ic_resume resume;
+    struct ic_plan plan;
+    struct ic_filter filter;
+    struct ic_libset wanted;
+    int untested;
     struct ic_run run;
     struct ic_run_policy policy;
-    cJSON *tool = NULL, *run_json = NULL, *python = NULL, *report = NULL;
+    cJSON *tool, *run_json, *python, *report;
     char err[4096], output[PATH_MAX], stream_path[PATH_MAX + 8], started[64];
-    int status = IC_EXIT_USAGE;
-    bool session_open = false, interrupted = false;
+    double start;
+    bool interrupted, stream_kept;
+};
 
-    memset(&run, 0, sizeof(run));
-    memset(&session, 0, sizeof(session));
-    if (ic_run_policy_open(opts, &policy, err, sizeof(err)) < 0 ||
-        (opts->resume && ic_resume_open(opts->resume, opts, &resume, err, sizeof(err)) < 0) ||
-        ic_run_outputs(opts, output, sizeof(output), stream_path, sizeof(stream_path), err,
-                       sizeof(err)) < 0 ||
-        ic_session_open(&session, opts, err, sizeof(err)) < 0) {
-        fprintf(stderr, "interopcheck: %s\n", err);
-        goto done;
-    }
-    session_open = true;
-    if (ic_build_filter(opts, &session.catalog, &filter, err, sizeof(err)) < 0) {
-        fprintf(stderr, "interopcheck: %s\n", err);
-        goto done;
-    }
+/* The outputs, the policy and a report to resume are checked before anything runs. */
+static int ic_run_command_open(struct ic_run_command *cmd)
+{
+    struct ic_options *opts = &cmd->opts;
+    if (ic_run_policy_open(opts, &cmd->policy, cmd->err, sizeof(cmd->err)) < 0 ||
+        (opts->resume &&
+         ic_resume_open(opts->resume, opts, &cmd->resume, cmd->err, sizeof(cmd->err)) < 0) ||
+        ic_run_outputs(opts, cmd->output, sizeof(cmd->output), cmd->stream_path,
+                       sizeof(cmd->stream_path), cmd->err, sizeof(cmd->err)) < 0 ||
+        ic_session_open(&cmd->session, opts, cmd->err, sizeof(cmd->err)) < 0)
+        return IC_EUSAGE;
+    cmd->session_open = true;
+    if (ic_build_filter(opts, &cmd->session.catalog, &cmd->filter, cmd->err, sizeof(cmd->err)) < 0)
+        return IC_EUSAGE;
     ic_catch_stops();
-    ic_pool_set_stop(session.pool, &ic_stop_signal);
+    ic_pool_set_stop(cmd->session.pool, &ic_stop_signal);
+    cmd->start = ic_wall_s();
+    ic_utc_now(cmd->started, sizeof(cmd->started), "%Y-%m-%dT%H:%M:%SZ");
+    return 0;
+}
 
-    double start = ic_wall_s();
-    ic_utc_now(started, sizeof(started), "%Y-%m-%dT%H:%M:%SZ");
-    /* The libraries to import: those named, or all (every consumer of the chosen producers
-     * is a candidate when no consumer is named). */
-    if (opts->consumers.count && (ic_libset_merge(&wanted, &filter.consumers) < 0 ||
-                                  ic_libset_merge(&wanted, &filter.producers) < 0)) {
-        fprintf(stderr, "interopcheck: out of memory\n");
-        goto done;
-    }
+/* Imports the libraries the selection needs (those named, or all: every consumer of the
+ * chosen producers is a candidate when no consumer is named) and plans the cases. */
+static int ic_run_command_plan(struct ic_run_command *cmd)
+{
+    const struct ic_options *opts = &cmd->opts;
+    struct ic_session *session = &cmd->session;
+    if (opts->consumers.count && (ic_libset_merge(&cmd->wanted, &cmd->filter.consumers) < 0 ||
+                                  ic_libset_merge(&cmd->wanted, &cmd->filter.producers) < 0))
+        return snprintf(cmd->err, sizeof(cmd->err), "out of memory"), IC_ENOMEM;
     if (!opts->consumers.count)
-        ic_libset_fill(&wanted);
-    if (ic_session_discover(&session, &wanted) < 0) {
-        fprintf(stderr, "interopcheck: discovery failed\n");
-        goto done;
-    }
-    int untested = ic_report_untested(&session.catalog, &wanted, opts);
+        ic_libset_fill(&cmd->wanted);
+    if (ic_session_discover(session, &cmd->wanted) < 0)
+        return snprintf(cmd->err, sizeof(cmd->err), "discovery failed"), IC_EENV;
+    cmd->untested = ic_report_untested(&session->catalog, &cmd->wanted, opts);
     for (int k = 0; k < IC_KIND_COUNT; k++) {
-        if ((filter.devices & (1u << k)) && !(session.devices.available & (1u << k)) &&
+        if ((cmd->filter.devices & (1u << k)) && !(session->devices.available & (1u << k)) &&
             (opts->devices.count || !opts->quiet))
             fprintf(stderr, "interopcheck: no %s cases: %s\n", ic_device_kind_name(k),
-                    session.devices.detail[k]);
+                    session->devices.detail[k]);
     }
-    if (ic_plan_build(&session.catalog, &filter, session.devices.available, &plan) < 0) {
-        fprintf(stderr, "interopcheck: out of memory while planning\n");
-        goto done;
-    }
-    if (opts->resume) {
-        int restored = ic_resume_restore(&resume, &plan, err, sizeof(err));
-        if (restored < 0) {
-            fprintf(stderr, "interopcheck: %s\n", err);
-            goto done;
-        }
-        if (!opts->quiet)
-            printf("interopcheck: resuming %s: %d cases finished, the rest runs now\n",
-                   opts->resume, restored);
-    }
+    if (ic_plan_build(&session->catalog, &cmd->filter, session->devices.available, &cmd->plan) < 0)
+        return snprintf(cmd->err, sizeof(cmd->err), "out of memory while planning"), IC_ENOMEM;
+    if (!opts->resume)
+        return 0;
+    int restored = ic_resume_restore(&cmd->resume, &cmd->plan, cmd->err, sizeof(cmd->err));
+    if (restored < 0)
+        return restored;
+    if (!opts->quiet)
+        printf("interopcheck: resuming %s: %d cases finished, the rest runs now\n", opts->resume,
+               restored);
+    return 0;
+}
 
-    tool = ic_session_tool_json();
-    run_json = ic_run_json(&session, opts, started);
-    python = ic_session_python_json(&session);
-    if (!tool || !run_json || !python) {
-        fprintf(stderr, "interopcheck: out of memory\n");
-        goto done;
+/* Runs the cases on the workers, streaming each result as it finishes. */
+static int ic_run_command_execute(struct ic_run_command *cmd)
+{
+    struct ic_run *run = &cmd->run;
+    cmd->tool = ic_session_tool_json();
+    cmd->run_json = ic_run_json(&cmd->session, &cmd->opts, cmd->started);
+    cmd->python = ic_session_python_json(&cmd->session);
+    if (!cmd->tool || !cmd->run_json || !cmd->python)
+        return snprintf(cmd->err, sizeof(cmd->err), "out of memory"), IC_ENOMEM;
+    run->session = &cmd->session;
+    run->plan = &cmd->plan;
+    size_t to_run = ic_run_start_stream(run, &cmd->session, cmd->stream_path, cmd->tool,
+                                        cmd->run_json, cmd->python);
+    int ran = ic_run_pool(run, &cmd->session, to_run);
+    cmd->interrupted = ran == IC_EINTR;
+    if (ran < 0 && !cmd->interrupted) {
+        snprintf(cmd->err, sizeof(cmd->err), "the worker processes could not be run");
+        return ran;
     }
-    run.session = &session;
-    run.plan = &plan;
-    size_t to_run = ic_run_start_stream(&run, &session, stream_path, tool, run_json, python);
-    int ran = ic_run_pool(&run, &session, to_run);
-    interrupted = ran == IC_EINTR;
-    if (ran < 0 && !interrupted) {
-        fprintf(stderr, "\ninteropcheck: the worker processes could not be run\n");
-        goto done;
-    }
-    ic_print_progress(&run, NULL, true);
-    if (session.progress)
+    ic_print_progress(run, NULL, true);
+    if (cmd->session.progress)
         fprintf(stderr, "\r\033[K");
-    if (interrupted)
-        fprintf(stderr, "interopcheck: interrupted: %zu of %zu cases finished; the reports hold "
-                "them, marked interrupted (finish with: interopcheck --resume %s)\n",
-                run.done, plan.count, output);
-    bool stream_kept = run.stream_ok;
-    ic_stream_close(&run.stream, !interrupted);
-    run.stream_ok = false;
+    if (cmd->interrupted)
+        fprintf(stderr,
+                "interopcheck: interrupted: %zu of %zu cases finished; the reports hold them, "
+                "marked interrupted (finish with: interopcheck --resume %s)\n",
+                run->done, cmd->plan.count, cmd->output);
+    cmd->stream_kept = run->stream_ok;
+    ic_stream_close(&run->stream, !cmd->interrupted);
+    run->stream_ok = false;
+    return 0;
+}
 
-    double seconds = ic_wall_s() - start;
+/* The report: what ran, the expectations applied, findings with their reproducers (which
+ * need workers, so an interrupted run leaves them to its resumption), written atomically. */
+static int ic_run_command_report(struct ic_run_command *cmd)
+{
     char finished[64];
     ic_utc_now(finished, sizeof(finished), "%Y-%m-%dT%H:%M:%SZ");
-    cJSON_AddStringToObject(run_json, "finished", finished);
-    cJSON_AddNumberToObject(run_json, "duration_s", seconds);
-    report = ic_report_build(tool, run_json, python, &session.catalog, &plan, &session.devices);
-    if (report && !cJSON_AddBoolToObject(report, "interrupted", interrupted)) {
-        cJSON_Delete(report);
-        report = NULL;
+    if (!cJSON_AddStringToObject(cmd->run_json, "finished", finished) ||
+        !cJSON_AddNumberToObject(cmd->run_json, "duration_s", ic_wall_s() - cmd->start))
+        return snprintf(cmd->err, sizeof(cmd->err), "out of memory"), IC_ENOMEM;
+    cmd->report = ic_report_build(cmd->tool, cmd->run_json, cmd->python, &cmd->session.catalog,
+                                  &cmd->plan, &cmd->session.devices);
+    int rc = cmd->report && cJSON_AddBoolToObject(cmd->report, "interrupted", cmd->interrupted)
+                 ? 0
+                 : IC_ENOMEM;
+    if (rc == 0)
+        rc = ic_run_policy_apply(&cmd->policy, cmd->report, &cmd->plan, cmd->run.counts);
+    if (rc == 0)
+        rc = ic_findings_attach(cmd->report);
+    if (rc == 0 && !cmd->interrupted)
+        ic_run_reproducers(&cmd->session, cmd->report);
+    if (rc < 0)
+        snprintf(cmd->err, sizeof(cmd->err), "out of memory while building the report");
+    else
+        rc = ic_json_write_atomic(cmd->output, cmd->report, cmd->err, sizeof(cmd->err));
+    if (rc < 0 && cmd->stream_kept) {
+        size_t used = strlen(cmd->err);
+        snprintf(cmd->err + used, sizeof(cmd->err) - used, " (the results are in %s)",
+                 cmd->stream_path);
     }
-    int applied = report ? ic_run_policy_apply(&policy, report, &plan, run.counts) : 0;
-    if (applied == 0 && report && ic_findings_attach(report) < 0)
-        applied = IC_ENOMEM;
-    /* Reproducers need workers: an interrupted run leaves them to its resumption. */
-    if (applied == 0 && report && !interrupted)
-        ic_run_reproducers(&session, report);
-    if (applied < 0 || !report || ic_json_write_atomic(output, report, err, sizeof(err)) < 0) {
-        fprintf(stderr, "interopcheck: %s%s%s%s\n",
-                applied < 0 || !report ? "out of memory while building the report" : err,
-                stream_kept ? " (the results are in " : "", stream_kept ? stream_path : "",
-                stream_kept ? ")" : "");
-        goto done;
-    }
-    ic_print_summary(&run, seconds, output, stream_kept ? stream_path : NULL, report);
-    status = ic_run_exit_status(&policy, report);
-    status = ic_run_tested_status(&plan, untested, status);
-    if (interrupted)
+    return rc;
+}
+
+/* The exit status, then the views, which come from the report just written, so they can
+ * always be made again from it with `interopcheck report`; failing to write one is an
+ * environment error. */
+static int ic_run_command_finish(struct ic_run_command *cmd)
+{
+    double seconds = ic_wall_s() - cmd->start;
+    ic_print_summary(&cmd->run, seconds, cmd->output, cmd->stream_kept ? cmd->stream_path : NULL,
+                     cmd->report);
+    int status = ic_run_exit_status(&cmd->policy, cmd->report);
+    status = ic_run_tested_status(&cmd->plan, cmd->untested, status);
+    if (cmd->interrupted)
         status = ic_run_interrupted_status();
-    /* The views come from the report just written, so they can always be made again from it
-     * with `interopcheck report`; failing to write one is an environment error. */
-    struct ic_views_request views = ic_views_asked(opts);
-    if (ic_views_write(report, output, &views, err, sizeof(err)) < 0) {
-        fprintf(stderr, "interopcheck: %s (make it again with: interopcheck report %s)\n", err,
-                output);
+    struct ic_views_request views = ic_views_asked(&cmd->opts);
+    if (ic_views_write(cmd->report, cmd->output, &views, cmd->err, sizeof(cmd->err)) < 0) {
+        fprintf(stderr, "interopcheck: %s (make it again with: interopcheck report %s)\n", cmd->err,
+                cmd->output);
         status = IC_EXIT_USAGE;
     }
+    return status;
+}
 
-done:
-    if (run.stream_ok)
-        ic_stream_close(&run.stream, false);
-    cJSON_Delete(report);
-    cJSON_Delete(tool);
-    cJSON_Delete(run_json);
-    cJSON_Delete(python);
-    free(run.run_index);
-    ic_plan_release(&plan);
-    ic_filter_release(&filter);
-    ic_libset_release(&wanted);
-    if (session_open)
-        ic_session_close(&session);
-    ic_run_policy_close(&policy);
-    if (opts->resume) {
+static void ic_run_command_close(struct ic_run_command *cmd)
+{
+    if (cmd->run.stream_ok)
+        ic_stream_close(&cmd->run.stream, false);
+    cJSON_Delete(cmd->report);
+    cJSON_Delete(cmd->tool);
+    cJSON_Delete(cmd->run_json);
+    cJSON_Delete(cmd->python);
+    free(cmd->run.run_index);
+    ic_plan_release(&cmd->plan);
+    ic_filter_release(&cmd->filter);
+    ic_libset_release(&cmd->wanted);
+    if (cmd->session_open)
+        ic_session_close(&cmd->session);
+    ic_run_policy_close(&cmd->policy);
+    if (cmd->opts.resume) {
         /* The selection lists were filled from the report, into this copy only. */
-        struct ic_name_list *lists[] = {&local.producers, &local.consumers, &local.protocols,
-                                        &local.dtypes,    &local.layouts,   &local.devices};
+        struct ic_options *opts = &cmd->opts;
+        struct ic_name_list *lists[] = {&opts->producers, &opts->consumers, &opts->protocols,
+                                        &opts->dtypes,    &opts->layouts,   &opts->devices};
         for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
             ic_name_list_release(lists[i]);
     }
-    ic_resume_close(&resume);
+    ic_resume_close(&cmd->resume);
+}
+
+int ic_cmd_run(const struct ic_options *given)
+{
+    struct ic_run_command *cmd = calloc(1, sizeof(*cmd));
+    if (!cmd) {
+        fprintf(stderr, "interopcheck: out of memory\n");
+        return IC_EXIT_USAGE;
+    }
+    cmd->opts = *given;
+    int status = IC_EXIT_USAGE;
+    int rc = ic_run_command_open(cmd);
+    if (rc == 0)
+        rc = ic_run_command_plan(cmd);
+    if (rc == 0)
+        rc = ic_run_command_execute(cmd);
+    if (rc == 0)
+        rc = ic_run_command_report(cmd);
+    if (rc == 0)
+        status = ic_run_command_finish(cmd);
+    else
+        fprintf(stderr, "interopcheck: %s\n", cmd->err);
+    ic_run_command_close(cmd);
+    free(cmd);
     return status;
 }

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -158,7 +159,8 @@ void ic_options_usage(FILE *out)
         "                       'PATTERN REASON... [LINK]'; a '#' that starts a word starts a\n"
         "                       comment. PATTERN is a case id, or one with * and ? (within a\n"
         "                       part) or ** (any run of whole parts); it matches whole ids,\n"
-        "                       never prefixes. A fail, crash or timeout it matches becomes xfail,\n"
+        "                       never prefixes. A fail, crash or timeout it matches becomes "
+        "xfail,\n"
         "                       a pass becomes xpass; the first matching entry wins; entries\n"
         "                       that match no case are warned about\n"
         "  --strict             an xpass (a case expected to fail that passed) fails the run\n"
@@ -261,199 +263,196 @@ int ic_name_list_add(struct ic_name_list *list, const char *arg)
     return 0;
 }
 
-int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, size_t err_size)
-{
-    memset(opts, 0, sizeof(*opts));
-    opts->command = IC_COMMAND_RUN;
-    opts->seed = 1;
-    opts->timeout_s = 60;
-    opts->import_timeout_s = 300;
-    opts->worker_fd = -1;
-    opts->worker_events_fd = -1;
+/* Options that only store what follows them, or set a flag, or add names to a list: each is
+ * one row here, so the parser's switch keeps only the options that check their value. */
+static const struct {
+    int option;
+    size_t text;  /* offsetof a `const char *` member, or 0 */
+    size_t flag;  /* offsetof a `bool` member, or 0 */
+    size_t names; /* offsetof a `struct ic_name_list` member, or 0 */
+} ic_plain_options[] = {
+    {OPT_PYTHON, offsetof(struct ic_options, python), 0, 0},
+    {'o', offsetof(struct ic_options, output), 0, 0},
+    {OPT_JUNIT, offsetof(struct ic_options, junit), 0, 0},
+    {OPT_MARKDOWN, offsetof(struct ic_options, markdown), 0, 0},
+    {OPT_HTML, offsetof(struct ic_options, html), 0, 0},
+    {OPT_PROBEKIT, offsetof(struct ic_options, probekit), 0, 0},
+    {OPT_RESUME, offsetof(struct ic_options, resume), 0, 0},
+    {'a', 0, offsetof(struct ic_options, all), 0},
+    {OPT_STRICT, 0, offsetof(struct ic_options, strict), 0},
+    {OPT_JSON, 0, offsetof(struct ic_options, json), 0},
+    {'q', 0, offsetof(struct ic_options, quiet), 0},
+    {OPT_RUN, 0, offsetof(struct ic_options, run), 0},
+    {OPT_JUNIT_CASES, 0, offsetof(struct ic_options, junit_cases), 0},
+    {OPT_PRODUCER, 0, 0, offsetof(struct ic_options, producers)},
+    {OPT_CONSUMER, 0, 0, offsetof(struct ic_options, consumers)},
+    {OPT_PROTOCOL, 0, 0, offsetof(struct ic_options, protocols)},
+    {OPT_DTYPE, 0, 0, offsetof(struct ic_options, dtypes)},
+    {OPT_LAYOUT, 0, 0, offsetof(struct ic_options, layouts)},
+    {OPT_DEVICE, 0, 0, offsetof(struct ic_options, devices)},
+    {OPT_FAIL_ON, 0, 0, offsetof(struct ic_options, fail_on)},
+};
 
-    optind = 1;
-    opterr = 0;
-    int ch;
+/* Applies a row of ic_plain_options. 1 when `option` has a row, 0 when it has none, or
+ * IC_ENOMEM. */
+static int ic_apply_plain_option(int option, const char *value, struct ic_options *opts)
+{
+    char *base = (char *)opts;
+    for (size_t i = 0; i < sizeof(ic_plain_options) / sizeof(ic_plain_options[0]); i++) {
+        if (ic_plain_options[i].option != option)
+            continue;
+        if (ic_plain_options[i].text)
+            *(const char **)(base + ic_plain_options[i].text) = value;
+        else if (ic_plain_options[i].flag)
+            *(bool *)(base + ic_plain_options[i].flag) = true;
+        else if (ic_name_list_add((struct ic_name_list *)(base + ic_plain_options[i].names),
+                                  value) < 0)
+            return IC_ENOMEM;
+        return 1;
+    }
+    return 0;
+}
+
+static int ic_parse_seed(const char *value, struct ic_options *opts, char *err, size_t err_size)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long seed = strtoull(value, &end, 0);
+    if (errno || !end || *end || value[0] == '-') {
+        snprintf(err, err_size, "--seed takes a non-negative integer, not '%s'", value);
+        return IC_EUSAGE;
+    }
+    opts->seed = seed;
+    return 0;
+}
+
+/* The options whose value is a number in a range. */
+static int ic_parse_numeric_option(int option, const char *value, struct ic_options *opts,
+                                   char *err, size_t err_size)
+{
     double number;
-    while ((ch = getopt_long(argc, argv, ":ao:j:qh", ic_long_options, NULL)) != -1) {
-        int rc = 0;
-        switch (ch) {
-        case 'a':
-            opts->all = true;
-            break;
-        case OPT_PYTHON:
-            opts->python = optarg;
-            break;
-        case OPT_PROBE_DIR:
-            rc = ic_array_push(&opts->probe_dirs, &opts->nprobe_dirs, &opts->probe_dirs_capacity,
-                               optarg);
-            break;
-        case 'o':
-            opts->output = optarg;
-            break;
-        case OPT_SEED: {
-            char *end = NULL;
-            errno = 0;
-            unsigned long long seed = strtoull(optarg, &end, 0);
-            if (errno || !end || *end || optarg[0] == '-') {
-                snprintf(err, err_size, "--seed takes a non-negative integer, not '%s'", optarg);
-                return IC_EUSAGE;
-            }
-            opts->seed = seed;
-            break;
+    switch (option) {
+    case OPT_SEED:
+        return ic_parse_seed(value, opts, err, err_size);
+    case OPT_TIMEOUT:
+    case OPT_IMPORT_TIMEOUT:
+        if (ic_parse_number(value, 0.1, 86400, &number) < 0) {
+            snprintf(err, err_size, "--%s takes seconds between 0.1 and 86400, not '%s'",
+                     option == OPT_TIMEOUT ? "timeout" : "import-timeout", value);
+            return IC_EUSAGE;
         }
-        case OPT_TIMEOUT:
-        case OPT_IMPORT_TIMEOUT:
-            if (ic_parse_number(optarg, 0.1, 86400, &number) < 0) {
-                snprintf(err, err_size, "--%s takes seconds between 0.1 and 86400, not '%s'",
-                         ch == OPT_TIMEOUT ? "timeout" : "import-timeout", optarg);
-                return IC_EUSAGE;
-            }
-            if (ch == OPT_TIMEOUT)
-                opts->timeout_s = number;
-            else
-                opts->import_timeout_s = number;
-            break;
-        case 'j':
-            if (ic_parse_number(optarg, 1, 1024, &number) < 0 || number != (int)number) {
-                snprintf(err, err_size, "-j takes a number of workers from 1 to 1024, not '%s'",
-                         optarg);
-                return IC_EUSAGE;
-            }
-            opts->jobs = (int)number;
-            break;
-        case OPT_PRODUCER:
-            rc = ic_name_list_add(&opts->producers, optarg);
-            break;
-        case OPT_CONSUMER:
-            rc = ic_name_list_add(&opts->consumers, optarg);
-            break;
-        case OPT_PROTOCOL:
-            rc = ic_name_list_add(&opts->protocols, optarg);
-            break;
-        case OPT_DTYPE:
-            rc = ic_name_list_add(&opts->dtypes, optarg);
-            break;
-        case OPT_LAYOUT:
-            rc = ic_name_list_add(&opts->layouts, optarg);
-            break;
-        case OPT_DEVICE:
-            rc = ic_name_list_add(&opts->devices, optarg);
-            break;
-        case OPT_JUNIT:
-            opts->junit = optarg;
-            break;
-        case OPT_MARKDOWN:
-            opts->markdown = optarg;
-            break;
-        case OPT_HTML:
-            opts->html = optarg;
-            break;
-        case OPT_MARKDOWN_MAX:
-            if (ic_parse_number(optarg, 4096, 1e9, &number) < 0) {
-                snprintf(err, err_size, "--markdown-max takes bytes between 4096 and 1e9, not '%s'",
-                         optarg);
-                return IC_EUSAGE;
-            }
-            opts->markdown_max = (size_t)number;
-            break;
-        case OPT_EXPECT:
-            rc = ic_array_push(&opts->expect, &opts->nexpect, &opts->expect_capacity, optarg);
-            break;
-        case OPT_STRICT:
-            opts->strict = true;
-            break;
-        case OPT_FAIL_ON:
-            rc = ic_name_list_add(&opts->fail_on, optarg);
-            break;
-        case OPT_FORMAT:
-            if (strcmp(optarg, "text") != 0 && strcmp(optarg, "markdown") != 0 &&
-                strcmp(optarg, "json") != 0) {
-                snprintf(err, err_size, "--format takes text, markdown or json, not '%s'",
-                         optarg);
-                return IC_EUSAGE;
-            }
-            opts->format = optarg;
-            break;
-        case OPT_JSON:
-            opts->json = true;
-            break;
-        case 'q':
-            opts->quiet = true;
-            break;
-        case 'h':
-            opts->command = IC_COMMAND_HELP;
-            return 0;
-        case OPT_VERSION:
-            opts->command = IC_COMMAND_VERSION;
-            return 0;
-        case OPT_WORKER_FD:
-            if (ic_parse_number(optarg, 0, 1024, &number) < 0)
-                return IC_EUSAGE;
+        *(option == OPT_TIMEOUT ? &opts->timeout_s : &opts->import_timeout_s) = number;
+        return 0;
+    case 'j':
+        if (ic_parse_number(value, 1, 1024, &number) < 0 || number != (int)number) {
+            snprintf(err, err_size, "-j takes a number of workers from 1 to 1024, not '%s'", value);
+            return IC_EUSAGE;
+        }
+        opts->jobs = (int)number;
+        return 0;
+    case OPT_MARKDOWN_MAX:
+        if (ic_parse_number(value, 4096, 1e9, &number) < 0) {
+            snprintf(err, err_size, "--markdown-max takes bytes between 4096 and 1e9, not '%s'",
+                     value);
+            return IC_EUSAGE;
+        }
+        opts->markdown_max = (size_t)number;
+        return 0;
+    default: /* the worker's descriptors: no words for a user, who never passes them */
+        if (ic_parse_number(value, 0, 1024, &number) < 0)
+            return IC_EUSAGE;
+        if (option == OPT_WORKER_FD) {
             opts->worker_fd = (int)number;
             opts->command = IC_COMMAND_WORKER;
-            break;
-        case OPT_WORKER_EVENTS_FD:
-            if (ic_parse_number(optarg, 0, 1024, &number) < 0)
-                return IC_EUSAGE;
+        } else {
             opts->worker_events_fd = (int)number;
-            break;
-        case OPT_PROBEKIT:
-            opts->probekit = optarg;
-            break;
-        case OPT_RESUME:
-            opts->resume = optarg;
-            break;
-        case OPT_RUN:
-            opts->run = true;
-            break;
-        case OPT_JUNIT_CASES:
-            opts->junit_cases = true;
-            break;
-        case ':':
-            snprintf(err, err_size, "option '%s' needs a value", argv[optind - 1]);
-            return IC_EUSAGE;
-        default:
-            snprintf(err, err_size, "unknown option '%s' (see interopcheck --help)",
-                     argv[optind - 1]);
-            return IC_EUSAGE;
         }
-        if (rc < 0) {
-            snprintf(err, err_size, "out of memory while reading '%s'", argv[optind - 1]);
-            return IC_EUSAGE;
-        }
-    }
-    if (opts->command == IC_COMMAND_WORKER)
         return 0;
+    }
+}
+
+/* One option of getopt_long: 0, 1 when it ends the parse (--help, --version), or IC_EUSAGE
+ * with the reason in err. */
+static int ic_parse_option(int option, char **argv, struct ic_options *opts, char *err,
+                           size_t err_size)
+{
+    int rc = ic_apply_plain_option(option, optarg, opts);
+    switch (rc == 0 ? option : 0) {
+    case 0:
+        break;
+    case OPT_SEED:
+    case OPT_TIMEOUT:
+    case OPT_IMPORT_TIMEOUT:
+    case 'j':
+    case OPT_MARKDOWN_MAX:
+    case OPT_WORKER_FD:
+    case OPT_WORKER_EVENTS_FD:
+        return ic_parse_numeric_option(option, optarg, opts, err, err_size);
+    case OPT_PROBE_DIR:
+        rc = ic_array_push(&opts->probe_dirs, &opts->nprobe_dirs, &opts->probe_dirs_capacity,
+                           optarg);
+        break;
+    case OPT_EXPECT:
+        rc = ic_array_push(&opts->expect, &opts->nexpect, &opts->expect_capacity, optarg);
+        break;
+    case OPT_FORMAT:
+        if (strcmp(optarg, "text") != 0 && strcmp(optarg, "markdown") != 0 &&
+            strcmp(optarg, "json") != 0) {
+            snprintf(err, err_size, "--format takes text, markdown or json, not '%s'", optarg);
+            return IC_EUSAGE;
+        }
+        opts->format = optarg;
+        break;
+    case 'h':
+        opts->command = IC_COMMAND_HELP;
+        return 1;
+    case OPT_VERSION:
+        opts->command = IC_COMMAND_VERSION;
+        return 1;
+    case ':':
+        snprintf(err, err_size, "option '%s' needs a value", argv[optind - 1]);
+        return IC_EUSAGE;
+    default:
+        snprintf(err, err_size, "unknown option '%s' (see interopcheck --help)", argv[optind - 1]);
+        return IC_EUSAGE;
+    }
+    if (rc < 0) {
+        snprintf(err, err_size, "out of memory while reading '%s'", argv[optind - 1]);
+        return IC_EUSAGE;
+    }
+    return 0;
+}
+
+static const struct {
+    const char *word;
+    enum ic_command command;
+} ic_command_words[] = {
+    {"list", IC_COMMAND_LIST},     {"run", IC_COMMAND_RUN},     {"help", IC_COMMAND_HELP},
+    {"report", IC_COMMAND_REPORT}, {"diff", IC_COMMAND_DIFF},   {"merge", IC_COMMAND_MERGE},
+    {"repro", IC_COMMAND_REPRO},   {"rules", IC_COMMAND_RULES},
+};
+
+/* The command word and the files after it. GNU getopt_long has moved the non-options (the
+ * command word, the files) after the options, wherever they were written. */
+static int ic_parse_command(int argc, char **argv, struct ic_options *opts, char *err,
+                            size_t err_size)
+{
     if (optind < argc) {
         const char *word = argv[optind++];
-        if (strcmp(word, "list") == 0) {
-            opts->command = IC_COMMAND_LIST;
-        } else if (strcmp(word, "run") == 0) {
-            opts->command = IC_COMMAND_RUN;
-        } else if (strcmp(word, "help") == 0) {
-            opts->command = IC_COMMAND_HELP;
-            return 0;
-        } else if (strcmp(word, "report") == 0) {
-            opts->command = IC_COMMAND_REPORT;
-        } else if (strcmp(word, "diff") == 0) {
-            opts->command = IC_COMMAND_DIFF;
-        } else if (strcmp(word, "merge") == 0) {
-            opts->command = IC_COMMAND_MERGE;
-        } else if (strcmp(word, "repro") == 0) {
-            opts->command = IC_COMMAND_REPRO;
-        } else if (strcmp(word, "rules") == 0) {
-            opts->command = IC_COMMAND_RULES;
-        } else {
+        size_t i = 0, n = sizeof(ic_command_words) / sizeof(ic_command_words[0]);
+        while (i < n && strcmp(word, ic_command_words[i].word) != 0)
+            i++;
+        if (i == n) {
             snprintf(err, err_size, "unknown command '%s': use 'list', or options such as --all",
                      word);
             return IC_EUSAGE;
         }
+        opts->command = ic_command_words[i].command;
+        if (opts->command == IC_COMMAND_HELP)
+            return 1;
     }
     bool takes_files = opts->command == IC_COMMAND_REPORT || opts->command == IC_COMMAND_DIFF ||
                        opts->command == IC_COMMAND_MERGE || opts->command == IC_COMMAND_REPRO;
-    /* GNU getopt_long moves the non-options (the command word, the files) after the options,
-     * wherever they were written. */
     while (takes_files && optind < argc) {
         if (ic_array_push(&opts->files, &opts->nfiles, &opts->files_capacity, argv[optind++]) < 0) {
             snprintf(err, err_size, "out of memory");
@@ -464,56 +463,106 @@ int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, 
         snprintf(err, err_size, "unexpected argument '%s'", argv[optind]);
         return IC_EUSAGE;
     }
-    if (opts->command == IC_COMMAND_REPORT && opts->nfiles != 1) {
-        snprintf(err, err_size, "report takes one report file: interopcheck report RUN.json");
-        return IC_EUSAGE;
-    }
-    if (opts->command == IC_COMMAND_REPORT && (opts->strict || opts->fail_on.count)) {
-        /* report's exit status says whether the views were written, never how the run went;
-         * silently accepting these would let a CI step believe it gates on them. */
-        snprintf(err, err_size, "report does not take %s: its exit status is 0 when the views "
-                                "are written; gate on the run's own exit status, or on "
-                                "'interopcheck diff'",
-                 opts->strict ? "--strict" : "--fail-on");
-        return IC_EUSAGE;
-    }
-    if (opts->command == IC_COMMAND_REPRO && opts->nfiles != 2) {
-        snprintf(err, err_size, "repro takes a report and a finding: interopcheck repro RUN.json "
-                                "FINDING [--run]");
-        return IC_EUSAGE;
-    }
-    if (opts->run && opts->command != IC_COMMAND_REPRO) {
-        snprintf(err, err_size, "--run belongs to 'interopcheck repro REPORT FINDING --run'");
-        return IC_EUSAGE;
-    }
-    if (opts->format && strcmp(opts->format, "json") == 0 && opts->command != IC_COMMAND_RULES) {
-        snprintf(err, err_size, "--format json is for 'interopcheck rules'; diff takes text or "
-                                "markdown");
-        return IC_EUSAGE;
-    }
-    if (opts->command == IC_COMMAND_DIFF && opts->nfiles != 2) {
-        snprintf(err, err_size, "diff takes two report files: interopcheck diff BASE.json NEW.json");
-        return IC_EUSAGE;
-    }
-    if (opts->command == IC_COMMAND_MERGE && (opts->nfiles < 2 || !opts->output)) {
-        snprintf(err, err_size, "merge takes two or more report files and -o: interopcheck merge "
-                                "A.json B.json -o ALL.json");
-        return IC_EUSAGE;
-    }
-    bool filtered = opts->producers.count || opts->consumers.count || opts->protocols.count ||
-                    opts->dtypes.count || opts->layouts.count || opts->devices.count;
-    if (opts->resume && (opts->command != IC_COMMAND_RUN || opts->all || filtered)) {
-        snprintf(err, err_size, "--resume takes its selection and seed from REPORT: leave out "
-                                "--all and the selection options");
-        return IC_EUSAGE;
-    }
-    if (opts->command == IC_COMMAND_RUN && !opts->all && !filtered && !opts->resume) {
-        snprintf(err, err_size, "nothing selected: run 'interopcheck --all' for the whole matrix, "
-                                "or choose cases with --producer, --consumer, --protocol, "
-                                "--dtype or --layout");
+    return 0;
+}
+
+/* What a file-reading command needs besides its files. */
+static int ic_check_command_files(const struct ic_options *opts, char *err, size_t err_size)
+{
+    const char *why = NULL;
+    if (opts->command == IC_COMMAND_REPORT && opts->nfiles != 1)
+        why = "report takes one report file: interopcheck report RUN.json";
+    else if (opts->command == IC_COMMAND_REPRO && opts->nfiles != 2)
+        why = "repro takes a report and a finding: interopcheck repro RUN.json FINDING [--run]";
+    else if (opts->command == IC_COMMAND_DIFF && opts->nfiles != 2)
+        why = "diff takes two report files: interopcheck diff BASE.json NEW.json";
+    else if (opts->command == IC_COMMAND_MERGE && (opts->nfiles < 2 || !opts->output))
+        why = "merge takes two or more report files and -o: interopcheck merge A.json B.json -o "
+              "ALL.json";
+    if (why) {
+        snprintf(err, err_size, "%s", why);
         return IC_EUSAGE;
     }
     return 0;
+}
+
+/* Options that belong to another command than the one given. */
+static int ic_check_misplaced_options(const struct ic_options *opts, char *err, size_t err_size)
+{
+    if (opts->command == IC_COMMAND_REPORT && (opts->strict || opts->fail_on.count)) {
+        /* report's exit status says whether the views were written, never how the run went;
+         * silently accepting these would let a CI step believe it gates on them. */
+        snprintf(err, err_size,
+                 "report does not take %s: its exit status is 0 when the views are written; gate "
+                 "on the run's own exit status, or on 'interopcheck diff'",
+                 opts->strict ? "--strict" : "--fail-on");
+        return IC_EUSAGE;
+    }
+    const char *why = NULL;
+    if (opts->run && opts->command != IC_COMMAND_REPRO)
+        why = "--run belongs to 'interopcheck repro REPORT FINDING --run'";
+    else if (opts->format && strcmp(opts->format, "json") == 0 && opts->command != IC_COMMAND_RULES)
+        why = "--format json is for 'interopcheck rules'; diff takes text or markdown";
+    if (why) {
+        snprintf(err, err_size, "%s", why);
+        return IC_EUSAGE;
+    }
+    return 0;
+}
+
+/* A run selects cases: --all, filters, or a report to resume, and only one way. */
+static int ic_check_selection(const struct ic_options *opts, char *err, size_t err_size)
+{
+    bool filtered = opts->producers.count || opts->consumers.count || opts->protocols.count ||
+                    opts->dtypes.count || opts->layouts.count || opts->devices.count;
+    if (opts->resume && (opts->command != IC_COMMAND_RUN || opts->all || filtered)) {
+        snprintf(err, err_size,
+                 "--resume takes its selection and seed from REPORT: leave out "
+                 "--all and the selection options");
+        return IC_EUSAGE;
+    }
+    if (opts->command == IC_COMMAND_RUN && !opts->all && !filtered && !opts->resume) {
+        snprintf(err, err_size,
+                 "nothing selected: run 'interopcheck --all' for the whole matrix, "
+                 "or choose cases with --producer, --consumer, --protocol, "
+                 "--dtype or --layout");
+        return IC_EUSAGE;
+    }
+    return 0;
+}
+
+static void ic_options_defaults(struct ic_options *opts)
+{
+    memset(opts, 0, sizeof(*opts));
+    opts->command = IC_COMMAND_RUN;
+    opts->seed = 1;
+    opts->timeout_s = 60;
+    opts->import_timeout_s = 300;
+    opts->worker_fd = -1;
+    opts->worker_events_fd = -1;
+}
+
+int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, size_t err_size)
+{
+    ic_options_defaults(opts);
+    optind = 1;
+    opterr = 0;
+    int option, rc = 0;
+    while ((option = getopt_long(argc, argv, ":ao:j:qh", ic_long_options, NULL)) != -1) {
+        rc = ic_parse_option(option, argv, opts, err, err_size);
+        if (rc != 0)
+            return rc < 0 ? rc : 0;
+    }
+    if (opts->command == IC_COMMAND_WORKER)
+        return 0;
+    rc = ic_parse_command(argc, argv, opts, err, err_size);
+    if (rc == 0)
+        rc = ic_check_command_files(opts, err, err_size);
+    if (rc == 0)
+        rc = ic_check_misplaced_options(opts, err, err_size);
+    if (rc == 0)
+        rc = ic_check_selection(opts, err, err_size);
+    return rc < 0 ? rc : 0;
 }
 
 void ic_name_list_release(struct ic_name_list *list)

@@ -22,12 +22,12 @@ int ic_case_format_id(const struct ic_case *c, char *buf, size_t size)
 {
     const struct ic_variant_info *variant = ic_variant_info(c->variant);
     if (!ic_name_is_valid(c->producer) || !ic_name_is_valid(c->consumer) ||
-        !ic_name_is_valid(c->device) || !ic_dtype_info(c->dtype) || !ic_layout_info(c->layout) ||
-        !variant || !ic_protocol_ops(c->protocol))
+        (int)c->device.kind < 0 || c->device.kind >= IC_KIND_COUNT || !ic_dtype_info(c->dtype) ||
+        !ic_layout_info(c->layout) || !variant || !ic_protocol_ops(c->protocol))
         return IC_EINVAL;
     int n = snprintf(buf, size, "%s.%s.%s.%s.%s.%s%s%s", ic_protocol_id(c->protocol), c->producer,
-                     c->consumer, c->device, ic_dtype_name(c->dtype), ic_layout_name(c->layout),
-                     variant->id[0] ? "." : "", variant->id);
+                     c->consumer, ic_device_kind_name(c->device.kind), ic_dtype_name(c->dtype),
+                     ic_layout_name(c->layout), variant->id[0] ? "." : "", variant->id);
     if (n < 0 || (size_t)n >= size)
         return IC_ERANGE;
     return 0;
@@ -69,8 +69,10 @@ int ic_case_parse_id(const char *id, struct ic_case *ret)
         ic_protocol_from_id(text, &c.protocol) < 0)
         return IC_EINVAL;
     if (ic_copy_part(c.producer, sizeof(c.producer), parts[1], lens[1]) < 0 ||
-        ic_copy_part(c.consumer, sizeof(c.consumer), parts[2], lens[2]) < 0 ||
-        ic_copy_part(c.device, sizeof(c.device), parts[3], lens[3]) < 0)
+        ic_copy_part(c.consumer, sizeof(c.consumer), parts[2], lens[2]) < 0)
+        return IC_EINVAL;
+    if (ic_copy_part(text, sizeof(text), parts[3], lens[3]) < 0 ||
+        ic_device_kind_from_name(text, &c.device.kind) < 0)
         return IC_EINVAL;
     if (ic_copy_part(text, sizeof(text), parts[4], lens[4]) < 0 ||
         ic_dtype_from_name(text, &c.dtype) < 0)
@@ -84,8 +86,7 @@ int ic_case_parse_id(const char *id, struct ic_case *ret)
             ic_variant_from_id(c.protocol, text, &c.variant) < 0 || c.variant == IC_VARIANT_NONE)
             return IC_EINVAL;
     }
-    if (!ic_name_is_valid(c.producer) || !ic_name_is_valid(c.consumer) ||
-        !ic_name_is_valid(c.device))
+    if (!ic_name_is_valid(c.producer) || !ic_name_is_valid(c.consumer))
         return IC_EINVAL;
     *ret = c;
     return 0;

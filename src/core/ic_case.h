@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "ic_device.h"
 #include "ic_dtype.h"
 #include "ic_layout.h"
 #include "ic_protocol.h"
@@ -26,7 +27,7 @@ struct ic_case {
     enum ic_protocol protocol;
     char producer[IC_NAME_MAX];
     char consumer[IC_NAME_MAX];
-    char device[16];
+    struct ic_device device; /* the id part names its kind */
     enum ic_dtype dtype;
     enum ic_layout layout;
     enum ic_variant variant;

@@ -346,7 +346,7 @@ cJSON *ic_case_to_json(const struct ic_case *c, const struct ic_result *res)
         !cJSON_AddStringToObject(ordered, "protocol", ic_protocol_id(c->protocol)) ||
         !cJSON_AddStringToObject(ordered, "producer", c->producer) ||
         !cJSON_AddStringToObject(ordered, "consumer", c->consumer) ||
-        !cJSON_AddStringToObject(ordered, "device", c->device) ||
+        !cJSON_AddStringToObject(ordered, "device", ic_device_kind_name(c->device.kind)) ||
         !cJSON_AddStringToObject(ordered, "dtype", ic_dtype_name(c->dtype)) ||
         !cJSON_AddStringToObject(ordered, "layout", ic_layout_name(c->layout)) ||
         !(variant->id[0] ? cJSON_AddStringToObject(ordered, "variant", variant->id)
@@ -357,7 +357,11 @@ cJSON *ic_case_to_json(const struct ic_case *c, const struct ic_result *res)
     while (json->child) {
         cJSON *item = json->child;
         cJSON_DetachItemViaPointer(json, item);
-        cJSON_AddItemToObject(ordered, item->string, item);
+        if (!cJSON_AddItemToObject(ordered, item->string, item)) {
+            cJSON_Delete(item);
+            cJSON_Delete(ordered);
+            goto fail;
+        }
         /* The library the failure is charged to, right after the side that names it. */
         if (strcmp(item->string, "side") == 0) {
             char both[2 * IC_NAME_MAX + 2];

@@ -204,27 +204,6 @@ static int ic_lookup_layout(const char *name, int *ret)
     return rc;
 }
 
-static const char *const ic_device_kind_names[IC_KIND_COUNT] = {
-    [IC_KIND_CPU] = "cpu",
-    [IC_KIND_CUDA] = "cuda",
-};
-
-const char *ic_device_kind_name(enum ic_device_kind kind)
-{
-    return ((int)kind >= 0 && kind < IC_KIND_COUNT) ? ic_device_kind_names[kind] : "invalid";
-}
-
-int ic_device_kind_from_name(const char *name, enum ic_device_kind *ret)
-{
-    for (int i = 0; i < IC_KIND_COUNT; i++) {
-        if (strcmp(ic_device_kind_names[i], name) == 0) {
-            *ret = (enum ic_device_kind)i;
-            return 0;
-        }
-    }
-    return IC_ENOTFOUND;
-}
-
 /* Fills per-device protocol sets from an exports or imports dict. An entry's "devices"
  * defaults to `default_devices`. */
 static void ic_protocol_sets(const cJSON *dict, uint32_t default_devices, uint32_t *any,

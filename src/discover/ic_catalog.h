@@ -27,16 +27,6 @@
 #include "ic_libset.h"
 
 
-/* The kinds of device a case runs on; the names are the case-id spelling. */
-enum ic_device_kind {
-    IC_KIND_CPU,
-    IC_KIND_CUDA,
-    IC_KIND_COUNT
-};
-
-const char *ic_device_kind_name(enum ic_device_kind kind);
-int ic_device_kind_from_name(const char *name, enum ic_device_kind *ret);
-
 enum ic_library_state {
     IC_LIBRARY_FOUND,        /* scanned, not loaded yet */
     IC_LIBRARY_LOADED,       /* load() returned its info */

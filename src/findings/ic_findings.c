@@ -701,8 +701,11 @@ int ic_findings_attach(cJSON *report)
     /* Reproducers of the report's earlier findings (a merge's inputs) carry over by id. */
     previous = cJSON_DetachItemFromObjectCaseSensitive(report, "findings");
     cJSON *holder = previous ? cJSON_CreateObject() : NULL;
-    if (holder)
-        cJSON_AddItemToObject(holder, "findings", previous);
+    if (previous && (!holder || !cJSON_AddItemToObject(holder, "findings", previous))) {
+        cJSON_Delete(previous); /* their reproducers are made again instead of carried over */
+        cJSON_Delete(holder);
+        holder = NULL;
+    }
     findings = cJSON_CreateArray();
     rc = findings ? 0 : IC_ENOMEM;
     for (size_t i = 0; i < groups.count && rc == 0; i++) {

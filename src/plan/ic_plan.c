@@ -40,12 +40,12 @@ static int ic_plan_push(struct ic_plan *plan, const struct ic_planned *item)
 }
 
 static bool ic_variant_applies(const struct ic_variant_info *variant, enum ic_protocol protocol,
-                               bool reference, const char *device)
+                               bool reference, enum ic_device_kind device)
 {
     if (variant->protocol != -1 && variant->protocol != (int)protocol)
         return false;
-    if ((variant->devices == IC_ON_CPU && strcmp(device, "cpu") != 0) ||
-        (variant->devices == IC_ON_CUDA && strcmp(device, "cuda") != 0))
+    if ((variant->devices == IC_ON_CPU && device != IC_KIND_CPU) ||
+        (variant->devices == IC_ON_CUDA && device != IC_KIND_CUDA))
         return false;
     return variant->applies == IC_APPLIES_ANY || reference;
 }
@@ -81,10 +81,9 @@ static int ic_plan_pair(const struct ic_library *producer, const char *consumer,
                         enum ic_protocol protocol, enum ic_device_kind device,
                         const struct ic_filter *filter, struct ic_plan *plan)
 {
-    const char *device_name = ic_device_kind_name(device);
     for (int v = 0; v < IC_VARIANT_COUNT; v++) {
         const struct ic_variant_info *variant = ic_variant_info((enum ic_variant)v);
-        if (!ic_variant_applies(variant, protocol, reference, device_name))
+        if (!ic_variant_applies(variant, protocol, reference, device))
             continue;
         for (int d = IC_DTYPE_FIRST; d < IC_DTYPE_END; d++) {
             if (!(filter->dtypes & (1u << d)) || (!variant->all_dtypes && d != IC_DTYPE_FLOAT32))
@@ -98,7 +97,7 @@ static int ic_plan_pair(const struct ic_library *producer, const char *consumer,
                 item.c.protocol = protocol;
                 snprintf(item.c.producer, sizeof(item.c.producer), "%s", producer->name);
                 snprintf(item.c.consumer, sizeof(item.c.consumer), "%s", consumer);
-                snprintf(item.c.device, sizeof(item.c.device), "%s", device_name);
+                item.c.device = (struct ic_device){.kind = device, .id = 0};
                 item.c.dtype = (enum ic_dtype)d;
                 item.c.layout = (enum ic_layout)l;
                 item.c.variant = (enum ic_variant)v;

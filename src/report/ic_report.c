@@ -161,8 +161,7 @@ static cJSON *ic_protocol_summary(const struct ic_catalog *catalog, const struct
         for (; j < plan->count; j++) {
             const struct ic_planned *item = &plan->items[j];
             if (item->c.protocol != protocol || strcmp(item->c.producer, c->producer) != 0 ||
-                strcmp(item->c.consumer, c->consumer) != 0 ||
-                strcmp(item->c.device, c->device) != 0)
+                strcmp(item->c.consumer, c->consumer) != 0 || item->c.device.kind != c->device.kind)
                 break;
             if (item->done) {
                 counts[item->result.outcome]++;
@@ -173,7 +172,7 @@ static cJSON *ic_protocol_summary(const struct ic_catalog *catalog, const struct
         if (!cell || !cJSON_AddItemToArray(cells, cell) ||
             !cJSON_AddStringToObject(cell, "producer", c->producer) ||
             !cJSON_AddStringToObject(cell, "consumer", c->consumer) ||
-            !cJSON_AddStringToObject(cell, "device", c->device) ||
+            !cJSON_AddStringToObject(cell, "device", ic_device_kind_name(c->device.kind)) ||
             !cJSON_AddNumberToObject(cell, "total", (double)(j - i)))
             goto fail;
         cJSON *outcomes = ic_outcome_counts(counts);

@@ -21,11 +21,11 @@
 #include "ic_probe.h"
 #include "ic_python.h"
 
-
 struct ic_worker {
     int fd;
-    unsigned long long seq; /* of the request being answered */
-    struct ic_probe *probes; /* count loaded, room for capacity (owned) */
+    struct ic_exchange_cache exchange; /* carried from case to case (ic_exchange.h) */
+    unsigned long long seq;            /* of the request being answered */
+    struct ic_probe *probes;           /* count loaded, room for capacity (owned) */
     int count;
     int capacity;
 };
@@ -41,7 +41,8 @@ static void ic_on_child(int sig, siginfo_t *info, void *context)
 {
     (void)sig;
     (void)context;
-    if (ic_child_events_fd < 0 || !info || (info->si_code != CLD_KILLED && info->si_code != CLD_DUMPED))
+    if (ic_child_events_fd < 0 || !info ||
+        (info->si_code != CLD_KILLED && info->si_code != CLD_DUMPED))
         return;
     int saved = errno;
     int32_t record[2] = {(int32_t)info->si_pid, (int32_t)info->si_status};
@@ -149,8 +150,7 @@ static int ic_worker_load(struct ic_worker *w, const char *name, const char *pat
     } else if (built) {
         cJSON *error = ic_exc_to_json(&exc);
         built = error &&
-                cJSON_AddBoolToObject(error, "not_installed",
-                                      w->probes[w->count].not_installed) &&
+                cJSON_AddBoolToObject(error, "not_installed", w->probes[w->count].not_installed) &&
                 cJSON_AddItemToObject(msg, "error", error);
         if (!built)
             cJSON_Delete(error);
@@ -221,7 +221,8 @@ static int ic_worker_run(struct ic_worker *w, const cJSON *msg)
         uint64_t run_seed = strtoull(seed->valuestring, NULL, 10);
         ic_py_enter();
         ic_py_faulthandler_rearm(); /* a library may have taken the fatal signals since */
-        rc = ic_exchange_run(&c, producer, reference ? NULL : consumer, run_seed, &res);
+        rc = ic_exchange_run(&w->exchange, &c, producer, reference ? NULL : consumer, run_seed,
+                             &res);
         ic_py_leave();
         if (rc < 0)
             return rc;
@@ -315,8 +316,8 @@ int ic_worker_main(const struct ic_worker_config *config)
     int rc = ic_probe_kit_load(config->kit_path, &exc);
     ic_py_leave();
     if (rc < 0) {
-        fprintf(stderr, "interopcheck worker: cannot load %s: %s: %s\n", config->kit_path,
-                exc.type, exc.message);
+        fprintf(stderr, "interopcheck worker: cannot load %s: %s: %s\n", config->kit_path, exc.type,
+                exc.message);
         goto done;
     }
 

@@ -55,8 +55,8 @@ static int ic_stage_build(struct ic_case_state *st, uint64_t run_seed, struct ic
         return IC_ENOMEM;
     }
     bool readonly = c->variant == IC_VARIANT_READONLY;
-    st->array =
-        ic_probe_build(st->producer, st->data, c->dtype, layout, readonly, c->device, &st->exc);
+    st->array = ic_probe_build(st->producer, st->data, c->dtype, layout, readonly,
+                               ic_device_kind_name(c->device.kind), &st->exc);
     if (!st->array) {
         char text[IC_DIAGNOSTIC_MAX];
         ic_py_exc_format(&st->exc, text, sizeof(text));
@@ -118,7 +118,7 @@ int ic_pattern_compare(const struct ic_case_state *st, const struct ic_view *got
     struct ic_compare_result cmp;
     char err[400];
     if (got->device_type == IC_DEVICE_CUDA_HOST && !got->host_copy &&
-        strcmp(st->c->device, "cuda") == 0) {
+        ic_device_is_cuda(st->c->device)) {
         /* The host reads pinned memory like the GPU's consumer would, after the work ordered
          * before `stream` has run: synchronising that stream is the host's way to wait. */
         if (ic_cuda_stream_synchronize(ic_gpu(), stream, err, sizeof(err)) < 0) {
@@ -230,12 +230,12 @@ static bool ic_is_stream_order(const struct ic_case *c)
 /* The stream interopcheck's own consumer reads on: one non-blocking stream per worker, which
  * the legacy default stream does not order, so a read on it sees exactly the ordering the
  * producer arranged. 0 when no stream could be made (the error is in err). */
-static uintptr_t ic_reference_stream(char *err, size_t size)
+static uintptr_t ic_reference_stream(struct ic_exchange_cache *cache, char *err, size_t size)
 {
-    static uintptr_t stream;
-    if (!stream && ic_cuda_stream_create(ic_gpu(), 0, &stream, err, size) < 0)
-        stream = 0;
-    return stream;
+    if (!cache->reference_stream &&
+        ic_cuda_stream_create(ic_gpu(), 0, &cache->reference_stream, err, size) < 0)
+        cache->reference_stream = 0;
+    return cache->reference_stream;
 }
 
 /* The requests of interopcheck's consumer on a GPU: which stream it names in __dlpack__, and
@@ -244,9 +244,9 @@ static int ic_preset_streams(struct ic_case_state *st, struct ic_result *res)
 {
     struct ic_export_record *rec = &st->rec;
     char err[400] = "";
-    if (strcmp(st->c->device, "cuda") != 0 || st->consumer)
+    if (!ic_device_is_cuda(st->c->device) || st->consumer)
         return IC_STAGE_GO;
-    uintptr_t ours = ic_reference_stream(err, sizeof(err));
+    uintptr_t ours = ic_reference_stream(st->cache, err, sizeof(err));
     if (!ours) {
         ic_result_set(res, IC_OUTCOME_ERROR, "cannot create a CUDA stream: %s", err);
         return IC_STAGE_DECIDED;
@@ -316,7 +316,7 @@ static int ic_stage_queue_writes(struct ic_case_state *st, struct ic_result *res
 static int ic_order_reads(struct ic_case_state *st, struct ic_result *res)
 {
     char err[400];
-    if (strcmp(st->c->device, "cuda") != 0)
+    if (!ic_device_is_cuda(st->c->device))
         return IC_STAGE_GO;
     struct ic_cuda *cuda = ic_gpu();
     if (st->consumer) {
@@ -447,11 +447,6 @@ static void ic_case_state_release_imports(struct ic_case_state *st)
     ic_py_collect(false);
 }
 
-/* The last pair for which a full collection did not change a lifetime verdict. A full
- * collection costs tens of milliseconds once big libraries are loaded; a consumer that leaks
- * leaks in every case of its pair, so the worker pays for the proof once per pair. */
-static char ic_full_collect_useless[2 * IC_NAME_MAX + 2];
-
 /* True for a lifetime finding about calls that happened: a collection can only make missing
  * calls happen, so a second look cannot take it back (and the first look retired its watch
  * entry, so the second would not see it). */
@@ -484,13 +479,13 @@ static int ic_lifetime_open_errors(const struct ic_diag *lifetime)
  * in case the consumer's array sat in an older generation's cycle. */
 static void ic_stage_finish(struct ic_case_state *st)
 {
-    char pair[sizeof(ic_full_collect_useless)];
+    char *useless = st->cache->full_collect_useless;
+    char pair[sizeof(st->cache->full_collect_useless)];
     if (!st->ops->finish)
         return;
     st->ops->finish(st->proxy, &st->rec);
     snprintf(pair, sizeof(pair), "%s/%s", st->c->producer, st->consumer_name);
-    if (ic_lifetime_open_errors(&st->rec.lifetime) > 0 &&
-        strcmp(pair, ic_full_collect_useless) != 0) {
+    if (ic_lifetime_open_errors(&st->rec.lifetime) > 0 && strcmp(pair, useless) != 0) {
         struct ic_diag first = st->rec.lifetime;
         ic_py_collect(true);
         ic_diag_init(&st->rec.lifetime);
@@ -505,7 +500,7 @@ static void ic_stage_finish(struct ic_case_state *st)
                                  entry->message);
         }
         if (ic_lifetime_open_errors(&st->rec.lifetime) > 0)
-            snprintf(ic_full_collect_useless, sizeof(ic_full_collect_useless), "%s", pair);
+            snprintf(useless, sizeof(pair), "%s", pair);
     }
 }
 
@@ -526,8 +521,9 @@ static void ic_case_state_release(struct ic_case_state *st)
     st->base = NULL;
 }
 
-int ic_exchange_run(const struct ic_case *c, struct ic_probe *producer, struct ic_probe *consumer,
-                    uint64_t run_seed, struct ic_result *res)
+int ic_exchange_run(struct ic_exchange_cache *cache, const struct ic_case *c,
+                    struct ic_probe *producer, struct ic_probe *consumer, uint64_t run_seed,
+                    struct ic_result *res)
 {
     struct ic_case_state st;
     double start = ic_now_ms();
@@ -535,6 +531,7 @@ int ic_exchange_run(const struct ic_case *c, struct ic_probe *producer, struct i
 
     memset(res, 0, sizeof(*res));
     memset(&st, 0, sizeof(st));
+    st.cache = cache;
     st.c = c;
     st.producer = producer;
     st.consumer = consumer;

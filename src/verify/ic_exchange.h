@@ -24,8 +24,21 @@
 #include "ic_probe.h"
 #include "ic_result.h"
 
+/* What a worker carries from one case to the next, for speed only, so that no case's verdict
+ * depends on hidden state: the caller owns it, zero-initialised, one per worker. */
+struct ic_exchange_cache {
+    /* The stream interopcheck's consumer reads GPU cases on: made once per worker, since
+     * creating one per case costs more than the case. 0 until the first GPU case. */
+    uintptr_t reference_stream;
+    /* The last producer/consumer pair whose missing deleter a full garbage collection did not
+     * bring back: a consumer that leaks, leaks in every case of its pair, and a full collection
+     * costs tens of milliseconds once big libraries are loaded. */
+    char full_collect_useless[2 * IC_NAME_MAX + 2];
+};
+
 /* `consumer` is NULL for interopcheck's own consumer. */
-int ic_exchange_run(const struct ic_case *c, struct ic_probe *producer,
-                    struct ic_probe *consumer, uint64_t run_seed, struct ic_result *res);
+int ic_exchange_run(struct ic_exchange_cache *cache, const struct ic_case *c,
+                    struct ic_probe *producer, struct ic_probe *consumer, uint64_t run_seed,
+                    struct ic_result *res);
 
 #endif

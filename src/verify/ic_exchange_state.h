@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "ic_case.h"
+#include "ic_exchange.h"
 #include "ic_probe.h"
 #include "ic_protocol.h"
 #include "ic_result.h"
@@ -26,6 +27,7 @@
 enum { IC_STAGE_GO = 0, IC_STAGE_DECIDED = 1 };
 
 struct ic_case_state {
+    struct ic_exchange_cache *cache; /* the worker's, across cases (ic_exchange.h) */
     const struct ic_case *c;
     struct ic_probe *producer;
     struct ic_probe *consumer; /* NULL: interopcheck's own consumer */

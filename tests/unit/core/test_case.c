@@ -13,7 +13,7 @@ static struct ic_case make_case(void)
     c.protocol = IC_PROTOCOL_DLPACK;
     strcpy(c.producer, "numpy");
     strcpy(c.consumer, "torch");
-    strcpy(c.device, "cpu");
+    c.device = (struct ic_device){IC_KIND_CPU, 0};
     c.dtype = IC_DTYPE_FLOAT32;
     c.layout = IC_LAYOUT_CONTIGUOUS;
     c.variant = IC_VARIANT_NONE;
@@ -44,6 +44,13 @@ static void test_format(void)
     TAP_OK(ic_case_format_id(&c, id, 10) == IC_ERANGE, "a too small buffer is IC_ERANGE");
     c.dtype = IC_DTYPE_INVALID;
     TAP_OK(ic_case_format_id(&c, id, sizeof(id)) == IC_EINVAL, "an invalid dtype is refused");
+    c = make_case();
+    c.device = (struct ic_device){IC_KIND_CUDA, 1};
+    TAP_OK(ic_case_format_id(&c, id, sizeof(id)) == 0 &&
+               strcmp(id, "dlpack.numpy.torch.cuda.float32.contiguous") == 0,
+           "the id names the device's kind, not its ordinal (got %s)", id);
+    c.device.kind = IC_KIND_COUNT;
+    TAP_OK(ic_case_format_id(&c, id, sizeof(id)) == IC_EINVAL, "a device kind outside the table");
 }
 
 static void test_parse(void)
@@ -55,6 +62,11 @@ static void test_parse(void)
                strcmp(c.consumer, "mlx") == 0 && c.dtype == IC_DTYPE_BOOL &&
                c.layout == IC_LAYOUT_OFFSET && c.variant == IC_VARIANT_NONE,
            "an id parses into its parts");
+    TAP_OK(ic_case_parse_id("dlpack.cupy.torch.cuda.float32.flat", &c) == 0 &&
+               c.device.kind == IC_KIND_CUDA && c.device.id == 0,
+           "the device part parses into a kind, on device 0");
+    TAP_OK(ic_case_parse_id("dlpack.cupy.torch.rocm.float32.flat", &c) == IC_EINVAL,
+           "a device kind the tool does not know is refused");
     TAP_OK(ic_case_parse_id("array.numpy.interopcheck.cpu.float32.flat.copy", &c) == 0 &&
                c.variant == IC_VARIANT_ARR_COPY,
            "'copy' of the array protocol is ARR_COPY");
