@@ -342,251 +342,341 @@ static bool ic_ai_buffer_data(PyObject *source, const char *what, int64_t offset
     return ok;
 }
 
+/* What the steps of ic_ai_check share: the dict's entries, the view being built, and
+ * whether that view can still describe the array. */
+struct ic_ai_check_state {
+    PyObject *owner;
+    struct ic_diag *diag;
+    /* Borrowed references; PyDict_GetItemString swallows lookup errors (only str keys). */
+    PyObject *shape, *typestr_obj, *version, *descr, *data, *strides, *offset_obj, *mask;
+    struct ic_view view;
+    struct ic_typestr typestr;
+    char typestr_text[160]; /* the typestr as written, for the descr message */
+    bool describable, have_typestr, shape_known, offset_given, have_address;
+    int64_t numel, nbytes, lo, hi, offset;
+    uintptr_t address;
+};
+
+static void ic_ai_lookup_keys(struct ic_ai_check_state *st, PyObject *value)
+{
+    st->shape = PyDict_GetItemString(value, "shape");
+    st->typestr_obj = PyDict_GetItemString(value, "typestr");
+    st->version = PyDict_GetItemString(value, "version");
+    st->descr = PyDict_GetItemString(value, "descr");
+    st->data = PyDict_GetItemString(value, "data");
+    st->strides = PyDict_GetItemString(value, "strides");
+    st->offset_obj = PyDict_GetItemString(value, "offset");
+    st->mask = PyDict_GetItemString(value, "mask");
+}
+
+/* 4.5.1 */
+static void ic_ai_check_required_keys(const struct ic_ai_check_state *st)
+{
+    struct ic_diag *diag = st->diag;
+
+    if (!st->shape)
+        ic_diag_error(diag, IC_AI_RULE_DICT, "required key 'shape' is missing");
+    if (!st->typestr_obj)
+        ic_diag_error(diag, IC_AI_RULE_DICT, "required key 'typestr' is missing");
+    if (!st->version) {
+        ic_diag_error(diag, IC_AI_RULE_DICT,
+                      "required key 'version' is missing (NumPy ignores it, the protocol "
+                      "requires it)");
+        return;
+    }
+    int64_t number = 0;
+    if (ic_export_int64(st->version, &number, NULL) < 0 || PyBool_Check(st->version))
+        ic_diag_error(diag, IC_AI_RULE_DICT, "version is a %s, not an int",
+                      Py_TYPE(st->version)->tp_name);
+    else if (number != 3)
+        ic_diag_warn(diag, IC_AI_RULE_DICT,
+                     "version %lld: the tester knows version 3; other versions are not "
+                     "rejected (§8.8)",
+                     (long long)number);
+}
+
+/* 4.5.3: copies the typestr's text into st->typestr_text; false when it has none. */
+static bool ic_ai_typestr_text(struct ic_ai_check_state *st)
+{
+    PyObject *typestr_obj = st->typestr_obj;
+    char *text = st->typestr_text;
+
+    if (PyUnicode_Check(typestr_obj))
+        return ic_py_str_copy(typestr_obj, text, sizeof(st->typestr_text)) == 0;
+    if (PyBytes_Check(typestr_obj)) {
+        snprintf(text, sizeof(st->typestr_text), "%.*s", (int)PyBytes_GET_SIZE(typestr_obj),
+                 PyBytes_AS_STRING(typestr_obj));
+        ic_diag_warn(st->diag, IC_AI_RULE_TYPE,
+                     "typestr is bytes: the protocol specifies a str (NumPy accepts both)");
+        return true;
+    }
+    ic_diag_error(st->diag, IC_AI_RULE_TYPE, "typestr is a %s, not a str",
+                  Py_TYPE(typestr_obj)->tp_name);
+    return false;
+}
+
+/* 4.5.3 */
+static void ic_ai_check_typestr(struct ic_ai_check_state *st)
+{
+    struct ic_typestr *typestr = &st->typestr;
+    const char *text = st->typestr_text;
+    char reason[96];
+
+    if (!st->typestr_obj || !ic_ai_typestr_text(st))
+        return;
+    if (ic_typestr_parse(text, typestr, reason, sizeof(reason)) < 0) {
+        ic_diag_error(st->diag, IC_AI_RULE_TYPE, "typestr \"%s\": %s", text, reason);
+        return;
+    }
+    st->have_typestr = true;
+    if (!typestr->standard_order)
+        ic_diag_warn(st->diag, IC_AI_RULE_TYPE,
+                     "typestr \"%s\" uses byte order '%c': the protocol lists only '<', "
+                     "'>' and '|'",
+                     text, typestr->byteorder);
+    else if (typestr->byteorder == '|' && typestr->itemsize > 1 && strchr("iufcmMU", typestr->kind))
+        ic_diag_warn(st->diag, IC_AI_RULE_TYPE,
+                     "typestr \"%s\" says the byte order is irrelevant for a %lld-byte "
+                     "number: it is read as native",
+                     text, (long long)typestr->itemsize);
+    if (typestr->itemsize > INT32_MAX) {
+        ic_diag_error(st->diag, IC_AI_RULE_TYPE, "typestr \"%s\": itemsize %lld is too large", text,
+                      (long long)typestr->itemsize);
+        st->have_typestr = false;
+    }
+}
+
+/* 4.5.3: a descr must add up to the typestr's itemsize; it only counts with a typestr. */
+static void ic_ai_check_descr(struct ic_ai_check_state *st)
+{
+    char reason[96];
+    int64_t total = 0;
+
+    if (st->descr && st->have_typestr) {
+        if (ic_ai_descr_size(st->descr, 0, &total, reason, sizeof(reason)) < 0)
+            ic_diag_error(st->diag, IC_AI_RULE_TYPE, "%s", reason);
+        else if (total != st->typestr.itemsize)
+            ic_diag_error(st->diag, IC_AI_RULE_TYPE,
+                          "descr totals %lld bytes but typestr \"%s\" has %lld: they must match",
+                          (long long)total, st->typestr_text, (long long)st->typestr.itemsize);
+    }
+    if (!st->have_typestr)
+        st->describable = false;
+    else
+        st->view.itemsize = (int)st->typestr.itemsize;
+}
+
+/* 4.5.2: the extents, their element count, and the size in bytes. */
+static void ic_ai_check_shape(struct ic_ai_check_state *st)
+{
+    struct ic_view *view = &st->view;
+    char text[160];
+
+    if (st->shape) {
+        int ndim = 0;
+        st->shape_known =
+            ic_export_int_tuple(st->shape, "shape", IC_AI_RULE_SHAPE, view->shape, &ndim, st->diag);
+        view->ndim = ndim;
+        for (int i = 0; st->shape_known && i < ndim; i++) {
+            if (view->shape[i] < 0) {
+                ic_diag_error(st->diag, IC_AI_RULE_SHAPE, "shape[%d] is %lld: extents must be >= 0",
+                              i, (long long)view->shape[i]);
+                st->shape_known = false;
+            }
+        }
+        if (st->shape_known && ic_view_numel(view, &st->numel) < 0) {
+            ic_view_format_shape(view, text, sizeof(text));
+            ic_diag_error(st->diag, IC_AI_RULE_SHAPE,
+                          "the element count of shape %s overflows int64", text);
+            st->shape_known = false;
+        }
+    }
+    if (!st->shape_known)
+        st->describable = false;
+    if (st->describable &&
+        __builtin_mul_overflow(st->numel, (int64_t)view->itemsize, &st->nbytes)) {
+        ic_diag_error(st->diag, IC_AI_RULE_SHAPE,
+                      "%lld elements of %d bytes: the size in bytes overflows int64",
+                      (long long)st->numel, view->itemsize);
+        st->describable = false;
+    }
+}
+
+/* 4.5.2: strides as given (None means C-contiguous), and the bytes they address. */
+static void ic_ai_check_strides(struct ic_ai_check_state *st)
+{
+    struct ic_view *view = &st->view;
+    char text[160];
+
+    if (st->strides && st->strides != Py_None && st->shape_known) {
+        int count = 0;
+        if (!ic_export_int_tuple(st->strides, "strides", IC_AI_RULE_SHAPE, view->strides, &count,
+                                 st->diag)) {
+            st->describable = false;
+        } else if (count != view->ndim) {
+            ic_diag_error(st->diag, IC_AI_RULE_SHAPE,
+                          "strides has %d entries for %d dimensions: len(strides) must equal "
+                          "len(shape)",
+                          count, view->ndim);
+            st->describable = false;
+        }
+    } else if (st->describable && ic_view_set_c_strides(view) < 0) {
+        ic_diag_error(st->diag, IC_AI_RULE_SHAPE, "the C-contiguous strides overflow int64");
+        st->describable = false;
+    }
+    if (st->describable && ic_view_span(view, &st->lo, &st->hi) < 0) {
+        ic_view_format_strides(view, text, sizeof(text));
+        ic_diag_error(st->diag, IC_AI_RULE_SHAPE,
+                      "the bytes addressed through strides %s overflow int64", text);
+        st->describable = false;
+    }
+}
+
+/* 4.5.4 */
+static void ic_ai_check_offset(struct ic_ai_check_state *st)
+{
+    char text[160];
+
+    st->offset_given = st->offset_obj && st->offset_obj != Py_None;
+    if (!st->offset_given)
+        return;
+    int rc = ic_export_int64(st->offset_obj, &st->offset, NULL);
+    if (rc < 0 || st->offset < 0) {
+        ic_py_repr(st->offset_obj, text, sizeof(text));
+        ic_diag_error(st->diag, IC_AI_RULE_DATA, "offset %s: it must be an int >= 0", text);
+        st->describable = false;
+        st->offset = 0;
+    }
+}
+
+/* 4.5.4 case a: data is a (pointer, readonly) tuple. */
+static void ic_ai_check_data_tuple(struct ic_ai_check_state *st)
+{
+    PyObject *data = st->data;
+    char text[160];
+
+    if (PyTuple_GET_SIZE(data) != 2) {
+        ic_diag_error(st->diag, IC_AI_RULE_DATA,
+                      "data is a tuple of %zd items: it must be (pointer, readonly)",
+                      PyTuple_GET_SIZE(data));
+        return;
+    }
+    PyObject *pointer = PyTuple_GET_ITEM(data, 0); /* borrowed */
+    PyObject *readonly = PyTuple_GET_ITEM(data, 1);
+    if (ic_export_uintptr(pointer, &st->address) < 0) {
+        ic_py_repr(pointer, text, sizeof(text));
+        ic_diag_error(st->diag, IC_AI_RULE_DATA,
+                      "data[0] = %s: the pointer must be an int in [0, %#llx]", text,
+                      (unsigned long long)UINTPTR_MAX);
+    } else {
+        st->have_address = true;
+    }
+    int truth = PyObject_IsTrue(readonly);
+    if (truth < 0) {
+        PyErr_Clear();
+        ic_diag_error(st->diag, IC_AI_RULE_DATA, "data[1] (a %s) has no truth value",
+                      Py_TYPE(readonly)->tp_name);
+        st->have_address = false;
+        return;
+    }
+    if (!PyBool_Check(readonly))
+        ic_diag_warn(st->diag, IC_AI_RULE_DATA, "data[1] is a %s, not a bool: read as %s",
+                     Py_TYPE(readonly)->tp_name, truth ? "read-only" : "writable");
+    st->view.readonly = truth != 0;
+}
+
+/* 4.5.4: where the data is, by the form of the data entry (tuple, buffer, None). */
+static void ic_ai_check_data(struct ic_ai_check_state *st)
+{
+    PyObject *data = st->data;
+
+    if (data && PyTuple_Check(data)) {
+        ic_ai_check_data_tuple(st);
+        if (st->offset_given && st->offset != 0)
+            ic_diag_warn(st->diag, IC_AI_RULE_DATA,
+                         "offset %lld with a (pointer, readonly) tuple: the pointer is the first "
+                         "element and NumPy ignores offset",
+                         (long long)st->offset);
+    } else if (data && data != Py_None) {
+        if (!PyObject_CheckBuffer(data)) {
+            ic_diag_error(st->diag, IC_AI_RULE_DATA,
+                          "data is a %s: it must be a (pointer, readonly) tuple, an object "
+                          "exporting the buffer protocol, or None",
+                          Py_TYPE(data)->tp_name);
+        } else if (st->describable) {
+            st->have_address =
+                ic_ai_buffer_data(data, "a buffer exporter", st->offset, st->lo, st->hi, st->diag,
+                                  &st->address, &st->view.readonly);
+        }
+    } else if (st->owner && st->describable) {
+        st->have_address =
+            ic_ai_buffer_data(st->owner, "None (the object's own buffer)", st->offset, st->lo,
+                              st->hi, st->diag, &st->address, &st->view.readonly);
+    } else if (!st->owner) {
+        st->describable = false; /* data lives in an object the caller did not name */
+    }
+    if (st->have_address && st->address == 0 && st->nbytes > 0) {
+        ic_diag_error(st->diag, IC_AI_RULE_DATA,
+                      "the data pointer is 0 for %lld bytes: only an empty array may have no data",
+                      (long long)st->nbytes);
+        st->have_address = false;
+    }
+    if (!st->have_address)
+        st->describable = false;
+}
+
+/* The pointer is the producer's word alone: every element must be there before anyone
+ * reads one. False, with the finding written, when they are not. */
+static bool ic_ai_check_readable(struct ic_ai_check_state *st)
+{
+    char why[200];
+
+    st->view.data = st->address;
+    int rc = ic_view_check_readable(&st->view, why, sizeof(why));
+    if (rc == IC_EFAULT) {
+        ic_diag_error(st->diag, IC_AI_RULE_DATA, "data 0x%llx: %s", (unsigned long long)st->address,
+                      why);
+        return false;
+    }
+    if (rc < 0)
+        ic_diag_warn(st->diag, IC_AI_RULE_DATA, "%s", why);
+    return true;
+}
+
 static int ic_ai_check(PyObject *value, PyObject *owner, int depth, struct ic_diag *diag,
                        struct ic_view *ret_view, bool *ret_have_view)
 {
-    struct ic_view view;
-    struct ic_typestr typestr;
-    bool describable = true, have_typestr = false, shape_known = false;
-    char text[160], reason[96];
+    struct ic_ai_check_state st;
 
     *ret_have_view = false;
-    memset(&view, 0, sizeof(view));
-    memset(&typestr, 0, sizeof(typestr));
-    view.device_type = IC_DEVICE_CPU;
-    view.readonly_known = true;
+    memset(&st, 0, sizeof(st));
+    st.owner = owner;
+    st.diag = diag;
+    st.describable = true;
+    st.view.device_type = IC_DEVICE_CPU;
+    st.view.readonly_known = true;
     if (!PyDict_Check(value)) {
         ic_diag_error(diag, IC_AI_RULE_DICT, "__array_interface__ is a %s, not a dict",
                       Py_TYPE(value)->tp_name);
         return 0;
     }
-    /* Borrowed references; PyDict_GetItemString swallows lookup errors (only str keys). */
-    PyObject *shape = PyDict_GetItemString(value, "shape");
-    PyObject *typestr_obj = PyDict_GetItemString(value, "typestr");
-    PyObject *version = PyDict_GetItemString(value, "version");
-    PyObject *descr = PyDict_GetItemString(value, "descr");
-    PyObject *data = PyDict_GetItemString(value, "data");
-    PyObject *strides = PyDict_GetItemString(value, "strides");
-    PyObject *offset_obj = PyDict_GetItemString(value, "offset");
-    PyObject *mask = PyDict_GetItemString(value, "mask");
-
-    /* 4.5.1 */
-    if (!shape)
-        ic_diag_error(diag, IC_AI_RULE_DICT, "required key 'shape' is missing");
-    if (!typestr_obj)
-        ic_diag_error(diag, IC_AI_RULE_DICT, "required key 'typestr' is missing");
-    if (!version) {
-        ic_diag_error(diag, IC_AI_RULE_DICT,
-                      "required key 'version' is missing (NumPy ignores it, the protocol "
-                      "requires it)");
-    } else {
-        int64_t number = 0;
-        if (ic_export_int64(version, &number, NULL) < 0 || PyBool_Check(version))
-            ic_diag_error(diag, IC_AI_RULE_DICT, "version is a %s, not an int",
-                          Py_TYPE(version)->tp_name);
-        else if (number != 3)
-            ic_diag_warn(diag, IC_AI_RULE_DICT,
-                         "version %lld: the tester knows version 3; other versions are not "
-                         "rejected (§8.8)",
-                         (long long)number);
-    }
-
-    /* 4.5.3 */
-    if (typestr_obj) {
-        bool text_ok = true;
-        if (PyUnicode_Check(typestr_obj)) {
-            text_ok = ic_py_str_copy(typestr_obj, text, sizeof(text)) == 0;
-        } else if (PyBytes_Check(typestr_obj)) {
-            snprintf(text, sizeof(text), "%.*s", (int)PyBytes_GET_SIZE(typestr_obj),
-                     PyBytes_AS_STRING(typestr_obj));
-            ic_diag_warn(diag, IC_AI_RULE_TYPE,
-                         "typestr is bytes: the protocol specifies a str (NumPy accepts both)");
-        } else {
-            ic_diag_error(diag, IC_AI_RULE_TYPE, "typestr is a %s, not a str",
-                          Py_TYPE(typestr_obj)->tp_name);
-            text_ok = false;
-        }
-        if (text_ok && ic_typestr_parse(text, &typestr, reason, sizeof(reason)) < 0) {
-            ic_diag_error(diag, IC_AI_RULE_TYPE, "typestr \"%s\": %s", text, reason);
-        } else if (text_ok) {
-            have_typestr = true;
-            if (!typestr.standard_order)
-                ic_diag_warn(diag, IC_AI_RULE_TYPE,
-                             "typestr \"%s\" uses byte order '%c': the protocol lists only '<', "
-                             "'>' and '|'",
-                             text, typestr.byteorder);
-            else if (typestr.byteorder == '|' && typestr.itemsize > 1 &&
-                     strchr("iufcmMU", typestr.kind))
-                ic_diag_warn(diag, IC_AI_RULE_TYPE,
-                             "typestr \"%s\" says the byte order is irrelevant for a %lld-byte "
-                             "number: it is read as native",
-                             text, (long long)typestr.itemsize);
-            if (typestr.itemsize > INT32_MAX) {
-                ic_diag_error(diag, IC_AI_RULE_TYPE, "typestr \"%s\": itemsize %lld is too large",
-                              text, (long long)typestr.itemsize);
-                have_typestr = false;
-            }
-        }
-    }
-    if (descr && have_typestr) {
-        int64_t total = 0;
-        if (ic_ai_descr_size(descr, 0, &total, reason, sizeof(reason)) < 0)
-            ic_diag_error(diag, IC_AI_RULE_TYPE, "%s", reason);
-        else if (total != typestr.itemsize)
-            ic_diag_error(diag, IC_AI_RULE_TYPE,
-                          "descr totals %lld bytes but typestr \"%s\" has %lld: they must match",
-                          (long long)total, text, (long long)typestr.itemsize);
-    }
-    if (!have_typestr)
-        describable = false;
-    else
-        view.itemsize = (int)typestr.itemsize;
-
-    /* 4.5.2 */
-    int64_t numel = 0, nbytes = 0, lo = 0, hi = 0;
-    if (shape) {
-        int ndim = 0;
-        shape_known =
-            ic_export_int_tuple(shape, "shape", IC_AI_RULE_SHAPE, view.shape, &ndim, diag);
-        view.ndim = ndim;
-        for (int i = 0; shape_known && i < ndim; i++) {
-            if (view.shape[i] < 0) {
-                ic_diag_error(diag, IC_AI_RULE_SHAPE, "shape[%d] is %lld: extents must be >= 0", i,
-                              (long long)view.shape[i]);
-                shape_known = false;
-            }
-        }
-        if (shape_known && ic_view_numel(&view, &numel) < 0) {
-            ic_view_format_shape(&view, text, sizeof(text));
-            ic_diag_error(diag, IC_AI_RULE_SHAPE, "the element count of shape %s overflows int64",
-                          text);
-            shape_known = false;
-        }
-    }
-    if (!shape_known)
-        describable = false;
-    if (describable && __builtin_mul_overflow(numel, (int64_t)view.itemsize, &nbytes)) {
-        ic_diag_error(diag, IC_AI_RULE_SHAPE,
-                      "%lld elements of %d bytes: the size in bytes overflows int64",
-                      (long long)numel, view.itemsize);
-        describable = false;
-    }
-    if (strides && strides != Py_None && shape_known) {
-        int count = 0;
-        if (!ic_export_int_tuple(strides, "strides", IC_AI_RULE_SHAPE, view.strides, &count,
-                                 diag)) {
-            describable = false;
-        } else if (count != view.ndim) {
-            ic_diag_error(diag, IC_AI_RULE_SHAPE,
-                          "strides has %d entries for %d dimensions: len(strides) must equal "
-                          "len(shape)",
-                          count, view.ndim);
-            describable = false;
-        }
-    } else if (describable && ic_view_set_c_strides(&view) < 0) {
-        ic_diag_error(diag, IC_AI_RULE_SHAPE, "the C-contiguous strides overflow int64");
-        describable = false;
-    }
-    if (describable && ic_view_span(&view, &lo, &hi) < 0) {
-        ic_view_format_strides(&view, text, sizeof(text));
-        ic_diag_error(diag, IC_AI_RULE_SHAPE,
-                      "the bytes addressed through strides %s overflow int64", text);
-        describable = false;
-    }
-
-    /* 4.5.4 */
-    int64_t offset = 0;
-    bool offset_given = offset_obj && offset_obj != Py_None;
-    if (offset_given) {
-        int rc = ic_export_int64(offset_obj, &offset, NULL);
-        if (rc < 0 || offset < 0) {
-            ic_py_repr(offset_obj, text, sizeof(text));
-            ic_diag_error(diag, IC_AI_RULE_DATA, "offset %s: it must be an int >= 0", text);
-            describable = false;
-            offset = 0;
-        }
-    }
-    uintptr_t address = 0;
-    bool have_address = false;
-    if (data && PyTuple_Check(data)) {
-        if (PyTuple_GET_SIZE(data) != 2) {
-            ic_diag_error(diag, IC_AI_RULE_DATA,
-                          "data is a tuple of %zd items: it must be (pointer, readonly)",
-                          PyTuple_GET_SIZE(data));
-        } else {
-            PyObject *pointer = PyTuple_GET_ITEM(data, 0); /* borrowed */
-            PyObject *readonly = PyTuple_GET_ITEM(data, 1);
-            int rc = ic_export_uintptr(pointer, &address);
-            if (rc < 0) {
-                ic_py_repr(pointer, text, sizeof(text));
-                ic_diag_error(diag, IC_AI_RULE_DATA,
-                              "data[0] = %s: the pointer must be an int in [0, %#llx]", text,
-                              (unsigned long long)UINTPTR_MAX);
-            } else {
-                have_address = true;
-            }
-            int truth = PyObject_IsTrue(readonly);
-            if (truth < 0) {
-                PyErr_Clear();
-                ic_diag_error(diag, IC_AI_RULE_DATA, "data[1] (a %s) has no truth value",
-                              Py_TYPE(readonly)->tp_name);
-                have_address = false;
-            } else {
-                if (!PyBool_Check(readonly))
-                    ic_diag_warn(diag, IC_AI_RULE_DATA, "data[1] is a %s, not a bool: read as %s",
-                                 Py_TYPE(readonly)->tp_name, truth ? "read-only" : "writable");
-                view.readonly = truth != 0;
-            }
-        }
-        if (offset_given && offset != 0)
-            ic_diag_warn(diag, IC_AI_RULE_DATA,
-                         "offset %lld with a (pointer, readonly) tuple: the pointer is the first "
-                         "element and NumPy ignores offset",
-                         (long long)offset);
-    } else if (data && data != Py_None) {
-        if (!PyObject_CheckBuffer(data)) {
-            ic_diag_error(diag, IC_AI_RULE_DATA,
-                          "data is a %s: it must be a (pointer, readonly) tuple, an object "
-                          "exporting the buffer protocol, or None",
-                          Py_TYPE(data)->tp_name);
-        } else if (describable) {
-            have_address = ic_ai_buffer_data(data, "a buffer exporter", offset, lo, hi, diag,
-                                             &address, &view.readonly);
-        }
-    } else if (owner && describable) {
-        have_address = ic_ai_buffer_data(owner, "None (the object's own buffer)", offset, lo, hi,
-                                         diag, &address, &view.readonly);
-    } else if (!owner) {
-        describable = false; /* data lives in an object the caller did not name */
-    }
-    if (have_address && address == 0 && nbytes > 0) {
-        ic_diag_error(diag, IC_AI_RULE_DATA,
-                      "the data pointer is 0 for %lld bytes: only an empty array may have no data",
-                      (long long)nbytes);
-        have_address = false;
-    }
-    if (!have_address)
-        describable = false;
+    ic_ai_lookup_keys(&st, value);
+    ic_ai_check_required_keys(&st);
+    ic_ai_check_typestr(&st);
+    ic_ai_check_descr(&st);
+    ic_ai_check_shape(&st);
+    ic_ai_check_strides(&st);
+    ic_ai_check_offset(&st);
+    ic_ai_check_data(&st);
 
     /* 4.5.5 */
-    if (mask && mask != Py_None)
-        ic_ai_check_mask(mask, &view, shape_known, depth, diag);
+    if (st.mask && st.mask != Py_None)
+        ic_ai_check_mask(st.mask, &st.view, st.shape_known, depth, diag);
 
-    if (!describable)
+    if (!st.describable || !ic_ai_check_readable(&st))
         return 0;
-    view.data = address;
-    /* The pointer is the producer's word alone: every element must be there before anyone
-     * reads one. */
-    char why[200];
-    int rc = ic_view_check_readable(&view, why, sizeof(why));
-    if (rc == IC_EFAULT) {
-        ic_diag_error(diag, IC_AI_RULE_DATA, "data 0x%llx: %s", (unsigned long long)address, why);
-        return 0;
-    }
-    if (rc < 0)
-        ic_diag_warn(diag, IC_AI_RULE_DATA, "%s", why);
-    view.dtype = typestr.dtype;
-    *ret_view = view;
+    st.view.dtype = st.typestr.dtype;
+    *ret_view = st.view;
     *ret_have_view = true;
     return 0;
 }

@@ -235,186 +235,269 @@ static bool ic_dlpack_copy_extents(const int64_t *array, int count, const char *
     return rc == 0;
 }
 
+/* What the steps of ic_dlpack_check_tensor_guarded share: the tensor, the view being built,
+ * and the sizes worked out on the way. A step that returns bool returns false, with its
+ * finding written, when no view can be built. */
+struct ic_dlpack_tensor_check {
+    const DLTensor *tensor;
+    const struct ic_dlpack_header *header;
+    struct ic_diag *diag;
+    bool *ret_unreadable;
+    struct ic_view view;
+    unsigned elem_bits;
+    bool subbyte, padded, have_strides;
+    int64_t shape[IC_MAX_NDIM], strides[IC_MAX_NDIM]; /* copies of the producer's arrays */
+    int64_t numel, itemsize, nbytes, lo, hi;
+    uintptr_t first; /* the address of the first element */
+    enum ic_dtype dtype;
+};
+
+/* The element width, and whether the sub-byte padding flag means anything for it. */
+static void ic_dlpack_check_subbyte_flag(struct ic_dlpack_tensor_check *tc)
+{
+    const struct ic_dlpack_header *header = tc->header;
+
+    tc->elem_bits = (unsigned)tc->tensor->dtype.bits * (unsigned)tc->tensor->dtype.lanes;
+    tc->subbyte = tc->elem_bits % 8 != 0;
+    tc->padded = header->versioned && (header->flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED);
+    if (tc->padded && tc->elem_bits >= 8 && !tc->subbyte)
+        ic_diag_warn(tc->diag, IC_RULE_DLPACK_SUBBYTE,
+                     "flags set DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED for a %u-bit type: the "
+                     "flag only means something for sub-byte types",
+                     tc->elem_bits);
+}
+
+/* ndim, then the shape and strides arrays it says are there, copied out of the producer's
+ * memory. */
+static bool ic_dlpack_read_extents(struct ic_dlpack_tensor_check *tc)
+{
+    const DLTensor *tensor = tc->tensor;
+    const struct ic_dlpack_header *header = tc->header;
+    int32_t ndim = tensor->ndim;
+
+    if (ndim < 0 || ndim > IC_MAX_NDIM) {
+        ic_diag_error(tc->diag, IC_RULE_DLPACK_NDIM, "ndim %d: ndim must be between 0 and %d",
+                      (int)ndim, IC_MAX_NDIM);
+        return false;
+    }
+    /* From here shape and strides may be read, but only for ndim > 0 (rule 2.5.13). */
+    if (ndim > 0 && !tensor->shape) {
+        ic_diag_error(tc->diag, IC_RULE_DLPACK_SHAPE_STRIDES,
+                      "ndim %d with shape NULL: shape must hold ndim entries", (int)ndim);
+        return false;
+    }
+    if (ndim > 0 && !tensor->strides && header->versioned &&
+        (header->major > 1 || (header->major == 1 && header->minor >= 2)))
+        ic_diag_error(tc->diag, IC_RULE_DLPACK_SHAPE_STRIDES,
+                      "ndim %d with strides NULL in a version %u.%u capsule: DLPack >= 1.2 "
+                      "requires strides when ndim != 0",
+                      (int)ndim, (unsigned)header->major, (unsigned)header->minor);
+
+    if (ndim > 0 && !ic_dlpack_copy_extents(tensor->shape, ndim, "shape", tc->shape, tc->diag,
+                                            tc->ret_unreadable))
+        return false;
+    tc->have_strides = ndim > 0 && tensor->strides;
+    if (tc->have_strides && !ic_dlpack_copy_extents(tensor->strides, ndim, "strides", tc->strides,
+                                                    tc->diag, tc->ret_unreadable))
+        return false;
+    return true;
+}
+
+/* The extents and their element count; every bad extent is reported. */
+static bool ic_dlpack_check_shape(struct ic_dlpack_tensor_check *tc)
+{
+    struct ic_view *view = &tc->view;
+    int32_t ndim = tc->tensor->ndim;
+    bool shape_ok = true;
+    char text[96];
+
+    view->ndim = ndim;
+    for (int i = 0; i < ndim; i++) {
+        view->shape[i] = tc->shape[i];
+        if (tc->shape[i] < 0) {
+            ic_diag_error(tc->diag, IC_RULE_DLPACK_SHAPE, "shape[%d] is %lld: extents must be >= 0",
+                          i, (long long)tc->shape[i]);
+            shape_ok = false;
+        }
+    }
+    if (shape_ok && ic_view_numel(view, &tc->numel) < 0) {
+        ic_view_format_shape(view, text, sizeof(text));
+        ic_diag_error(tc->diag, IC_RULE_DLPACK_SHAPE,
+                      "the element count of shape %s overflows int64", text);
+        shape_ok = false;
+    }
+    return shape_ok;
+}
+
+/* Sizes: a packed sub-byte tensor is counted in bits (rule 2.5.21, §8.5); anything else
+ * in whole bytes per element. */
+static bool ic_dlpack_check_size(struct ic_dlpack_tensor_check *tc)
+{
+    tc->itemsize = (tc->elem_bits + 7) / 8;
+    if (tc->subbyte && !tc->padded) {
+        int64_t nbits;
+        if (__builtin_mul_overflow(tc->numel, (int64_t)tc->elem_bits, &nbits)) {
+            ic_diag_error(tc->diag, IC_RULE_DLPACK_SHAPE,
+                          "%lld elements of %u bits: the size in bits overflows int64",
+                          (long long)tc->numel, tc->elem_bits);
+            return false;
+        }
+        tc->nbytes = nbits / 8 + (nbits % 8 != 0);
+    } else if (__builtin_mul_overflow(tc->numel, tc->itemsize, &tc->nbytes)) {
+        ic_diag_error(tc->diag, IC_RULE_DLPACK_SHAPE,
+                      "%lld elements of %lld bytes: the size in bytes overflows int64",
+                      (long long)tc->numel, (long long)tc->itemsize);
+        return false;
+    }
+    tc->view.itemsize = (int)tc->itemsize;
+    return true;
+}
+
+/* Element strides become byte strides (or C-contiguous ones when there are none), and the
+ * bytes they address must fit in int64. */
+static bool ic_dlpack_check_strides(struct ic_dlpack_tensor_check *tc)
+{
+    struct ic_view *view = &tc->view;
+    char text[96];
+
+    if (tc->have_strides) {
+        for (int i = 0; i < view->ndim; i++) {
+            if (__builtin_mul_overflow(tc->strides[i], tc->itemsize, &view->strides[i])) {
+                ic_diag_error(tc->diag, IC_RULE_DLPACK_STRIDES,
+                              "strides[%d] = %lld elements of %lld bytes: the byte stride "
+                              "overflows int64",
+                              i, (long long)tc->strides[i], (long long)tc->itemsize);
+                return false;
+            }
+        }
+    } else if (ic_view_set_c_strides(view) < 0) {
+        ic_diag_error(tc->diag, IC_RULE_DLPACK_SHAPE,
+                      "the C-contiguous strides of this shape overflow int64");
+        return false;
+    }
+    if (ic_view_span(view, &tc->lo, &tc->hi) < 0) {
+        ic_view_format_strides(view, text, sizeof(text));
+        ic_diag_error(tc->diag, IC_RULE_DLPACK_STRIDES,
+                      "the bytes addressed through strides %s overflow int64", text);
+        return false;
+    }
+    return true;
+}
+
+/* data + byte_offset is the first element; it and the span around it must be addresses. */
+static bool ic_dlpack_check_address(struct ic_dlpack_tensor_check *tc)
+{
+    const DLTensor *tensor = tc->tensor;
+    int64_t lo = tc->lo, hi = tc->hi;
+
+    if (tc->numel > 0 && !tensor->data) {
+        ic_diag_error(tc->diag, IC_RULE_DLPACK_DATA,
+                      "data is NULL for %lld elements: only an empty tensor may have no data",
+                      (long long)tc->numel);
+        return false;
+    }
+    uintptr_t base = (uintptr_t)tensor->data;
+    if (tensor->byte_offset > UINTPTR_MAX - base) {
+        ic_diag_error(tc->diag, IC_RULE_DLPACK_ADDRESS,
+                      "data %p + byte_offset %llu wraps around the address space", tensor->data,
+                      (unsigned long long)tensor->byte_offset);
+        return false;
+    }
+    uintptr_t first = base + (uintptr_t)tensor->byte_offset;
+    if (tc->numel > 0 &&
+        ((lo < 0 && (uintptr_t)(-lo) > first) || (hi > 0 && (uintptr_t)hi > UINTPTR_MAX - first))) {
+        ic_diag_error(tc->diag, IC_RULE_DLPACK_ADDRESS,
+                      "the elements at %#llx + [%lld, %lld) wrap around the address space",
+                      (unsigned long long)first, (long long)lo, (long long)hi);
+        return false;
+    }
+    tc->first = first;
+    return true;
+}
+
+/* A misaligned first element is legal but costly, so it is a warning only. */
+static void ic_dlpack_check_alignment(struct ic_dlpack_tensor_check *tc)
+{
+    const DLDataType dl = tc->tensor->dtype;
+
+    tc->dtype = IC_DTYPE_INVALID;
+    if (ic_dtype_from_dlpack(dl.code, dl.bits, dl.lanes, &tc->dtype) < 0)
+        tc->dtype = IC_DTYPE_INVALID;
+    int64_t alignment = ic_dlpack_natural_alignment(tc->dtype, tc->itemsize);
+    if (tc->numel > 0 && alignment > 1 && tc->first % (uintptr_t)alignment != 0)
+        ic_diag_warn(tc->diag, IC_RULE_DLPACK_ADDRESS,
+                     "the first element at %#llx is not aligned to %lld bytes (the element's "
+                     "natural alignment); consumers may copy or fault",
+                     (unsigned long long)tc->first, (long long)alignment);
+}
+
+/* Fills in the rest of the view and, for host memory, checks every element can be read. */
+static bool ic_dlpack_finish_view(struct ic_dlpack_tensor_check *tc)
+{
+    const struct ic_dlpack_header *header = tc->header;
+    struct ic_view *view = &tc->view;
+
+    view->data = tc->first;
+    view->dtype = tc->dtype;
+    view->readonly = header->versioned && (header->flags & DLPACK_FLAG_BITMASK_READ_ONLY);
+    view->readonly_known = header->versioned;
+    if (!ic_dlpack_host_memory(view->device_type))
+        return true;
+    /* Every element must be there before anyone reads one (a byte_offset far past the
+     * allocation, data the producer already freed): judged now, on the host. */
+    char why[200];
+    int rc = ic_view_check_readable(view, why, sizeof(why));
+    if (rc == IC_EFAULT) {
+        ic_diag_error(tc->diag, IC_RULE_DLPACK_ADDRESS, "data %p + byte_offset %llu: %s",
+                      tc->tensor->data, (unsigned long long)tc->tensor->byte_offset, why);
+        *tc->ret_unreadable = true;
+        return false;
+    }
+    if (rc < 0)
+        ic_diag_warn(tc->diag, IC_RULE_DLPACK_ADDRESS, "%s", why);
+    return true;
+}
+
 /* ic_dlpack_check_tensor, also saying whether the tensor points at unreadable memory. */
 static int ic_dlpack_check_tensor_guarded(const DLTensor *tensor,
                                           const struct ic_dlpack_header *header,
                                           struct ic_diag *diag, struct ic_view *ret_view,
                                           bool *ret_have_view, bool *ret_unreadable)
 {
-    struct ic_view view;
-    bool describable = true;
-    char text[96];
-    int64_t shape[IC_MAX_NDIM], strides[IC_MAX_NDIM];
+    struct ic_dlpack_tensor_check tc;
 
     *ret_have_view = false;
-    memset(&view, 0, sizeof(view));
-    view.device_type = (int32_t)tensor->device.device_type;
-    view.device_id = tensor->device.device_id;
+    memset(&tc, 0, sizeof(tc));
+    tc.tensor = tensor;
+    tc.header = header;
+    tc.diag = diag;
+    tc.ret_unreadable = ret_unreadable;
+    tc.view.device_type = (int32_t)tensor->device.device_type;
+    tc.view.device_id = tensor->device.device_id;
 
     ic_dlpack_check_device(tensor->device, diag);
-    if (!ic_dlpack_check_dtype(tensor->dtype, diag))
-        describable = false;
-
-    unsigned elem_bits = (unsigned)tensor->dtype.bits * (unsigned)tensor->dtype.lanes;
-    bool subbyte = elem_bits % 8 != 0;
-    bool padded = header->versioned && (header->flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED);
-    if (padded && elem_bits >= 8 && !subbyte)
-        ic_diag_warn(diag, IC_RULE_DLPACK_SUBBYTE,
-                     "flags set DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED for a %u-bit type: the "
-                     "flag only means something for sub-byte types",
-                     elem_bits);
-
-    int32_t ndim = tensor->ndim;
-    if (ndim < 0 || ndim > IC_MAX_NDIM) {
-        ic_diag_error(diag, IC_RULE_DLPACK_NDIM, "ndim %d: ndim must be between 0 and %d",
-                      (int)ndim, IC_MAX_NDIM);
+    bool describable = ic_dlpack_check_dtype(tensor->dtype, diag);
+    ic_dlpack_check_subbyte_flag(&tc);
+    if (!ic_dlpack_read_extents(&tc))
         return 0;
-    }
-    /* From here shape and strides may be read, but only for ndim > 0 (rule 2.5.13). */
-    if (ndim > 0 && !tensor->shape) {
-        ic_diag_error(diag, IC_RULE_DLPACK_SHAPE_STRIDES,
-                      "ndim %d with shape NULL: shape must hold ndim entries", (int)ndim);
+    /* Shape findings are reported even when the dtype already rules out a view. */
+    if (!ic_dlpack_check_shape(&tc) || !describable)
         return 0;
-    }
-    if (ndim > 0 && !tensor->strides && header->versioned &&
-        (header->major > 1 || (header->major == 1 && header->minor >= 2)))
-        ic_diag_error(diag, IC_RULE_DLPACK_SHAPE_STRIDES,
-                      "ndim %d with strides NULL in a version %u.%u capsule: DLPack >= 1.2 "
-                      "requires strides when ndim != 0",
-                      (int)ndim, (unsigned)header->major, (unsigned)header->minor);
-
-    if (ndim > 0 &&
-        !ic_dlpack_copy_extents(tensor->shape, ndim, "shape", shape, diag, ret_unreadable))
+    if (!ic_dlpack_check_size(&tc) || !ic_dlpack_check_strides(&tc) ||
+        !ic_dlpack_check_address(&tc))
         return 0;
-    bool have_strides = ndim > 0 && tensor->strides;
-    if (have_strides &&
-        !ic_dlpack_copy_extents(tensor->strides, ndim, "strides", strides, diag, ret_unreadable))
-        return 0;
-
-    view.ndim = ndim;
-    bool shape_ok = true;
-    for (int i = 0; i < ndim; i++) {
-        view.shape[i] = shape[i];
-        if (shape[i] < 0) {
-            ic_diag_error(diag, IC_RULE_DLPACK_SHAPE, "shape[%d] is %lld: extents must be >= 0", i,
-                          (long long)shape[i]);
-            shape_ok = false;
-        }
-    }
-    int64_t numel = 0;
-    if (shape_ok && ic_view_numel(&view, &numel) < 0) {
-        ic_view_format_shape(&view, text, sizeof(text));
-        ic_diag_error(diag, IC_RULE_DLPACK_SHAPE, "the element count of shape %s overflows int64",
-                      text);
-        shape_ok = false;
-    }
-    if (!shape_ok || !describable)
-        return 0;
-
-    /* Sizes: a packed sub-byte tensor is counted in bits (rule 2.5.21, §8.5); anything else
-     * in whole bytes per element. */
-    int64_t itemsize = (elem_bits + 7) / 8, nbytes;
-    if (subbyte && !padded) {
-        int64_t nbits;
-        if (__builtin_mul_overflow(numel, (int64_t)elem_bits, &nbits)) {
-            ic_diag_error(diag, IC_RULE_DLPACK_SHAPE,
-                          "%lld elements of %u bits: the size in bits overflows int64",
-                          (long long)numel, elem_bits);
-            return 0;
-        }
-        nbytes = nbits / 8 + (nbits % 8 != 0);
-    } else if (__builtin_mul_overflow(numel, itemsize, &nbytes)) {
-        ic_diag_error(diag, IC_RULE_DLPACK_SHAPE,
-                      "%lld elements of %lld bytes: the size in bytes overflows int64",
-                      (long long)numel, (long long)itemsize);
-        return 0;
-    }
-    view.itemsize = (int)itemsize;
-
-    if (have_strides) {
-        for (int i = 0; i < ndim; i++) {
-            if (__builtin_mul_overflow(strides[i], itemsize, &view.strides[i])) {
-                ic_diag_error(diag, IC_RULE_DLPACK_STRIDES,
-                              "strides[%d] = %lld elements of %lld bytes: the byte stride "
-                              "overflows int64",
-                              i, (long long)strides[i], (long long)itemsize);
-                return 0;
-            }
-        }
-    } else if (ic_view_set_c_strides(&view) < 0) {
-        ic_diag_error(diag, IC_RULE_DLPACK_SHAPE,
-                      "the C-contiguous strides of this shape overflow int64");
-        return 0;
-    }
-    int64_t lo = 0, hi = 0;
-    if (ic_view_span(&view, &lo, &hi) < 0) {
-        ic_view_format_strides(&view, text, sizeof(text));
-        ic_diag_error(diag, IC_RULE_DLPACK_STRIDES,
-                      "the bytes addressed through strides %s overflow int64", text);
-        return 0;
-    }
-
-    if (numel > 0 && !tensor->data) {
-        ic_diag_error(diag, IC_RULE_DLPACK_DATA,
-                      "data is NULL for %lld elements: only an empty tensor may have no data",
-                      (long long)numel);
-        return 0;
-    }
-    uintptr_t base = (uintptr_t)tensor->data, first;
-    if (tensor->byte_offset > UINTPTR_MAX - base) {
-        ic_diag_error(diag, IC_RULE_DLPACK_ADDRESS,
-                      "data %p + byte_offset %llu wraps around the address space", tensor->data,
-                      (unsigned long long)tensor->byte_offset);
-        return 0;
-    }
-    first = base + (uintptr_t)tensor->byte_offset;
-    if (numel > 0 &&
-        ((lo < 0 && (uintptr_t)(-lo) > first) || (hi > 0 && (uintptr_t)hi > UINTPTR_MAX - first))) {
-        ic_diag_error(diag, IC_RULE_DLPACK_ADDRESS,
-                      "the elements at %#llx + [%lld, %lld) wrap around the address space",
-                      (unsigned long long)first, (long long)lo, (long long)hi);
-        return 0;
-    }
-
-    enum ic_dtype dtype = IC_DTYPE_INVALID;
-    if (ic_dtype_from_dlpack(tensor->dtype.code, tensor->dtype.bits, tensor->dtype.lanes, &dtype) <
-        0)
-        dtype = IC_DTYPE_INVALID;
-    int64_t alignment = ic_dlpack_natural_alignment(dtype, itemsize);
-    if (numel > 0 && alignment > 1 && first % (uintptr_t)alignment != 0)
-        ic_diag_warn(diag, IC_RULE_DLPACK_ADDRESS,
-                     "the first element at %#llx is not aligned to %lld bytes (the element's "
-                     "natural alignment); consumers may copy or fault",
-                     (unsigned long long)first, (long long)alignment);
-
-    if (subbyte && !padded) {
+    ic_dlpack_check_alignment(&tc);
+    if (tc.subbyte && !tc.padded) {
         /* Element strides of packed 4/6-bit data have no byte equivalent (§8.5). */
         ic_diag_warn(diag, IC_RULE_DLPACK_SUBBYTE,
                      "%s elements of %u bits are packed: the tester cannot describe them with "
                      "byte strides",
-                     ic_dlpack_code_name(tensor->dtype.code), elem_bits);
+                     ic_dlpack_code_name(tensor->dtype.code), tc.elem_bits);
         return 0;
     }
-
-    view.data = first;
-    view.dtype = dtype;
-    view.readonly = header->versioned && (header->flags & DLPACK_FLAG_BITMASK_READ_ONLY);
-    view.readonly_known = header->versioned;
-    if (ic_dlpack_host_memory(view.device_type)) {
-        /* Every element must be there before anyone reads one (a byte_offset far past the
-         * allocation, data the producer already freed): judged now, on the host. */
-        char why[200];
-        int rc = ic_view_check_readable(&view, why, sizeof(why));
-        if (rc == IC_EFAULT) {
-            ic_diag_error(diag, IC_RULE_DLPACK_ADDRESS, "data %p + byte_offset %llu: %s",
-                          tensor->data, (unsigned long long)tensor->byte_offset, why);
-            *ret_unreadable = true;
-            return 0;
-        }
-        if (rc < 0)
-            ic_diag_warn(diag, IC_RULE_DLPACK_ADDRESS, "%s", why);
-    }
-    *ret_view = view;
+    if (!ic_dlpack_finish_view(&tc))
+        return 0;
+    *ret_view = tc.view;
     *ret_have_view = true;
     return 0;
 }
