@@ -52,28 +52,28 @@ static bool ic_as_copy_array(const Py_ssize_t *array, int count, const char *wha
     return rc == 0;
 }
 
-/* ic_array_struct_check; *ret_inter is a copy of the struct (zeroed when it could not be
- * read, so `two` is then 0). */
-static int ic_as_check_guarded(PyObject *capsule, struct ic_diag *diag, struct ic_view *ret_view,
-                               bool *ret_have_view, struct ic_pyarrayinterface *ret_inter)
-{
+/* What the steps of ic_as_check_guarded share: the copy of the producer's struct, and the view
+ * built from it step by step. */
+struct ic_as_check {
+    const struct ic_pyarrayinterface *inter; /* the copy: the producer's is never read again */
+    struct ic_diag *diag;
     struct ic_view view;
     struct ic_typestr type;
-    char text[96], reason[96];
-    bool describable = true;
-    Py_ssize_t shape[IC_MAX_NDIM], strides[IC_MAX_NDIM];
+    Py_ssize_t strides[IC_MAX_NDIM]; /* copied when have_strides */
+    bool have_strides;
+    int64_t numel;
+    bool describable; /* false once a finding leaves no view to build */
+};
 
-    memset(ret_inter, 0, sizeof(*ret_inter));
-    *ret_have_view = false;
-    memset(&view, 0, sizeof(view));
-    view.device_type = IC_DEVICE_CPU;
-    view.readonly_known = true;
-
+/* The capsule itself: exactly a PyCapsule, and unnamed. *ret_name is the name to look the
+ * pointer up with. False when the check stops here (the finding is written). */
+static bool ic_as_check_capsule(PyObject *capsule, struct ic_diag *diag, const char **ret_name)
+{
     if (!PyCapsule_CheckExact(capsule)) {
         ic_diag_error(diag, IC_AS_RULE,
                       "__array_struct__ is a %s: NumPy requires exactly a PyCapsule",
                       Py_TYPE(capsule)->tp_name);
-        return 0;
+        return false;
     }
     const char *name = PyCapsule_GetName(capsule);
     if (!name && PyErr_Occurred())
@@ -83,18 +83,27 @@ static int ic_as_check_guarded(PyObject *capsule, struct ic_diag *diag, struct i
         if (ic_guard_string((uintptr_t)name, name_text, sizeof(name_text)) == IC_EFAULT) {
             ic_diag_error(diag, IC_RULE_ARRAY_STRUCT_MEMORY,
                           "the capsule's name at %p cannot be read", (const void *)name);
-            return 0; /* CPython's own pointer lookup would read it */
+            return false; /* CPython's own pointer lookup would read it */
         }
         ic_diag_error(diag, IC_AS_RULE,
                       "the capsule is named \"%s\": NumPy looks the pointer up with a NULL name, "
                       "so it must be unnamed",
                       name_text);
     }
+    *ret_name = name;
+    return true;
+}
+
+/* Copies the PyArrayInterface the capsule points at into *ret_inter (zeroed when it cannot
+ * be read). False when the check stops here. */
+static bool ic_as_copy_struct(PyObject *capsule, const char *name, struct ic_diag *diag,
+                              struct ic_pyarrayinterface *ret_inter)
+{
     const struct ic_pyarrayinterface *pointer = PyCapsule_GetPointer(capsule, name);
     if (!pointer) {
         PyErr_Clear();
         ic_diag_error(diag, IC_AS_RULE, "the capsule's pointer is NULL");
-        return 0;
+        return false;
     }
     /* The struct is the producer's memory: copied once, and only the copy is read. */
     int rc = ic_guard_copy(ret_inter, (uintptr_t)pointer, sizeof(*ret_inter));
@@ -109,130 +118,240 @@ static int ic_as_check_guarded(PyObject *capsule, struct ic_diag *diag, struct i
             ic_diag_warn(diag, IC_RULE_ARRAY_STRUCT_MEMORY,
                          "the PyArrayInterface at %p could not be checked: %s",
                          (const void *)pointer, ic_strerror(rc));
-        return 0;
+        return false;
     }
-    const struct ic_pyarrayinterface *inter = ret_inter;
+    return true;
+}
+
+/* two and nd, which say whether the rest of the struct can be read at all. False when the
+ * check stops here. */
+static bool ic_as_check_two_nd(const struct ic_as_check *check)
+{
+    const struct ic_pyarrayinterface *inter = check->inter;
+
     if (inter->two != 2) {
-        ic_diag_error(diag, IC_AS_RULE, "two is %d: a PyArrayInterface has two == 2", inter->two);
-        return 0;
+        ic_diag_error(check->diag, IC_AS_RULE, "two is %d: a PyArrayInterface has two == 2",
+                      inter->two);
+        return false;
     }
     if (inter->nd < 0 || inter->nd > IC_MAX_NDIM) {
-        ic_diag_error(diag, IC_AS_RULE, "nd %d: it must be between 0 and %d", inter->nd,
+        ic_diag_error(check->diag, IC_AS_RULE, "nd %d: it must be between 0 and %d", inter->nd,
                       IC_MAX_NDIM);
-        return 0;
+        return false;
     }
-    int flags = inter->flags;
-    if (ic_as_parse_type(inter->typekind, inter->itemsize, &type, reason, sizeof(reason)) < 0) {
-        ic_diag_error(diag, IC_AS_RULE, "typekind '%c' with itemsize %d: %s",
+    return true;
+}
+
+/* typekind and itemsize, judged by the typestr grammar; the element type stays unknown when
+ * they are not legal. */
+static void ic_as_check_type(struct ic_as_check *check)
+{
+    const struct ic_pyarrayinterface *inter = check->inter;
+    char reason[96];
+
+    if (ic_as_parse_type(inter->typekind, inter->itemsize, &check->type, reason, sizeof(reason)) <
+        0) {
+        ic_diag_error(check->diag, IC_AS_RULE, "typekind '%c' with itemsize %d: %s",
                       inter->typekind ? inter->typekind : '?', inter->itemsize, reason);
-        describable = false;
-        type.dtype = IC_DTYPE_INVALID;
-        type.native = true;
+        check->describable = false;
+        check->type.dtype = IC_DTYPE_INVALID;
+        check->type.native = true;
     }
+}
+
+/* The byte order: elements of more than one byte declared byte-swapped have no native element
+ * type. */
+static void ic_as_check_byte_order(struct ic_as_check *check)
+{
+    const struct ic_pyarrayinterface *inter = check->inter;
+    int flags = inter->flags;
     bool order_free =
         inter->itemsize <= 1 || strchr("bSVOt", inter->typekind ? inter->typekind : 'x');
+
     if (!(flags & IC_ARR_NOTSWAPPED) && !order_free) {
-        ic_diag_warn(diag, IC_AS_RULE,
+        ic_diag_warn(check->diag, IC_AS_RULE,
                      "flags 0x%x lack NOTSWAPPED (0x200): the %d-byte '%c' elements are declared "
                      "byte-swapped, and NumPy reads them so",
                      flags, inter->itemsize, inter->typekind);
-        type.dtype = IC_DTYPE_INVALID;
+        check->type.dtype = IC_DTYPE_INVALID;
     }
+}
+
+/* descr is set exactly when the flags say ARR_HAS_DESCR. */
+static void ic_as_check_descr(const struct ic_as_check *check)
+{
+    const struct ic_pyarrayinterface *inter = check->inter;
+    int flags = inter->flags;
+
     if ((flags & IC_ARR_HAS_DESCR) && !inter->descr)
-        ic_diag_error(diag, IC_AS_RULE, "flags 0x%x set ARR_HAS_DESCR (0x800) but descr is NULL",
-                      flags);
+        ic_diag_error(check->diag, IC_AS_RULE,
+                      "flags 0x%x set ARR_HAS_DESCR (0x800) but descr is NULL", flags);
     else if (!(flags & IC_ARR_HAS_DESCR) && inter->descr)
-        ic_diag_error(diag, IC_AS_RULE,
+        ic_diag_error(check->diag, IC_AS_RULE,
                       "descr is set but flags 0x%x lack ARR_HAS_DESCR (0x800): consumers ignore "
                       "the descr",
                       flags);
+}
 
-    view.ndim = inter->nd;
+/* The shape and strides arrays, read through the guard, and the extents and element count
+ * they give. False when there is no view to build. */
+static bool ic_as_view_shape(struct ic_as_check *check)
+{
+    const struct ic_pyarrayinterface *inter = check->inter;
+    Py_ssize_t shape[IC_MAX_NDIM];
+    char text[96];
+
+    check->view.ndim = inter->nd;
     if (inter->nd > 0 && !inter->shape) {
-        ic_diag_error(diag, IC_AS_RULE, "nd %d with shape NULL: shape must hold nd entries",
+        ic_diag_error(check->diag, IC_AS_RULE, "nd %d with shape NULL: shape must hold nd entries",
                       inter->nd);
-        return 0;
+        return false;
     }
-    bool have_strides = inter->nd > 0 && inter->strides;
-    if ((inter->nd > 0 && !ic_as_copy_array(inter->shape, inter->nd, "shape", shape, diag)) ||
-        (have_strides && !ic_as_copy_array(inter->strides, inter->nd, "strides", strides, diag)))
-        return 0;
+    check->have_strides = inter->nd > 0 && inter->strides;
+    if ((inter->nd > 0 &&
+         !ic_as_copy_array(inter->shape, inter->nd, "shape", shape, check->diag)) ||
+        (check->have_strides &&
+         !ic_as_copy_array(inter->strides, inter->nd, "strides", check->strides, check->diag)))
+        return false;
     for (int i = 0; i < inter->nd; i++) {
-        view.shape[i] = shape[i];
+        check->view.shape[i] = shape[i];
         if (shape[i] < 0) {
-            ic_diag_error(diag, IC_AS_RULE, "shape[%d] is %zd: extents must be >= 0", i, shape[i]);
-            describable = false;
+            ic_diag_error(check->diag, IC_AS_RULE, "shape[%d] is %zd: extents must be >= 0", i,
+                          shape[i]);
+            check->describable = false;
         }
     }
-    int64_t numel = 0;
-    if (describable && ic_view_numel(&view, &numel) < 0) {
-        ic_view_format_shape(&view, text, sizeof(text));
-        ic_diag_error(diag, IC_AS_RULE, "the element count of shape %s overflows int64", text);
-        describable = false;
+    if (check->describable && ic_view_numel(&check->view, &check->numel) < 0) {
+        ic_view_format_shape(&check->view, text, sizeof(text));
+        ic_diag_error(check->diag, IC_AS_RULE, "the element count of shape %s overflows int64",
+                      text);
+        check->describable = false;
     }
-    if (!describable)
-        return 0;
-    view.itemsize = inter->itemsize;
-    if (have_strides) {
-        for (int i = 0; i < inter->nd; i++)
-            view.strides[i] = strides[i];
-    } else if (ic_view_set_c_strides(&view) < 0) {
-        ic_diag_error(diag, IC_AS_RULE, "the C-contiguous strides overflow int64");
-        return 0;
+    return check->describable;
+}
+
+/* The producer's strides, else C-contiguous ones, and the bytes they address: all within
+ * int64. False when the check stops here. */
+static bool ic_as_view_strides(struct ic_as_check *check)
+{
+    struct ic_view *view = &check->view;
+    char text[96];
+
+    view->itemsize = check->inter->itemsize;
+    if (check->have_strides) {
+        for (int i = 0; i < check->inter->nd; i++)
+            view->strides[i] = check->strides[i];
+    } else if (ic_view_set_c_strides(view) < 0) {
+        ic_diag_error(check->diag, IC_AS_RULE, "the C-contiguous strides overflow int64");
+        return false;
     }
     int64_t lo, hi, nbytes;
-    if (ic_view_span(&view, &lo, &hi) < 0 ||
-        __builtin_mul_overflow(numel, (int64_t)view.itemsize, &nbytes)) {
-        ic_view_format_strides(&view, text, sizeof(text));
-        ic_diag_error(diag, IC_AS_RULE, "the bytes addressed through strides %s overflow int64",
-                      text);
-        return 0;
+    if (ic_view_span(view, &lo, &hi) < 0 ||
+        __builtin_mul_overflow(check->numel, (int64_t)view->itemsize, &nbytes)) {
+        ic_view_format_strides(view, text, sizeof(text));
+        ic_diag_error(check->diag, IC_AS_RULE,
+                      "the bytes addressed through strides %s overflow int64", text);
+        return false;
     }
+    return true;
+}
 
-    bool c_contiguous = ic_view_is_c_contiguous(&view);
-    bool f_contiguous = ic_view_is_f_contiguous(&view);
-    ic_view_format_strides(&view, text, sizeof(text));
+/* The contiguity flags against the strides. */
+static void ic_as_check_contiguity_flags(const struct ic_as_check *check)
+{
+    int flags = check->inter->flags;
+    bool c_contiguous = ic_view_is_c_contiguous(&check->view);
+    bool f_contiguous = ic_view_is_f_contiguous(&check->view);
+    char text[96];
+
+    ic_view_format_strides(&check->view, text, sizeof(text));
     if ((flags & IC_ARR_C_CONTIGUOUS) && !c_contiguous)
-        ic_diag_error(diag, IC_AS_RULE,
+        ic_diag_error(check->diag, IC_AS_RULE,
                       "flags 0x%x set C_CONTIGUOUS but strides %s are not C-contiguous", flags,
                       text);
-    else if (!(flags & IC_ARR_C_CONTIGUOUS) && c_contiguous && numel > 1)
-        ic_diag_warn(diag, IC_AS_RULE,
+    else if (!(flags & IC_ARR_C_CONTIGUOUS) && c_contiguous && check->numel > 1)
+        ic_diag_warn(check->diag, IC_AS_RULE,
                      "strides %s are C-contiguous but flags 0x%x lack C_CONTIGUOUS: consumers "
                      "that trust the flags copy",
                      text, flags);
     if ((flags & IC_ARR_F_CONTIGUOUS) && !f_contiguous)
-        ic_diag_error(diag, IC_AS_RULE,
+        ic_diag_error(check->diag, IC_AS_RULE,
                       "flags 0x%x set F_CONTIGUOUS but strides %s are not Fortran-contiguous",
                       flags, text);
+}
 
-    if (numel > 0 && !inter->data) {
-        ic_diag_error(diag, IC_AS_RULE, "data is NULL for %lld elements", (long long)numel);
-        return 0;
+/* The data pointer: non-NULL for any elements, and aligned when the flags say ALIGNED. False
+ * when the check stops here. */
+static bool ic_as_check_data_pointer(const struct ic_as_check *check)
+{
+    const struct ic_pyarrayinterface *inter = check->inter;
+    int flags = inter->flags;
+
+    if (check->numel > 0 && !inter->data) {
+        ic_diag_error(check->diag, IC_AS_RULE, "data is NULL for %lld elements",
+                      (long long)check->numel);
+        return false;
     }
-    const struct ic_dtype_info *info = ic_dtype_info(type.dtype);
-    if (info && (flags & IC_ARR_ALIGNED) && numel > 0) {
+    const struct ic_dtype_info *info = ic_dtype_info(check->type.dtype);
+    if (info && (flags & IC_ARR_ALIGNED) && check->numel > 0) {
         uintptr_t alignment = (uintptr_t)(info->value_class == IC_VALUE_COMPLEX ? info->itemsize / 2
                                                                                 : info->itemsize);
         if ((uintptr_t)inter->data % alignment != 0)
-            ic_diag_error(diag, IC_AS_RULE,
+            ic_diag_error(check->diag, IC_AS_RULE,
                           "flags 0x%x set ALIGNED but data %p is not aligned to %zu bytes", flags,
                           inter->data, (size_t)alignment);
     }
+    return true;
+}
 
-    view.data = (uintptr_t)inter->data;
-    /* The elements must be there before anyone reads one. */
+/* The elements must be there before anyone reads one. False when they are not. */
+static bool ic_as_check_data_readable(struct ic_as_check *check)
+{
     char why[200];
-    rc = ic_view_check_readable(&view, why, sizeof(why));
+
+    check->view.data = (uintptr_t)check->inter->data;
+    int rc = ic_view_check_readable(&check->view, why, sizeof(why));
     if (rc == IC_EFAULT) {
-        ic_diag_error(diag, IC_RULE_ARRAY_STRUCT_MEMORY, "data %p: %s", inter->data, why);
-        return 0;
+        ic_diag_error(check->diag, IC_RULE_ARRAY_STRUCT_MEMORY, "data %p: %s", check->inter->data,
+                      why);
+        return false;
     }
     if (rc < 0)
-        ic_diag_warn(diag, IC_RULE_ARRAY_STRUCT_MEMORY, "%s", why);
-    view.dtype = type.dtype;
-    view.readonly = !(flags & IC_ARR_WRITEABLE);
-    *ret_view = view;
+        ic_diag_warn(check->diag, IC_RULE_ARRAY_STRUCT_MEMORY, "%s", why);
+    return true;
+}
+
+/* ic_array_struct_check; *ret_inter is a copy of the struct (zeroed when it could not be
+ * read, so `two` is then 0). */
+static int ic_as_check_guarded(PyObject *capsule, struct ic_diag *diag, struct ic_view *ret_view,
+                               bool *ret_have_view, struct ic_pyarrayinterface *ret_inter)
+{
+    struct ic_as_check check;
+    const char *name = NULL;
+
+    memset(ret_inter, 0, sizeof(*ret_inter));
+    *ret_have_view = false;
+    memset(&check, 0, sizeof(check));
+    check.inter = ret_inter;
+    check.diag = diag;
+    check.view.device_type = IC_DEVICE_CPU;
+    check.view.readonly_known = true;
+    check.describable = true;
+
+    if (!ic_as_check_capsule(capsule, diag, &name) ||
+        !ic_as_copy_struct(capsule, name, diag, ret_inter) || !ic_as_check_two_nd(&check))
+        return 0;
+    ic_as_check_type(&check);
+    ic_as_check_byte_order(&check);
+    ic_as_check_descr(&check);
+    if (!ic_as_view_shape(&check) || !ic_as_view_strides(&check))
+        return 0;
+    ic_as_check_contiguity_flags(&check);
+    if (!ic_as_check_data_pointer(&check) || !ic_as_check_data_readable(&check))
+        return 0;
+    check.view.dtype = check.type.dtype;
+    check.view.readonly = !(ret_inter->flags & IC_ARR_WRITEABLE);
+    *ret_view = check.view;
     *ret_have_view = true;
     return 0;
 }

@@ -266,259 +266,390 @@ static bool ic_buffer_copy_fields(const Py_buffer *buffer, int ndim, struct ic_b
                                                         copy->suboffsets, diag, ret_unreadable));
 }
 
+/* What the steps of ic_buffer_check_guarded share: the exporter's buffer and the request it
+ * answered, the copies read through the guard, and the view built from them step by step. */
+struct ic_buffer_check {
+    const Py_buffer *buffer;
+    int flags;
+    char request[64]; /* the flags, spelled for the findings */
+    struct ic_diag *diag;
+    struct ic_buffer_copy *copy;
+    bool *ret_unreadable;
+    struct ic_view view;
+    struct ic_buffer_format format; /* read only when have_format */
+    bool have_format;
+    bool describable; /* false once a finding leaves no strided view to build */
+};
+
+/* 5.1.1: obj, ndim, and the exporter's arrays and format read through the guard. False when
+ * the check stops here (the finding is written). */
+static bool ic_buffer_check_obj_ndim(struct ic_buffer_check *check)
+{
+    const Py_buffer *buffer = check->buffer;
+    int ndim = buffer->ndim;
+
+    if (!buffer->obj)
+        ic_diag_error(check->diag, IC_RULE_BUFFER_FIELDS,
+                      "obj is NULL after a successful get: the exporter must set it to a new "
+                      "reference to itself");
+    if (ndim < 0 || ndim > PyBUF_MAX_NDIM) {
+        ic_diag_error(check->diag, IC_RULE_BUFFER_FIELDS, "ndim %d: it must be between 0 and %d",
+                      ndim, PyBUF_MAX_NDIM);
+        return false;
+    }
+    if (!ic_buffer_copy_fields(buffer, ndim, check->copy, check->diag, check->ret_unreadable))
+        return false;
+    if (ndim == 0 && (buffer->shape || buffer->strides || buffer->suboffsets)) {
+        ic_diag_error(check->diag, IC_RULE_BUFFER_SCALAR,
+                      "ndim 0 with%s%s%s set: a scalar has no shape, strides or suboffsets",
+                      buffer->shape ? " shape" : "", buffer->strides ? " strides" : "",
+                      buffer->suboffsets ? " suboffsets" : "");
+        check->describable = false;
+    }
+    return true;
+}
+
+/* 5.1.2, the fields that are always filled */
+static void ic_buffer_check_itemsize_len(struct ic_buffer_check *check)
+{
+    const Py_buffer *buffer = check->buffer;
+
+    if (buffer->itemsize <= 0) {
+        ic_diag_error(check->diag, IC_RULE_BUFFER_FIELDS, "itemsize %zd: it must be > 0",
+                      buffer->itemsize);
+        check->describable = false;
+    } else if (buffer->itemsize > INT32_MAX) {
+        /* as the array interface's typestr: no element type is 2 GiB, and a view's itemsize
+         * is an int (found by fuzz_buffer_check: it wrapped negative) */
+        ic_diag_error(check->diag, IC_RULE_BUFFER_FIELDS, "itemsize %zd is too large",
+                      buffer->itemsize);
+        check->describable = false;
+    }
+    if (buffer->len < 0) {
+        ic_diag_error(check->diag, IC_RULE_BUFFER_FIELDS, "len %zd: it must be >= 0", buffer->len);
+        check->describable = false;
+    }
+}
+
+/* 5.1.3, format filled exactly when PyBUF_FORMAT was asked for */
+static void ic_buffer_check_format_request(const struct ic_buffer_check *check)
+{
+    bool want_format = check->flags & PyBUF_FORMAT;
+
+    if (want_format && !check->buffer->format)
+        ic_diag_error(check->diag, IC_RULE_BUFFER_FORMAT_REQUEST,
+                      "%s asked for the format, but format is NULL", check->request);
+    else if (!want_format && check->buffer->format)
+        ic_diag_error(check->diag, IC_RULE_BUFFER_FORMAT_REQUEST,
+                      "format \"%.40s\" is set although %s does not ask for it: it must be NULL",
+                      check->copy->format, check->request);
+}
+
+/* 5.1.3, the format as read: a struct-module format whose items are itemsize bytes. A format
+ * this parser does not take is sized by the struct module instead. */
+static void ic_buffer_check_format(struct ic_buffer_check *check)
+{
+    const char *text_format = check->copy->format;
+    Py_ssize_t itemsize = check->buffer->itemsize;
+
+    if (!check->copy->format_read)
+        return;
+    int rc = ic_buffer_format_parse(text_format, &check->format);
+    if (rc == 0) {
+        check->have_format = true;
+        if (check->format.itemsize != itemsize)
+            ic_diag_error(check->diag, IC_RULE_BUFFER_FORMAT,
+                          "format \"%.40s\" has %lld-byte items but itemsize is %zd", text_format,
+                          (long long)check->format.itemsize, itemsize);
+    } else if (rc == IC_EUNSUPPORTED) {
+        Py_ssize_t size = PyBuffer_SizeFromFormat(text_format);
+        if (size < 0) {
+            PyErr_Clear();
+            ic_diag_warn(check->diag, IC_RULE_BUFFER_FORMAT,
+                         "format \"%.40s\" cannot be sized by the struct module: its "
+                         "itemsize is unchecked",
+                         text_format);
+        } else if (size != itemsize) {
+            ic_diag_error(check->diag, IC_RULE_BUFFER_FORMAT,
+                          "format \"%.40s\" has %zd-byte items but itemsize is %zd", text_format,
+                          size, itemsize);
+        }
+    } else {
+        ic_diag_error(check->diag, IC_RULE_BUFFER_FORMAT,
+                      "format \"%.40s\" is no struct / PEP 3118 format", text_format);
+    }
+}
+
+/* 5.1.4, shape and strides filled exactly when the request asks for them */
+static void ic_buffer_check_shape_strides_request(struct ic_buffer_check *check)
+{
+    const Py_buffer *buffer = check->buffer;
+    bool want_nd = (check->flags & PyBUF_ND) == PyBUF_ND;
+    bool want_strides = (check->flags & PyBUF_STRIDES) == PyBUF_STRIDES;
+    int ndim = buffer->ndim;
+
+    if (want_nd && ndim > 0 && !buffer->shape) {
+        ic_diag_error(check->diag, IC_RULE_BUFFER_SHAPE_STRIDES,
+                      "%s asked for the shape, but shape is NULL", check->request);
+        check->describable = false;
+    } else if (!want_nd && buffer->shape) {
+        ic_diag_error(check->diag, IC_RULE_BUFFER_SHAPE_STRIDES,
+                      "shape is set although %s does not ask for it: it must be NULL",
+                      check->request);
+    }
+    if (want_strides && ndim > 0 && !buffer->strides)
+        ic_diag_error(check->diag, IC_RULE_BUFFER_SHAPE_STRIDES,
+                      "%s asked for strides, but strides is NULL", check->request);
+    else if (!want_strides && buffer->strides)
+        ic_diag_error(check->diag, IC_RULE_BUFFER_SHAPE_STRIDES,
+                      "strides are set although %s does not ask for them: they must be NULL "
+                      "(the buffer is then C-contiguous)",
+                      check->request);
+    if (buffer->strides && ndim > 0 && !buffer->shape) {
+        ic_diag_error(check->diag, IC_RULE_BUFFER_SHAPE_STRIDES,
+                      "strides without shape cannot be read");
+        check->describable = false;
+    }
+}
+
+/* 5.1.4, suboffsets only for PyBUF_INDIRECT */
+static void ic_buffer_check_suboffsets(struct ic_buffer_check *check)
+{
+    const Py_buffer *buffer = check->buffer;
+    bool want_indirect = (check->flags & PyBUF_INDIRECT) == PyBUF_INDIRECT;
+
+    if (buffer->suboffsets && !want_indirect) {
+        ic_diag_error(check->diag, IC_RULE_BUFFER_SHAPE_STRIDES,
+                      "suboffsets are set although %s does not ask for them: they must be NULL",
+                      check->request);
+        check->describable = false;
+    } else if (buffer->suboffsets && buffer->ndim > 0) {
+        bool any_used = false;
+        for (int i = 0; i < buffer->ndim; i++)
+            any_used = any_used || check->copy->suboffsets[i] >= 0;
+        if (!any_used)
+            ic_diag_warn(check->diag, IC_RULE_BUFFER_SHAPE_STRIDES,
+                         "suboffsets are all negative: the exporter should set them to NULL");
+        else
+            check->describable = false; /* indirect (PIL-style) data has no strided view */
+    }
+}
+
+/* 5.1.2, the exporter's shape against len. False when the check stops here. */
+static bool ic_buffer_view_given_shape(struct ic_buffer_check *check)
+{
+    const Py_buffer *buffer = check->buffer;
+    struct ic_view *view = &check->view;
+    int64_t numel = 0, nbytes = 0;
+    char text[96];
+
+    view->ndim = buffer->ndim;
+    for (int i = 0; i < buffer->ndim; i++) {
+        view->shape[i] = check->copy->shape[i];
+        if (check->copy->shape[i] < 0) {
+            ic_diag_error(check->diag, IC_RULE_BUFFER_SIZE,
+                          "shape[%d] is %zd: extents must be >= 0", i, check->copy->shape[i]);
+            return false;
+        }
+    }
+    if (ic_view_numel(view, &numel) < 0 ||
+        __builtin_mul_overflow(numel, (int64_t)buffer->itemsize, &nbytes)) {
+        ic_view_format_shape(view, text, sizeof(text));
+        ic_diag_error(check->diag, IC_RULE_BUFFER_SIZE, "the byte size of shape %s overflows int64",
+                      text);
+        return false;
+    }
+    if (nbytes != (int64_t)buffer->len) {
+        ic_view_format_shape(view, text, sizeof(text));
+        ic_diag_error(check->diag, IC_RULE_BUFFER_SIZE,
+                      "len is %zd but product(shape %s) x itemsize %zd is %lld", buffer->len, text,
+                      buffer->itemsize, (long long)nbytes);
+        check->describable = false;
+    }
+    return true;
+}
+
+/* 5.1.2, shape against len: the view's extents, from the shape when the exporter gave one,
+ * else from len. False when the check stops here. */
+static bool ic_buffer_view_shape(struct ic_buffer_check *check)
+{
+    const Py_buffer *buffer = check->buffer;
+    struct ic_view *view = &check->view;
+
+    view->itemsize = (int)buffer->itemsize;
+    if (buffer->shape && buffer->ndim > 0)
+        return ic_buffer_view_given_shape(check);
+    if (buffer->ndim == 0 && buffer->len == buffer->itemsize) {
+        view->ndim = 0;
+        return true;
+    }
+    if (buffer->ndim == 0)
+        ic_diag_warn(check->diag, IC_RULE_BUFFER_SCALAR,
+                     "ndim 0 for %s although len %zd holds %zd-byte items: CPython's own "
+                     "exporters report ndim 1 when the shape is not requested",
+                     check->request, buffer->len, buffer->itemsize);
+    view->ndim = 1;
+    if (buffer->len % buffer->itemsize != 0)
+        view->itemsize = 1; /* not whole items: plain bytes */
+    view->shape[0] = buffer->len / view->itemsize;
+    return true;
+}
+
+/* 5.1.5 */
+static void ic_buffer_check_writable(const struct ic_buffer_check *check)
+{
+    if ((check->flags & PyBUF_WRITABLE) && check->buffer->readonly)
+        ic_diag_error(check->diag, IC_RULE_BUFFER_WRITABLE,
+                      "%s asked for a writable buffer, but readonly is %d: the exporter must "
+                      "raise BufferError instead",
+                      check->request, check->buffer->readonly);
+}
+
+/* Strides (5.1.7): the exporter's, else C-contiguous ones, and the span they address. False
+ * when the check stops here. */
+static bool ic_buffer_view_strides(struct ic_buffer_check *check)
+{
+    const Py_buffer *buffer = check->buffer;
+    struct ic_view *view = &check->view;
+    char text[96];
+
+    if (buffer->strides && view->ndim > 0) {
+        for (int i = 0; i < view->ndim; i++) {
+            view->strides[i] = check->copy->strides[i];
+            if (check->copy->strides[i] % buffer->itemsize != 0)
+                ic_diag_warn(check->diag, IC_RULE_BUFFER_STRIDES,
+                             "strides[%d] = %zd is not a multiple of itemsize %zd: many "
+                             "consumers cannot address such elements",
+                             i, check->copy->strides[i], buffer->itemsize);
+        }
+    } else if (ic_view_set_c_strides(view) < 0) {
+        ic_diag_error(check->diag, IC_RULE_BUFFER_STRIDES,
+                      "the C-contiguous strides overflow int64");
+        return false;
+    }
+    int64_t lo, hi;
+    if (ic_view_span(view, &lo, &hi) < 0) {
+        ic_view_format_strides(view, text, sizeof(text));
+        ic_diag_error(check->diag, IC_RULE_BUFFER_STRIDES,
+                      "the bytes addressed through strides %s overflow int64", text);
+        return false;
+    }
+    return true;
+}
+
+/* Contiguity (5.1.6) */
+static void ic_buffer_check_contiguity(const struct ic_buffer_check *check)
+{
+    int flags = check->flags;
+    bool want_strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES;
+    bool c_contiguous = ic_view_is_c_contiguous(&check->view);
+    bool f_contiguous = ic_view_is_f_contiguous(&check->view);
+    char text[96];
+
+    ic_view_format_strides(&check->view, text, sizeof(text));
+    /* The first clause names the fault, the same for every request that meets it. */
+    if ((flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS && !c_contiguous)
+        ic_diag_error(check->diag, IC_RULE_BUFFER_CONTIGUOUS,
+                      "the exporter ignored the contiguity the request asks for; %s got strides "
+                      "%s, which are not C-contiguous",
+                      check->request, text);
+    if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && !f_contiguous)
+        ic_diag_error(check->diag, IC_RULE_BUFFER_CONTIGUOUS,
+                      "the exporter ignored the contiguity the request asks for; %s got strides "
+                      "%s, which are not Fortran-contiguous",
+                      check->request, text);
+    if ((flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS && !c_contiguous && !f_contiguous)
+        ic_diag_error(check->diag, IC_RULE_BUFFER_CONTIGUOUS,
+                      "the exporter ignored the contiguity the request asks for; %s got strides "
+                      "%s, which are not contiguous",
+                      check->request, text);
+    /* A request without strides reads the buffer as C-contiguous bytes, whatever the
+     * exporter fills in beyond what was asked. */
+    if (!want_strides && check->buffer->strides && !c_contiguous)
+        ic_diag_error(check->diag, IC_RULE_BUFFER_CONTIGUOUS,
+                      "the exporter ignored the contiguity the request asks for; %s asks for no "
+                      "strides, so the buffer must be C-contiguous, but the exporter's strides %s "
+                      "are not",
+                      check->request, text);
+}
+
+/* buf (IC_RULE_BUFFER_FIELDS): non-NULL for any bytes, and every byte the view addresses
+ * readable. False when there is no view to hand back. */
+static bool ic_buffer_check_data(struct ic_buffer_check *check)
+{
+    const Py_buffer *buffer = check->buffer;
+
+    if (!buffer->buf && buffer->len > 0) {
+        ic_diag_error(check->diag, IC_RULE_BUFFER_FIELDS, "buf is NULL for %zd bytes", buffer->len);
+        return false;
+    }
+    if (!check->describable)
+        return false;
+    check->view.data = (uintptr_t)buffer->buf;
+    /* len bytes at buf, as the view addresses them: all there before anyone reads one. */
+    char why[200];
+    int rc = ic_view_check_readable(&check->view, why, sizeof(why));
+    if (rc == IC_EFAULT) {
+        ic_diag_error(check->diag, IC_RULE_BUFFER_FIELDS, "buf %p: %s", buffer->buf, why);
+        *check->ret_unreadable = true;
+        return false;
+    }
+    if (rc < 0)
+        ic_diag_warn(check->diag, IC_RULE_BUFFER_FIELDS, "%s", why);
+    return true;
+}
+
+/* The element type the format names, when the request asked for the format and the format's
+ * items are the view's (not, say, the plain bytes of a len that holds no whole items). */
+static enum ic_dtype ic_buffer_view_dtype(const struct ic_buffer_check *check)
+{
+    bool want_format = check->flags & PyBUF_FORMAT;
+
+    if (check->have_format && want_format && check->view.itemsize == (int)check->format.itemsize)
+        return check->format.dtype;
+    return IC_DTYPE_INVALID;
+}
+
 /* ic_buffer_check, also saying whether the buffer points at memory that cannot be read, and
  * handing back the format as read (for the export's description). */
 static int ic_buffer_check_guarded(const Py_buffer *buffer, int flags, struct ic_diag *diag,
                                    struct ic_view *ret_view, bool *ret_have_view,
                                    bool *ret_unreadable, struct ic_buffer_copy *copy)
 {
-    struct ic_view view;
-    struct ic_buffer_format format;
-    bool describable = true, have_format = false;
-    char request[64], text[96];
+    struct ic_buffer_check check;
 
     *ret_have_view = false;
-    memset(&view, 0, sizeof(view));
-    view.device_type = IC_DEVICE_CPU;
-    view.readonly_known = true;
-    ic_buffer_flags_name(flags, request, sizeof(request));
-    bool want_writable = flags & PyBUF_WRITABLE;
-    bool want_format = flags & PyBUF_FORMAT;
-    bool want_nd = (flags & PyBUF_ND) == PyBUF_ND;
-    bool want_strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES;
-    bool want_indirect = (flags & PyBUF_INDIRECT) == PyBUF_INDIRECT;
-    int ndim = buffer->ndim;
+    memset(&check, 0, sizeof(check));
+    check.buffer = buffer;
+    check.flags = flags;
+    ic_buffer_flags_name(flags, check.request, sizeof(check.request));
+    check.diag = diag;
+    check.copy = copy;
+    check.ret_unreadable = ret_unreadable;
+    check.view.device_type = IC_DEVICE_CPU;
+    check.view.readonly_known = true;
+    check.describable = true;
 
-    /* 5.1.1 */
-    if (!buffer->obj)
-        ic_diag_error(diag, IC_RULE_BUFFER_FIELDS,
-                      "obj is NULL after a successful get: the exporter must set it to a new "
-                      "reference to itself");
-    if (ndim < 0 || ndim > PyBUF_MAX_NDIM) {
-        ic_diag_error(diag, IC_RULE_BUFFER_FIELDS, "ndim %d: it must be between 0 and %d", ndim,
-                      PyBUF_MAX_NDIM);
+    if (!ic_buffer_check_obj_ndim(&check))
         return 0;
-    }
-    if (!ic_buffer_copy_fields(buffer, ndim, copy, diag, ret_unreadable))
+    ic_buffer_check_itemsize_len(&check);
+    ic_buffer_check_format_request(&check);
+    ic_buffer_check_format(&check);
+    ic_buffer_check_shape_strides_request(&check);
+    ic_buffer_check_suboffsets(&check);
+    if (!check.describable)
         return 0;
-    if (ndim == 0 && (buffer->shape || buffer->strides || buffer->suboffsets)) {
-        ic_diag_error(diag, IC_RULE_BUFFER_SCALAR,
-                      "ndim 0 with%s%s%s set: a scalar has no shape, strides or suboffsets",
-                      buffer->shape ? " shape" : "", buffer->strides ? " strides" : "",
-                      buffer->suboffsets ? " suboffsets" : "");
-        describable = false;
-    }
-
-    /* 5.1.2, the fields that are always filled */
-    if (buffer->itemsize <= 0) {
-        ic_diag_error(diag, IC_RULE_BUFFER_FIELDS, "itemsize %zd: it must be > 0",
-                      buffer->itemsize);
-        describable = false;
-    } else if (buffer->itemsize > INT32_MAX) {
-        /* as the array interface's typestr: no element type is 2 GiB, and a view's itemsize
-         * is an int (found by fuzz_buffer_check: it wrapped negative) */
-        ic_diag_error(diag, IC_RULE_BUFFER_FIELDS, "itemsize %zd is too large", buffer->itemsize);
-        describable = false;
-    }
-    if (buffer->len < 0) {
-        ic_diag_error(diag, IC_RULE_BUFFER_FIELDS, "len %zd: it must be >= 0", buffer->len);
-        describable = false;
-    }
-
-    /* 5.1.3 */
-    if (want_format && !buffer->format)
-        ic_diag_error(diag, IC_RULE_BUFFER_FORMAT_REQUEST,
-                      "%s asked for the format, but format is NULL", request);
-    else if (!want_format && buffer->format)
-        ic_diag_error(diag, IC_RULE_BUFFER_FORMAT_REQUEST,
-                      "format \"%.40s\" is set although %s does not ask for it: it must be NULL",
-                      copy->format, request);
-    if (copy->format_read) {
-        const char *text_format = copy->format;
-        int rc = ic_buffer_format_parse(text_format, &format);
-        if (rc == 0) {
-            have_format = true;
-            if (format.itemsize != buffer->itemsize)
-                ic_diag_error(diag, IC_RULE_BUFFER_FORMAT,
-                              "format \"%.40s\" has %lld-byte items but itemsize is %zd",
-                              text_format, (long long)format.itemsize, buffer->itemsize);
-        } else if (rc == IC_EUNSUPPORTED) {
-            Py_ssize_t size = PyBuffer_SizeFromFormat(text_format);
-            if (size < 0) {
-                PyErr_Clear();
-                ic_diag_warn(diag, IC_RULE_BUFFER_FORMAT,
-                             "format \"%.40s\" cannot be sized by the struct module: its "
-                             "itemsize is unchecked",
-                             text_format);
-            } else if (size != buffer->itemsize) {
-                ic_diag_error(diag, IC_RULE_BUFFER_FORMAT,
-                              "format \"%.40s\" has %zd-byte items but itemsize is %zd",
-                              text_format, size, buffer->itemsize);
-            }
-        } else {
-            ic_diag_error(diag, IC_RULE_BUFFER_FORMAT,
-                          "format \"%.40s\" is no struct / PEP 3118 format", text_format);
-        }
-    }
-
-    /* 5.1.4 */
-    if (want_nd && ndim > 0 && !buffer->shape) {
-        ic_diag_error(diag, IC_RULE_BUFFER_SHAPE_STRIDES,
-                      "%s asked for the shape, but shape is NULL", request);
-        describable = false;
-    } else if (!want_nd && buffer->shape) {
-        ic_diag_error(diag, IC_RULE_BUFFER_SHAPE_STRIDES,
-                      "shape is set although %s does not ask for it: it must be NULL", request);
-    }
-    if (want_strides && ndim > 0 && !buffer->strides)
-        ic_diag_error(diag, IC_RULE_BUFFER_SHAPE_STRIDES,
-                      "%s asked for strides, but strides is NULL", request);
-    else if (!want_strides && buffer->strides)
-        ic_diag_error(diag, IC_RULE_BUFFER_SHAPE_STRIDES,
-                      "strides are set although %s does not ask for them: they must be NULL "
-                      "(the buffer is then C-contiguous)",
-                      request);
-    if (buffer->strides && ndim > 0 && !buffer->shape) {
-        ic_diag_error(diag, IC_RULE_BUFFER_SHAPE_STRIDES, "strides without shape cannot be read");
-        describable = false;
-    }
-    if (buffer->suboffsets && !want_indirect) {
-        ic_diag_error(diag, IC_RULE_BUFFER_SHAPE_STRIDES,
-                      "suboffsets are set although %s does not ask for them: they must be NULL",
-                      request);
-        describable = false;
-    } else if (buffer->suboffsets && ndim > 0) {
-        bool any_used = false;
-        for (int i = 0; i < ndim; i++)
-            any_used = any_used || copy->suboffsets[i] >= 0;
-        if (!any_used)
-            ic_diag_warn(diag, IC_RULE_BUFFER_SHAPE_STRIDES,
-                         "suboffsets are all negative: the exporter should set them to NULL");
-        else
-            describable = false; /* indirect (PIL-style) data has no strided view */
-    }
-    if (!describable)
+    if (!ic_buffer_view_shape(&check))
         return 0;
-
-    /* 5.1.2, shape against len */
-    int64_t numel = 0, nbytes = 0;
-    view.itemsize = (int)buffer->itemsize;
-    if (buffer->shape && ndim > 0) {
-        view.ndim = ndim;
-        for (int i = 0; i < ndim; i++) {
-            view.shape[i] = copy->shape[i];
-            if (copy->shape[i] < 0) {
-                ic_diag_error(diag, IC_RULE_BUFFER_SIZE, "shape[%d] is %zd: extents must be >= 0",
-                              i, copy->shape[i]);
-                return 0;
-            }
-        }
-        if (ic_view_numel(&view, &numel) < 0 ||
-            __builtin_mul_overflow(numel, (int64_t)buffer->itemsize, &nbytes)) {
-            ic_view_format_shape(&view, text, sizeof(text));
-            ic_diag_error(diag, IC_RULE_BUFFER_SIZE, "the byte size of shape %s overflows int64",
-                          text);
-            return 0;
-        }
-        if (nbytes != (int64_t)buffer->len) {
-            ic_view_format_shape(&view, text, sizeof(text));
-            ic_diag_error(diag, IC_RULE_BUFFER_SIZE,
-                          "len is %zd but product(shape %s) x itemsize %zd is %lld", buffer->len,
-                          text, buffer->itemsize, (long long)nbytes);
-            describable = false;
-        }
-    } else if (ndim == 0 && buffer->len == buffer->itemsize) {
-        view.ndim = 0;
-    } else {
-        if (ndim == 0)
-            ic_diag_warn(diag, IC_RULE_BUFFER_SCALAR,
-                         "ndim 0 for %s although len %zd holds %zd-byte items: CPython's own "
-                         "exporters report ndim 1 when the shape is not requested",
-                         request, buffer->len, buffer->itemsize);
-        view.ndim = 1;
-        if (buffer->len % buffer->itemsize != 0)
-            view.itemsize = 1; /* not whole items: plain bytes */
-        view.shape[0] = buffer->len / view.itemsize;
-    }
-
-    /* 5.1.5 */
-    if (want_writable && buffer->readonly)
-        ic_diag_error(diag, IC_RULE_BUFFER_WRITABLE,
-                      "%s asked for a writable buffer, but readonly is %d: the exporter must "
-                      "raise BufferError instead",
-                      request, buffer->readonly);
-
-    /* Strides (5.1.7) and contiguity (5.1.6) */
-    if (buffer->strides && view.ndim > 0) {
-        for (int i = 0; i < view.ndim; i++) {
-            view.strides[i] = copy->strides[i];
-            if (copy->strides[i] % buffer->itemsize != 0)
-                ic_diag_warn(diag, IC_RULE_BUFFER_STRIDES,
-                             "strides[%d] = %zd is not a multiple of itemsize %zd: many "
-                             "consumers cannot address such elements",
-                             i, copy->strides[i], buffer->itemsize);
-        }
-    } else if (ic_view_set_c_strides(&view) < 0) {
-        ic_diag_error(diag, IC_RULE_BUFFER_STRIDES, "the C-contiguous strides overflow int64");
+    ic_buffer_check_writable(&check);
+    if (!ic_buffer_view_strides(&check))
         return 0;
-    }
-    int64_t lo, hi;
-    if (ic_view_span(&view, &lo, &hi) < 0) {
-        ic_view_format_strides(&view, text, sizeof(text));
-        ic_diag_error(diag, IC_RULE_BUFFER_STRIDES,
-                      "the bytes addressed through strides %s overflow int64", text);
+    ic_buffer_check_contiguity(&check);
+    if (!ic_buffer_check_data(&check))
         return 0;
-    }
-    bool c_contiguous = ic_view_is_c_contiguous(&view);
-    bool f_contiguous = ic_view_is_f_contiguous(&view);
-    ic_view_format_strides(&view, text, sizeof(text));
-    /* The first clause names the fault, the same for every request that meets it. */
-    if ((flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS && !c_contiguous)
-        ic_diag_error(diag, IC_RULE_BUFFER_CONTIGUOUS,
-                      "the exporter ignored the contiguity the request asks for; %s got strides "
-                      "%s, which are not C-contiguous",
-                      request, text);
-    if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && !f_contiguous)
-        ic_diag_error(diag, IC_RULE_BUFFER_CONTIGUOUS,
-                      "the exporter ignored the contiguity the request asks for; %s got strides "
-                      "%s, which are not Fortran-contiguous",
-                      request, text);
-    if ((flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS && !c_contiguous && !f_contiguous)
-        ic_diag_error(diag, IC_RULE_BUFFER_CONTIGUOUS,
-                      "the exporter ignored the contiguity the request asks for; %s got strides "
-                      "%s, which are not contiguous",
-                      request, text);
-    /* A request without strides reads the buffer as C-contiguous bytes, whatever the
-     * exporter fills in beyond what was asked. */
-    if (!want_strides && buffer->strides && !c_contiguous)
-        ic_diag_error(diag, IC_RULE_BUFFER_CONTIGUOUS,
-                      "the exporter ignored the contiguity the request asks for; %s asks for no "
-                      "strides, so the buffer must be C-contiguous, but the exporter's strides %s "
-                      "are not",
-                      request, text);
-
-    if (!buffer->buf && buffer->len > 0) {
-        ic_diag_error(diag, IC_RULE_BUFFER_FIELDS, "buf is NULL for %zd bytes", buffer->len);
-        return 0;
-    }
-    if (!describable)
-        return 0;
-    view.data = (uintptr_t)buffer->buf;
-    /* len bytes at buf, as the view addresses them: all there before anyone reads one. */
-    char why[200];
-    int rc = ic_view_check_readable(&view, why, sizeof(why));
-    if (rc == IC_EFAULT) {
-        ic_diag_error(diag, IC_RULE_BUFFER_FIELDS, "buf %p: %s", buffer->buf, why);
-        *ret_unreadable = true;
-        return 0;
-    }
-    if (rc < 0)
-        ic_diag_warn(diag, IC_RULE_BUFFER_FIELDS, "%s", why);
-    view.dtype = have_format && want_format && view.itemsize == (int)format.itemsize
-                     ? format.dtype
-                     : IC_DTYPE_INVALID;
-    view.readonly = buffer->readonly != 0;
-    *ret_view = view;
+    check.view.dtype = ic_buffer_view_dtype(&check);
+    check.view.readonly = buffer->readonly != 0;
+    *ret_view = check.view;
     *ret_have_view = true;
     return 0;
 }
