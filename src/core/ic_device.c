@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "ic_error.h"
+#include "ic_text.h"
 
 static const char *const ic_device_kind_names[IC_KIND_COUNT] = {
     [IC_KIND_CPU] = "cpu",
@@ -16,11 +17,9 @@ const char *ic_device_kind_name(enum ic_device_kind kind)
 
 int ic_device_kind_from_name(const char *name, enum ic_device_kind *ret)
 {
-    for (int i = 0; i < IC_KIND_COUNT; i++) {
-        if (strcmp(ic_device_kind_names[i], name) == 0) {
-            *ret = (enum ic_device_kind)i;
-            return 0;
-        }
-    }
-    return IC_ENOTFOUND;
+    int i = IC_NAMES_FIND(ic_device_kind_names, name);
+    if (i < 0)
+        return i;
+    *ret = (enum ic_device_kind)i;
+    return 0;
 }

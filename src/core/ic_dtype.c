@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "ic_error.h"
+#include "ic_text.h"
 
 static const struct ic_dtype_info ic_dtype_table[] = {
 #define IC_DTYPE_ROW(e, name, size, cls, code, bits, kind, fmt)                                    \
@@ -26,13 +27,11 @@ const char *ic_dtype_name(enum ic_dtype dtype)
 
 int ic_dtype_from_name(const char *name, enum ic_dtype *ret)
 {
-    for (int i = 0; i < IC_DTYPE_COUNT; i++) {
-        if (strcmp(ic_dtype_table[i].name, name) == 0) {
-            *ret = ic_dtype_table[i].dtype;
-            return 0;
-        }
-    }
-    return IC_ENOTFOUND;
+    int i = IC_TABLE_FIND(ic_dtype_table, name, name);
+    if (i < 0)
+        return i;
+    *ret = ic_dtype_table[i].dtype;
+    return 0;
 }
 
 int ic_dtype_from_dlpack(uint8_t code, uint8_t bits, uint16_t lanes, enum ic_dtype *ret)

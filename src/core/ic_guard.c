@@ -350,7 +350,13 @@ struct ic_page_walk {
     int count;
     uintptr_t last;
     bool any;
+    int64_t listed; /* pages listed in all, against IC_GUARD_WALK_PAGES */
 };
+
+/* The most pages a walk lists (a quarter of a second of system calls): elements that jump between
+ * pages can list a page for every element, which a page-sized stride over 2^26 elements made
+ * half a minute (fuzz_dlpack). Past it the view is IC_ERANGE, "cannot be checked". */
+#define IC_GUARD_WALK_PAGES ((int64_t)1 << 18)
 
 /* Checks the listed pages. IC_EFAULT names the first unreadable one's element and page. */
 static int ic_page_walk_flush(struct ic_page_walk *walk, int64_t *ret_bad_index,
@@ -376,6 +382,8 @@ static int ic_page_walk_add(struct ic_page_walk *walk, uintptr_t page, int64_t o
 {
     if (walk->any && page == walk->last)
         return 0;
+    if (++walk->listed > IC_GUARD_WALK_PAGES)
+        return IC_ERANGE;
     walk->any = true;
     walk->last = page;
     walk->pages[walk->count] = page;
@@ -389,6 +397,9 @@ static int ic_page_walk_add(struct ic_page_walk *walk, uintptr_t page, int64_t o
  * more distinct elements whose span cannot be read whole is IC_ERANGE, "cannot be checked",
  * rather than a worker busy for hours (fuzz_dlpack found a 4e11-element view doing that). */
 #define IC_GUARD_WALK_MAX ((int64_t)1 << 26)
+
+/* The largest span ic_guard_view reads whole (see there). */
+#define IC_GUARD_SPAN_MAX ((uint64_t)16 << 30)
 
 /* The dimensions of `view` that move the address (extent > 1, stride != 0) in `moving`, with
  * each one's weight in a C-order index of the whole view in `weight`. The others add no
@@ -503,7 +514,11 @@ int ic_guard_view(const struct ic_view *view, int64_t *ret_bad_index, uintptr_t 
         (span <= 16 * (uint64_t)ic_page_size() || span / 4 <= element_bytes);
     bool wraps =
         (lo < 0 && (uint64_t)(-lo) > view->data) || (uint64_t)hi - 1 > UINTPTR_MAX - view->data;
-    if (dense && !wraps && ic_guard_span(view->data - (uintptr_t)(-lo), (size_t)span, NULL) == 0)
+    /* A span past IC_GUARD_SPAN_MAX is not read whole: 16 GiB is 4096 system calls, and a
+     * span of terabytes would take minutes (under AddressSanitizer, whose shadow is terabytes
+     * of readable memory, fuzz_array_struct found one). The budgeted walk decides instead. */
+    if (dense && !wraps && span <= IC_GUARD_SPAN_MAX &&
+        ic_guard_span(view->data - (uintptr_t)(-lo), (size_t)span, NULL) == 0)
         return 0;
     return ic_guard_elements(view, ret_bad_index, ret_bad_address);
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "ic_error.h"
+#include "ic_text.h"
 
 #define N IC_SLICE_NONE
 #define RESHAPE(...)                                                                               \
@@ -56,13 +57,11 @@ const char *ic_layout_name(enum ic_layout layout)
 
 int ic_layout_from_name(const char *name, enum ic_layout *ret)
 {
-    for (int i = 0; i < IC_LAYOUT_COUNT; i++) {
-        if (strcmp(ic_layout_table[i].name, name) == 0) {
-            *ret = (enum ic_layout)i;
-            return 0;
-        }
-    }
-    return IC_ENOTFOUND;
+    int i = IC_TABLE_FIND(ic_layout_table, name, name);
+    if (i < 0)
+        return i;
+    *ret = (enum ic_layout)i;
+    return 0;
 }
 
 static int64_t ic_clamp_bound(int64_t value, int64_t length, int64_t step)

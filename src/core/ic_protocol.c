@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "ic_error.h"
+#include "ic_text.h"
 
 static const struct ic_protocol_ops *const ic_protocol_table[IC_PROTOCOL_COUNT] = {
 #define IC_PROTOCOL_OPS(e, id, section, summary, ops) [IC_PROTOCOL_##e] = &(ops),
@@ -46,13 +47,11 @@ const char *ic_protocol_id(enum ic_protocol protocol)
 
 int ic_protocol_from_id(const char *id, enum ic_protocol *ret)
 {
-    for (int i = 0; i < IC_PROTOCOL_COUNT; i++) {
-        if (strcmp(ic_protocol_ids[i], id) == 0) {
-            *ret = (enum ic_protocol)i;
-            return 0;
-        }
-    }
-    return IC_ENOTFOUND;
+    int i = IC_NAMES_FIND(ic_protocol_ids, id);
+    if (i < 0)
+        return i;
+    *ret = (enum ic_protocol)i;
+    return 0;
 }
 
 const struct ic_variant_info *ic_variant_info(enum ic_variant variant)

@@ -41,13 +41,11 @@ const char *ic_outcome_name(enum ic_outcome outcome)
 
 int ic_outcome_from_name(const char *name, enum ic_outcome *ret)
 {
-    for (int i = 0; i < IC_OUTCOME_COUNT; i++) {
-        if (strcmp(ic_outcome_table[i].name, name) == 0) {
-            *ret = (enum ic_outcome)i;
-            return 0;
-        }
-    }
-    return IC_ENOTFOUND;
+    int i = IC_TABLE_FIND(ic_outcome_table, name, name);
+    if (i < 0)
+        return i;
+    *ret = (enum ic_outcome)i;
+    return 0;
 }
 
 bool ic_outcome_is_failure(enum ic_outcome outcome)

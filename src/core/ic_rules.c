@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ic_error.h"
+#include "ic_text.h"
 
 #define IC_SIDE_OF_P IC_SIDE_PRODUCER
 #define IC_SIDE_OF_C IC_SIDE_CONSUMER
@@ -46,13 +47,11 @@ const char *ic_rule_id(enum ic_rule rule)
 
 int ic_rule_from_id(const char *id, enum ic_rule *ret)
 {
-    for (int i = IC_RULE_NONE + 1; id && i < IC_RULE_COUNT; i++) {
-        if (strcmp(ic_rule_table[i].id, id) == 0) {
-            *ret = (enum ic_rule)i;
-            return 0;
-        }
-    }
-    return IC_ENOTFOUND;
+    int i = IC_TABLE_FIND(ic_rule_table, id, id); /* IC_RULE_NONE's row has no id */
+    if (i <= IC_RULE_NONE)
+        return IC_ENOTFOUND;
+    *ret = (enum ic_rule)i;
+    return 0;
 }
 
 static const char *const ic_side_names[] = {
@@ -69,13 +68,11 @@ const char *ic_side_name(enum ic_side side)
 
 int ic_side_from_name(const char *name, enum ic_side *ret)
 {
-    for (int i = 0; name && i <= IC_SIDE_BOTH; i++) {
-        if (strcmp(ic_side_names[i], name) == 0) {
-            *ret = (enum ic_side)i;
-            return 0;
-        }
-    }
-    return IC_ENOTFOUND;
+    int i = IC_NAMES_FIND(ic_side_names, name);
+    if (i < 0)
+        return i;
+    *ret = (enum ic_side)i;
+    return 0;
 }
 
 static const struct {
@@ -101,13 +98,11 @@ const char *ic_severity_summary(enum ic_severity_class severity)
 
 int ic_severity_from_name(const char *name, enum ic_severity_class *ret)
 {
-    for (int i = 0; name && i < IC_CLASS_COUNT; i++) {
-        if (strcmp(ic_severity_table[i].name, name) == 0) {
-            *ret = (enum ic_severity_class)i;
-            return 0;
-        }
-    }
-    return IC_ENOTFOUND;
+    int i = IC_TABLE_FIND(ic_severity_table, name, name);
+    if (i < 0)
+        return i;
+    *ret = (enum ic_severity_class)i;
+    return 0;
 }
 
 void ic_rule_anchor(enum ic_rule rule, char *buf, int size)

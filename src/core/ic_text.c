@@ -574,8 +574,7 @@ static int ic_write_atomic(const char *path, const char *data, size_t len, bool 
      * (never a link, a device or a directory someone gave by mistake). */
     struct stat st;
     if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        snprintf(err, err_size, "%s is not a regular file: interopcheck does not replace it",
-                 path);
+        snprintf(err, err_size, "%s is not a regular file: interopcheck does not replace it", path);
         goto done;
     }
     snprintf(tmp, tmp_size, "%s.tmp.%ld", path, (long)getpid());
@@ -613,4 +612,26 @@ int ic_text_write_atomic(const char *path, const char *data, size_t len, char *e
 int ic_text_write_atomic_line(const char *path, const char *text, char *err, size_t err_size)
 {
     return ic_write_atomic(path, text, strlen(text), true, err, err_size);
+}
+
+int ic_table_find(const void *table, size_t count, size_t stride, size_t offset, const char *name)
+{
+    const char *row = table;
+    for (size_t i = 0; name && i < count; i++, row += stride) {
+        const char *candidate = *(const char *const *)(row + offset);
+        if (candidate && strcmp(candidate, name) == 0)
+            return (int)i;
+    }
+    return IC_ENOTFOUND;
+}
+
+void *ic_grow(void *items, size_t *capacity, size_t count, size_t item_size, size_t first)
+{
+    if (count < *capacity)
+        return items;
+    size_t grown_capacity = *capacity ? *capacity * 2 : first;
+    void *grown = realloc(items, grown_capacity * item_size);
+    if (grown)
+        *capacity = grown_capacity;
+    return grown;
 }

@@ -16,6 +16,8 @@
  *   visible marker, " … [N bytes cut]", N the bytes of the input not shown.
  * - Fixed buffers (ic_text_copy, ic_text_fix_formatted, ic_utf8_repair_in_place) stay
  *   NUL-terminated within their size and never allocate more than a copy of themselves.
+ * - Two helpers every table and array of the tool shares live here too: ic_table_find (a row
+ *   by its name) and ic_grow (room for one more item); neither keeps any state.
  * - struct ic_text_buf is a growable, always NUL-terminated string. Appending returns 0 or
  *   IC_ENOMEM; a failure is sticky (buf->status), so a writer may append freely and check
  *   once at the end.
@@ -77,6 +79,23 @@
 #define IC_TEXT_SCRIPT_CAP (64 * 1024)
 
 /* --- UTF-8 ---------------------------------------------------------------------------------- */
+
+/* Room for one more item in an array that doubles as it fills, from `first` items: returns
+ * `items` when it has room for count + 1, a grown copy (with *capacity updated) when it had
+ * not, or NULL when memory ran out, `items` and *capacity then unchanged and still valid. */
+void *ic_grow(void *items, size_t *capacity, size_t count, size_t item_size, size_t first);
+
+/* The index of the row whose name is `name` in a table of `count` rows, `stride` bytes apart,
+ * each holding its name (a `const char *`, NULL in unused rows) `offset` bytes into the row;
+ * IC_ENOTFOUND when no row has it, or `name` is NULL. Every table of names (dtypes, layouts,
+ * outcomes, rules, ...) is searched this one way; IC_TABLE_FIND takes the table itself. */
+int ic_table_find(const void *table, size_t count, size_t stride, size_t offset, const char *name);
+#define IC_TABLE_FIND(table, member, name)                                                         \
+    ic_table_find((table), sizeof(table) / sizeof((table)[0]), sizeof((table)[0]),                 \
+                  (size_t)((const char *)&(table)[0].member - (const char *)&(table)[0]), (name))
+/* The same for a plain array of names. */
+#define IC_NAMES_FIND(names, name)                                                                 \
+    ic_table_find((names), sizeof(names) / sizeof((names)[0]), sizeof((names)[0]), 0, (name))
 
 /* True when s[0..len) is well-formed UTF-8 (surrogates and overlong forms are not). */
 bool ic_utf8_valid(const char *s, size_t len);

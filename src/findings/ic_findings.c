@@ -263,14 +263,11 @@ static struct ic_group *ic_group_find(struct ic_groups *groups, const struct ic_
             strcmp(g->signature, key->signature) == 0)
             return g;
     }
-    if (groups->count == groups->cap) {
-        size_t cap = groups->cap ? 2 * groups->cap : 32;
-        struct ic_group *grown = realloc(groups->items, cap * sizeof(*grown));
-        if (!grown)
-            return NULL;
-        groups->items = grown;
-        groups->cap = cap;
-    }
+    struct ic_group *grown =
+        ic_grow(groups->items, &groups->cap, groups->count, sizeof(*grown), 32);
+    if (!grown)
+        return NULL;
+    groups->items = grown;
     struct ic_group *g = &groups->items[groups->count++];
     *g = *key;
     g->cases = NULL;
@@ -320,14 +317,10 @@ static int ic_group_add(struct ic_group *g, size_t index, const cJSON *c, const 
 {
     if (g->count && g->cases[g->count - 1] == index)
         return 0; /* one failure per case and finding */
-    if (g->count == g->cap) {
-        size_t cap = g->cap ? 2 * g->cap : 16;
-        size_t *grown = realloc(g->cases, cap * sizeof(*grown));
-        if (!grown)
-            return IC_ENOMEM;
-        g->cases = grown;
-        g->cap = cap;
-    }
+    size_t *grown = ic_grow(g->cases, &g->cap, g->count, sizeof(*grown), 16);
+    if (!grown)
+        return IC_ENOMEM;
+    g->cases = grown;
     g->cases[g->count++] = index;
     g->outcomes[observed]++;
     int score = ic_example_score(c);

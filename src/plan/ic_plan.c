@@ -27,14 +27,11 @@ void ic_filter_all(struct ic_filter *filter)
 
 static int ic_plan_push(struct ic_plan *plan, const struct ic_planned *item)
 {
-    if (plan->count == plan->capacity) {
-        size_t capacity = plan->capacity ? plan->capacity * 2 : 1024;
-        struct ic_planned *items = realloc(plan->items, capacity * sizeof(*items));
-        if (!items)
-            return IC_ENOMEM;
-        plan->items = items;
-        plan->capacity = capacity;
-    }
+    struct ic_planned *items =
+        ic_grow(plan->items, &plan->capacity, plan->count, sizeof(*items), 1024);
+    if (!items)
+        return IC_ENOMEM;
+    plan->items = items;
     plan->items[plan->count++] = *item;
     return 0;
 }

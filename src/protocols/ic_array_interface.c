@@ -725,44 +725,8 @@ static void ic_ai_record(PyObject *value, PyObject *owner, struct ic_export_reco
     rec->zero_copy_known = true; /* the dict points at the producer's memory */
 }
 
-static PyObject *ic_ai_proxy_get(PyObject *self, void *closure)
-{
-    struct ic_proxy *proxy = (struct ic_proxy *)self;
-    (void)closure;
-    return ic_export_read_attribute(proxy->target, "__array_interface__", proxy->rec, true,
-                                    ic_ai_record);
-}
-
-static PyGetSetDef ic_ai_proxy_getset[] = {
-    {"__array_interface__", ic_ai_proxy_get, NULL,
-     "The producer's __array_interface__, validated on every read.", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
-static PyType_Slot ic_ai_proxy_slots[] = {
-    {Py_tp_getset, ic_ai_proxy_getset},
-    {0, NULL},
-};
-
-static struct ic_proxy_kind ic_ai_proxy_kind = {
-    .name = "interopcheck.ArrayInterfaceProxy",
-    .doc = "Offers __array_interface__ of a producer.",
-    .slots = ic_ai_proxy_slots,
-};
-
-static PyObject *ic_ai_proxy_new(PyObject *target, struct ic_export_record *rec)
-{
-    return ic_export_proxy_of(&ic_ai_proxy_kind, target, rec);
-}
-
-static int ic_ai_reference_consume(PyObject *export_obj, struct ic_export_record *rec,
-                                   PyObject **ret_handle)
-{
-    /* The dict keeps a buffer-exporting data object alive: it is the handle. */
-    *ret_handle =
-        ic_export_read_attribute(export_obj, "__array_interface__", rec, false, ic_ai_record);
-    return 0;
-}
+IC_ATTRIBUTE_PROTOCOL(ic_ai, "__array_interface__", "interopcheck.ArrayInterfaceProxy",
+                      ic_ai_record)
 
 const struct ic_protocol_ops ic_array_interface_ops = {
     .protocol = IC_PROTOCOL_ARRAY_INTERFACE,

@@ -393,44 +393,7 @@ static void ic_as_record(PyObject *capsule, PyObject *owner, struct ic_export_re
     rec->zero_copy_known = true; /* the struct points at the producer's memory */
 }
 
-static PyObject *ic_as_proxy_get(PyObject *self, void *closure)
-{
-    struct ic_proxy *proxy = (struct ic_proxy *)self;
-    (void)closure;
-    return ic_export_read_attribute(proxy->target, "__array_struct__", proxy->rec, true,
-                                    ic_as_record);
-}
-
-static PyGetSetDef ic_as_proxy_getset[] = {
-    {"__array_struct__", ic_as_proxy_get, NULL,
-     "The producer's __array_struct__, validated on every read.", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
-static PyType_Slot ic_as_proxy_slots[] = {
-    {Py_tp_getset, ic_as_proxy_getset},
-    {0, NULL},
-};
-
-static struct ic_proxy_kind ic_as_proxy_kind = {
-    .name = "interopcheck.ArrayStructProxy",
-    .doc = "Offers __array_struct__ of a producer.",
-    .slots = ic_as_proxy_slots,
-};
-
-static PyObject *ic_as_proxy_new(PyObject *target, struct ic_export_record *rec)
-{
-    return ic_export_proxy_of(&ic_as_proxy_kind, target, rec);
-}
-
-static int ic_as_reference_consume(PyObject *export_obj, struct ic_export_record *rec,
-                                   PyObject **ret_handle)
-{
-    /* The capsule keeps the struct and its owner alive: it is the handle. */
-    *ret_handle =
-        ic_export_read_attribute(export_obj, "__array_struct__", rec, false, ic_as_record);
-    return 0;
-}
+IC_ATTRIBUTE_PROTOCOL(ic_as, "__array_struct__", "interopcheck.ArrayStructProxy", ic_as_record)
 
 const struct ic_protocol_ops ic_array_struct_ops = {
     .protocol = IC_PROTOCOL_ARRAY_STRUCT,

@@ -589,43 +589,7 @@ static void ic_cai_record(PyObject *value, PyObject *target, struct ic_export_re
     rec->zero_copy_known = true; /* the dict points at the producer's memory */
 }
 
-static PyObject *ic_cai_proxy_get(PyObject *self, void *closure)
-{
-    struct ic_proxy *proxy = (struct ic_proxy *)self;
-    (void)closure;
-    return ic_export_read_attribute(proxy->target, IC_CAI_ATTR, proxy->rec, true, ic_cai_record);
-}
-
-static PyGetSetDef ic_cai_proxy_getset[] = {
-    {IC_CAI_ATTR, ic_cai_proxy_get, NULL,
-     "The producer's " IC_CAI_ATTR ", validated on every read.", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
-static PyType_Slot ic_cai_proxy_slots[] = {
-    {Py_tp_getset, ic_cai_proxy_getset},
-    {0, NULL},
-};
-
-static struct ic_proxy_kind ic_cai_proxy_kind = {
-    .name = "interopcheck.CudaArrayInterfaceProxy",
-    .doc = "Offers " IC_CAI_ATTR " of a producer.",
-    .slots = ic_cai_proxy_slots,
-};
-
-static PyObject *ic_cai_proxy_new(PyObject *target, struct ic_export_record *rec)
-{
-    return ic_export_proxy_of(&ic_cai_proxy_kind, target, rec);
-}
-
-static int ic_cai_reference_consume(PyObject *export_obj, struct ic_export_record *rec,
-                                    PyObject **ret_handle)
-{
-    /* No lifetime protocol: the dict keeps nothing alive; the caller holds the producer's
-     * array for as long as the view is used. */
-    *ret_handle = ic_export_read_attribute(export_obj, IC_CAI_ATTR, rec, false, ic_cai_record);
-    return 0;
-}
+IC_ATTRIBUTE_PROTOCOL(ic_cai, IC_CAI_ATTR, "interopcheck.CudaArrayInterfaceProxy", ic_cai_record)
 
 const struct ic_protocol_ops ic_cai_ops = {
     .protocol = IC_PROTOCOL_CAI,

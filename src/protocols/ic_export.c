@@ -265,3 +265,11 @@ bool ic_export_is_proxy_of(const struct ic_proxy_kind *kind, PyObject *obj)
 {
     return obj && kind->type && Py_TYPE(obj) == (PyTypeObject *)kind->type;
 }
+
+PyObject *ic_export_attribute_get(PyObject *self, void *closure)
+{
+    const struct ic_attribute_protocol *protocol = closure;
+    struct ic_proxy *proxy = (struct ic_proxy *)self;
+    return ic_export_read_attribute(proxy->target, protocol->attribute, proxy->rec, true,
+                                    protocol->record);
+}

@@ -81,6 +81,48 @@ PyObject *ic_export_read_attribute(PyObject *target, const char *attr, struct ic
                                    void (*check)(PyObject *value, PyObject *target,
                                                  struct ic_export_record *rec));
 
+/* A protocol that is one attribute of the producer's object (__array_interface__,
+ * __array_struct__, __cuda_array_interface__): its proxy offers that attribute alone, read
+ * from the producer and handed to `record` on every read. Defined by IC_ATTRIBUTE_PROTOCOL. */
+struct ic_attribute_protocol {
+    const char *attribute;
+    void (*record)(PyObject *value, PyObject *target, struct ic_export_record *rec);
+    PyGetSetDef getset[2];
+    PyType_Slot slots[2];
+    struct ic_proxy_kind kind;
+};
+
+/* The getter of the attribute; `closure` is its struct ic_attribute_protocol. */
+PyObject *ic_export_attribute_get(PyObject *self, void *closure);
+
+/* Defines `prefix##_proxy_new` and `prefix##_reference_consume`, the ops of an attribute
+ * protocol: a proxy offering `attr` (a string literal) as the Python type `type_name`, and
+ * interopcheck's consumer, which reads the attribute once and keeps what it read as the
+ * import's handle (the dict, or capsule, keeps what it describes alive where the protocol
+ * says anything of lifetime). */
+#define IC_ATTRIBUTE_PROTOCOL(prefix, attr, type_name, record_fn)                                  \
+    static struct ic_attribute_protocol prefix##_attribute = {                                     \
+        .attribute = (attr),                                                                       \
+        .record = (record_fn),                                                                     \
+        .getset = {{(attr), ic_export_attribute_get, NULL,                                         \
+                    "The producer's " attr ", validated on every read.", &prefix##_attribute},     \
+                   {NULL, NULL, NULL, NULL, NULL}},                                                \
+        .slots = {{Py_tp_getset, prefix##_attribute.getset}, {0, NULL}},                           \
+        .kind = {.name = (type_name),                                                              \
+                 .doc = "Offers " attr " of a producer.",                                          \
+                 .slots = prefix##_attribute.slots},                                               \
+    };                                                                                             \
+    static PyObject *prefix##_proxy_new(PyObject *target, struct ic_export_record *rec)            \
+    {                                                                                              \
+        return ic_export_proxy_of(&prefix##_attribute.kind, target, rec);                          \
+    }                                                                                              \
+    static int prefix##_reference_consume(PyObject *export_obj, struct ic_export_record *rec,      \
+                                          PyObject **ret_handle)                                   \
+    {                                                                                              \
+        *ret_handle = ic_export_read_attribute(export_obj, (attr), rec, false, (record_fn));       \
+        return 0;                                                                                  \
+    }
+
 /* Reads a Python int (or an object with __index__) into int64. Returns 0, IC_ERANGE when it
  * does not fit, IC_EINVAL when it is no integer. *ret_exact (may be NULL) is false for
  * integer-like objects that are not Python ints (a NumPy integer in a shape tuple). */

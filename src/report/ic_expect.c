@@ -187,14 +187,11 @@ static int ic_expect_add(struct ic_expectations *set, const char *pattern, size_
                          const char *reason, size_t reason_len, const char *link, size_t link_len,
                          const char *file, long line)
 {
-    if (set->count == set->capacity) {
-        size_t capacity = set->capacity ? set->capacity * 2 : 32;
-        struct ic_expect_entry *entries = realloc(set->entries, capacity * sizeof(*entries));
-        if (!entries)
-            return IC_ENOMEM;
-        set->entries = entries;
-        set->capacity = capacity;
-    }
+    struct ic_expect_entry *entries =
+        ic_grow(set->entries, &set->capacity, set->count, sizeof(*entries), 32);
+    if (!entries)
+        return IC_ENOMEM;
+    set->entries = entries;
     struct ic_expect_entry *entry = &set->entries[set->count];
     entry->pattern = strndup(pattern, pattern_len);
     entry->reason = strndup(reason, reason_len);

@@ -99,14 +99,10 @@ static size_t ic_strtab_intern(struct ic_strtab *t, const char *s)
         if (strcmp(t->items[t->slots[at] - 1], s) == 0)
             return t->slots[at] - 1;
     }
-    if (t->count == t->capacity) {
-        size_t capacity = t->capacity ? t->capacity * 2 : 32;
-        char **items = realloc(t->items, capacity * sizeof(*items));
-        if (!items)
-            goto nomem;
-        t->items = items;
-        t->capacity = capacity;
-    }
+    char **items = ic_grow(t->items, &t->capacity, t->count, sizeof(*items), 32);
+    if (!items)
+        goto nomem;
+    t->items = items;
     char *copy = strdup(s);
     if (!copy)
         goto nomem;
@@ -352,16 +348,13 @@ static size_t ic_html_cell_of(struct ic_html_data *d, const char *protocol, cons
     size_t index = ic_strtab_intern(&d->cell_keys, key);
     if (d->cell_keys.status || d->cell_keys.count == before)
         return index;
-    if (index >= d->cells_capacity) {
-        size_t capacity = d->cells_capacity ? d->cells_capacity * 2 : 256;
-        struct ic_html_cell *cells = realloc(d->cells, capacity * sizeof(*cells));
-        if (!cells) {
-            d->status = IC_ENOMEM;
-            return 0;
-        }
-        d->cells = cells;
-        d->cells_capacity = capacity;
+    struct ic_html_cell *cells =
+        ic_grow(d->cells, &d->cells_capacity, index, sizeof(*cells), 256);
+    if (!cells) {
+        d->status = IC_ENOMEM;
+        return 0;
     }
+    d->cells = cells;
     d->cells[index] = cell;
     return index;
 }

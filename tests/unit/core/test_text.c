@@ -538,8 +538,39 @@ static void test_write_atomic(void)
     rmdir(dir);
 }
 
+static void test_table_and_grow(void)
+{
+    static const struct {
+        int value;
+        const char *name;
+    } rows[] = {{10, "ten"}, {0, NULL}, {20, "twenty"}};
+    static const char *const names[] = {"cpu", "cuda"};
+    TAP_OK(IC_TABLE_FIND(rows, name, "twenty") == 2, "a row is found by its name");
+    TAP_OK(IC_TABLE_FIND(rows, name, "eleven") == IC_ENOTFOUND, "a name no row has");
+    TAP_OK(IC_TABLE_FIND(rows, name, NULL) == IC_ENOTFOUND, "a NULL name, past a row without one");
+    TAP_OK(IC_NAMES_FIND(names, "cuda") == 1, "a plain array of names");
+
+    size_t capacity = 0, count = 0;
+    int *items = NULL;
+    bool ok = true;
+    for (int i = 0; i < 100 && ok; i++) {
+        int *grown = ic_grow(items, &capacity, count, sizeof(*items), 4);
+        ok = grown != NULL && capacity > count;
+        if (ok) {
+            items = grown;
+            items[count++] = i;
+        }
+    }
+    TAP_OK(ok && count == 100 && capacity == 128 && items[99] == 99 && items[0] == 0,
+           "an array grows from 4 by doubling and keeps its items (capacity %zu)", capacity);
+    TAP_OK(ic_grow(items, &capacity, 5, sizeof(*items), 4) == items && capacity == 128,
+           "with room left it stays where it is");
+    free(items);
+}
+
 int main(void)
 {
+    test_table_and_grow();
     test_valid();
     test_repair();
     test_repair_in_place();
