@@ -177,32 +177,19 @@ static uint32_t ic_name_set(const cJSON *list, int (*lookup)(const char *, int *
     return set;
 }
 
-static int ic_lookup_dtype(const char *name, int *ret)
-{
-    enum ic_dtype dtype;
-    int rc = ic_dtype_from_name(name, &dtype);
-    if (rc == 0)
-        *ret = dtype;
-    return rc;
-}
-
-static int ic_lookup_device_kind(const char *name, int *ret)
-{
-    enum ic_device_kind kind;
-    int rc = ic_device_kind_from_name(name, &kind);
-    if (rc == 0)
-        *ret = kind;
-    return rc;
-}
-
-static int ic_lookup_layout(const char *name, int *ret)
-{
-    enum ic_layout layout;
-    int rc = ic_layout_from_name(name, &layout);
-    if (rc == 0)
-        *ret = layout;
-    return rc;
-}
+/* ic_lookup_<kind>: the <kind>_from_name of a table, as an int for ic_name_set. */
+#define IC_LOOKUP_AS_INT(kind, type, from_name)                                                    \
+    static int ic_lookup_##kind(const char *name, int *ret)                                        \
+    {                                                                                              \
+        type value;                                                                                \
+        int rc = from_name(name, &value);                                                          \
+        if (rc == 0)                                                                               \
+            *ret = (int)value;                                                                     \
+        return rc;                                                                                 \
+    }
+IC_LOOKUP_AS_INT(dtype, enum ic_dtype, ic_dtype_from_name)
+IC_LOOKUP_AS_INT(device_kind, enum ic_device_kind, ic_device_kind_from_name)
+IC_LOOKUP_AS_INT(layout, enum ic_layout, ic_layout_from_name)
 
 /* Fills per-device protocol sets from an exports or imports dict. An entry's "devices"
  * defaults to `default_devices`. */
@@ -222,7 +209,8 @@ static void ic_protocol_sets(const cJSON *dict, uint32_t default_devices, uint32
         if (ic_protocol_from_id(item->string, &protocol) < 0)
             continue;
         const cJSON *devices = cJSON_GetObjectItemCaseSensitive(item, "devices");
-        uint32_t kinds = devices ? ic_name_set(devices, ic_lookup_device_kind, ok) : default_devices;
+        uint32_t kinds =
+            devices ? ic_name_set(devices, ic_lookup_device_kind, ok) : default_devices;
         *any |= 1u << protocol;
         for (int k = 0; k < IC_KIND_COUNT; k++) {
             if (kinds & (1u << k))
@@ -247,10 +235,10 @@ void ic_library_set_info(struct ic_library *lib, cJSON *info)
         const cJSON *version = cJSON_GetObjectItemCaseSensitive(info, "version");
         const char *text = cJSON_IsString(version) ? version->valuestring : "?";
         ic_text_copy(lib->version, sizeof(lib->version), text, strlen(text));
-        lib->dtypes = ic_name_set(cJSON_GetObjectItemCaseSensitive(info, "dtypes"),
-                                  ic_lookup_dtype, &ok);
-        lib->layouts = ic_name_set(cJSON_GetObjectItemCaseSensitive(info, "layouts"),
-                                   ic_lookup_layout, &ok);
+        lib->dtypes =
+            ic_name_set(cJSON_GetObjectItemCaseSensitive(info, "dtypes"), ic_lookup_dtype, &ok);
+        lib->layouts =
+            ic_name_set(cJSON_GetObjectItemCaseSensitive(info, "layouts"), ic_lookup_layout, &ok);
         lib->devices = ic_name_set(cJSON_GetObjectItemCaseSensitive(info, "devices"),
                                    ic_lookup_device_kind, &ok);
         /* Exports default to the devices the library builds on, imports to the CPU. */

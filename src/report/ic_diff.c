@@ -235,6 +235,20 @@ static void ic_diff_add(struct ic_diff *diff, enum ic_diff_change change,
     };
     diff->changes[change]++;
 }
+/* Appends the environment ids of one side (base or new) to err, from `used`; returns the new
+ * length. The ids come from the files: escaped, as the message goes to a terminal. */
+static size_t ic_diff_list_ids(const struct ic_diff *diff, bool base, char *err, size_t used,
+                               size_t err_size)
+{
+    char shown[128];
+    for (size_t i = 0; i < diff->nenvironments && used < err_size; i++) {
+        if (!(base ? diff->environments[i].base : diff->environments[i].head))
+            continue;
+        ic_text_for_terminal(shown, sizeof(shown), diff->environments[i].id);
+        used += (size_t)snprintf(err + used, err_size - used, " %s", shown);
+    }
+    return used;
+}
 
 int ic_diff_reports(const cJSON *base, const cJSON *head, struct ic_diff *ret, char *err,
                     size_t err_size)
@@ -264,22 +278,10 @@ int ic_diff_reports(const cJSON *base, const cJSON *head, struct ic_diff *ret, c
             size_t used = (size_t)snprintf(err, err_size,
                                            "the environments differ: no environment id is in "
                                            "both reports (base:");
-            /* The ids come from the files: escaped, as the message goes to a terminal. */
-            char shown[128];
-            for (size_t i = 0; i < diff.nenvironments && used < err_size; i++) {
-                if (!diff.environments[i].base)
-                    continue;
-                ic_text_for_terminal(shown, sizeof(shown), diff.environments[i].id);
-                used += (size_t)snprintf(err + used, err_size - used, " %s", shown);
-            }
+            used = ic_diff_list_ids(&diff, true, err, used, err_size);
             if (used < err_size)
                 used += (size_t)snprintf(err + used, err_size - used, "; new:");
-            for (size_t i = 0; i < diff.nenvironments && used < err_size; i++) {
-                if (!diff.environments[i].head)
-                    continue;
-                ic_text_for_terminal(shown, sizeof(shown), diff.environments[i].id);
-                used += (size_t)snprintf(err + used, err_size - used, " %s", shown);
-            }
+            used = ic_diff_list_ids(&diff, false, err, used, err_size);
             if (used < err_size)
                 snprintf(err + used, err_size - used, "), so nothing can be compared");
             rc = IC_EINVAL;

@@ -470,6 +470,21 @@ static int ic_merge_summary(cJSON *merged, const cJSON *const *reports, int nrep
     return 0;
 }
 
+/* Copies an environment's tool, run and environment objects into `object`. */
+static int ic_merge_add_environment(cJSON *object, const struct ic_merge_env *env)
+{
+    const char *const keys[] = {"tool", "run", "environment"};
+    const cJSON *parts[] = {env->tool, env->run, env->environment};
+    for (int k = 0; k < 3; k++) {
+        cJSON *dup = cJSON_Duplicate(parts[k], true);
+        if (!dup || !cJSON_AddItemToObject(object, keys[k], dup)) {
+            cJSON_Delete(dup);
+            return IC_ENOMEM;
+        }
+    }
+    return 0;
+}
+
 static int ic_merge_build(const cJSON *const *reports, int nreports,
                           const struct ic_merge_env *envs, int count, cJSON **ret)
 {
@@ -478,15 +493,8 @@ static int ic_merge_build(const cJSON *const *reports, int nreports,
     if (!merged || !cJSON_AddStringToObject(merged, "schema", "interopcheck-report") ||
         !cJSON_AddNumberToObject(merged, "schema_version", IC_REPORT_SCHEMA_VERSION))
         goto fail;
-    const char *const keys[] = {"tool", "run", "environment"};
-    const cJSON *first[] = {envs[0].tool, envs[0].run, envs[0].environment};
-    for (int k = 0; k < 3; k++) {
-        cJSON *dup = cJSON_Duplicate(first[k], true);
-        if (!dup || !cJSON_AddItemToObject(merged, keys[k], dup)) {
-            cJSON_Delete(dup);
-            goto fail;
-        }
-    }
+    if (ic_merge_add_environment(merged, &envs[0]) < 0)
+        goto fail;
     cJSON *environments = cJSON_AddArrayToObject(merged, "environments");
     if (!environments)
         goto fail;
@@ -496,16 +504,9 @@ static int ic_merge_build(const cJSON *const *reports, int nreports,
             cJSON_Delete(entry);
             goto fail;
         }
-        const cJSON *parts[] = {envs[e].tool, envs[e].run, envs[e].environment};
-        if (!cJSON_AddStringToObject(entry, "id", envs[e].id))
+        if (!cJSON_AddStringToObject(entry, "id", envs[e].id) ||
+            ic_merge_add_environment(entry, &envs[e]) < 0)
             goto fail;
-        for (int k = 0; k < 3; k++) {
-            cJSON *dup = cJSON_Duplicate(parts[k], true);
-            if (!dup || !cJSON_AddItemToObject(entry, keys[k], dup)) {
-                cJSON_Delete(dup);
-                goto fail;
-            }
-        }
     }
     cJSON *cases = cJSON_AddArrayToObject(merged, "cases");
     if (!cases)

@@ -328,32 +328,21 @@ static void ic_junit_testcase(struct ic_text_buf *out, const struct ic_junit_cas
         ic_text_buf_adds(out, "/>\n");
         return;
     case IC_OUTCOME_FAIL:
-        /* A failure's type is the rule it broke. */
-        ic_text_buf_addf(out, ">\n      <%s", element);
-        ic_junit_message(out, NULL, rule, diagnostic);
-        ic_junit_attr(out, "type", rule ? rule : outcome_name, IC_JUNIT_NAME_CAP);
-        ic_text_buf_adds(out, ">");
-        ic_junit_details(out, c);
-        ic_text_buf_addf(out, "</%s>\n", element);
-        break;
     case IC_OUTCOME_CRASH:
     case IC_OUTCOME_TIMEOUT:
-        /* The test did not run to its end: an error, as JUnit readers expect. */
+    case IC_OUTCOME_ERROR: {
+        /* A failure's type is the rule it broke. A crash or a timeout did not run to its end:
+         * the table makes it an error, as JUnit readers expect, and its message says which. */
+        bool unfinished = outcome == IC_OUTCOME_CRASH || outcome == IC_OUTCOME_TIMEOUT;
+        const char *type = outcome == IC_OUTCOME_FAIL && rule ? rule : outcome_name;
         ic_text_buf_addf(out, ">\n      <%s", element);
-        ic_junit_message(out, outcome_name, rule, diagnostic);
-        ic_junit_attr(out, "type", outcome_name, IC_JUNIT_NAME_CAP);
+        ic_junit_message(out, unfinished ? outcome_name : NULL, rule, diagnostic);
+        ic_junit_attr(out, "type", type, IC_JUNIT_NAME_CAP);
         ic_text_buf_adds(out, ">");
         ic_junit_details(out, c);
         ic_text_buf_addf(out, "</%s>\n", element);
         break;
-    case IC_OUTCOME_ERROR:
-        ic_text_buf_addf(out, ">\n      <%s", element);
-        ic_junit_message(out, NULL, rule, diagnostic);
-        ic_junit_attr(out, "type", outcome_name, IC_JUNIT_NAME_CAP);
-        ic_text_buf_adds(out, ">");
-        ic_junit_details(out, c);
-        ic_text_buf_addf(out, "</%s>\n", element);
-        break;
+    }
     case IC_OUTCOME_UNSUPPORTED:
         ic_text_buf_addf(out, ">\n      <%s", element);
         ic_junit_message(out, outcome_name, NULL, diagnostic);

@@ -90,6 +90,15 @@ static double ic_worker_now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* Sends `msg` to the supervisor and deletes it. `built` false: building it ran out of memory
+ * (msg may be NULL or half made), nothing is sent, IC_ENOMEM. */
+static int ic_worker_send(struct ic_worker *w, cJSON *msg, bool built)
+{
+    int rc = built ? ic_ipc_send(w->fd, msg) : IC_ENOMEM;
+    cJSON_Delete(msg);
+    return rc;
+}
+
 static struct ic_probe *ic_worker_find(struct ic_worker *w, const char *name)
 {
     for (int i = 0; i < w->count; i++) {
@@ -157,12 +166,7 @@ static int ic_worker_load(struct ic_worker *w, const char *name, const char *pat
         memset(&w->probes[w->count], 0, sizeof(w->probes[w->count]));
     }
     free(info);
-    if (!built) {
-        cJSON_Delete(msg);
-        return IC_ENOMEM;
-    }
-    int sent = ic_ipc_send(w->fd, msg);
-    cJSON_Delete(msg);
+    int sent = ic_worker_send(w, msg, built);
     if (sent < 0)
         return sent;
     return rc == 0 ? 0 : IC_EPROBE;
@@ -172,15 +176,11 @@ static int ic_worker_send_end(struct ic_worker *w, const char *id, const struct 
 {
     cJSON *msg = ic_message_new(IC_MSG_END, w->seq);
     cJSON *result = ic_result_to_json(res);
-    if (!msg || !result || !cJSON_AddStringToObject(msg, "case", id) ||
-        !cJSON_AddItemToObject(msg, "result", result)) {
-        cJSON_Delete(msg);
-        cJSON_Delete(result);
-        return IC_ENOMEM;
-    }
-    int rc = ic_ipc_send(w->fd, msg);
-    cJSON_Delete(msg);
-    return rc;
+    bool built = msg && result && cJSON_AddStringToObject(msg, "case", id) &&
+                 cJSON_AddItemToObject(msg, "result", result);
+    if (!built && result && !(msg && cJSON_GetObjectItemCaseSensitive(msg, "result") == result))
+        cJSON_Delete(result); /* not attached: the message does not own it */
+    return ic_worker_send(w, msg, built);
 }
 
 static int ic_worker_load_list(struct ic_worker *w, const cJSON *load);
@@ -200,12 +200,8 @@ static int ic_worker_run(struct ic_worker *w, const cJSON *msg)
         return loaded;
 
     cJSON *begin = ic_message_new(IC_MSG_BEGIN, w->seq);
-    if (!begin || !cJSON_AddStringToObject(begin, "case", id->valuestring)) {
-        cJSON_Delete(begin);
-        return IC_ENOMEM;
-    }
-    int rc = ic_ipc_send(w->fd, begin);
-    cJSON_Delete(begin);
+    int rc =
+        ic_worker_send(w, begin, begin && cJSON_AddStringToObject(begin, "case", id->valuestring));
     if (rc < 0)
         return rc;
 
@@ -281,17 +277,11 @@ static int ic_worker_repro(struct ic_worker *w, const cJSON *msg, const char *ki
     }
     free(failure_json);
     cJSON *answer = ic_message_new(IC_MSG_SCRIPT, w->seq);
-    if (!answer || !cJSON_AddStringToObject(answer, "case", id->valuestring) ||
-        !(script ? cJSON_AddStringToObject(answer, "script", script)
-                 : cJSON_AddStringToObject(answer, "error", error))) {
-        cJSON_Delete(answer);
-        free(script);
-        return IC_ENOMEM;
-    }
+    bool built = answer && cJSON_AddStringToObject(answer, "case", id->valuestring) &&
+                 (script ? cJSON_AddStringToObject(answer, "script", script)
+                         : cJSON_AddStringToObject(answer, "error", error));
     free(script);
-    rc = ic_ipc_send(w->fd, answer);
-    cJSON_Delete(answer);
-    return rc;
+    return ic_worker_send(w, answer, built);
 }
 
 int ic_worker_main(const struct ic_worker_config *config)

@@ -695,6 +695,24 @@ static void ic_check_contents(struct ic_case_state *st, struct ic_result *res)
 
 /* --- Dtype, shape, addresses, device -------------------------------------------------------- */
 
+/* Whether the consumer's import is there to judge for `check`. When it is not, records why:
+ * interopcheck's own consumer has only the export (judged already: a pass when there was
+ * one), nothing was imported, or the import is untyped (`untyped`: what it holds instead). */
+static bool ic_import_to_judge(struct ic_case_state *st, struct ic_result *res, enum ic_check check,
+                               const char *untyped)
+{
+    if (!st->consumer)
+        ic_result_check(res, check, st->rec.have_view ? IC_CHECK_PASS : IC_CHECK_SKIP, NULL);
+    else if (!st->have_consumed)
+        ic_result_check(res, check, IC_CHECK_SKIP, "nothing was imported");
+    else if (!st->traits.typed)
+        ic_result_check(res, check, IC_CHECK_SKIP, "%s's import is untyped: %s", st->consumer_name,
+                        untyped);
+    else
+        return true;
+    return false;
+}
+
 static void ic_check_dtype(struct ic_case_state *st, struct ic_result *res)
 {
     const struct ic_export_record *rec = &st->rec;
@@ -715,15 +733,9 @@ static void ic_check_dtype(struct ic_case_state *st, struct ic_result *res)
                            want);
         return;
     }
-    if (!st->consumer) {
-        ic_result_check(res, IC_CHECK_DTYPE, rec->have_view ? IC_CHECK_PASS : IC_CHECK_SKIP, NULL);
-    } else if (!st->have_consumed) {
-        ic_result_check(res, IC_CHECK_DTYPE, IC_CHECK_SKIP, "nothing was imported");
-    } else if (!st->traits.typed) {
-        ic_result_check(res, IC_CHECK_DTYPE, IC_CHECK_SKIP,
-                        "%s's import is untyped: the dtype came from the caller",
-                        st->consumer_name);
-    } else if (!st->consumed.dtype_name[0]) {
+    if (!ic_import_to_judge(st, res, IC_CHECK_DTYPE, "the dtype came from the caller"))
+        return;
+    if (!st->consumed.dtype_name[0]) {
         ic_result_fail(res, IC_CHECK_DTYPE, IC_RULE_EXCHANGE_DTYPE_NAMED, IC_SIDE_CONSUMER,
                        "%s imported a %s array whose dtype it cannot name: its own dtype API "
                        "raises for the import",
@@ -751,14 +763,9 @@ static void ic_check_shape(struct ic_case_state *st, struct ic_result *res)
                        "the export says shape %s for a %s array", got, want);
         return;
     }
-    if (!st->consumer) {
-        ic_result_check(res, IC_CHECK_SHAPE, rec->have_view ? IC_CHECK_PASS : IC_CHECK_SKIP, NULL);
-    } else if (!st->have_consumed) {
-        ic_result_check(res, IC_CHECK_SHAPE, IC_CHECK_SKIP, "nothing was imported");
-    } else if (!st->traits.typed) {
-        ic_result_check(res, IC_CHECK_SHAPE, IC_CHECK_SKIP,
-                        "%s's import is untyped: it holds flat bytes", st->consumer_name);
-    } else if (!ic_view_same_shape(&st->consumed.view, &st->expected)) {
+    if (!ic_import_to_judge(st, res, IC_CHECK_SHAPE, "it holds flat bytes"))
+        return;
+    if (!ic_view_same_shape(&st->consumed.view, &st->expected)) {
         ic_view_format_shape(&st->consumed.view, got, sizeof(got));
         ic_result_fail(res, IC_CHECK_SHAPE, IC_RULE_EXCHANGE_SHAPE, IC_SIDE_CONSUMER,
                        "%s imported a %s array as shape %s", st->consumer_name, want, got);
