@@ -9,57 +9,53 @@
 #include "ic_options.h"
 #include "ic_worker.h"
 
+/* The subcommands that run on the parsed options; run is the default. */
+static const struct {
+    enum ic_command command;
+    int (*run)(const struct ic_options *opts);
+} ic_subcommands[] = {
+    {IC_COMMAND_LIST, ic_cmd_list},   {IC_COMMAND_REPORT, ic_cmd_report},
+    {IC_COMMAND_DIFF, ic_cmd_diff},   {IC_COMMAND_MERGE, ic_cmd_merge},
+    {IC_COMMAND_REPRO, ic_cmd_repro}, {IC_COMMAND_RULES, ic_cmd_rules},
+};
+
+/* A worker never returns here: it leaves without running the libraries' exit-time destructors
+ * (ic_worker.h). */
+static void ic_run_worker(struct ic_options *opts)
+{
+    struct ic_worker_config config = {.fd = opts->worker_fd,
+                                      .events_fd = opts->worker_events_fd,
+                                      .python = opts->python,
+                                      .kit_path = opts->probekit};
+    int status = ic_worker_main(&config);
+    ic_options_release(opts);
+    _exit(status);
+}
+
 int main(int argc, char **argv)
 {
     struct ic_options opts;
     char err[1024];
-    int status;
+    int status = IC_EXIT_OK;
 
     if (ic_options_parse(argc, argv, &opts, err, sizeof(err)) < 0) {
         fprintf(stderr, "interopcheck: %s\n", err);
         ic_options_release(&opts);
         return IC_EXIT_USAGE;
     }
-    switch (opts.command) {
-    case IC_COMMAND_HELP:
+    if (opts.command == IC_COMMAND_WORKER)
+        ic_run_worker(&opts);
+    if (opts.command == IC_COMMAND_HELP) {
         ic_options_usage(stdout);
-        status = IC_EXIT_OK;
-        break;
-    case IC_COMMAND_VERSION:
+    } else if (opts.command == IC_COMMAND_VERSION) {
         status = ic_cmd_version();
-        break;
-    case IC_COMMAND_LIST:
-        status = ic_cmd_list(&opts);
-        break;
-    case IC_COMMAND_REPORT:
-        status = ic_cmd_report(&opts);
-        break;
-    case IC_COMMAND_DIFF:
-        status = ic_cmd_diff(&opts);
-        break;
-    case IC_COMMAND_MERGE:
-        status = ic_cmd_merge(&opts);
-        break;
-    case IC_COMMAND_REPRO:
-        status = ic_cmd_repro(&opts);
-        break;
-    case IC_COMMAND_RULES:
-        status = ic_cmd_rules(&opts);
-        break;
-    case IC_COMMAND_WORKER: {
-        struct ic_worker_config config = {
-            .fd = opts.worker_fd,
-            .events_fd = opts.worker_events_fd,
-            .python = opts.python,
-            .kit_path = opts.probekit};
-        status = ic_worker_main(&config);
-        ic_options_release(&opts);
-        /* Leave without running the libraries' exit-time destructors (ic_worker.h). */
-        _exit(status);
-    }
-    default:
-        status = ic_cmd_run(&opts);
-        break;
+    } else {
+        int (*run)(const struct ic_options *) = ic_cmd_run;
+        for (size_t i = 0; i < sizeof(ic_subcommands) / sizeof(ic_subcommands[0]); i++) {
+            if (ic_subcommands[i].command == opts.command)
+                run = ic_subcommands[i].run;
+        }
+        status = run(&opts);
     }
     ic_options_release(&opts);
     return status;

@@ -8,71 +8,54 @@
 
 #include "ic_error.h"
 
-/* Long-only options get values above the character range. */
+/* The options that have no short form, once each: X(NAME, name, argument). Their values
+ * (OPT_NAME) are above the character range, where the short options' values are. */
+#define IC_LONG_ONLY_OPTIONS(X)                                                                    \
+    X(PYTHON, "python", required_argument)                                                         \
+    X(PROBE_DIR, "probe-dir", required_argument)                                                   \
+    X(SEED, "seed", required_argument)                                                             \
+    X(TIMEOUT, "timeout", required_argument)                                                       \
+    X(IMPORT_TIMEOUT, "import-timeout", required_argument)                                         \
+    X(PRODUCER, "producer", required_argument)                                                     \
+    X(CONSUMER, "consumer", required_argument)                                                     \
+    X(PROTOCOL, "protocol", required_argument)                                                     \
+    X(DTYPE, "dtype", required_argument)                                                           \
+    X(LAYOUT, "layout", required_argument)                                                         \
+    X(DEVICE, "device", required_argument)                                                         \
+    X(JUNIT, "junit", required_argument)                                                           \
+    X(MARKDOWN, "markdown", required_argument)                                                     \
+    X(HTML, "html", required_argument)                                                             \
+    X(MARKDOWN_MAX, "markdown-max", required_argument)                                             \
+    X(EXPECT, "expect", required_argument)                                                         \
+    X(STRICT, "strict", no_argument)                                                               \
+    X(FAIL_ON, "fail-on", required_argument)                                                       \
+    X(FORMAT, "format", required_argument)                                                         \
+    X(JSON, "json", no_argument)                                                                   \
+    X(VERSION, "version", no_argument)                                                             \
+    X(WORKER_FD, "worker-fd", required_argument)                                                   \
+    X(WORKER_EVENTS_FD, "worker-events-fd", required_argument)                                     \
+    X(PROBEKIT, "probekit", required_argument)                                                     \
+    X(RUN, "run", no_argument)                                                                     \
+    X(RESUME, "resume", required_argument)                                                         \
+    X(JUNIT_CASES, "junit-cases", no_argument)
+
 enum {
-    OPT_PYTHON = 256,
-    OPT_PROBE_DIR,
-    OPT_SEED,
-    OPT_TIMEOUT,
-    OPT_IMPORT_TIMEOUT,
-    OPT_PRODUCER,
-    OPT_CONSUMER,
-    OPT_PROTOCOL,
-    OPT_DTYPE,
-    OPT_LAYOUT,
-    OPT_DEVICE,
-    OPT_JUNIT,
-    OPT_MARKDOWN,
-    OPT_HTML,
-    OPT_MARKDOWN_MAX,
-    OPT_EXPECT,
-    OPT_STRICT,
-    OPT_FAIL_ON,
-    OPT_FORMAT,
-    OPT_JSON,
-    OPT_VERSION,
-    OPT_WORKER_FD,
-    OPT_WORKER_EVENTS_FD,
-    OPT_PROBEKIT,
-    OPT_RUN,
-    OPT_RESUME,
-    OPT_JUNIT_CASES,
+    OPT_FIRST_LONG_ONLY = 255, /* the first long-only option is 256 */
+#define IC_LONG_ONLY_VALUE(e, name, argument) OPT_##e,
+    IC_LONG_ONLY_OPTIONS(IC_LONG_ONLY_VALUE)
+#undef IC_LONG_ONLY_VALUE
 };
 
 static const struct option ic_long_options[] = {
     {"all", no_argument, NULL, 'a'},
-    {"python", required_argument, NULL, OPT_PYTHON},
-    {"probe-dir", required_argument, NULL, OPT_PROBE_DIR},
     {"output", required_argument, NULL, 'o'},
-    {"seed", required_argument, NULL, OPT_SEED},
-    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"import-timeout", required_argument, NULL, OPT_IMPORT_TIMEOUT},
     {"jobs", required_argument, NULL, 'j'},
-    {"producer", required_argument, NULL, OPT_PRODUCER},
-    {"consumer", required_argument, NULL, OPT_CONSUMER},
-    {"protocol", required_argument, NULL, OPT_PROTOCOL},
-    {"dtype", required_argument, NULL, OPT_DTYPE},
-    {"layout", required_argument, NULL, OPT_LAYOUT},
-    {"device", required_argument, NULL, OPT_DEVICE},
-    {"junit", required_argument, NULL, OPT_JUNIT},
-    {"markdown", required_argument, NULL, OPT_MARKDOWN},
-    {"html", required_argument, NULL, OPT_HTML},
-    {"markdown-max", required_argument, NULL, OPT_MARKDOWN_MAX},
-    {"expect", required_argument, NULL, OPT_EXPECT},
-    {"strict", no_argument, NULL, OPT_STRICT},
-    {"fail-on", required_argument, NULL, OPT_FAIL_ON},
-    {"format", required_argument, NULL, OPT_FORMAT},
-    {"json", no_argument, NULL, OPT_JSON},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, OPT_VERSION},
-    {"worker-fd", required_argument, NULL, OPT_WORKER_FD},
-    {"worker-events-fd", required_argument, NULL, OPT_WORKER_EVENTS_FD},
-    {"probekit", required_argument, NULL, OPT_PROBEKIT},
-    {"run", no_argument, NULL, OPT_RUN},
-    {"resume", required_argument, NULL, OPT_RESUME},
-    {"junit-cases", no_argument, NULL, OPT_JUNIT_CASES},
-    {NULL, 0, NULL, 0},
+#define IC_LONG_ONLY_ROW(e, name, argument) {(name), (argument), NULL, OPT_##e},
+    IC_LONG_ONLY_OPTIONS(IC_LONG_ONLY_ROW)
+#undef IC_LONG_ONLY_ROW
+        {NULL, 0, NULL, 0},
 };
 
 void ic_options_usage(FILE *out)
