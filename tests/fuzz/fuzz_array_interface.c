@@ -81,14 +81,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     PyObject *before = PyDict_Check(value) ? PyDict_Copy(value) : NULL;
 
-    struct ic_diag diag;
-    struct ic_view view;
-    bool have_view = true;
-    ic_diag_init(&diag);
-    fuzz_guard_reset();
-    FUZZ_CHECK(ic_array_interface_check(value, owner, &diag, &view, &have_view) == 0);
-    fuzz_check_no_exception("ic_array_interface_check");
-    FUZZ_CHECK(diag.count >= 0 && diag.count <= IC_DIAG_MAX);
+    struct fuzz_validation v;
+    fuzz_validation_start(&v);
+    FUZZ_CHECK(ic_array_interface_check(value, owner, &v.diag, &v.view, &v.have_view) == 0);
+    fuzz_validation_check(&v, "ic_array_interface_check");
     if (before) {
         /* Data in a buffer (an exporter, or the owner's for None) is readable memory: only a
          * (pointer, readonly) tuple, the dict's or a mask's, can point where nothing is. */
@@ -98,16 +94,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_CHECK(fuzz_guard_faults() == 0);
     }
     fuzz_check_unchanged(before, value);
-    if (have_view) {
+    if (v.have_view) {
         FUZZ_CHECK(PyDict_Check(value));
-        FUZZ_CHECK(view.ndim >= 0 && view.ndim <= IC_MAX_NDIM && view.itemsize >= 0);
-        FUZZ_CHECK(view.device_type == IC_DEVICE_CPU && view.readonly_known);
-        for (int i = 0; i < view.ndim; i++)
-            FUZZ_CHECK(view.shape[i] >= 0);
-        if (view.dtype != IC_DTYPE_INVALID) {
-            const struct ic_dtype_info *info = ic_dtype_info(view.dtype);
-            FUZZ_CHECK(info != NULL && info->itemsize == view.itemsize);
-        }
+        FUZZ_CHECK(v.view.ndim >= 0 && v.view.ndim <= IC_MAX_NDIM && v.view.itemsize >= 0);
+        FUZZ_CHECK(v.view.device_type == IC_DEVICE_CPU && v.view.readonly_known);
+        fuzz_check_view_items(&v.view);
     }
     Py_XDECREF(before);
     Py_XDECREF(owner);

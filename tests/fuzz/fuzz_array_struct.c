@@ -85,34 +85,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                               : PyCapsule_New(pointer, NULL, NULL);
     FUZZ_CHECK(capsule != NULL);
 
-    struct ic_diag diag;
-    struct ic_view view;
-    bool have_view = true;
-    ic_diag_init(&diag);
-    fuzz_guard_reset();
-    FUZZ_CHECK(ic_array_struct_check(capsule, &diag, &view, &have_view) == 0);
-    fuzz_check_no_exception("ic_array_struct_check");
-    FUZZ_CHECK(diag.count >= 0 && diag.count <= IC_DIAG_MAX);
+    struct fuzz_validation v;
+    fuzz_validation_start(&v);
+    FUZZ_CHECK(ic_array_struct_check(capsule, &v.diag, &v.view, &v.have_view) == 0);
+    fuzz_validation_check(&v, "ic_array_struct_check");
     /* The validator changes nothing (unlike NumPy, which clears NOTSWAPPED in place). */
     FUZZ_CHECK(memcmp(inter, &fields, sizeof(fields)) == 0);
-    if (!(wild & 0x07) && !fields.data && fuzz_guard_faults() > 0) {
-        char text[1024];
-        ic_diag_format(&diag, text, sizeof(text));
-        fprintf(stderr, "fuzz_array_struct: unreadable memory reported for good pointers: %s\n",
-                text);
-        FUZZ_CHECK(fuzz_guard_faults() == 0);
-    }
-    if (have_view) {
-        FUZZ_CHECK(kind != 2 && view.ndim == fields.nd && view.ndim >= 0 &&
-                   view.ndim <= IC_MAX_NDIM);
-        FUZZ_CHECK(view.itemsize == fields.itemsize);
-        FUZZ_CHECK(view.data == (uintptr_t)fields.data);
-        for (int i = 0; i < view.ndim; i++)
-            FUZZ_CHECK(view.shape[i] >= 0);
-        if (view.dtype != IC_DTYPE_INVALID) {
-            const struct ic_dtype_info *info = ic_dtype_info(view.dtype);
-            FUZZ_CHECK(info != NULL && info->itemsize == view.itemsize);
-        }
+    if (!(wild & 0x07) && !fields.data)
+        fuzz_check_no_faults("fuzz_array_struct", &v.diag);
+    if (v.have_view) {
+        FUZZ_CHECK(kind != 2 && v.view.ndim == fields.nd && v.view.ndim >= 0 &&
+                   v.view.ndim <= IC_MAX_NDIM);
+        FUZZ_CHECK(v.view.itemsize == fields.itemsize);
+        FUZZ_CHECK(v.view.data == (uintptr_t)fields.data);
+        fuzz_check_view_items(&v.view);
     }
     Py_DECREF(capsule);
     return 0;

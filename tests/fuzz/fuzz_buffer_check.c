@@ -94,31 +94,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (fuzz_in_asan_shadow((uintptr_t)buffer.buf))
         return 0;
 
-    struct ic_diag diag;
-    struct ic_view view;
-    bool have_view = true;
-    ic_diag_init(&diag);
-    fuzz_guard_reset();
-    FUZZ_CHECK(ic_buffer_check(&buffer, flags, &diag, &view, &have_view) == 0);
-    fuzz_check_no_exception("ic_buffer_check");
-    FUZZ_CHECK(diag.count >= 0 && diag.count <= IC_DIAG_MAX);
-    if (!(wild & 0x0f) && !buffer.buf && fuzz_guard_faults() > 0) {
-        char text[1024];
-        ic_diag_format(&diag, text, sizeof(text));
-        fprintf(stderr, "fuzz_buffer_check: unreadable memory reported for good pointers: %s\n",
-                text);
-        FUZZ_CHECK(fuzz_guard_faults() == 0);
-    }
-    if (have_view) {
-        FUZZ_CHECK(view.ndim >= 0 && view.ndim <= IC_MAX_NDIM);
-        FUZZ_CHECK(view.itemsize > 0);
-        FUZZ_CHECK(view.data == (uintptr_t)buffer.buf);
-        for (int i = 0; i < view.ndim; i++)
-            FUZZ_CHECK(view.shape[i] >= 0);
-        if (view.dtype != IC_DTYPE_INVALID) {
-            const struct ic_dtype_info *info = ic_dtype_info(view.dtype);
-            FUZZ_CHECK(info != NULL && info->itemsize == view.itemsize);
-        }
+    struct fuzz_validation v;
+    fuzz_validation_start(&v);
+    FUZZ_CHECK(ic_buffer_check(&buffer, flags, &v.diag, &v.view, &v.have_view) == 0);
+    fuzz_validation_check(&v, "ic_buffer_check");
+    if (!(wild & 0x0f) && !buffer.buf)
+        fuzz_check_no_faults("fuzz_buffer_check", &v.diag);
+    if (v.have_view) {
+        FUZZ_CHECK(v.view.ndim >= 0 && v.view.ndim <= IC_MAX_NDIM);
+        FUZZ_CHECK(v.view.itemsize > 0);
+        FUZZ_CHECK(v.view.data == (uintptr_t)buffer.buf);
+        fuzz_check_view_items(&v.view);
     }
     char name[128];
     ic_buffer_flags_name(flags, name, sizeof(name));

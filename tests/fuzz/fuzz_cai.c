@@ -26,23 +26,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     PyObject *before = PyDict_Check(value) ? PyDict_Copy(value) : NULL;
 
-    struct ic_diag diag;
-    struct ic_view view;
+    struct fuzz_validation v;
     struct ic_cai_info info;
-    bool have_view = true;
-    ic_diag_init(&diag);
-    fuzz_guard_reset();
-    FUZZ_CHECK(ic_cai_check(value, &diag, &view, &have_view, &info) == 0);
-    fuzz_check_no_exception("ic_cai_check");
-    FUZZ_CHECK(diag.count >= 0 && diag.count <= IC_DIAG_MAX);
+    fuzz_validation_start(&v);
+    FUZZ_CHECK(ic_cai_check(value, &v.diag, &v.view, &v.have_view, &info) == 0);
+    fuzz_validation_check(&v, "ic_cai_check");
     FUZZ_CHECK(fuzz_guard_calls() == 0); /* device memory is never read */
     fuzz_check_unchanged(before, value);
-    if (have_view) {
+    if (v.have_view) {
         FUZZ_CHECK(PyDict_Check(value));
-        FUZZ_CHECK(view.ndim >= 0 && view.ndim <= IC_MAX_NDIM && view.itemsize > 0);
-        FUZZ_CHECK(view.device_type == IC_DEVICE_CUDA && view.readonly_known);
-        for (int i = 0; i < view.ndim; i++)
-            FUZZ_CHECK(view.shape[i] >= 0);
+        FUZZ_CHECK(v.view.ndim >= 0 && v.view.ndim <= IC_MAX_NDIM && v.view.itemsize > 0);
+        FUZZ_CHECK(v.view.device_type == IC_DEVICE_CUDA && v.view.readonly_known);
+        for (int i = 0; i < v.view.ndim; i++)
+            FUZZ_CHECK(v.view.shape[i] >= 0);
     }
     if (info.has_stream) {
         FUZZ_CHECK(info.stream_applies && info.stream > 0);

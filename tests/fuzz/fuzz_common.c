@@ -315,6 +315,40 @@ int fuzz_guard_faults(void)
     return guard_faults;
 }
 
+void fuzz_validation_start(struct fuzz_validation *v)
+{
+    ic_diag_init(&v->diag);
+    v->have_view = true;
+    fuzz_guard_reset();
+}
+
+void fuzz_validation_check(const struct fuzz_validation *v, const char *validator)
+{
+    fuzz_check_no_exception(validator);
+    FUZZ_CHECK(v->diag.count >= 0 && v->diag.count <= IC_DIAG_MAX);
+}
+
+/* Every extent is non-negative, and a dtype the view names has the view's itemsize. */
+void fuzz_check_view_items(const struct ic_view *view)
+{
+    for (int i = 0; i < view->ndim; i++)
+        FUZZ_CHECK(view->shape[i] >= 0);
+    if (view->dtype != IC_DTYPE_INVALID) {
+        const struct ic_dtype_info *info = ic_dtype_info(view->dtype);
+        FUZZ_CHECK(info != NULL && info->itemsize == view->itemsize);
+    }
+}
+
+void fuzz_check_no_faults(const char *harness, const struct ic_diag *diag)
+{
+    if (fuzz_guard_faults() > 0) {
+        char text[1024];
+        ic_diag_format(diag, text, sizeof(text));
+        fprintf(stderr, "%s: unreadable memory reported for good pointers: %s\n", harness, text);
+        FUZZ_CHECK(fuzz_guard_faults() == 0);
+    }
+}
+
 static char fuzz_dir[256];
 
 static void fuzz_remove_dir(void)

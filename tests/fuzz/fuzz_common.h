@@ -38,6 +38,13 @@
  *   counts the calls since, fuzz_guard_faults those that answered IC_EFAULT (memory that cannot
  *   be read). That is how a harness knows what the validator found unreadable, whatever the
  *   findings' text (which quotes the input, and so can say anything).
+ * - A harness of a validator readies a struct fuzz_validation with fuzz_validation_start
+ *   (have_view true, so that a validator that never sets it is caught; the guard's counts
+ *   zeroed), hands its diag, view and have_view to the validator, and then checks with
+ *   fuzz_validation_check what every validator promises: no Python exception left pending, no
+ *   more findings than an ic_diag holds. fuzz_check_view_items checks a view's extents and
+ *   dtype; fuzz_check_no_faults, for an input whose pointers were all good, fails the run (after
+ *   printing the findings) when the guard found memory it could not read.
  * - fuzz_temp_path names a file in a directory private to this process (created on first
  *   use, removed at exit; the returned path is valid until the next call);
  *   fuzz_write_file replaces that file's contents with the input.
@@ -50,6 +57,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "ic_diag.h"
+#include "ic_view.h"
 
 typedef struct _object PyObject;
 
@@ -118,6 +128,18 @@ bool fuzz_in_asan_shadow(uint64_t address);
 void fuzz_guard_reset(void);
 int fuzz_guard_calls(void);
 int fuzz_guard_faults(void);
+
+/* What a validator hands back: its findings, and the view it made when have_view. */
+struct fuzz_validation {
+    struct ic_diag diag;
+    struct ic_view view;
+    bool have_view;
+};
+
+void fuzz_validation_start(struct fuzz_validation *v);
+void fuzz_validation_check(const struct fuzz_validation *v, const char *validator);
+void fuzz_check_view_items(const struct ic_view *view);
+void fuzz_check_no_faults(const char *harness, const struct ic_diag *diag);
 
 const char *fuzz_temp_path(const char *name);
 void fuzz_write_file(const char *path, const uint8_t *data, size_t size);

@@ -123,12 +123,7 @@ static void check_view(const DLTensor *tensor, const struct ic_view *view)
 {
     FUZZ_CHECK(view->ndim == tensor->ndim && view->ndim >= 0 && view->ndim <= IC_MAX_NDIM);
     FUZZ_CHECK(view->itemsize > 0);
-    if (view->dtype != IC_DTYPE_INVALID) {
-        const struct ic_dtype_info *info = ic_dtype_info(view->dtype);
-        FUZZ_CHECK(info != NULL && info->itemsize == view->itemsize);
-    }
-    for (int i = 0; i < view->ndim; i++)
-        FUZZ_CHECK(view->shape[i] >= 0);
+    fuzz_check_view_items(view);
 }
 
 static void check_diag(const struct ic_diag *diag)
@@ -156,16 +151,13 @@ static void fuzz_bare_tensor(struct fuzz_reader *in, uint8_t control)
         return;
     }
 
-    struct ic_diag diag;
-    struct ic_view view;
-    bool have_view = true;
-    ic_diag_init(&diag);
-    fuzz_guard_reset();
-    FUZZ_CHECK(ic_dlpack_check_tensor(tensor, &header, &diag, &view, &have_view) == 0);
-    check_diag(&diag);
-    check_readable(tensor, &p, false, &diag);
-    if (have_view)
-        check_view(tensor, &view);
+    struct fuzz_validation v;
+    fuzz_validation_start(&v);
+    FUZZ_CHECK(ic_dlpack_check_tensor(tensor, &header, &v.diag, &v.view, &v.have_view) == 0);
+    check_diag(&v.diag);
+    check_readable(tensor, &p, false, &v.diag);
+    if (v.have_view)
+        check_view(tensor, &v.view);
     free(tensor);
 }
 
@@ -225,17 +217,14 @@ static void fuzz_capsule(struct fuzz_reader *in, uint8_t control)
     FUZZ_CHECK(capsule != NULL);
 
     struct ic_dlpack_capsule info;
-    struct ic_diag diag;
-    struct ic_view view;
-    bool have_view = true;
-    ic_diag_init(&diag);
-    fuzz_guard_reset();
-    FUZZ_CHECK(ic_dlpack_check_capsule(capsule, &info, &diag, &view, &have_view) == 0);
+    struct fuzz_validation v;
+    fuzz_validation_start(&v);
+    FUZZ_CHECK(ic_dlpack_check_capsule(capsule, &info, &v.diag, &v.view, &v.have_view) == 0);
     fuzz_check_no_exception("ic_dlpack_check_capsule");
-    check_diag(&diag);
-    check_readable(&tensor, &p, info.unreadable, &diag);
+    check_diag(&v.diag);
+    check_readable(&tensor, &p, info.unreadable, &v.diag);
     FUZZ_CHECK(!info.readable || info.usable);
-    FUZZ_CHECK(!have_view || (info.readable && !info.unreadable));
+    FUZZ_CHECK(!v.have_view || (info.readable && !info.unreadable));
     FUZZ_CHECK(!info.usable || info.managed == pointer);
     if (info.readable) {
         FUZZ_CHECK(info.header.versioned == versioned);
@@ -243,8 +232,8 @@ static void fuzz_capsule(struct fuzz_reader *in, uint8_t control)
         if (!(p.wild & 0x01))
             FUZZ_CHECK(memcmp(&info.tensor, &tensor, sizeof(tensor)) == 0);
     }
-    if (have_view)
-        check_view(&info.tensor, &view);
+    if (v.have_view)
+        check_view(&info.tensor, &v.view);
     char described[128];
     ic_dlpack_describe(&info, described, sizeof(described));
     Py_DECREF(capsule);

@@ -100,6 +100,34 @@ def schema_errors(report):
     return [f"{e.json_path}: {e.message[:200]}" for e in validator.iter_errors(report)]
 
 
+def load_valid_report(tap, path):
+    """The report at `path` (load_report), after one check: it validates against reports/schema."""
+    report = load_report(path)
+    errors = schema_errors(report)
+    tap.ok(not errors, "the report validates against reports/schema", "\n".join(errors[:20]))
+    return report
+
+
+def case_expecter(tap, cases):
+    """expect(case_id, outcome, name, rule=None, text=None, checks=None): one check, named
+    "CASE_ID: name", that the case of `cases` (cases_by_id) has `outcome` and, where given,
+    cites `rule`, has `text` in its diagnostic and gives its checks the statuses of `checks`
+    ({check: status})."""
+
+    def expect(case_id, outcome, name, rule=None, text=None, checks=None):
+        case = cases.get(case_id, {})
+        good = case.get("outcome") == outcome
+        if rule is not None:
+            good = good and case.get("rule") == rule
+        if text is not None:
+            good = good and text in case.get("diagnostic", "")
+        for check, status in (checks or {}).items():
+            good = good and case.get("checks", {}).get(check, {}).get("status") == status
+        tap.ok(good, f"{case_id}: {name}", case)
+
+    return expect
+
+
 def main(test):
     tap = Tap()
     try:

@@ -24,19 +24,9 @@ def main(tap, args):
                f"status {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
         tap.ok("\r" not in proc.stderr, "no progress line when stderr is not a terminal",
                repr(proc.stderr[:300]))
-        report = taplib.load_report(out)
-        errors = taplib.schema_errors(report)
-        tap.ok(not errors, "the report validates against reports/schema", "\n".join(errors[:20]))
+        report = taplib.load_valid_report(tap, out)
         cases = taplib.cases_by_id(report)
-
-        def expect(case_id, outcome, name, text=None, rule=None):
-            case = cases.get(case_id, {})
-            good = case.get("outcome") == outcome
-            if text is not None:
-                good = good and text in case.get("diagnostic", "")
-            if rule is not None:
-                good = good and case.get("rule") == rule
-            tap.ok(good, f"{case_id}: {name}", case)
+        expect = taplib.case_expecter(tap, cases)
 
         expect("dlpack.badlib.numpy.cpu.float32.contiguous", "pass", "a correct export passes")
         expect("dlpack.badlib.numpy.cpu.int8.contiguous", "unsupported",

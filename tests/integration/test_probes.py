@@ -594,10 +594,15 @@ def _capsule_problems(obj, names):
     return [] if name in names else [f"capsule named {name!r}, expected one of {names}"]
 
 
-class OnlyDLPack:
+class _Only:
+    """Offers the NumPy array `x` over one protocol only: a subclass forwards that protocol's
+    attributes to it, and nothing else."""
+
     def __init__(self, x):
         self._x = x
 
+
+class OnlyDLPack(_Only):
     def __dlpack__(self, **kwargs):
         return self._x.__dlpack__(**kwargs)
 
@@ -605,44 +610,35 @@ class OnlyDLPack:
         return self._x.__dlpack_device__()
 
 
-class OnlyArrayInterface:
-    def __init__(self, x):
-        self._x = x
-
+class OnlyArrayInterface(_Only):
     @property
     def __array_interface__(self):
         return self._x.__array_interface__
 
 
-class OnlyArrayStruct:
-    def __init__(self, x):
-        self._x = x
-
+class OnlyArrayStruct(_Only):
     @property
     def __array_struct__(self):
         return self._x.__array_struct__
 
 
-class OnlyArray:
-    def __init__(self, x):
-        self._x = x
-
+class OnlyArray(_Only):
     def __array__(self, dtype=None, copy=None):
         return self._x.__array__(dtype=dtype, copy=copy)
 
 
+# How the source array is offered to a consumer over each protocol ("array": any other)
+_OFFERS = {
+    "dlpack": OnlyDLPack,
+    "dlpack_capsule": lambda src: src.__dlpack__(),
+    "array_interface": OnlyArrayInterface,
+    "array_struct": OnlyArrayStruct,
+    "buffer": memoryview,
+}
+
+
 def _offer(src, protocol):
-    if protocol == "dlpack":
-        return OnlyDLPack(src)
-    if protocol == "dlpack_capsule":
-        return src.__dlpack__()
-    if protocol == "array_interface":
-        return OnlyArrayInterface(src)
-    if protocol == "array_struct":
-        return OnlyArrayStruct(src)
-    if protocol == "buffer":
-        return memoryview(src)
-    return OnlyArray(src)
+    return _OFFERS.get(protocol, OnlyArray)(src)
 
 
 def check_import(probe, info, protocol, entry):

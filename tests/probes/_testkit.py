@@ -44,6 +44,13 @@ def load_numpy(*, dtypes, layouts, exports, imports, version="0.0.1", notes=None
     }
 
 
+def load_numpy_dlpack(call, *, import_call=None, **info):
+    """load_numpy()'s dict for a library that exports over DLPack only, by `call`, and imports as
+    NumPy does (its import described as `import_call` when given); `info` is the rest of it."""
+    imports = NUMPY_DLPACK if import_call is None else dict(NUMPY_DLPACK, call=import_call)
+    return load_numpy(exports={"dlpack": {"call": call}}, imports={"dlpack": imports}, **info)
+
+
 def numpy_array(data, dtype, ops):
     """`data` as a NumPy array of `dtype`, laid out by build()'s layout ops."""
     return _probekit.apply_ops(_probekit.numpy_from_bytes(data, dtype), ops)
@@ -62,6 +69,20 @@ class CpuArray(Array):
 
     def __dlpack_device__(self):
         return (1, 0)
+
+
+class RefusingArray(CpuArray):
+    """A CpuArray whose __dlpack__ refuses the dtypes of REFUSALS, {dtype name: (exception
+    class, message)}, raising that exception, and exports the others as NumPy does."""
+
+    REFUSALS = {}
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        refusal = self.REFUSALS.get(self.array.dtype.name)
+        if refusal is not None:
+            exc_type, message = refusal
+            raise exc_type(message)
+        return self.array.__dlpack__(stream=stream, max_version=max_version)
 
 
 def build(data, dtype, ops, readonly=False):

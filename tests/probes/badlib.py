@@ -38,12 +38,11 @@ class BadArray(_testkit.CpuArray):
 
 
 def load():
-    return _testkit.load_numpy(
+    return _testkit.load_numpy_dlpack(
+        "BadArray.__dlpack__",
         dtypes=["float32", "int8", "int16", "uint8", "float64", "int32", "complex64"],
         layouts=["contiguous", "scalar"],
-        notes={"bool": "badlib has only the dtypes of its test plan"},
-        exports={"dlpack": {"call": "BadArray.__dlpack__"}},
-        imports={"dlpack": _testkit.NUMPY_DLPACK})
+        notes={"bool": "badlib has only the dtypes of its test plan"})
 
 
 def build(data, dtype, ops, readonly=False):

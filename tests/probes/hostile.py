@@ -44,26 +44,18 @@ REFUSAL = HOSTILE + " surrogate:\ud800 after"
 HUGE = "<b>huge</b> " + "x" * (3 * 1024 * 1024) + " <script>window.__pwned=3</script>"
 
 
-class HostileArray(_testkit.CpuArray):
-    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        kind = self.array.dtype.name
-        if kind == "int8":
-            raise BufferError(HOSTILE)
-        if kind == "int16":
-            raise ValueError(REFUSAL)
-        if kind == "uint8":
-            raise BufferError(HUGE)
-        return self.array.__dlpack__(stream=stream, max_version=max_version)
+class HostileArray(_testkit.RefusingArray):
+    REFUSALS = {"int8": (BufferError, HOSTILE), "int16": (ValueError, REFUSAL),
+                "uint8": (BufferError, HUGE)}
 
 
 def load():
-    return _testkit.load_numpy(
+    return _testkit.load_numpy_dlpack(
+        "HostileArray.__dlpack__ <i>" + HOSTILE + "</i>",
         version="6.6.6<b>-hostile</b>",
         dtypes=["float32", "int8", "int16", "uint8", "int32"],
         layouts=["contiguous", "flat"],
-        notes={"float16": HOSTILE, "bool": HOSTILE},
-        exports={"dlpack": {"call": "HostileArray.__dlpack__ <i>" + HOSTILE + "</i>"}},
-        imports={"dlpack": _testkit.NUMPY_DLPACK})
+        notes={"float16": HOSTILE, "bool": HOSTILE})
 
 
 def build(data, dtype, ops, readonly=False):

@@ -58,12 +58,11 @@ def _write(fd, data):
 
 
 def load():
-    return _testkit.load_numpy(
+    return _testkit.load_numpy_dlpack(
+        "numpy.ndarray.__dlpack__",
         dtypes=["int8", "int16", "int32", "uint8", "uint16", "float32", "float64", "complex64",
                 "bool", "int64"],
-        layouts=["contiguous"],
-        exports={"dlpack": {"call": "numpy.ndarray.__dlpack__"}},
-        imports={"dlpack": _testkit.NUMPY_DLPACK})
+        layouts=["contiguous"])
 
 
 build = _testkit.build

@@ -65,20 +65,15 @@ STDERR_BYTES = (
 )
 
 
-class HostileArray(_testkit.CpuArray):
-    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        kind = self.array.dtype.name
-        if kind == "int8":
-            raise BufferError(HOSTILE)
-        if kind == "int16":
-            raise ValueError(HOSTILE)
-        if kind == "int32":
-            raise BufferError(MEGA)
-        return self.array.__dlpack__(stream=stream, max_version=max_version)
+class HostileArray(_testkit.RefusingArray):
+    REFUSALS = {"int8": (BufferError, HOSTILE), "int16": (ValueError, HOSTILE),
+                "int32": (BufferError, MEGA)}
 
 
 def load():
-    return _testkit.load_numpy(
+    return _testkit.load_numpy_dlpack(
+        CALL,
+        import_call=CALL,
         version="0.1+<b>|`v`|</b>",
         dtypes=["float32", "int8", "int16", "int32", "int64"],
         layouts=["contiguous", "flat"],
@@ -88,9 +83,7 @@ def load():
             "bool": HOSTILE,
             "float16": MEGA.replace("\ud800", ""),
             "complex64": "\x01\x7f|`**`|",
-        },
-        exports={"dlpack": {"call": CALL}},
-        imports={"dlpack": dict(_testkit.NUMPY_DLPACK, call=CALL)})
+        })
 
 
 def build(data, dtype, ops, readonly=False):

@@ -14,12 +14,11 @@ finally:
 
 
 def load():
-    return _testkit.load_numpy(
+    return _testkit.load_numpy_dlpack(
+        "x.__dlpack__",
         version="1.0",
         dtypes=["int8", "float32"],
-        layouts=["flat"],
-        exports={"dlpack": {"call": "x.__dlpack__"}},
-        imports={"dlpack": _testkit.NUMPY_DLPACK})
+        layouts=["flat"])
 
 
 build = _testkit.build

@@ -16,11 +16,10 @@ finally:
 
 
 def load():
-    return _testkit.load_numpy(
+    return _testkit.load_numpy_dlpack(
+        "numpy.ndarray.__dlpack__",
         dtypes=["int8", "int16", "int32", "int64", "uint8", "float32", "float64"],
-        layouts=["contiguous", "flat", "strided"],
-        exports={"dlpack": {"call": "numpy.ndarray.__dlpack__"}},
-        imports={"dlpack": _testkit.NUMPY_DLPACK})
+        layouts=["contiguous", "flat", "strided"])
 
 
 build = _testkit.build

@@ -49,4 +49,16 @@ static inline int tap_done(void)
     return tap_failed ? 1 : 0;
 }
 
+/* A test binary's groups of checks, for the mains of test_python.h and test_files.h that run
+ * them between a setup and its teardown: TAP_TESTS(test_a, test_b) lists them in order. */
+typedef void (*tap_test)(void);
+#define TAP_TESTS(...) ((const tap_test[]){__VA_ARGS__, NULL})
+
+/* Runs the groups of `tests`, a list that ends with NULL, in order. */
+static inline void tap_run(const tap_test *tests)
+{
+    for (; *tests; tests++)
+        (*tests)();
+}
+
 #endif

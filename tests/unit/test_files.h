@@ -54,4 +54,16 @@ static inline void test_tmpdir_remove(const char *dir)
         TAP_DIAG("could not remove %s", dir);
 }
 
+/* The main of a test that writes its files into `dir` (a mkdtemp template, rewritten in place):
+ * makes the directory, runs `tests` (TAP_TESTS(...)) and removes it. Returns the exit status:
+ * 1 after a "Bail out!" when the directory cannot be made. */
+static inline int test_files_main(char *dir, const tap_test *tests)
+{
+    if (!test_tmpdir_make(dir))
+        return 1;
+    tap_run(tests);
+    test_tmpdir_remove(dir);
+    return tap_done();
+}
+
 #endif

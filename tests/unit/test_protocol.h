@@ -43,6 +43,30 @@ static inline PyObject *read_through_proxy(const struct ic_protocol_ops *ops, Py
     return value;
 }
 
+/* Whether target.<attribute>, read once through a fresh proxy into *rec (read_through_proxy),
+ * reached the consumer as a value; the value is released here. */
+static inline bool passes_through_proxy(const struct ic_protocol_ops *ops, PyObject *target,
+                                        const char *attribute, struct ic_export_record *rec)
+{
+    PyObject *value = read_through_proxy(ops, target, attribute, rec);
+    bool passed = value != NULL;
+    Py_XDECREF(value);
+    return passed;
+}
+
+/* Whether target.<attribute>, read once through a fresh proxy into *rec (read_through_proxy),
+ * raised `exc_type` in the consumer instead; the exception is cleared here. */
+static inline bool raises_through_proxy(const struct ic_protocol_ops *ops, PyObject *target,
+                                        const char *attribute, PyObject *exc_type,
+                                        struct ic_export_record *rec)
+{
+    PyObject *value = read_through_proxy(ops, target, attribute, rec);
+    bool raised = !value && PyErr_ExceptionMatches(exc_type);
+    Py_XDECREF(value);
+    PyErr_Clear();
+    return raised;
+}
+
 /* interopcheck's reference consumer importing `target` as `variant` asks, into a fresh *rec:
  * the consumer's status, and its handle in *ret_handle (NULL when the producer raised). */
 static inline int reference_import(const struct ic_protocol_ops *ops, PyObject *target,

@@ -15,6 +15,7 @@
 
 #include "ic_config.h"
 #include "ic_python.h"
+#include "tap.h"
 
 static inline int test_python_start(void)
 {
@@ -61,6 +62,20 @@ static inline int test_python_bail(const char *what)
     ic_py_fetch(&exc);
     printf("Bail out! %s: %s: %s\n", what, exc.type, exc.message);
     return 1;
+}
+
+/* The main of a test whose groups of checks all run with Python: starts it, defines the
+ * producers of `producers_code` (none when NULL), runs `tests` (TAP_TESTS(...)) and stops it.
+ * Returns the exit status: 1 after a "Bail out!" when Python or the producers cannot be had. */
+static inline int test_python_main(const char *producers_code, const tap_test *tests)
+{
+    if (test_python_start() < 0)
+        return 1;
+    if (producers_code && test_python_define(producers_code) < 0)
+        return test_python_bail("cannot define the producers");
+    tap_run(tests);
+    test_python_stop();
+    return tap_done();
 }
 
 /* A producer the test's own Python cannot make is a bug of the test, not a finding: it aborts

@@ -64,6 +64,13 @@ static struct checked check_flags(int set, int unset)
 
 #define RULE IC_RULE_ARRAY_STRUCT_STRUCT
 
+/* Checks `s`, the good struct with a field broken: an error, and no view. */
+static void check_rejected(struct ic_pyarrayinterface s, const char *what)
+{
+    struct checked c = check_struct(s, NULL);
+    TAP_OK(has_error(&c.diag, RULE) && !c.have_view, "%s", what);
+}
+
 static void test_rules(void)
 {
     struct checked c = check_struct(good_struct(), NULL);
@@ -100,25 +107,20 @@ static void test_rules(void)
     show_diag("named", &c.diag);
     s = good_struct();
     s.two = 3;
-    c = check_struct(s, NULL);
-    TAP_OK(has_error(&c.diag, RULE) && !c.have_view, "two == 3 is an error");
+    check_rejected(s, "two == 3 is an error");
     s = good_struct();
     s.nd = -1;
-    c = check_struct(s, NULL);
-    TAP_OK(has_error(&c.diag, RULE) && !c.have_view, "nd -1 is an error");
+    check_rejected(s, "nd -1 is an error");
     s = good_struct();
     s.shape = NULL;
-    c = check_struct(s, NULL);
-    TAP_OK(has_error(&c.diag, RULE) && !c.have_view, "nd 2 with shape NULL is an error");
+    check_rejected(s, "nd 2 with shape NULL is an error");
     Py_ssize_t negative[2] = {2, -3};
     s = good_struct();
     s.shape = negative;
-    c = check_struct(s, NULL);
-    TAP_OK(has_error(&c.diag, RULE) && !c.have_view, "a negative extent is an error");
+    check_rejected(s, "a negative extent is an error");
     s = good_struct();
     s.typekind = 'x';
-    c = check_struct(s, NULL);
-    TAP_OK(has_error(&c.diag, RULE) && !c.have_view, "typekind x is an error");
+    check_rejected(s, "typekind x is an error");
     s = good_struct();
     s.itemsize = 3;
     c = check_struct(s, NULL);
@@ -242,6 +244,14 @@ static void test_numpy(void)
            "the ops are registered under their id");
 }
 
+/* Checks `s`, which points at memory that is not there: array_struct.memory, and no view. */
+static struct checked check_unmapped(struct ic_pyarrayinterface s, const char *what)
+{
+    struct checked c = check_struct(s, NULL);
+    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_STRUCT_MEMORY) && !c.have_view, "%s", what);
+    return c;
+}
+
 /* A producer that points at memory that is not there: array_struct.memory, and no view. */
 static void test_guarded(void)
 {
@@ -261,34 +271,20 @@ static void test_guarded(void)
 
     struct ic_pyarrayinterface s = good_struct();
     s.shape = hole;
-    c = check_struct(s, NULL);
-    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_STRUCT_MEMORY) && !c.have_view,
-           "a shape array in an unmapped page is array_struct.memory");
+    check_unmapped(s, "a shape array in an unmapped page is array_struct.memory");
     s = good_struct();
     s.strides = (Py_ssize_t *)hole - 1; /* strides[1] in the hole */
-    c = check_struct(s, NULL);
-    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_STRUCT_MEMORY) && !c.have_view,
-           "a strides array running into an unmapped page is array_struct.memory");
+    check_unmapped(s, "a strides array running into an unmapped page is array_struct.memory");
     s = good_struct();
     s.data = hole;
-    c = check_struct(s, NULL);
-    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_STRUCT_MEMORY) && !c.have_view,
-           "data in an unmapped page is array_struct.memory");
+    c = check_unmapped(s, "data in an unmapped page is array_struct.memory");
     show_diag("unmapped data", &c.diag);
     s.data = (char *)hole - 8; /* 2 of the 6 floats mapped */
-    c = check_struct(s, NULL);
-    TAP_OK(has_error(&c.diag, IC_RULE_ARRAY_STRUCT_MEMORY) && !c.have_view,
-           "elements that run past the mapped memory are array_struct.memory");
+    check_unmapped(s, "elements that run past the mapped memory are array_struct.memory");
     munmap(base, page);
 }
 
 int main(void)
 {
-    if (test_python_start() < 0)
-        return 1;
-    test_rules();
-    test_guarded();
-    test_numpy();
-    test_python_stop();
-    return tap_done();
+    return test_python_main(NULL, TAP_TESTS(test_rules, test_guarded, test_numpy));
 }

@@ -302,20 +302,27 @@ static unsigned char *hole(void)
     return mapped_page + page_size;
 }
 
+/* Checks `b` for `flags`, a buffer with a field that points at memory that is not there:
+ * buffer.fields, and no view. */
+static struct checked check_unmapped(Py_buffer b, int flags, const char *what)
+{
+    struct checked c = check(b, flags);
+    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FIELDS) && !c.have_view, "%s", what);
+    return c;
+}
+
 /* Fields a producer points at memory that is not there: each is buffer.fields, no view. */
 static void test_guarded_fields(void)
 {
     Py_buffer b = good_buffer();
     b.format = (char *)hole();
-    struct checked c = check(b, PyBUF_RECORDS_RO);
-    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FIELDS) && !c.have_view,
-           "a format string in an unmapped page is buffer.fields, and no view");
+    struct checked c = check_unmapped(
+        b, PyBUF_RECORDS_RO, "a format string in an unmapped page is buffer.fields, and no view");
     show_diag("unmapped format", &c.diag);
     memcpy(hole() - 2, "<f", 2); /* a format without its NUL before the hole */
     b.format = (char *)hole() - 2;
-    c = check(b, PyBUF_RECORDS_RO);
-    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FIELDS) && !c.have_view,
-           "a format that runs into an unmapped page is buffer.fields");
+    check_unmapped(b, PyBUF_RECORDS_RO,
+                   "a format that runs into an unmapped page is buffer.fields");
     memcpy(hole() - 2, "f", 2); /* one that ends right before it */
     c = check(b, PyBUF_RECORDS_RO);
     TAP_OK(c.diag.count == 0 && c.have_view && c.view.dtype == IC_DTYPE_FLOAT32,
@@ -323,30 +330,22 @@ static void test_guarded_fields(void)
 
     b = good_buffer();
     b.shape = (Py_ssize_t *)hole();
-    c = check(b, PyBUF_RECORDS_RO);
-    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FIELDS) && !c.have_view,
-           "a shape array in an unmapped page is buffer.fields");
+    check_unmapped(b, PyBUF_RECORDS_RO, "a shape array in an unmapped page is buffer.fields");
     b = good_buffer();
     b.strides = (Py_ssize_t *)(hole() - sizeof(Py_ssize_t)); /* strides[1] in the hole */
-    c = check(b, PyBUF_RECORDS_RO);
-    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FIELDS) && !c.have_view,
-           "a strides array running into an unmapped page is buffer.fields");
+    check_unmapped(b, PyBUF_RECORDS_RO,
+                   "a strides array running into an unmapped page is buffer.fields");
     b = good_buffer();
     b.suboffsets = (Py_ssize_t *)hole();
-    c = check(b, PyBUF_FULL_RO);
-    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FIELDS) && !c.have_view,
-           "a suboffsets array in an unmapped page is buffer.fields");
+    check_unmapped(b, PyBUF_FULL_RO, "a suboffsets array in an unmapped page is buffer.fields");
 
     b = good_buffer();
     b.buf = hole();
-    c = check(b, PyBUF_RECORDS_RO);
-    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FIELDS) && !c.have_view,
-           "buf in an unmapped page is buffer.fields");
+    c = check_unmapped(b, PyBUF_RECORDS_RO, "buf in an unmapped page is buffer.fields");
     show_diag("unmapped buf", &c.diag);
     b.buf = hole() - 8; /* 2 of the 6 floats mapped: len promises more than there is */
-    c = check(b, PyBUF_RECORDS_RO);
-    TAP_OK(has_error(&c.diag, IC_RULE_BUFFER_FIELDS) && !c.have_view,
-           "a buffer shorter than len (it runs into an unmapped page) is buffer.fields");
+    check_unmapped(b, PyBUF_RECORDS_RO,
+                   "a buffer shorter than len (it runs into an unmapped page) is buffer.fields");
 }
 
 /* ---------------------------------------------------------------------------------------

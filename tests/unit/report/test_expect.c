@@ -125,6 +125,25 @@ static const char *expectation_field(const cJSON *c, const char *key)
     return field(cJSON_GetObjectItemCaseSensitive(c, "expectation"), key);
 }
 
+/* Whether the case `id` of `report` has `outcome` and an expectation that observed `observed`
+ * and, when `reason` is not NULL, gives that reason. */
+static bool case_expected(const cJSON *report, const char *id, const char *outcome,
+                          const char *observed, const char *reason)
+{
+    const cJSON *c = case_of(report, id);
+    return strcmp(field(c, "outcome"), outcome) == 0 &&
+           strcmp(expectation_field(c, "observed"), observed) == 0 &&
+           (!reason || strcmp(expectation_field(c, "reason"), reason) == 0);
+}
+
+/* Whether the case `id` of `report` kept its `outcome` and has no expectation object. */
+static bool case_left_alone(const cJSON *report, const char *id, const char *outcome)
+{
+    const cJSON *c = case_of(report, id);
+    return strcmp(field(c, "outcome"), outcome) == 0 &&
+           !cJSON_GetObjectItemCaseSensitive(c, "expectation");
+}
+
 /* The file must be UTF-8 text: NUL bytes, ill-formed UTF-8 and control characters are errors
  * that name line and column, wherever on the line they are. */
 static void test_text_errors(void)
@@ -257,37 +276,25 @@ static void test_apply(void)
     int changed = ic_expect_apply(set, report, unmatched, sizeof(unmatched));
     TAP_OK(changed == 5, "five cases changed (%d)", changed);
 
+    TAP_OK(case_expected(report, ID, "xfail", "fail", NULL), "fail -> xfail, observed fail");
     const cJSON *c = case_of(report, ID);
-    TAP_OK(strcmp(field(c, "outcome"), "xfail") == 0 &&
-               strcmp(expectation_field(c, "observed"), "fail") == 0,
-           "fail -> xfail, observed fail");
     TAP_OK(strcmp(expectation_field(c, "pattern"), "dlpack.numpy.torch.cpu.float32.*") == 0 &&
                strcmp(expectation_field(c, "reason"), "first entry") == 0,
            "the first matching entry in file order wins");
     TAP_OK(strcmp(field(c, "rule"), "dlpack.copy_flag") == 0 &&
                strcmp(field(c, "diagnostic"), "flags") == 0,
            "rule and diagnostic stay");
-    c = case_of(report, "dlpack.numpy.torch.cpu.float32.flat");
-    TAP_OK(strcmp(field(c, "outcome"), "xfail") == 0 &&
-               strcmp(expectation_field(c, "observed"), "crash") == 0 &&
-               strcmp(expectation_field(c, "reason"), "first entry") == 0,
+    TAP_OK(case_expected(report, "dlpack.numpy.torch.cpu.float32.flat", "xfail", "crash",
+                         "first entry"),
            "crash -> xfail, observed crash, first entry");
-    c = case_of(report, "dlpack.numpy.torch.cpu.int16.flat");
-    TAP_OK(strcmp(field(c, "outcome"), "xfail") == 0 &&
-               strcmp(expectation_field(c, "observed"), "timeout") == 0,
+    TAP_OK(case_expected(report, "dlpack.numpy.torch.cpu.int16.flat", "xfail", "timeout", NULL),
            "timeout -> xfail");
-    c = case_of(report, "dlpack.numpy.torch.cpu.int8.flat");
-    TAP_OK(strcmp(field(c, "outcome"), "xpass") == 0 &&
-               strcmp(expectation_field(c, "observed"), "pass") == 0 &&
-               strcmp(expectation_field(c, "reason"), "second entry") == 0,
-           "pass -> xpass, by the earlier of two matching entries");
-    c = case_of(report, "dlpack.numpy.torch.cpu.bfloat16.flat");
-    TAP_OK(strcmp(field(c, "outcome"), "unsupported") == 0 &&
-               !cJSON_GetObjectItemCaseSensitive(c, "expectation"),
+    TAP_OK(
+        case_expected(report, "dlpack.numpy.torch.cpu.int8.flat", "xpass", "pass", "second entry"),
+        "pass -> xpass, by the earlier of two matching entries");
+    TAP_OK(case_left_alone(report, "dlpack.numpy.torch.cpu.bfloat16.flat", "unsupported"),
            "unsupported is left alone, without an expectation object");
-    c = case_of(report, "buffer.numpy.torch.cpu.int8.flat");
-    TAP_OK(strcmp(field(c, "outcome"), "error") == 0 &&
-               !cJSON_GetObjectItemCaseSensitive(c, "expectation"),
+    TAP_OK(case_left_alone(report, "buffer.numpy.torch.cpu.int8.flat", "error"),
            "error is left alone");
     c = case_of(report, "buffer.numpy.torch.cpu.int16.flat");
     TAP_OK(strcmp(field(c, "outcome"), "xfail") == 0 &&
@@ -318,11 +325,5 @@ static void test_apply(void)
 
 int main(void)
 {
-    if (!test_tmpdir_make(tmpdir))
-        return 1;
-    test_match();
-    test_parse();
-    test_apply();
-    test_tmpdir_remove(tmpdir);
-    return tap_done();
+    return test_files_main(tmpdir, TAP_TESTS(test_match, test_parse, test_apply));
 }

@@ -169,11 +169,5 @@ static void test_caps(void)
 
 int main(void)
 {
-    if (!test_tmpdir_make(tmpdir))
-        return 1;
-    test_schema_version();
-    test_syntax();
-    test_caps();
-    test_tmpdir_remove(tmpdir);
-    return tap_done();
+    return test_files_main(tmpdir, TAP_TESTS(test_schema_version, test_syntax, test_caps));
 }
