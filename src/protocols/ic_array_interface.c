@@ -712,16 +712,11 @@ static void ic_ai_describe(PyObject *value, char *buf, size_t size)
 /* Validates one read of the attribute into the record. */
 static void ic_ai_record(PyObject *value, PyObject *owner, struct ic_export_record *rec)
 {
-    struct ic_diag diag;
-    struct ic_view view;
-    bool have_view = false;
-    char detail[96];
-
-    ic_diag_init(&diag);
-    memset(&view, 0, sizeof(view));
-    ic_array_interface_check(value, owner, &diag, &view, &have_view);
-    ic_ai_describe(value, detail, sizeof(detail));
-    ic_export_record(rec, &view, have_view, &diag, detail);
+    struct ic_export_reading r;
+    ic_export_reading_init(&r);
+    ic_array_interface_check(value, owner, &r.diag, &r.view, &r.have_view);
+    ic_ai_describe(value, r.detail, sizeof(r.detail));
+    ic_export_keep(rec, &r);
     rec->zero_copy_known = true; /* the dict points at the producer's memory */
 }
 

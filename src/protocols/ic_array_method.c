@@ -137,16 +137,11 @@ static void ic_am_check_refusal(int copy, bool copy_given, const struct ic_py_ex
 
 static void ic_am_record(PyObject *result, int copy, struct ic_export_record *rec)
 {
-    struct ic_diag diag;
-    struct ic_view view;
-    bool have_view = false;
-    char detail[96];
-
-    ic_diag_init(&diag);
-    memset(&view, 0, sizeof(view));
-    ic_array_method_check_result(result, &diag, &view, &have_view);
-    snprintf(detail, sizeof(detail), "__array__ -> %s", Py_TYPE(result)->tp_name);
-    ic_export_record(rec, &view, have_view, &diag, detail);
+    struct ic_export_reading r;
+    ic_export_reading_init(&r);
+    ic_array_method_check_result(result, &r.diag, &r.view, &r.have_view);
+    snprintf(r.detail, sizeof(r.detail), "__array__ -> %s", Py_TYPE(result)->tp_name);
+    ic_export_keep(rec, &r);
     if (copy == 1)
         rec->copy_expected = true;
     if (copy == 0)

@@ -235,25 +235,13 @@ static bool ic_as_view_shape(struct ic_as_check *check)
 static bool ic_as_view_strides(struct ic_as_check *check)
 {
     struct ic_view *view = &check->view;
-    char text[96];
 
     view->itemsize = check->inter->itemsize;
     if (check->have_strides) {
         for (int i = 0; i < check->inter->nd; i++)
             view->strides[i] = check->strides[i];
-    } else if (ic_view_set_c_strides(view) < 0) {
-        ic_diag_error(check->diag, IC_AS_RULE, "the C-contiguous strides overflow int64");
-        return false;
     }
-    int64_t lo, hi, nbytes;
-    if (ic_view_span(view, &lo, &hi) < 0 ||
-        __builtin_mul_overflow(check->numel, (int64_t)view->itemsize, &nbytes)) {
-        ic_view_format_strides(view, text, sizeof(text));
-        ic_diag_error(check->diag, IC_AS_RULE,
-                      "the bytes addressed through strides %s overflow int64", text);
-        return false;
-    }
-    return true;
+    return ic_export_strides_fit(view, check->have_strides, check->numel, IC_AS_RULE, check->diag);
 }
 
 /* The contiguity flags against the strides. */
@@ -372,24 +360,19 @@ int ic_array_struct_check(PyObject *capsule, struct ic_diag *diag, struct ic_vie
 static void ic_as_record(PyObject *capsule, PyObject *owner, struct ic_export_record *rec)
 {
     (void)owner; /* the capsule holds its owner itself */
-    struct ic_diag diag;
-    struct ic_view view;
-    bool have_view = false;
-    char detail[96];
-
+    struct ic_export_reading r;
     struct ic_pyarrayinterface inter;
 
-    ic_diag_init(&diag);
-    memset(&view, 0, sizeof(view));
+    ic_export_reading_init(&r);
     memset(&inter, 0, sizeof(inter));
     if (capsule)
-        ic_as_check_guarded(capsule, &diag, &view, &have_view, &inter);
+        ic_as_check_guarded(capsule, &r.diag, &r.view, &r.have_view, &inter);
     if (inter.two == 2)
-        snprintf(detail, sizeof(detail), "PyArrayInterface typekind=%c itemsize=%d flags=0x%x",
+        snprintf(r.detail, sizeof(r.detail), "PyArrayInterface typekind=%c itemsize=%d flags=0x%x",
                  inter.typekind ? inter.typekind : '?', inter.itemsize, inter.flags);
     else
-        snprintf(detail, sizeof(detail), "__array_struct__ (unreadable)");
-    ic_export_record(rec, &view, have_view, &diag, detail);
+        snprintf(r.detail, sizeof(r.detail), "__array_struct__ (unreadable)");
+    ic_export_keep(rec, &r);
     rec->zero_copy_known = true; /* the struct points at the producer's memory */
 }
 

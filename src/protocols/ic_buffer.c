@@ -511,7 +511,6 @@ static bool ic_buffer_view_strides(struct ic_buffer_check *check)
 {
     const Py_buffer *buffer = check->buffer;
     struct ic_view *view = &check->view;
-    char text[96];
 
     if (buffer->strides && view->ndim > 0) {
         for (int i = 0; i < view->ndim; i++) {
@@ -522,19 +521,9 @@ static bool ic_buffer_view_strides(struct ic_buffer_check *check)
                              "consumers cannot address such elements",
                              i, check->copy->strides[i], buffer->itemsize);
         }
-    } else if (ic_view_set_c_strides(view) < 0) {
-        ic_diag_error(check->diag, IC_RULE_BUFFER_STRIDES,
-                      "the C-contiguous strides overflow int64");
-        return false;
     }
-    int64_t lo, hi;
-    if (ic_view_span(view, &lo, &hi) < 0) {
-        ic_view_format_strides(view, text, sizeof(text));
-        ic_diag_error(check->diag, IC_RULE_BUFFER_STRIDES,
-                      "the bytes addressed through strides %s overflow int64", text);
-        return false;
-    }
-    return true;
+    return ic_export_strides_fit(view, buffer->strides && view->ndim > 0, -1,
+                                 IC_RULE_BUFFER_STRIDES, check->diag);
 }
 
 /* Contiguity (5.1.6) */
@@ -707,18 +696,15 @@ static void ic_buffer_describe(const Py_buffer *buffer, const struct ic_buffer_c
  * cannot be read. */
 static bool ic_buffer_record(const Py_buffer *buffer, int flags, struct ic_export_record *rec)
 {
-    struct ic_diag diag;
-    struct ic_view view;
+    struct ic_export_reading r;
     struct ic_buffer_copy copy;
-    bool have_view = false, unreadable = false;
-    char detail[96];
+    bool unreadable = false;
 
-    ic_diag_init(&diag);
-    memset(&view, 0, sizeof(view));
+    ic_export_reading_init(&r);
     memset(&copy, 0, sizeof(copy));
-    ic_buffer_check_guarded(buffer, flags, &diag, &view, &have_view, &unreadable, &copy);
-    ic_buffer_describe(buffer, &copy, detail, sizeof(detail));
-    ic_export_record(rec, &view, have_view, &diag, detail);
+    ic_buffer_check_guarded(buffer, flags, &r.diag, &r.view, &r.have_view, &unreadable, &copy);
+    ic_buffer_describe(buffer, &copy, r.detail, sizeof(r.detail));
+    ic_export_keep(rec, &r);
     rec->zero_copy_known = true; /* a buffer is the exporter's memory */
     return unreadable;
 }

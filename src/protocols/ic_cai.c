@@ -566,22 +566,18 @@ static void ic_cai_describe(PyObject *value, const struct ic_cai_info *info, cha
 /* Validates one read of the attribute into the record. */
 static void ic_cai_record(PyObject *value, PyObject *target, struct ic_export_record *rec)
 {
-    struct ic_diag diag;
-    struct ic_view view;
+    struct ic_export_reading r;
     struct ic_cai_info info;
-    bool have_view = false;
-    char detail[128];
 
     (void)target;
-    ic_diag_init(&diag);
-    memset(&view, 0, sizeof(view));
+    ic_export_reading_init(&r);
     memset(&info, 0, sizeof(info));
-    ic_cai_check(value, &diag, &view, &have_view, &info);
-    ic_cai_describe(value, &info, detail, sizeof(detail));
+    ic_cai_check(value, &r.diag, &r.view, &r.have_view, &info);
+    ic_cai_describe(value, &info, r.detail, sizeof(r.detail));
     /* The stream goes with the view: ic_export_record keeps the first read's view, or the
      * first describable one. */
-    bool kept = (!rec->have_view && rec->detail[0] == '\0') || (have_view && !rec->have_view);
-    ic_export_record(rec, &view, have_view, &diag, detail);
+    bool kept = (!rec->have_view && rec->detail[0] == '\0') || (r.have_view && !rec->have_view);
+    ic_export_keep(rec, &r);
     if (kept) {
         rec->has_stream = info.has_stream;
         rec->stream = info.has_stream ? info.stream : 0;

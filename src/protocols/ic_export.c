@@ -273,3 +273,32 @@ PyObject *ic_export_attribute_get(PyObject *self, void *closure)
     return ic_export_read_attribute(proxy->target, protocol->attribute, proxy->rec, true,
                                     protocol->record);
 }
+
+bool ic_export_strides_fit(struct ic_view *view, bool given, int64_t numel, enum ic_rule rule,
+                           struct ic_diag *diag)
+{
+    char text[96];
+    if (!given && ic_view_set_c_strides(view) < 0) {
+        ic_diag_error(diag, rule, "the C-contiguous strides overflow int64");
+        return false;
+    }
+    int64_t lo, hi, nbytes;
+    if (ic_view_span(view, &lo, &hi) < 0 ||
+        (numel >= 0 && __builtin_mul_overflow(numel, (int64_t)view->itemsize, &nbytes))) {
+        ic_view_format_strides(view, text, sizeof(text));
+        ic_diag_error(diag, rule, "the bytes addressed through strides %s overflow int64", text);
+        return false;
+    }
+    return true;
+}
+
+void ic_export_reading_init(struct ic_export_reading *reading)
+{
+    memset(reading, 0, sizeof(*reading));
+    ic_diag_init(&reading->diag);
+}
+
+void ic_export_keep(struct ic_export_record *rec, const struct ic_export_reading *reading)
+{
+    ic_export_record(rec, &reading->view, reading->have_view, &reading->diag, reading->detail);
+}

@@ -48,6 +48,20 @@ bool ic_export_diag_has_error(const struct ic_diag *diag, enum ic_rule rule);
 void ic_export_record(struct ic_export_record *rec, const struct ic_view *view, bool have_view,
                       const struct ic_diag *diag, const char *detail);
 
+/* One read of an export, as a protocol's check leaves it before ic_export_keep records it. */
+struct ic_export_reading {
+    struct ic_diag diag;
+    struct ic_view view;
+    bool have_view;
+    char detail[160];
+};
+
+/* An empty reading: no finding, no view, no detail. */
+void ic_export_reading_init(struct ic_export_reading *reading);
+
+/* ic_export_record of the reading. */
+void ic_export_keep(struct ic_export_record *rec, const struct ic_export_reading *reading);
+
 /* A protocol's proxy type: created on first use from its name, doc and protocol slots, and kept
  * as long as the interpreter lives. */
 struct ic_proxy_kind {
@@ -122,6 +136,12 @@ PyObject *ic_export_attribute_get(PyObject *self, void *closure);
         *ret_handle = ic_export_read_attribute(export_obj, (attr), rec, false, (record_fn));       \
         return 0;                                                                                  \
     }
+
+/* The strides step of a validator: the view's C-contiguous strides when the export gave none
+ * (`given` false), then the bytes the strides address, and with numel >= 0 the bytes of the
+ * elements, checked to fit in int64. False, with an error citing `rule`, when one does not. */
+bool ic_export_strides_fit(struct ic_view *view, bool given, int64_t numel, enum ic_rule rule,
+                           struct ic_diag *diag);
 
 /* Reads a Python int (or an object with __index__) into int64. Returns 0, IC_ERANGE when it
  * does not fit, IC_EINVAL when it is no integer. *ret_exact (may be NULL) is false for
