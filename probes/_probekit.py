@@ -2,11 +2,12 @@
 
 The driver loads this file first and registers it as the module `_probekit`, so every probe can
 `import _probekit`. It must stay importable without any array library: each helper that needs
-NumPy imports it when called, through _numpy().
+one imports it when called (NumPy only through _numpy(), pyarrow in arrow_copy()).
 """
 
 import builtins
 import importlib
+import sys
 
 
 def _numpy():
@@ -74,6 +75,119 @@ def missing_notes(names, supported, reason):
     """load()'s notes for every one of `names` (DTYPES or LAYOUTS) that `supported` leaves out,
     all with the same reason."""
     return {name: reason for name in names if name not in supported}
+
+
+# --- load()'s dict (README.md, "load()") ------------------------------------------------------
+
+# The version a probe of Python's builtin types reports: the Python that runs the worker.
+PYTHON_VERSION = sys.version.split()[0]
+
+# The export of each protocol that an array offers through the protocol's own method or
+# attribute (or memoryview, for the buffer protocol): the "call" `interopcheck list` shows.
+EXPORT_CALLS = {
+    "dlpack": "x.__dlpack__",
+    "array_interface": "x.__array_interface__",
+    "array_struct": "x.__array_struct__",
+    "buffer": "memoryview(x)",
+    "array": "x.__array__",
+    "cuda_array_interface": "x.__cuda_array_interface__",
+}
+
+# The protocols a NumPy-style asarray(obj) imports: the NumPy interfaces and the buffer protocol.
+ASARRAY_PROTOCOLS = ("array_interface", "array_struct", "buffer", "array")
+
+
+def exports(*protocols, devices=None, **calls):
+    """load()'s export entries: each of `protocols` with its call from EXPORT_CALLS, and each
+    keyword protocol=call with the library's own call (dlpack_capsule="torch.utils.dlpack.
+    to_dlpack(x)"). `devices`, when given, limits all of them to those devices; merge entries
+    with `|` where devices differ."""
+    entries = {protocol: {"call": EXPORT_CALLS[protocol]} for protocol in protocols}
+    entries.update({protocol: {"call": call} for protocol, call in calls.items()})
+    if devices is not None:
+        for entry in entries.values():
+            entry["devices"] = list(devices)
+    return entries
+
+
+def imports(calls, *, zero_copy, readonly, typed=True, devices=None):
+    """load()'s import entries: each protocol of `calls` ({protocol: call}) with the same flags
+    (README.md, "load()"). `devices` defaults to the CPU there; merge entries with `|` where the
+    flags differ."""
+    flags = {"zero_copy": zero_copy, "typed": typed, "readonly": readonly}
+    if devices is not None:
+        flags["devices"] = list(devices)
+    return {protocol: {"call": call, **flags} for protocol, call in calls.items()}
+
+
+def numpy_asarray_imports(from_dlpack, asarray):
+    """load()'s imports of a namespace whose `asarray` is numpy.asarray or wraps it (NumPy,
+    array-api-strict), with its `from_dlpack`. numpy.asarray documents that it copies only for
+    __array__ results, nested sequences or a dtype/order change, so the interface and buffer
+    imports share memory; all of them keep read-only data read-only."""
+    shared = imports({"dlpack": from_dlpack, **dict.fromkeys(ASARRAY_PROTOCOLS, asarray)},
+                     zero_copy=True, readonly=True)
+    # __array__ results are what asarray copies
+    return shared | imports({"array": asarray}, zero_copy=False, readonly=True)
+
+
+def cpu_and_cuda(has_cuda, why_not):
+    """load()'s devices and notes of a library that builds on the CPU, and on a CUDA device
+    where it finds one: `has_cuda` says whether it does; `why_not` is notes["cuda"] otherwise."""
+    return (["cpu", "cuda"], {}) if has_cuda else (["cpu"], {"cuda": why_not})
+
+
+def cuda_only(find, why_not=None):
+    """load()'s devices and notes of a library that builds on CUDA devices only. `find()` says
+    whether a device is usable, best by allocating on it (what fails when the driver is missing
+    or too old): true gives ["cuda"]; false gives no devices, and `why_not` (if any) as
+    notes["cuda"]; an exception gives no devices, and notes["cuda"] says what it was."""
+    try:
+        if find():
+            return ["cuda"], {}
+    except Exception as exc:  # the reason is the point: each library raises its own CUDA error
+        return [], {"cuda": cuda_note(exc)}
+    return [], ({"cuda": why_not} if why_not else {})
+
+
+def _in_driver_order(names, known, what):
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ValueError(f"unknown {what}: {unknown}")
+    return [name for name in known if name in names]
+
+
+def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtypes=None,
+              layouts=None, dtype_note=None, layout_note=None, readonly=False, deviations=None):
+    """load()'s dict (README.md, "load()").
+
+    `missing` maps what the library lacks to why: dtypes, layouts and "cuda" (load()'s notes).
+    The dtypes and layouts are all those it does not name, unless `dtypes` or `layouts` lists
+    them (any collection of names); then `dtype_note` or `layout_note` is the reason of each one
+    left out that `missing` does not name. Both lists come out in the driver's order.
+    """
+    missing = dict(missing or {})
+    notes = {}
+    if dtypes is None:
+        dtypes = [d for d in DTYPES if d not in missing]
+    elif dtype_note:
+        notes |= missing_notes(DTYPES, dtypes, dtype_note)
+    if layouts is None:
+        layouts = [layout for layout in LAYOUTS if layout not in missing]
+    elif layout_note:
+        notes |= missing_notes(LAYOUTS, layouts, layout_note)
+    info = {
+        "version": version,
+        "devices": list(devices),
+        "dtypes": _in_driver_order(dtypes, DTYPES, "dtypes"),
+        "layouts": _in_driver_order(layouts, LAYOUTS, "layouts"),
+        "notes": notes | missing,
+        "readonly": readonly,
+    }
+    if deviations:
+        info["deviations"] = deviations
+    return info | {"exports": exports, "imports": imports}
+
 
 # Native PEP 3118 format characters. int64/uint64 use 'q'/'Q' because 'l' is 4 bytes on
 # some platforms; bfloat16 and complex have no format that memoryview.cast accepts.
@@ -174,6 +288,45 @@ def op_line(name, arg, x="x", ns="np"):
     return OP_LINES[name].format(x=x, ns=ns, **op_fields(name, arg))
 
 
+def repro_views(**lines):
+    """REPRO's layout-op keys of a library that has views for some ops only: the line of each
+    op given here (a template or a function, as in README.md), None (no such view) for the
+    others."""
+    return {name: lines.get(name) for name in OP_LINES}
+
+
+def numpy_dtype_text(dtype):
+    """How a reproducer names an interface dtype as NumPy's: np.float32, np.bool_, and
+    ml_dtypes.bfloat16 (NumPy has no bfloat16 of its own)."""
+    return {"bool": "np.bool_", "bfloat16": "ml_dtypes.bfloat16"}.get(dtype, f"np.{dtype}")
+
+
+# REPRO's `dtypes` and `extra_imports` of a library whose reproducers name dtypes as NumPy's
+# (numpy_dtype_text): NumPy itself, and the libraries that build from NumPy arrays.
+NUMPY_DTYPES_REPRO = {
+    "dtypes": {dtype: numpy_dtype_text(dtype) for dtype in DTYPES},
+    "extra_imports": {"ml_dtypes.": "import ml_dtypes"},
+}
+
+
+def format_dtype(fmt, itemsize):
+    """The interface's name of a native struct format (PEP 3118, without a byte-order mark) from
+    the kind of its character and `itemsize`: exporters spell one dtype differently ('l' or
+    'q'), and the letters of the C types have platform sizes. None for any other format."""
+    bits = str(8 * itemsize)
+    if fmt == "?":
+        return "bool"
+    if len(fmt) == 1 and fmt in "bhilq":
+        return "int" + bits
+    if len(fmt) == 1 and fmt in "BHILQ":
+        return "uint" + bits
+    if len(fmt) == 1 and fmt in "efd":
+        return "float" + bits
+    if fmt in ("Zf", "Zd"):
+        return "complex" + bits
+    return None
+
+
 def dtype_name(dt):
     """The interface's name for a library dtype whose str() ends with a NumPy-style name.
 
@@ -252,6 +405,21 @@ def pointer_description(data, shape, strides, dtype, readonly, device=None):
     }
 
 
+def reshape_only(ops, library):
+    """The shapes of build()'s ops, for a library without strided views whose only view op is
+    reshape (README.md: it leaves the other layouts out); any other op raises."""
+    for name, _ in ops:
+        if name != "reshape":
+            raise NotImplementedError(f"{library} cannot express {name!r} as a view")
+    return [shape for _, shape in ops]
+
+
+def capsule_or_self(x, protocol, to_dlpack):
+    """export() of a library whose arrays offer their protocols themselves, and a legacy DLPack
+    capsule through its `to_dlpack` function."""
+    return to_dlpack(x) if protocol == "dlpack_capsule" else x
+
+
 def require_cuda(device):
     """Refuses a build() on anything but a CUDA device, for GPU-only libraries."""
     if device != "cuda":
@@ -325,3 +493,91 @@ def numpy_from_bytes(data, dtype):
     # a zero-size view to its base's start), then cut to the elements given.
     typed = block[skip:skip + len(data) + itemsize].view(numpy_dtype(dtype))
     return typed[: len(data) // itemsize]
+
+
+# --- Python's byte strings: the py_bytes and py_bytearray probes ------------------------------
+# A byte string (`kind`: bytes or bytearray) is a 1-D buffer of unsigned bytes (format "B"):
+# uint8 only, and no views (slicing copies, and there is no reshape), so of the layouts only
+# `flat` and `empty` exist. Its import kind(obj) copies the raw bytes in C order (untyped).
+
+
+def _byte_string_only(name, dtype, ops):
+    if dtype != "uint8" or ops:
+        raise NotImplementedError(f"{name} cannot express {dtype} {ops}")
+
+
+def byte_string_info(kind, immutable):
+    """load() of a byte string's probe; an `immutable` one is always read-only."""
+    name = kind.__name__
+    return load_info(
+        PYTHON_VERSION,
+        dtypes=["uint8"],
+        dtype_note=f"{name} has the format 'B' only",
+        layouts=["flat", "empty"],
+        layout_note=f"{name} is a 1-D buffer of bytes; slicing copies and there is no reshape",
+        readonly=immutable,
+        exports=exports("buffer"),
+        imports=imports({"buffer": f"{name}(obj)"}, zero_copy=False, typed=False,
+                        readonly=immutable),
+    )
+
+
+def byte_string_build(kind, data, dtype, ops):
+    """build() of a byte string's probe: a new `kind` object holding a copy of `data`."""
+    _byte_string_only(kind.__name__, dtype, ops)
+    # kind(memoryview) copies (bytes(data) would be `data` itself), so the object does not
+    # alias the driver's data
+    return kind(memoryview(data))
+
+
+def byte_string_repro(kind, immutable):
+    """REPRO of a byte string's probe (README.md, "Reproducers"): builtins only. The import is
+    untyped (flat bytes), so interopcheck checks neither its dtype nor its shape: no `dtype`,
+    and its bytes are read back as the export's elements. No pointer API, as in describe()."""
+    name = kind.__name__
+
+    def build(dtype, ops, readonly):
+        # build() copies the driver's bytes into a new object; the values are uint8, so
+        # kind(values) is the same object. An immutable one is read-only as it is.
+        _byte_string_only(name, dtype, ops)
+        if readonly and not immutable:
+            raise NotImplementedError(f"a {name} cannot be made read-only")
+        return [f"x = {name}(values)"]
+
+    return {
+        "import": "",
+        "build": build,
+        "consume": {"buffer": name + "({obj})"},
+        "elements": "export",
+        "shape": "(len({y}),)",
+        "readonly": "memoryview({y}).readonly",
+    }
+
+
+# --- Apache Arrow: the pyarrow and pyarrow_tensor probes --------------------------------------
+
+# What Arrow's type system lacks, as load()'s notes.
+ARROW_MISSING = {
+    "bfloat16": "Arrow has no bfloat16 type",
+    "complex64": "Arrow has no complex type",
+    "complex128": "Arrow has no complex type",
+}
+
+# Arrow's names of its types (str(type)) where they differ from the interface's, and the same
+# lookup as a reproducer's REPRO `dtype` of `{y}.type`.
+_ARROW_NAMES = {"halffloat": "float16", "float": "float32", "double": "float64"}
+ARROW_DTYPE_REPRO = ('{{"halffloat": "float16", "float": "float32", "double": "float64"}}'
+                     ".get(str({y}.type), str({y}.type))")
+
+
+def arrow_dtype_name(arrow_type):
+    """The interface's name of an Arrow type."""
+    return _ARROW_NAMES.get(str(arrow_type), str(arrow_type))
+
+
+def arrow_copy(data):
+    """An Arrow-owned buffer (pyarrow.allocate_buffer: 64-byte aligned) holding a copy of
+    `data`."""
+    buf = importlib.import_module("pyarrow").allocate_buffer(len(data))
+    memoryview(buf).cast("B")[:] = data
+    return buf

@@ -24,10 +24,7 @@ REPRO = {
     "broadcast": "{x} = xp.broadcast_to({x}, {shape})",
     "consume": {
         "dlpack": "xp.from_dlpack({obj})",
-        "array_interface": "xp.asarray({obj})",
-        "array_struct": "xp.asarray({obj})",
-        "buffer": "xp.asarray({obj})",
-        "array": "xp.asarray({obj})",
+        **dict.fromkeys(_probekit.ASARRAY_PROTOCOLS, "xp.asarray({obj})"),
     },
     "tolist": "np.from_dlpack({y}).tolist()",
     "readonly": "memoryview({y}).readonly",
@@ -40,32 +37,14 @@ def load():
     import array_api_strict as _xp
 
     xp = _xp
-    # asarray is documented as a wrapper of numpy.asarray (see its docstring), which copies
-    # only for __array__ results, nested sequences or a dtype change.
-    shared = {"call": "array_api_strict.asarray(obj)", "zero_copy": True, "typed": True,
-              "readonly": True}
-    return {
-        "version": xp.__version__,
-        "devices": ["cpu"],
-        "dtypes": _probekit.dtypes_except("float16", "bfloat16"),
-        "layouts": list(_probekit.LAYOUTS),
-        "notes": {
-            "float16": "not an Array API dtype",
-            "bfloat16": "not an Array API dtype",
-        },
-        "readonly": False,
-        "exports": {
-            "dlpack": {"call": "x.__dlpack__"},
-            "buffer": {"call": "memoryview(x)"},
-        },
-        "imports": {
-            "dlpack": dict(shared, call="array_api_strict.from_dlpack(obj)"),
-            "array_interface": dict(shared),
-            "array_struct": dict(shared),
-            "buffer": dict(shared),
-            "array": dict(shared, zero_copy=False),
-        },
-    }
+    return _probekit.load_info(
+        xp.__version__,
+        missing=dict.fromkeys(("float16", "bfloat16"), "not an Array API dtype"),
+        exports=_probekit.exports("dlpack", "buffer"),
+        # asarray is documented as a wrapper of numpy.asarray (see its docstring)
+        imports=_probekit.numpy_asarray_imports("array_api_strict.from_dlpack(obj)",
+                                                "array_api_strict.asarray(obj)"),
+    )
 
 
 def build(data, dtype, ops, readonly=False):

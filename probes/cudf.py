@@ -32,12 +32,8 @@ REPRO = {
     "import": "import cudf\nimport numpy as np",
     "ns": "cudf",
     "build": "cudf.Series(np.array(values, dtype={dtype}))",
-    "dtype_name": "np.{dtype}",
-    "dtypes": {"bool": "np.bool_"},
-    "reshape": None,
-    "permute": None,
-    "slice": _repro_slice,
-    "broadcast": None,
+    **_probekit.NUMPY_DTYPES_REPRO,
+    **_probekit.repro_views(slice=_repro_slice),
     "export": {"dlpack_capsule": "x.to_dlpack()"},
     "consume": {
         "cuda_array_interface": "cudf.Series({obj})",
@@ -52,36 +48,28 @@ def load():
     import cudf as _cudf
 
     cudf = _cudf
-    devices, notes = [], {}
-    try:
-        cudf.Series([1])
-        devices = ["cuda"]
-    except Exception as exc:  # the reason is the point: no device, or a driver too old
-        notes["cuda"] = _probekit.cuda_note(exc)
-    layouts = ["flat", "offset", "empty"]
-    notes |= _probekit.missing_notes(_probekit.DTYPES, NUMERIC,
-                                     "cuDF columns have no such type over these protocols")
-    notes |= _probekit.missing_notes(_probekit.LAYOUTS, layouts,
-                                     "a Series is one contiguous 1-D column")
-    on_gpu = {"devices": ["cuda"]}
-    # both imports copy into a new column
-    copies = {"zero_copy": False, "typed": True, "readonly": False, **on_gpu}
-    return {
-        "version": cudf.__version__,
-        "devices": devices,
-        "dtypes": list(NUMERIC),
-        "layouts": layouts,
-        "notes": notes,
-        "readonly": False,
-        "exports": {
-            "cuda_array_interface": {"call": "Series.__cuda_array_interface__", **on_gpu},
-            "dlpack_capsule": {"call": "Series.to_dlpack()", **on_gpu},
-        },
-        "imports": {
-            "cuda_array_interface": {"call": "cudf.Series(obj)", **copies},
-            "dlpack_capsule": {"call": "cudf.from_dlpack(capsule)", **copies},
-        },
-    }
+    devices, notes = _probekit.cuda_only(_find_gpu)
+    return _probekit.load_info(
+        cudf.__version__,
+        devices=devices,
+        dtypes=NUMERIC,
+        dtype_note="cuDF columns have no such type over these protocols",
+        layouts=["flat", "offset", "empty"],
+        layout_note="a Series is one contiguous 1-D column",
+        missing=notes,
+        exports=_probekit.exports(devices=["cuda"],
+                                  cuda_array_interface="Series.__cuda_array_interface__",
+                                  dlpack_capsule="Series.to_dlpack()"),
+        # both imports copy into a new column
+        imports=_probekit.imports({"cuda_array_interface": "cudf.Series(obj)",
+                                   "dlpack_capsule": "cudf.from_dlpack(capsule)"},
+                                  zero_copy=False, readonly=False, devices=["cuda"]),
+    )
+
+
+def _find_gpu():
+    cudf.Series([1])  # an allocation: what fails without a device, or with a driver too old
+    return True
 
 
 def build(data, dtype, ops, readonly=False, device="cpu"):
@@ -105,9 +93,7 @@ def describe(x):
 
 
 def export(x, protocol):
-    if protocol == "dlpack_capsule":
-        return x.to_dlpack()
-    return x
+    return _probekit.capsule_or_self(x, protocol, lambda series: series.to_dlpack())
 
 
 def consume(obj, protocol, dtype):

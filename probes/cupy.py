@@ -19,8 +19,7 @@ REPRO = {
     "import": "import cupy as cp\nimport numpy as np",
     "ns": "cp",
     "build": "cp.asarray(np.array(values, dtype={dtype}))",
-    "dtype_name": "np.{dtype}",
-    "dtypes": {"bfloat16": "ml_dtypes.bfloat16", "bool": "np.bool_"},
+    **_probekit.NUMPY_DTYPES_REPRO,
     "consume": {
         "dlpack": "cp.from_dlpack({obj})",
         "dlpack_capsule": "cp.from_dlpack({obj})",
@@ -28,7 +27,6 @@ REPRO = {
     },
     "tolist": "{y}.get().tolist()",
     "pointer": "{y}.data.ptr",
-    "extra_imports": {"ml_dtypes.": "import ml_dtypes"},
 }
 
 
@@ -37,33 +35,26 @@ def load():
     import cupy as _cupy
 
     cupy = _cupy
-    devices, notes = [], {}
-    try:
-        if cupy.cuda.runtime.getDeviceCount() > 0:
-            cupy.zeros(1)  # an allocation: what fails when the driver is missing or too old
-            devices = ["cuda"]
-    except Exception as exc:  # the reason is the point: CuPy raises CUDARuntimeError
-        notes["cuda"] = _probekit.cuda_note(exc)
-    on_gpu = {"devices": ["cuda"]}
-    # from_dlpack and asarray of a CUDA array interface share memory (CuPy docs)
-    shares = {"zero_copy": True, "typed": True, "readonly": False, **on_gpu}
-    return {
-        "version": cupy.__version__,
-        "devices": devices,
-        "dtypes": list(_probekit.DTYPES),
-        "layouts": list(_probekit.LAYOUTS),
-        "notes": notes,
-        "readonly": False,
-        "exports": {
-            "dlpack": {"call": "x.__dlpack__", **on_gpu},
-            "cuda_array_interface": {"call": "x.__cuda_array_interface__", **on_gpu},
-        },
-        "imports": {
-            "dlpack": {"call": "cupy.from_dlpack(obj)", **shares},
-            "dlpack_capsule": {"call": "cupy.from_dlpack(capsule)", **shares},
-            "cuda_array_interface": {"call": "cupy.asarray(obj)", **shares},
-        },
-    }
+    # CuPy raises CUDARuntimeError where there is no usable device
+    devices, notes = _probekit.cuda_only(_find_gpu)
+    return _probekit.load_info(
+        cupy.__version__,
+        devices=devices,
+        missing=notes,
+        exports=_probekit.exports("dlpack", "cuda_array_interface", devices=["cuda"]),
+        # from_dlpack and asarray of a CUDA array interface share memory (CuPy docs)
+        imports=_probekit.imports(
+            {"dlpack": "cupy.from_dlpack(obj)", "dlpack_capsule": "cupy.from_dlpack(capsule)",
+             "cuda_array_interface": "cupy.asarray(obj)"},
+            zero_copy=True, readonly=False, devices=["cuda"]),
+    )
+
+
+def _find_gpu():
+    if cupy.cuda.runtime.getDeviceCount() == 0:
+        return False
+    cupy.zeros(1)  # an allocation: what fails when the driver is missing or too old
+    return True
 
 
 def build(data, dtype, ops, readonly=False, device="cpu"):

@@ -22,17 +22,12 @@ REPRO = {
                "import jax.numpy as jnp"),
     "ns": "jnp",
     "build": "jnp.array(values, dtype={dtype})",
-    "permute": None,
-    "slice": None,
-    "broadcast": None,
+    **_probekit.repro_views(reshape=_probekit.OP_LINES["reshape"]),
     "make_readonly": "# JAX arrays are immutable: x is read-only as it is",
     "consume": {
         "dlpack": "jax.dlpack.from_dlpack({obj})",
-        "cuda_array_interface": "jnp.asarray({obj})",
-        "array_interface": "jnp.asarray({obj})",
-        "array_struct": "jnp.asarray({obj})",
-        "buffer": "jnp.asarray({obj})",
-        "array": "jnp.asarray({obj})",
+        **dict.fromkeys(("cuda_array_interface", *_probekit.ASARRAY_PROTOCOLS),
+                        "jnp.asarray({obj})"),
     },
     "pointer": "{y}.unsafe_buffer_pointer()",
 }
@@ -49,46 +44,29 @@ def load():
     import jax.numpy as _jnp
 
     jax, jnp = _jax, _jnp
-    no_views = "JAX has no strided views: this op makes a new row-major array"
-    devices, gpu_notes = ["cpu"], {}
-    if _gpus():
-        devices.append("cuda")
-    else:
-        gpu_notes["cuda"] = "no usable CUDA device: this jaxlib has no GPU backend or sees no GPU"
+    devices, gpu_notes = _probekit.cpu_and_cuda(
+        bool(_gpus()), "no usable CUDA device: this jaxlib has no GPU backend or sees no GPU")
     # every import but from_dlpack: jax.numpy.asarray, which copies
-    copied = {"call": "jax.numpy.asarray(obj)", "zero_copy": False, "typed": True,
-              "readonly": "always"}
-    return {
-        "version": jax.__version__,
-        "devices": devices,
-        "dtypes": list(_probekit.DTYPES),
-        "layouts": list(_probekit.DENSE_LAYOUTS),
-        "notes": _probekit.missing_notes(_probekit.LAYOUTS, _probekit.DENSE_LAYOUTS, no_views)
-        | gpu_notes,
-        "readonly": True,
-        "exports": {
-            "dlpack": {"call": "x.__dlpack__"},
-            "buffer": {"call": "memoryview(x)", "devices": ["cpu"]},
-            "array": {"call": "x.__array__", "devices": ["cpu"]},
-            # GPU arrays export version 2 of the interface, read-only, row-major only
-            "cuda_array_interface": {"call": "x.__cuda_array_interface__", "devices": ["cuda"]},
-        },
-        "imports": {
-            # The docstring promises shared memory unless a copy or device move is asked for.
-            "dlpack": {
-                "call": "jax.dlpack.from_dlpack(obj)",
-                "zero_copy": True,
-                "typed": True,
-                "readonly": "always",
-                "devices": devices,
-            },
-            "cuda_array_interface": dict(copied, devices=["cuda"]),
-            "array_interface": dict(copied),
-            "array_struct": dict(copied),
-            "buffer": dict(copied),
-            "array": dict(copied),
-        },
-    }
+    copied = "jax.numpy.asarray(obj)"
+    return _probekit.load_info(
+        jax.__version__,
+        devices=devices,
+        layouts=_probekit.DENSE_LAYOUTS,
+        layout_note="JAX has no strided views: this op makes a new row-major array",
+        missing=gpu_notes,
+        readonly=True,
+        exports=_probekit.exports("dlpack")
+        | _probekit.exports("buffer", "array", devices=["cpu"])
+        # GPU arrays export version 2 of the interface, read-only, row-major only
+        | _probekit.exports("cuda_array_interface", devices=["cuda"]),
+        # The docstring promises shared memory unless a copy or device move is asked for.
+        imports=_probekit.imports({"dlpack": "jax.dlpack.from_dlpack(obj)"}, zero_copy=True,
+                                  readonly="always", devices=devices)
+        | _probekit.imports({"cuda_array_interface": copied}, zero_copy=False,
+                            readonly="always", devices=["cuda"])
+        | _probekit.imports(dict.fromkeys(_probekit.ASARRAY_PROTOCOLS, copied),
+                            zero_copy=False, readonly="always"),
+    )
 
 
 def _gpus():
@@ -103,10 +81,8 @@ def build(data, dtype, ops, readonly=False, device="cpu"):
     x = jnp.array(_probekit.numpy_from_bytes(data, dtype), copy=True)
     if device == "cuda":
         x = jax.device_put(x, _gpus()[0])
-    for name, arg in ops:
-        if name != "reshape":
-            raise NotImplementedError(f"JAX cannot express {name!r} as a view")
-        x = x.reshape(tuple(arg))
+    for shape in _probekit.reshape_only(ops, "JAX"):
+        x = x.reshape(tuple(shape))
     x.block_until_ready()
     return x
 

@@ -47,17 +47,11 @@ def load():
     import mlx.core as _mx
 
     mx = _mx
-    # Imports are documented as "share memory when possible", which the CPU build never finds.
-    copies = {"zero_copy": False, "typed": True, "readonly": False}
-    return {
-        "version": mx.__version__,
-        "devices": ["cpu"],
-        "dtypes": _probekit.dtypes_except("complex128"),
-        "layouts": list(_probekit.LAYOUTS),
-        "notes": {"complex128": "MLX has no complex128"},
-        "readonly": False,
+    return _probekit.load_info(
+        mx.__version__,
+        missing={"complex128": "MLX has no complex128"},
         # MLX's documentation says NumPy float64 arrays become float32 arrays on import
-        "deviations": [
+        deviations=[
             {
                 "rule": "exchange.dtype",
                 "side": "consumer",
@@ -66,17 +60,14 @@ def load():
                 "reason": "float64 imports become float32",
             }
         ],
-        "exports": {
-            "dlpack": {"call": "x.__dlpack__"},
-            "buffer": {"call": "memoryview(x)"},
-            "array": {"call": "x.__array__"},
-        },
-        "imports": {
-            "dlpack": {"call": "mlx.core.from_dlpack(obj)", **copies},
-            "dlpack_capsule": {"call": "mlx.core.from_dlpack(capsule)", **copies},
-            "buffer": {"call": "mlx.core.asarray(obj)", **copies},
-        },
-    }
+        exports=_probekit.exports("dlpack", "buffer", "array"),
+        # Imports are documented as "share memory when possible", which the CPU build never
+        # finds.
+        imports=_probekit.imports({"dlpack": "mlx.core.from_dlpack(obj)",
+                                   "dlpack_capsule": "mlx.core.from_dlpack(capsule)",
+                                   "buffer": "mlx.core.asarray(obj)"},
+                                  zero_copy=False, readonly=False),
+    )
 
 
 # mx.array cannot take these from a buffer as they are (no format for bfloat16 and complex64,

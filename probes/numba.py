@@ -27,8 +27,7 @@ REPRO = {
     "import": "import numpy as np\nfrom numba import cuda",
     "ns": "cuda",
     "build": "cuda.to_device(np.array(values, dtype={dtype}))",
-    "dtype_name": "np.{dtype}",
-    "dtypes": {"bool": "np.bool_"},
+    **_probekit.NUMPY_DTYPES_REPRO,
     "reshape": _repro_reshape,
     "broadcast": None,
     "consume": {"cuda_array_interface": "cuda.as_cuda_array({obj})"},
@@ -44,32 +43,28 @@ def load():
     from numba import cuda as _cuda
 
     cuda, np = _cuda, _np
-    devices, notes = [], {}
-    try:
-        if cuda.is_available():
-            cuda.current_context()
-            devices = ["cuda"]
-        else:
-            notes["cuda"] = "no usable CUDA device: numba.cuda.is_available() is False"
-    except Exception as exc:  # the reason is the point: numba raises CudaSupportError
-        notes["cuda"] = _probekit.cuda_note(exc)
-    notes["bfloat16"] = "numba device arrays take NumPy dtypes; NumPy has no native bfloat16"
-    notes["broadcast"] = "DeviceNDArray has no zero-stride view (broadcasting copies)"
-    on_gpu = {"devices": ["cuda"]}
-    return {
-        "version": numba.__version__,
-        "devices": devices,
-        "dtypes": _probekit.dtypes_except("bfloat16"),
-        "layouts": _probekit.layouts_except("broadcast"),
-        "notes": notes,
-        "readonly": False,
-        "exports": {"cuda_array_interface": {"call": "x.__cuda_array_interface__", **on_gpu}},
-        "imports": {
-            # as_cuda_array wraps the exporter's memory and keeps a reference to it
-            "cuda_array_interface": {"call": "numba.cuda.as_cuda_array(obj)", "zero_copy": True,
-                                     "typed": True, "readonly": False, **on_gpu},
+    # numba raises CudaSupportError where there is no usable device
+    devices, notes = _probekit.cuda_only(
+        _find_gpu, "no usable CUDA device: numba.cuda.is_available() is False")
+    return _probekit.load_info(
+        numba.__version__,
+        devices=devices,
+        missing=notes | {
+            "bfloat16": "numba device arrays take NumPy dtypes; NumPy has no native bfloat16",
+            "broadcast": "DeviceNDArray has no zero-stride view (broadcasting copies)",
         },
-    }
+        exports=_probekit.exports("cuda_array_interface", devices=["cuda"]),
+        # as_cuda_array wraps the exporter's memory and keeps a reference to it
+        imports=_probekit.imports({"cuda_array_interface": "numba.cuda.as_cuda_array(obj)"},
+                                  zero_copy=True, readonly=False, devices=["cuda"]),
+    )
+
+
+def _find_gpu():
+    if not cuda.is_available():
+        return False
+    cuda.current_context()
+    return True
 
 
 def build(data, dtype, ops, readonly=False, device="cpu"):

@@ -17,18 +17,14 @@ REPRO = {
     "import": "import numpy as np",
     "ns": "np",
     "build": "np.array(values, dtype={dtype})",
-    "dtypes": {"bfloat16": "ml_dtypes.bfloat16", "bool": "np.bool_"},
+    **_probekit.NUMPY_DTYPES_REPRO,
     "make_readonly": "x.setflags(write=False)",
     "consume": {
         "dlpack": "np.from_dlpack({obj})",
-        "array_interface": "np.asarray({obj})",
-        "array_struct": "np.asarray({obj})",
-        "buffer": "np.asarray({obj})",
-        "array": "np.asarray({obj})",
+        **dict.fromkeys(_probekit.ASARRAY_PROTOCOLS, "np.asarray({obj})"),
     },
     "pointer": "{y}.ctypes.data",
     "readonly": "not {y}.flags.writeable",
-    "extra_imports": {"ml_dtypes.": "import ml_dtypes"},
 }
 
 
@@ -37,40 +33,18 @@ def load():
     import numpy
 
     np = numpy
-    dtypes = [d for d in _probekit.DTYPES if d != "bfloat16"]
-    notes = {}
+    missing = {}
     try:
         import ml_dtypes  # noqa: F401
-
-        dtypes.insert(dtypes.index("float32"), "bfloat16")
     except ImportError:
-        notes["bfloat16"] = "NumPy has bfloat16 only through ml_dtypes, which is not installed"
-    # numpy.asarray documents that it copies only for __array__ results, nested sequences or a
-    # dtype/order change, so interface and buffer imports share memory.
-    shared = {"call": "numpy.asarray(obj)", "zero_copy": True, "typed": True, "readonly": True}
-    return {
-        "version": np.__version__,
-        "devices": ["cpu"],
-        "dtypes": dtypes,
-        "layouts": list(_probekit.LAYOUTS),
-        "notes": notes,
-        "readonly": True,
-        "exports": {
-            "dlpack": {"call": "x.__dlpack__"},
-            "array_interface": {"call": "x.__array_interface__"},
-            "array_struct": {"call": "x.__array_struct__"},
-            "buffer": {"call": "memoryview(x)"},
-            "array": {"call": "x.__array__"},
-        },
-        "imports": {
-            "dlpack": dict(shared, call="numpy.from_dlpack(obj)"),
-            "array_interface": dict(shared),
-            "array_struct": dict(shared),
-            "buffer": dict(shared),
-            # __array__ results are what asarray copies
-            "array": dict(shared, zero_copy=False),
-        },
-    }
+        missing["bfloat16"] = "NumPy has bfloat16 only through ml_dtypes, which is not installed"
+    return _probekit.load_info(
+        np.__version__,
+        missing=missing,
+        readonly=True,
+        exports=_probekit.exports("dlpack", "array_interface", "array_struct", "buffer", "array"),
+        imports=_probekit.numpy_asarray_imports("numpy.from_dlpack(obj)", "numpy.asarray(obj)"),
+    )
 
 
 def build(data, dtype, ops, readonly=False):

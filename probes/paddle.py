@@ -28,7 +28,7 @@ def _repro_build(dtype, ops, readonly):
             'x = paddle.to_tensor(bits, place="cpu")',
         ]
     else:
-        np_dtype = "np.bool_" if dtype == "bool" else f"np.{dtype}"
+        np_dtype = _probekit.numpy_dtype_text(dtype)
         lines = [f'x = paddle.to_tensor(np.array(values, dtype={np_dtype}), place="cpu")']
     for name, arg in ops:
         if name == "slice":
@@ -57,10 +57,6 @@ REPRO = {
     "pointer": "{y}.data_ptr()",
 }
 
-# no CPU kernels for the wider unsigned integers, and uint16 data reads as bfloat16
-DTYPES = _probekit.dtypes_except("uint16", "uint32", "uint64")
-
-
 def load():
     global paddle
     import paddle as _paddle
@@ -68,48 +64,40 @@ def load():
 
     paddle = _paddle
     no_uint = "paddle has no CPU kernels for this dtype (paddle.zeros/to_tensor refuse it)"
-    devices, gpu_notes = ["cpu"], {}
     if not paddle.is_compiled_with_cuda():
-        gpu_notes["cuda"] = "this paddlepaddle is the CPU build (paddlepaddle-gpu has CUDA)"
+        why_not = "this paddlepaddle is the CPU build (paddlepaddle-gpu has CUDA)"
     elif paddle.device.cuda.device_count() == 0:
-        gpu_notes["cuda"] = "no usable CUDA device: paddle.device.cuda.device_count() is 0"
+        why_not = "no usable CUDA device: paddle.device.cuda.device_count() is 0"
     else:
-        devices.append("cuda")
-    return {
-        "version": paddle.__version__,
-        "devices": devices,
-        "dtypes": list(DTYPES),
-        "layouts": _probekit.layouts_except("broadcast"),
-        "notes": {
+        why_not = None
+    devices, gpu_notes = _probekit.cpu_and_cuda(why_not is None, why_not)
+    shares = {"zero_copy": True, "readonly": False}
+    return _probekit.load_info(
+        paddle.__version__,
+        devices=devices,
+        # no CPU kernels for the wider unsigned integers, and uint16 data reads as bfloat16
+        missing={
             "uint16": "paddle reads uint16 data as bfloat16 and has no uint16 kernels",
             "uint32": no_uint,
             "uint64": no_uint,
             "broadcast": "paddle.broadcast_to and Tensor.expand copy instead of a zero stride",
         }
         | gpu_notes,
-        "readonly": False,
-        "exports": {
-            "dlpack": {"call": "x.__dlpack__"},
-            "dlpack_capsule": {"call": "paddle.utils.dlpack.to_dlpack(x)"},
-            "array": {"call": "x.__array__", "devices": ["cpu"]},
-            # GPU tensors export version 2 of the interface (Paddle#68192)
-            "cuda_array_interface": {"call": "x.__cuda_array_interface__", "devices": ["cuda"]},
-        },
-        "imports": {
-            # Its docstring: "The returned Paddle tensor will share the memory with the tensor
-            # from given dlpack."
-            "dlpack": {"call": "paddle.from_dlpack(obj)", "zero_copy": True, "typed": True,
-                       "readonly": False, "devices": devices},
-            "dlpack_capsule": {"call": "paddle.utils.dlpack.from_dlpack(capsule)",
-                               "zero_copy": True, "typed": True, "readonly": False,
-                               "devices": devices},
-            # paddle.to_tensor of a CUDA array interface shares its memory (Paddle#69913)
-            "cuda_array_interface": {"call": "paddle.to_tensor(obj)", "zero_copy": True,
-                                     "typed": True, "readonly": False, "devices": ["cuda"]},
-            # No buffer import: paddle.to_tensor takes memoryview, bytes and NumPy arrays by
-            # type, and refuses any other exporter of the buffer protocol with a TypeError.
-        },
-    }
+        exports=_probekit.exports("dlpack", dlpack_capsule="paddle.utils.dlpack.to_dlpack(x)")
+        | _probekit.exports("array", devices=["cpu"])
+        # GPU tensors export version 2 of the interface (Paddle#68192)
+        | _probekit.exports("cuda_array_interface", devices=["cuda"]),
+        # Its docstring: "The returned Paddle tensor will share the memory with the tensor
+        # from given dlpack."
+        imports=_probekit.imports({"dlpack": "paddle.from_dlpack(obj)",
+                                   "dlpack_capsule": "paddle.utils.dlpack.from_dlpack(capsule)"},
+                                  **shares, devices=devices)
+        # paddle.to_tensor of a CUDA array interface shares its memory (Paddle#69913)
+        | _probekit.imports({"cuda_array_interface": "paddle.to_tensor(obj)"}, **shares,
+                            devices=["cuda"]),
+        # No buffer import: paddle.to_tensor takes memoryview, bytes and NumPy arrays by
+        # type, and refuses any other exporter of the buffer protocol with a TypeError.
+    )
 
 
 def build(data, dtype, ops, readonly=False, device="cpu"):
@@ -144,9 +132,7 @@ def stream(x):
 
 
 def export(x, protocol):
-    if protocol == "dlpack_capsule":
-        return paddle.utils.dlpack.to_dlpack(x)
-    return x
+    return _probekit.capsule_or_self(x, protocol, paddle.utils.dlpack.to_dlpack)
 
 
 def consume(obj, protocol, dtype):

@@ -52,30 +52,19 @@ REPRO = {
 def load():
     global array
     import array as _array
-    import sys
 
     array = _array
-    layouts = ["flat", "empty"]
-    one_d = "array.array is 1-D; slicing copies and there is no reshape"
-    return {
-        "version": sys.version.split()[0],
-        "devices": ["cpu"],
-        "dtypes": [d for d in _probekit.DTYPES if d in _TYPECODES],
-        "layouts": layouts,
-        "notes": _probekit.missing_notes(_probekit.DTYPES, _TYPECODES,
-                                         "array.array has no typecode for it")
-        | _probekit.missing_notes(_probekit.LAYOUTS, layouts, one_d),
-        "readonly": False,
-        "exports": {"buffer": {"call": "memoryview(x)"}},
-        "imports": {
-            "buffer": {
-                "call": "array.array(typecode).frombytes(memoryview(obj).cast('B'))",
-                "zero_copy": False,
-                "typed": False,
-                "readonly": False,
-            }
-        },
-    }
+    return _probekit.load_info(
+        _probekit.PYTHON_VERSION,
+        dtypes=_TYPECODES,
+        dtype_note="array.array has no typecode for it",
+        layouts=["flat", "empty"],
+        layout_note="array.array is 1-D; slicing copies and there is no reshape",
+        exports=_probekit.exports("buffer"),
+        imports=_probekit.imports(
+            {"buffer": "array.array(typecode).frombytes(memoryview(obj).cast('B'))"},
+            zero_copy=False, typed=False, readonly=False),
+    )
 
 
 def build(data, dtype, ops, readonly=False):
@@ -86,17 +75,12 @@ def build(data, dtype, ops, readonly=False):
     return x
 
 
-def _dtype(x):
-    # typecodes such as 'i' and 'l' have platform sizes: name them by kind and itemsize
-    kind = "uint" if x.typecode in "BHILQ" else "float" if x.typecode in "fd" else "int"
-    if x.typecode in "uw":
-        return x.typecode
-    return f"{kind}{8 * x.itemsize}"
-
-
 def describe(x):
     address, length = x.buffer_info()
-    return _probekit.pointer_description(address, [length], None, _dtype(x), False)
+    # typecodes such as 'i' and 'l' have platform sizes: named by kind and itemsize (the
+    # character typecodes 'u' and 'w' as they are)
+    dtype = _probekit.format_dtype(x.typecode, x.itemsize) or x.typecode
+    return _probekit.pointer_description(address, [length], None, dtype, False)
 
 
 def consume(obj, protocol, dtype):

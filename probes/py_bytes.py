@@ -9,53 +9,16 @@ import _probekit
 
 NAME = "py_bytes"
 
-
-def _repro_build(dtype, ops, readonly):
-    # build() copies the driver's bytes into a new bytes object; the values are uint8, so
-    # bytes(values) is the same object. bytes are immutable: x is read-only as it is.
-    if dtype != "uint8" or ops:
-        raise NotImplementedError(f"bytes cannot express {dtype} {ops}")
-    return ["x = bytes(values)"]
-
-
-# How a reproducer spells bytes (probes/README.md, "Reproducers"): builtins only. The import
-# is untyped (flat bytes), so interopcheck checks neither its dtype nor its shape: no `dtype`,
-# and its bytes are read back as the export's elements.
-REPRO = {
-    "import": "",
-    "build": _repro_build,
-    "consume": {"buffer": "bytes({obj})"},
-    "elements": "export",
-    "shape": "(len({y}),)",
-    "readonly": "memoryview({y}).readonly",
-}
+# How a reproducer spells bytes (probes/README.md, "Reproducers"): the kit's byte string's.
+REPRO = _probekit.byte_string_repro(bytes, immutable=True)
 
 
 def load():
-    import sys
-
-    dtypes, layouts = ["uint8"], ["flat", "empty"]
-    one_d = "bytes is a 1-D buffer of bytes; slicing copies and there is no reshape"
-    return {
-        "version": sys.version.split()[0],
-        "devices": ["cpu"],
-        "dtypes": dtypes,
-        "layouts": layouts,
-        "notes": _probekit.missing_notes(_probekit.DTYPES, dtypes, "bytes has the format 'B' only")
-        | _probekit.missing_notes(_probekit.LAYOUTS, layouts, one_d),
-        "readonly": True,
-        "exports": {"buffer": {"call": "memoryview(x)"}},
-        "imports": {
-            "buffer": {"call": "bytes(obj)", "zero_copy": False, "typed": False, "readonly": True}
-        },
-    }
+    return _probekit.byte_string_info(bytes, immutable=True)
 
 
 def build(data, dtype, ops, readonly=False):
-    if dtype != "uint8" or ops:
-        raise NotImplementedError(f"bytes cannot express {dtype} {ops}")
-    # bytes(memoryview) copies, so the object does not alias the driver's data
-    return bytes(memoryview(data))
+    return _probekit.byte_string_build(bytes, data, dtype, ops)
 
 
 def describe(x):

@@ -83,23 +83,16 @@ REPRO = {
 
 
 def load():
-    import sys
-
-    return {
-        "version": sys.version.split()[0],
-        "devices": ["cpu"],
-        "dtypes": [d for d in _probekit.DTYPES if d in _TYPES],
-        "layouts": list(LAYOUTS),
-        "notes": _probekit.missing_notes(_probekit.DTYPES, _TYPES, "ctypes has no type for it")
-        | _probekit.missing_notes(_probekit.LAYOUTS, LAYOUTS,
-                                  "ctypes arrays are C-contiguous: no strides"),
-        "readonly": False,
-        "exports": {"buffer": {"call": "memoryview(x)"}},
-        "imports": {
-            "buffer": {"call": "(c_type * n).from_buffer(memoryview(obj))", "zero_copy": True,
-                       "typed": False, "readonly": False}
-        },
-    }
+    return _probekit.load_info(
+        _probekit.PYTHON_VERSION,
+        dtypes=_TYPES,
+        dtype_note="ctypes has no type for it",
+        layouts=LAYOUTS,
+        layout_note="ctypes arrays are C-contiguous: no strides",
+        exports=_probekit.exports("buffer"),
+        imports=_probekit.imports({"buffer": "(c_type * n).from_buffer(memoryview(obj))"},
+                                  zero_copy=True, typed=False, readonly=False),
+    )
 
 
 def _element_type(x):

@@ -52,23 +52,16 @@ REPRO = {
 
 
 def load():
-    no_cast = "memoryview.cast accepts only single-character native formats"
-    no_axes = "memoryview cannot permute or broadcast axes"
-    layouts = ["contiguous", "flat", "strided", "reversed", "offset", "scalar", "empty"]
-    return {
-        "version": sys.version.split()[0],
-        "devices": ["cpu"],
-        "dtypes": [d for d in _probekit.DTYPES if d in _probekit.FORMATS],
-        "layouts": layouts,
-        "notes": _probekit.missing_notes(_probekit.DTYPES, _probekit.FORMATS, no_cast)
-        | _probekit.missing_notes(_probekit.LAYOUTS, layouts, no_axes),
-        "readonly": True,
-        "exports": {"buffer": {"call": "memoryview(x)"}},
-        "imports": {
-            "buffer": {"call": "memoryview(obj)", "zero_copy": True, "typed": True,
-                       "readonly": True}
-        },
-    }
+    return _probekit.load_info(
+        _probekit.PYTHON_VERSION,
+        dtypes=_probekit.FORMATS,
+        dtype_note="memoryview.cast accepts only single-character native formats",
+        layouts=["contiguous", "flat", "strided", "reversed", "offset", "scalar", "empty"],
+        layout_note="memoryview cannot permute or broadcast axes",
+        readonly=True,
+        exports=_probekit.exports("buffer"),
+        imports=_probekit.imports({"buffer": "memoryview(obj)"}, zero_copy=True, readonly=True),
+    )
 
 
 def _slice(y, triples):
@@ -97,18 +90,7 @@ def _dtype(x):
     fmt = x.format
     if fmt[:1] in ("@", "=", "<" if sys.byteorder == "little" else ">"):
         fmt = fmt[1:]
-    bits = str(8 * x.itemsize)
-    if fmt == "?":
-        return "bool"
-    if len(fmt) == 1 and fmt in "bhilq":
-        return "int" + bits
-    if len(fmt) == 1 and fmt in "BHILQ":
-        return "uint" + bits
-    if len(fmt) == 1 and fmt in "efd":
-        return "float" + bits
-    if fmt in ("Zf", "Zd"):
-        return "complex" + bits
-    return x.format
+    return _probekit.format_dtype(fmt, x.itemsize) or x.format
 
 
 def describe(x):

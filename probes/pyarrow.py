@@ -13,9 +13,6 @@ NAME = "pyarrow"
 
 pa = None
 
-# pyarrow's own names (str(type)) for the ones that differ from the interface's
-_NAMES = {"halffloat": "float16", "float": "float32", "double": "float64"}
-
 # Arrow's primitive types of a byte or more per element: its booleans are bit-packed, and it
 # has no bfloat16 or complex type
 DTYPES = _probekit.dtypes_except("bool", "bfloat16", "complex64", "complex128")
@@ -37,18 +34,14 @@ REPRO = {
     "ns": "pa",
     "build": "pa.array(values, type={dtype})",
     "dtype_name": "{ns}.{dtype}()",
-    "reshape": None,
-    "permute": None,
-    "slice": _repro_slice,
-    "broadcast": None,
+    **_probekit.repro_views(slice=_repro_slice),
     "make_readonly": "# pyarrow arrays are immutable: x is read-only as it is",
     "consume": {
         "buffer": ("pa.Array.from_buffers({dtype}, (buf := pa.py_buffer({obj})).size // "
                    "{dtype}.byte_width, [None, buf])"),
     },
     "tolist": "{y}.to_pylist()",
-    "dtype": ('{{"halffloat": "float16", "float": "float32", "double": "float64"}}'
-              ".get(str({y}.type), str({y}.type))"),
+    "dtype": _probekit.ARROW_DTYPE_REPRO,
     "shape": "(len({y}),)",
     "pointer": "{y}.buffers()[1].address + {y}.offset * {y}.type.byte_width",
 }
@@ -59,43 +52,27 @@ def load():
     import pyarrow as _pa
 
     pa = _pa
-    one_d = "pyarrow.Array is 1-D: no reshape"
-    return {
-        "version": pa.__version__,
-        "devices": ["cpu"],
-        "dtypes": list(DTYPES),
-        "layouts": ["flat", "offset", "empty"],
-        "notes": {
+    return _probekit.load_info(
+        pa.__version__,
+        layouts=["flat", "offset", "empty"],
+        layout_note="pyarrow.Array is 1-D: no reshape",
+        missing={
+            **_probekit.ARROW_MISSING,
             "bool": "Arrow booleans are bit-packed, not a byte per element",
-            "bfloat16": "Arrow has no bfloat16 type",
-            "complex64": "Arrow has no complex type",
-            "complex128": "Arrow has no complex type",
-            "contiguous": one_d,
-            "fortran": one_d,
-            "transposed": one_d,
-            "unit_dims": one_d,
             "scalar": "pyarrow.Array is 1-D: a 0-d array does not exist",
             "strided": "pyarrow.Array has no strides: a step slice copies (take)",
             "reversed": "pyarrow.Array has no strides: a reversed slice copies (take)",
             "broadcast": "pyarrow.Array has no strides: no zero-stride broadcast",
         },
-        "readonly": True,
-        "exports": {
-            "dlpack": {"call": "x.__dlpack__"},
-            "array": {"call": "x.__array__"},
-        },
-        "imports": {
-            # pyarrow.py_buffer wraps the exporter's memory without a copy (documented as
-            # zero-copy); Array.from_buffers then types it with the dtype the caller names.
-            "buffer": {
-                "call": "pyarrow.Array.from_buffers(type, n, [None, pyarrow.py_buffer(obj)])",
-                "zero_copy": True,
-                "typed": False,
-                # an Array is immutable whatever the buffer under it allows
-                "readonly": "always",
-            },
-        },
-    }
+        readonly=True,
+        exports=_probekit.exports("dlpack", "array"),
+        # pyarrow.py_buffer wraps the exporter's memory without a copy (documented as
+        # zero-copy); Array.from_buffers then types it with the dtype the caller names. An
+        # Array is immutable whatever the buffer under it allows.
+        imports=_probekit.imports(
+            {"buffer": "pyarrow.Array.from_buffers(type, n, [None, pyarrow.py_buffer(obj)])"},
+            zero_copy=True, typed=False, readonly="always"),
+    )
 
 
 def _type(dtype):
@@ -105,9 +82,7 @@ def _type(dtype):
 
 
 def build(data, dtype, ops, readonly=False):
-    # allocate_buffer gives Arrow-owned (64-byte aligned) memory to copy the data into
-    buf = pa.allocate_buffer(len(data))
-    memoryview(buf).cast("B")[:] = data
+    buf = _probekit.arrow_copy(data)
     n = len(data) // _probekit.ITEMSIZE[dtype]
     x = pa.Array.from_buffers(_type(dtype), n, [None, buf])
     for name, arg in ops:
@@ -121,9 +96,9 @@ def build(data, dtype, ops, readonly=False):
 
 
 def describe(x):
-    dtype = _NAMES.get(str(x.type), str(x.type))
     data = x.buffers()[1]
     address = 0 if data is None else data.address + x.offset * x.type.byte_width
+    dtype = _probekit.arrow_dtype_name(x.type)
     return _probekit.pointer_description(address, [len(x)], None, dtype, True)
 
 

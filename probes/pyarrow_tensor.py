@@ -15,17 +15,12 @@ NAME = "pyarrow_tensor"
 pa = None
 np = None
 
-_NAMES = {"halffloat": "float16", "float": "float32", "double": "float64"}
-
-# A tensor stores bool as uint8, and Arrow has no bfloat16 or complex type
-DTYPES = _probekit.dtypes_except("bool", "bfloat16", "complex64", "complex128")
-
 
 def _repro_build(dtype, ops, readonly):
     """The reproducer's lines making x as build() does: a NumPy view of an Arrow buffer."""
     size = _probekit.ITEMSIZE[dtype]
     lines = [f"buf = pa.allocate_buffer({size} * len(values))",
-             f"view = np.frombuffer(buf, dtype=np.{dtype})",
+             f"view = np.frombuffer(buf, dtype={_probekit.numpy_dtype_text(dtype)})",
              "view[:] = values"]
     lines += [_probekit.op_line(name, arg, x="view") for name, arg in ops]
     if readonly:
@@ -41,8 +36,7 @@ REPRO = {
     "build": _repro_build,
     "consume": {"dlpack": "pa.Tensor.from_dlpack({obj})"},
     "tolist": "{y}.to_numpy().tolist()",
-    "dtype": ('{{"halffloat": "float16", "float": "float32", "double": "float64"}}'
-              ".get(str({y}.type), str({y}.type))"),
+    "dtype": _probekit.ARROW_DTYPE_REPRO,
     "readonly": "not {y}.is_mutable",
 }
 
@@ -53,38 +47,23 @@ def load():
     import pyarrow as _pa
 
     pa, np = _pa, _np
-    return {
-        "version": pa.__version__,
-        "devices": ["cpu"],
-        "dtypes": list(DTYPES),
-        "layouts": _probekit.layouts_except("reversed"),
-        "notes": {
+    return _probekit.load_info(
+        pa.__version__,
+        missing={
             "reversed": "pyarrow.Tensor refuses negative strides",
             "bool": "pyarrow.Tensor stores a bool array as uint8",
-            "bfloat16": "Arrow has no bfloat16 type",
-            "complex64": "Arrow has no complex type",
-            "complex128": "Arrow has no complex type",
+            **_probekit.ARROW_MISSING,
         },
-        "readonly": True,
-        "exports": {
-            "dlpack": {"call": "x.__dlpack__"},
-            "buffer": {"call": "memoryview(x)"},
-        },
-        "imports": {
-            # documented: copy=None "duplicates only when necessary", which it never is on CPU
-            "dlpack": {
-                "call": "pyarrow.Tensor.from_dlpack(obj)",
-                "zero_copy": True,
-                "typed": True,
-                "readonly": True,
-            },
-        },
-    }
+        readonly=True,
+        exports=_probekit.exports("dlpack", "buffer"),
+        # documented: copy=None "duplicates only when necessary", which it never is on CPU
+        imports=_probekit.imports({"dlpack": "pyarrow.Tensor.from_dlpack(obj)"},
+                                  zero_copy=True, readonly=True),
+    )
 
 
 def build(data, dtype, ops, readonly=False):
-    buf = pa.allocate_buffer(len(data))
-    memoryview(buf).cast("B")[:] = data
+    buf = _probekit.arrow_copy(data)
     view = _probekit.apply_ops(np.frombuffer(buf, dtype=dtype), ops, xp=np)
     if readonly:
         view.setflags(write=False)
@@ -92,8 +71,7 @@ def build(data, dtype, ops, readonly=False):
 
 
 def describe(x):
-    dtype = _NAMES.get(str(x.type), str(x.type))
-    return _probekit.buffer_description(x, dtype, not x.is_mutable)
+    return _probekit.buffer_description(x, _probekit.arrow_dtype_name(x.type), not x.is_mutable)
 
 
 def consume(obj, protocol, dtype):

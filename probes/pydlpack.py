@@ -124,20 +124,18 @@ def load():
     import dlpack as _dlpack
 
     dlpack = _dlpack
-    # asdlpack exists to expose the object's memory without copying, whatever protocol offers it
-    wraps = {"call": "dlpack.asdlpack(obj)", "zero_copy": True, "typed": True, "readonly": False}
-    return {
-        "version": dlpack.__version__,
-        "devices": ["cpu"],
-        "dtypes": _probekit.dtypes_except("bfloat16"),
-        "layouts": list(_probekit.LAYOUTS),
-        "notes": {
+    return _probekit.load_info(
+        dlpack.__version__,
+        missing={
             "bfloat16": "pydlpack reads dtypes from a typestr or buffer format: none has bfloat16"
         },
-        "readonly": False,
-        "exports": {"dlpack": {"call": "x.__dlpack__"}},
-        "imports": {protocol: dict(wraps) for protocol in ("dlpack", "array_interface", "buffer")},
-    }
+        exports=_probekit.exports("dlpack"),
+        # asdlpack exists to expose the object's memory without copying, whatever protocol
+        # offers it
+        imports=_probekit.imports(
+            dict.fromkeys(("dlpack", "array_interface", "buffer"), "dlpack.asdlpack(obj)"),
+            zero_copy=True, readonly=False),
+    )
 
 
 class _Interface:

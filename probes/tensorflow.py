@@ -21,12 +21,10 @@ tf = None
 
 def _repro_build(dtype, ops, readonly):
     """The reproducer's lines making x as build() does on the CPU; only reshape is a view."""
+    shapes = _probekit.reshape_only(ops, "TensorFlow")
     lines = ['with tf.device("/CPU:0"):',
              f"    x = tf.identity(tf.constant(values, dtype=tf.{dtype}))"]
-    for name, shape in ops:
-        if name != "reshape":
-            raise NotImplementedError(f"TensorFlow cannot express {name!r} as a view")
-        lines.append(f"    x = tf.reshape(x, {tuple(shape)!r})")
+    lines += [f"    x = tf.reshape(x, {tuple(shape)!r})" for shape in shapes]
     if readonly:
         lines.append("# TensorFlow tensors are immutable: x is read-only as it is")
     return lines
@@ -54,52 +52,35 @@ def load():
     import tensorflow as _tf
 
     tf = _tf
-    no_views = "TensorFlow tensors are dense row-major: this op copies"
-    devices, gpu_notes = ["cpu"], {}
-    if tf.config.list_physical_devices("GPU"):
-        devices.append("cuda")
-    else:
-        gpu_notes["cuda"] = ("TensorFlow sees no GPU (tf.config.list_physical_devices('GPU') is "
-                             "empty): tensorflow-cpu, or no CUDA device")
-    # tf.constant reads the interfaces into a new tensor
-    copied = {"call": "tf.constant(obj)", "zero_copy": False, "typed": True, "readonly": "always"}
-    return {
-        "version": tf.__version__,
-        "devices": devices,
-        "dtypes": list(_probekit.DTYPES),
-        "layouts": list(_probekit.DENSE_LAYOUTS),
-        "notes": _probekit.missing_notes(_probekit.LAYOUTS, _probekit.DENSE_LAYOUTS, no_views)
-        | gpu_notes,
-        "readonly": True,
-        "exports": {
-            "dlpack": {"call": "x.__dlpack__"},
-            "dlpack_capsule": {"call": "tf.experimental.dlpack.to_dlpack(x)"},
-            "buffer": {"call": "memoryview(x)", "devices": ["cpu"]},
-            "array": {"call": "x.__array__", "devices": ["cpu"]},
-        },
-        "imports": {
-            # Its docstring: "The returned tensor uses the memory shared by dlpack capsules".
-            "dlpack_capsule": {
-                "call": "tf.experimental.dlpack.from_dlpack(capsule)",
-                "zero_copy": True,
-                "typed": True,
-                "readonly": "always",
-                "devices": devices,
-            },
-            "array_interface": dict(copied),
-            "array": dict(copied),
-        },
-    }
+    devices, gpu_notes = _probekit.cpu_and_cuda(
+        bool(tf.config.list_physical_devices("GPU")),
+        "TensorFlow sees no GPU (tf.config.list_physical_devices('GPU') is empty): "
+        "tensorflow-cpu, or no CUDA device")
+    return _probekit.load_info(
+        tf.__version__,
+        devices=devices,
+        layouts=_probekit.DENSE_LAYOUTS,
+        layout_note="TensorFlow tensors are dense row-major: this op copies",
+        missing=gpu_notes,
+        readonly=True,
+        exports=_probekit.exports("dlpack", dlpack_capsule="tf.experimental.dlpack.to_dlpack(x)")
+        | _probekit.exports("buffer", "array", devices=["cpu"]),
+        # Its docstring: "The returned tensor uses the memory shared by dlpack capsules".
+        imports=_probekit.imports(
+            {"dlpack_capsule": "tf.experimental.dlpack.from_dlpack(capsule)"},
+            zero_copy=True, readonly="always", devices=devices)
+        # tf.constant reads the interfaces into a new tensor
+        | _probekit.imports({"array_interface": "tf.constant(obj)", "array": "tf.constant(obj)"},
+                            zero_copy=False, readonly="always"),
+    )
 
 
 def build(data, dtype, ops, readonly=False, device="cpu"):
-    for name, _ in ops:
-        if name != "reshape":
-            raise NotImplementedError(f"TensorFlow cannot express {name!r} as a view")
+    shapes = _probekit.reshape_only(ops, "TensorFlow")
     with tf.device("/GPU:0" if device == "cuda" else "/CPU:0"):
         # tf.identity places the tensor on the scope's device (a constant may stay on the host)
         x = tf.identity(tf.constant(_probekit.numpy_from_bytes(data, dtype)))
-        for _, shape in ops:
+        for shape in shapes:
             x = tf.reshape(x, shape)
     return x
 
@@ -128,9 +109,7 @@ def describe(x):
 
 
 def export(x, protocol):
-    if protocol == "dlpack_capsule":
-        return tf.experimental.dlpack.to_dlpack(x)
-    return x
+    return _probekit.capsule_or_self(x, protocol, tf.experimental.dlpack.to_dlpack)
 
 
 def consume(obj, protocol, dtype):

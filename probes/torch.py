@@ -38,59 +38,30 @@ def load():
     import torch.utils.dlpack  # noqa: F401  (to_dlpack lives there)
 
     torch = _torch
-    devices, notes = ["cpu"], {}
-    if torch.cuda.is_available():
-        devices.append("cuda")
-    else:
-        notes["cuda"] = "torch.cuda.is_available() is False: no CUDA driver or device here"
-    on_gpu = {"devices": ["cuda"]}
-    return {
-        "version": torch.__version__,
-        "devices": devices,
-        "dtypes": list(_probekit.DTYPES),
-        "layouts": _probekit.layouts_except("reversed"),
-        "notes": {"reversed": "torch slicing refuses negative steps; torch.flip copies", **notes},
-        "readonly": False,
-        "exports": {
-            "dlpack": {"call": "x.__dlpack__"},
-            "dlpack_capsule": {"call": "torch.utils.dlpack.to_dlpack(x)"},
-            # __array__ calls .numpy(), which CUDA tensors refuse
-            "array": {"call": "x.__array__", "devices": ["cpu"]},
-            "cuda_array_interface": {"call": "x.__cuda_array_interface__", **on_gpu},
-        },
-        "imports": {
-            "dlpack": {
-                "call": "torch.from_dlpack(obj)",
-                "zero_copy": True,
-                "typed": True,
-                "readonly": False,
-                "devices": devices,
-            },
-            "dlpack_capsule": {
-                "call": "torch.from_dlpack(capsule)",
-                "zero_copy": True,
-                "typed": True,
-                "readonly": False,
-                "devices": devices,
-            },
-            # torch.as_tensor shares the memory of a CUDA array interface (pytorch#20584)
-            "cuda_array_interface": {
-                "call": "torch.as_tensor(obj, device='cuda')",
-                "zero_copy": True,
-                "typed": True,
-                "readonly": False,
-                **on_gpu,
-            },
-            # torch.frombuffer documents that the tensor shares the buffer's memory; it reads
-            # raw bytes, so the dtype comes from the caller.
-            "buffer": {
-                "call": "torch.frombuffer(obj, dtype=dtype)",
-                "zero_copy": True,
-                "typed": False,
-                "readonly": False,
-            },
-        },
-    }
+    devices, gpu_notes = _probekit.cpu_and_cuda(
+        torch.cuda.is_available(),
+        "torch.cuda.is_available() is False: no CUDA driver or device here")
+    shares = {"zero_copy": True, "readonly": False}
+    return _probekit.load_info(
+        torch.__version__,
+        devices=devices,
+        missing={"reversed": "torch slicing refuses negative steps; torch.flip copies"}
+        | gpu_notes,
+        exports=_probekit.exports("dlpack", dlpack_capsule="torch.utils.dlpack.to_dlpack(x)")
+        # __array__ calls .numpy(), which CUDA tensors refuse
+        | _probekit.exports("array", devices=["cpu"])
+        | _probekit.exports("cuda_array_interface", devices=["cuda"]),
+        imports=_probekit.imports(
+            {"dlpack": "torch.from_dlpack(obj)", "dlpack_capsule": "torch.from_dlpack(capsule)"},
+            **shares, devices=devices)
+        # torch.as_tensor shares the memory of a CUDA array interface (pytorch#20584)
+        | _probekit.imports({"cuda_array_interface": "torch.as_tensor(obj, device='cuda')"},
+                            **shares, devices=["cuda"])
+        # torch.frombuffer documents that the tensor shares the buffer's memory; it reads
+        # raw bytes, so the dtype comes from the caller.
+        | _probekit.imports({"buffer": "torch.frombuffer(obj, dtype=dtype)"}, **shares,
+                            typed=False),
+    )
 
 
 def _base(data, dtype):
@@ -131,9 +102,7 @@ def stream(x):
 
 
 def export(x, protocol):
-    if protocol == "dlpack_capsule":
-        return torch.utils.dlpack.to_dlpack(x)
-    return x
+    return _probekit.capsule_or_self(x, protocol, torch.utils.dlpack.to_dlpack)
 
 
 def consume(obj, protocol, dtype):

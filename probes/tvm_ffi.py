@@ -20,7 +20,7 @@ def _repro_build(dtype, ops, readonly):
     # build()'s steps from a list: a NumPy array, its views, then tvm_ffi.from_dlpack of the view
     if readonly:
         raise NotImplementedError("tvm_ffi cannot make a read-only tensor")
-    np_dtype = "np.bool_" if dtype == "bool" else f"np.{dtype}"
+    np_dtype = _probekit.numpy_dtype_text(dtype)
     # np.fromiter, not np.array: an empty np.array has stride 0, build()'s empty base has the
     # itemsize, and tvm_ffi keeps the difference
     lines = [f"view = np.fromiter(values, dtype={np_dtype})"]
@@ -62,25 +62,19 @@ def load():
 
     tvm_ffi, np = _tvm_ffi, _np
     no_complex = "tvm_ffi.from_dlpack rejects kDLComplex (unknown type_code=5)"
-    # from_dlpack's docstring: "A TVM FFI Tensor that references the same memory."
-    shares = {"zero_copy": True, "typed": True, "readonly": False}
-    return {
-        "version": tvm_ffi.__version__,
-        "devices": ["cpu"],
-        "dtypes": _probekit.dtypes_except("bfloat16", "complex64", "complex128"),
-        "layouts": list(_probekit.LAYOUTS),
-        "notes": {
+    return _probekit.load_info(
+        tvm_ffi.__version__,
+        missing={
             "bfloat16": "built through NumPy, which cannot export bfloat16 over DLPack",
             "complex64": no_complex,
             "complex128": no_complex,
         },
-        "readonly": False,
-        "exports": {"dlpack": {"call": "x.__dlpack__"}},
-        "imports": {
-            "dlpack": {"call": "tvm_ffi.from_dlpack(obj)", **shares},
-            "dlpack_capsule": {"call": "tvm_ffi.from_dlpack(capsule)", **shares},
-        },
-    }
+        exports=_probekit.exports("dlpack"),
+        # from_dlpack's docstring: "A TVM FFI Tensor that references the same memory."
+        imports=_probekit.imports({"dlpack": "tvm_ffi.from_dlpack(obj)",
+                                   "dlpack_capsule": "tvm_ffi.from_dlpack(capsule)"},
+                                  zero_copy=True, readonly=False),
+    )
 
 
 def _broadcast(x, shape):
