@@ -1,21 +1,12 @@
 """Helpers shared by the probes.
 
 The driver loads this file first and registers it as the module `_probekit`, so every probe can
-`import _probekit`. It must stay importable without any array library: each helper that needs
-one imports it when called (NumPy only through _numpy(), pyarrow in arrow_copy()).
+`import _probekit`. It imports no array library, ever: a helper that needs one (NumPy for
+staging arrays, pyarrow for Arrow buffers) is handed the module by the probe that imported it.
 """
 
 import builtins
-import importlib
 import sys
-
-
-def _numpy():
-    """NumPy, imported by its absolute name. probes/numpy.py sits next to this file, so a plain
-    `import numpy` here reads to tools (and to readers) as the kit importing that probe, a cycle;
-    import_module names the installed package unambiguously. It is the only way the kit imports
-    NumPy."""
-    return importlib.import_module("numpy")
 
 
 # The dtype names of the interface, in the driver's order, with their size in bytes. The kit
@@ -450,9 +441,9 @@ def numpy_like_description(x, readonly=None):
     )
 
 
-def numpy_dtype(name):
-    """The NumPy dtype for an interface dtype name; bfloat16 comes from ml_dtypes."""
-    np = _numpy()
+def numpy_dtype(np, name):
+    """The NumPy dtype for an interface dtype name (`np` is NumPy, which the probe imported);
+    bfloat16 comes from ml_dtypes."""
     if name == "bfloat16":
         import ml_dtypes
 
@@ -481,17 +472,16 @@ def aligned_storage(data):
     return storage
 
 
-def numpy_from_bytes(data, dtype):
+def numpy_from_bytes(np, data, dtype):
     """A writable 1-D NumPy array holding a copy of `data`, its first byte on an ALIGNMENT
-    boundary."""
-    np = _numpy()
+    boundary. `np` is NumPy, as the probe imported it."""
     itemsize = ITEMSIZE[dtype]
     block = np.empty(len(data) + itemsize + ALIGNMENT, dtype=np.uint8)
     skip = -block.ctypes.data % ALIGNMENT
     block[skip:skip + len(data)] = np.frombuffer(data, dtype=np.uint8)
     # Viewed as the dtype while it holds at least one element (NumPy moves the data pointer of
     # a zero-size view to its base's start), then cut to the elements given.
-    typed = block[skip:skip + len(data) + itemsize].view(numpy_dtype(dtype))
+    typed = block[skip:skip + len(data) + itemsize].view(numpy_dtype(np, dtype))
     return typed[: len(data) // itemsize]
 
 
@@ -575,9 +565,9 @@ def arrow_dtype_name(arrow_type):
     return _ARROW_NAMES.get(str(arrow_type), str(arrow_type))
 
 
-def arrow_copy(data):
+def arrow_copy(pa, data):
     """An Arrow-owned buffer (pyarrow.allocate_buffer: 64-byte aligned) holding a copy of
-    `data`."""
-    buf = importlib.import_module("pyarrow").allocate_buffer(len(data))
+    `data`; `pa` is pyarrow, as the probe imported it."""
+    buf = pa.allocate_buffer(len(data))
     memoryview(buf).cast("B")[:] = data
     return buf

@@ -48,9 +48,11 @@ def load():
 
 
 def build(data, dtype, ops, readonly=False):
+    import numpy  # for the staging array (the library has imported NumPy already)
+
     # array-api-strict stores a NumPy array; the staging copy becomes that array
     return _probekit.apply_ops(
-        xp.asarray(_probekit.numpy_from_bytes(data, dtype)),
+        xp.asarray(_probekit.numpy_from_bytes(numpy, data, dtype)),
         ops,
         reshape=lambda y, shape: xp.reshape(y, tuple(shape)),
         permute=lambda y, perm: xp.permute_dims(y, tuple(perm)),

@@ -73,8 +73,10 @@ def _find_gpu():
 
 
 def build(data, dtype, ops, readonly=False, device="cpu"):
+    import numpy  # for the staging array (the library has imported NumPy already)
+
     _probekit.require_cuda(device)
-    series = cudf.Series(_probekit.numpy_from_bytes(data, dtype))
+    series = cudf.Series(_probekit.numpy_from_bytes(numpy, data, dtype))
     for name, arg in ops:
         if name != "slice" or len(arg) != 1 or arg[0][2] not in (None, 1):
             raise NotImplementedError(f"a Series cannot express {name} {arg} as a view")

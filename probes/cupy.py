@@ -58,8 +58,10 @@ def _find_gpu():
 
 
 def build(data, dtype, ops, readonly=False, device="cpu"):
+    import numpy  # for the staging array (the library has imported NumPy already)
+
     _probekit.require_cuda(device)
-    on_device = cupy.asarray(_probekit.numpy_from_bytes(data, dtype))
+    on_device = cupy.asarray(_probekit.numpy_from_bytes(numpy, data, dtype))
     return _probekit.apply_ops(on_device, ops, xp=cupy)
 
 

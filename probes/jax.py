@@ -77,8 +77,10 @@ def _gpus():
 
 
 def build(data, dtype, ops, readonly=False, device="cpu"):
+    import numpy  # for the staging array (the library has imported NumPy already)
+
     # copy=True: the array must own a JAX buffer, not borrow the NumPy staging array
-    x = jnp.array(_probekit.numpy_from_bytes(data, dtype), copy=True)
+    x = jnp.array(_probekit.numpy_from_bytes(numpy, data, dtype), copy=True)
     if device == "cuda":
         x = jax.device_put(x, _gpus()[0])
     for shape in _probekit.reshape_only(ops, "JAX"):

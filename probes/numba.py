@@ -69,7 +69,7 @@ def _find_gpu():
 
 def build(data, dtype, ops, readonly=False, device="cpu"):
     _probekit.require_cuda(device)
-    on_device = cuda.to_device(_probekit.numpy_from_bytes(data, dtype))
+    on_device = cuda.to_device(_probekit.numpy_from_bytes(np, data, dtype))
     # numba's reshape takes the dimensions as arguments; transpose and slicing are NumPy's
     return _probekit.apply_ops(
         on_device, ops, reshape=lambda x, shape: x.reshape(*shape) if shape else x.reshape(())

@@ -48,7 +48,7 @@ def load():
 
 
 def build(data, dtype, ops, readonly=False):
-    x = _probekit.apply_ops(_probekit.numpy_from_bytes(data, dtype), ops, xp=np)
+    x = _probekit.apply_ops(_probekit.numpy_from_bytes(np, data, dtype), ops, xp=np)
     if readonly:
         x.setflags(write=False)
     return x

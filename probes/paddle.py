@@ -101,7 +101,9 @@ def load():
 
 
 def build(data, dtype, ops, readonly=False, device="cpu"):
-    staged = _probekit.numpy_from_bytes(data, dtype)
+    import numpy  # for the staging array (the library has imported NumPy already)
+
+    staged = _probekit.numpy_from_bytes(numpy, data, dtype)
     if dtype == "bfloat16":
         # paddle takes bfloat16 data only as the raw bits in a NumPy uint16 array
         staged = staged.view("uint16")

@@ -82,7 +82,7 @@ def _type(dtype):
 
 
 def build(data, dtype, ops, readonly=False):
-    buf = _probekit.arrow_copy(data)
+    buf = _probekit.arrow_copy(pa, data)
     n = len(data) // _probekit.ITEMSIZE[dtype]
     x = pa.Array.from_buffers(_type(dtype), n, [None, buf])
     for name, arg in ops:

@@ -63,7 +63,7 @@ def load():
 
 
 def build(data, dtype, ops, readonly=False):
-    buf = _probekit.arrow_copy(data)
+    buf = _probekit.arrow_copy(pa, data)
     view = _probekit.apply_ops(np.frombuffer(buf, dtype=dtype), ops, xp=np)
     if readonly:
         view.setflags(write=False)

@@ -76,10 +76,12 @@ def load():
 
 
 def build(data, dtype, ops, readonly=False, device="cpu"):
+    import numpy  # for the staging array (the library has imported NumPy already)
+
     shapes = _probekit.reshape_only(ops, "TensorFlow")
     with tf.device("/GPU:0" if device == "cuda" else "/CPU:0"):
         # tf.identity places the tensor on the scope's device (a constant may stay on the host)
-        x = tf.identity(tf.constant(_probekit.numpy_from_bytes(data, dtype)))
+        x = tf.identity(tf.constant(_probekit.numpy_from_bytes(numpy, data, dtype)))
         for shape in shapes:
             x = tf.reshape(x, shape)
     return x

@@ -85,7 +85,7 @@ def _broadcast(x, shape):
 
 
 def build(data, dtype, ops, readonly=False):
-    view = _probekit.apply_ops(_probekit.numpy_from_bytes(data, dtype), ops, broadcast=_broadcast)
+    view = _probekit.apply_ops(_probekit.numpy_from_bytes(np, data, dtype), ops, broadcast=_broadcast)
     return tvm_ffi.from_dlpack(view)
 
 

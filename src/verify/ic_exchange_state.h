@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "ic_case.h"
+#include "ic_cuda.h"
 #include "ic_exchange.h"
 #include "ic_probe.h"
 #include "ic_protocol.h"
@@ -58,6 +59,11 @@ struct ic_case_state {
     bool consumer_raised;
     bool refused; /* the judge found an allowed refusal and set the outcome (unsupported) */
 };
+
+/* The GPU's description of the expected view's elements: the pattern of `seed` over the
+ * layout's base, addressed like the expected view. IC_EUNSUPPORTED when the view has more
+ * dimensions than the kernels take. */
+int ic_expected_pattern(const struct ic_case_state *st, uint64_t seed, struct ic_pattern_ref *ref);
 
 /* Checks `got` (shaped like the expected view) against the pattern: on the host through both
  * views' strides, or for device memory with the GPU's pattern kernel on `stream`. 1: equal;

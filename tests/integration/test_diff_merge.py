@@ -26,10 +26,10 @@ def numpy_override(workdir, tag, broken_dtype):
     source_path = os.path.join(taplib.source_root(), "probes", "numpy.py")
     with open(source_path, encoding="utf-8") as handle:
         source = handle.read()
-    version = '"version": np.__version__,'
+    version = "np.__version__,"  # the version argument of load_info()
     consume = "def consume(obj, protocol, dtype):\n"
     assert version in source and consume in source, "probes/numpy.py changed shape"
-    source = source.replace(version, f'"version": np.__version__ + "+{tag}",')
+    source = source.replace(version, f'np.__version__ + "+{tag}",')
     source = source.replace(consume, consume + (
         f"    if dtype == {broken_dtype!r}:\n"
         "        imported = np.from_dlpack(obj) if protocol == 'dlpack' else np.asarray(obj)\n"

@@ -752,6 +752,8 @@ def check_kit():
     would change from run to run with where malloc put the array."""
     import ctypes
 
+    import numpy
+
     kit_spec = importlib.util.spec_from_file_location("_probekit", PROBE_DIR / "_probekit.py")
     kit = importlib.util.module_from_spec(kit_spec)
     kit_spec.loader.exec_module(kit)
@@ -759,7 +761,7 @@ def check_kit():
     keep = []  # live at once, so that the allocator cannot hand back one aligned block
     for size in list(range(0, 130)) + [4093, 65536 + 24]:
         data = bytes((i * 7 + size) & 0xFF for i in range(size))
-        array = kit.numpy_from_bytes(data, "uint8")
+        array = kit.numpy_from_bytes(numpy, data, "uint8")
         storage = kit.aligned_storage(data)
         keep += [array, storage]
         if array.ctypes.data % kit.ALIGNMENT or array.tobytes() != data:

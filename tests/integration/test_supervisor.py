@@ -241,7 +241,7 @@ def load():
 
 
 def build(data, dtype, ops, readonly=False):
-    return _probekit.apply_ops(_probekit.numpy_from_bytes(data, dtype), ops)
+    return _probekit.apply_ops(_probekit.numpy_from_bytes(np, data, dtype), ops)
 
 
 def describe(x):

@@ -53,7 +53,7 @@ def load_numpy_dlpack(call, *, import_call=None, **info):
 
 def numpy_array(data, dtype, ops):
     """`data` as a NumPy array of `dtype`, laid out by build()'s layout ops."""
-    return _probekit.apply_ops(_probekit.numpy_from_bytes(data, dtype), ops)
+    return _probekit.apply_ops(_probekit.numpy_from_bytes(np, data, dtype), ops)
 
 
 class Array:

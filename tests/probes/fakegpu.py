@@ -249,7 +249,7 @@ def load():
 
 def build(data, dtype, ops, readonly=False, device="cpu"):
     _probekit.require_cuda(device)
-    base_array = _probekit.numpy_from_bytes(data, dtype)
+    base_array = _probekit.numpy_from_bytes(np, data, dtype)
     host = _probekit.apply_ops(base_array, ops)
     size = len(data)
     stream = ctypes.c_void_p()

@@ -225,7 +225,7 @@ def load():
 
 
 def build(data, dtype, ops, readonly=False):
-    return MemArray(_probekit.apply_ops(_probekit.numpy_from_bytes(data, dtype), ops))
+    return MemArray(_probekit.apply_ops(_probekit.numpy_from_bytes(np, data, dtype), ops))
 
 
 def describe(x):
