@@ -353,10 +353,10 @@ struct ic_page_walk {
     int64_t listed; /* pages listed in all, against IC_GUARD_WALK_PAGES */
 };
 
-/* The most pages a walk lists (a quarter of a second of system calls): elements that jump between
+/* The most pages a walk lists (16 system calls, milliseconds): elements that jump between
  * pages can list a page for every element, which a page-sized stride over 2^26 elements made
  * half a minute (fuzz_dlpack). Past it the view is IC_ERANGE, "cannot be checked". */
-#define IC_GUARD_WALK_PAGES ((int64_t)1 << 18)
+#define IC_GUARD_WALK_PAGES ((int64_t)1 << 14)
 
 /* Checks the listed pages. IC_EFAULT names the first unreadable one's element and page. */
 static int ic_page_walk_flush(struct ic_page_walk *walk, int64_t *ret_bad_index,
@@ -393,10 +393,10 @@ static int ic_page_walk_add(struct ic_page_walk *walk, uintptr_t page, int64_t o
                                          : 0;
 }
 
-/* The most elements ic_guard_elements visits one by one (about half a second): a view with
+/* The most elements ic_guard_elements visits one by one (milliseconds): a view with
  * more distinct elements whose span cannot be read whole is IC_ERANGE, "cannot be checked",
  * rather than a worker busy for hours (fuzz_dlpack found a 4e11-element view doing that). */
-#define IC_GUARD_WALK_MAX ((int64_t)1 << 26)
+#define IC_GUARD_WALK_MAX ((int64_t)1 << 22)
 
 /* The largest span ic_guard_view reads whole (see there). */
 #define IC_GUARD_SPAN_MAX ((uint64_t)16 << 30)
@@ -447,7 +447,7 @@ static int ic_guard_elements(const struct ic_view *whole, int64_t *ret_bad_index
     uintptr_t size = (uintptr_t)view->itemsize;
     for (int64_t n = 0; n < numel && rc == 0; n++) {
         uintptr_t first = view->data + (uintptr_t)offset; /* two's complement: a negative offset */
-        bool wraps = (offset < 0 && (uintptr_t)(-offset) > view->data) ||
+        bool wraps = (offset < 0 && (uintptr_t)0 - (uintptr_t)offset > view->data) ||
                      (offset >= 0 && (uintptr_t)offset > UINTPTR_MAX - view->data) ||
                      size - 1 > UINTPTR_MAX - first;
         if (wraps) {
@@ -512,13 +512,13 @@ int ic_guard_view(const struct ic_view *view, int64_t *ret_bad_index, uintptr_t 
     bool dense =
         !__builtin_mul_overflow((uint64_t)numel, (uint64_t)view->itemsize, &element_bytes) &&
         (span <= 16 * (uint64_t)ic_page_size() || span / 4 <= element_bytes);
-    bool wraps =
-        (lo < 0 && (uint64_t)(-lo) > view->data) || (uint64_t)hi - 1 > UINTPTR_MAX - view->data;
+    bool wraps = (lo < 0 && (uint64_t)0 - (uint64_t)lo > view->data) || /* INT64_MIN has no -lo */
+                 (uint64_t)hi - 1 > UINTPTR_MAX - view->data;
     /* A span past IC_GUARD_SPAN_MAX is not read whole: 16 GiB is 4096 system calls, and a
      * span of terabytes would take minutes (under AddressSanitizer, whose shadow is terabytes
      * of readable memory, fuzz_array_struct found one). The budgeted walk decides instead. */
     if (dense && !wraps && span <= IC_GUARD_SPAN_MAX &&
-        ic_guard_span(view->data - (uintptr_t)(-lo), (size_t)span, NULL) == 0)
+        ic_guard_span(view->data + (uintptr_t)lo, (size_t)span, NULL) == 0)
         return 0;
     return ic_guard_elements(view, ret_bad_index, ret_bad_address);
 }

@@ -178,6 +178,12 @@ static void test_span_and_view(const struct pages *p, const char *how)
     struct ic_view wrapping = view_1d((const void *)(UINTPTR_MAX - 7), 4, 4, 4);
     TAP_OK(ic_guard_view(&wrapping, &index, NULL) == IC_EFAULT && index == 0,
            "%s: a view that wraps around the address space is EFAULT", how);
+    /* A span that starts INT64_MIN bytes before the data: its size has no negation in int64
+     * (fuzz_buffer_check; UBSan in scripts/test --sanitize would report the old code). */
+    struct ic_view lowest = view_1d(p->base, 1, 2, INT64_MIN);
+    int rc_lowest = ic_guard_view(&lowest, NULL, NULL);
+    TAP_OK(rc_lowest == IC_EFAULT || rc_lowest == IC_ERANGE,
+           "%s: a stride of INT64_MIN is refused, not negated (rc %d)", how, rc_lowest);
     struct ic_view empty = view_1d(p->base + p->page, 4, 0, 4);
     TAP_OK(ic_guard_view(&empty, NULL, NULL) == 0,
            "%s: an empty view reads nothing, wherever it points", how);
