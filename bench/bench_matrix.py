@@ -27,11 +27,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-# Runs in a fresh interpreter: loads the probes in the order given, prints seconds as JSON.
-IMPORT_FLOOR = r"""
-import importlib.util, json, sys, time
-probes_dir, names = sys.argv[1], sys.argv[2:]
-start = time.perf_counter()
+# Both timing scripts load probes as the driver does: _probekit first, each probe by path.
+LOAD_PROBES = r"""
 def load(name, path):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -39,7 +36,14 @@ def load(name, path):
     spec.loader.exec_module(module)
     return module
 load("_probekit", f"{probes_dir}/_probekit.py")
-for name in names:
+"""
+
+# Runs in a fresh interpreter: loads the probes in the order given, prints seconds as JSON.
+IMPORT_FLOOR = r"""
+import importlib.util, json, sys, time
+probes_dir, names = sys.argv[1], sys.argv[2:]
+start = time.perf_counter()
+""" + LOAD_PROBES + r"""for name in names:
     load(f"interopcheck_probe_{name}", f"{probes_dir}/{name}.py").load()
 print("BENCH_RESULT", json.dumps(time.perf_counter() - start), flush=True)
 """
@@ -50,14 +54,7 @@ import importlib.util, json, sys, time, gc
 probes_dir = sys.argv[1]
 cases = json.load(sys.stdin)
 probes = {}
-def load(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-load("_probekit", f"{probes_dir}/_probekit.py")
-def probe(name):
+""" + LOAD_PROBES + r"""def probe(name):
     if name not in probes:
         probes[name] = load(f"interopcheck_probe_{name}", f"{probes_dir}/{name}.py")
         probes[name].load()

@@ -9,6 +9,27 @@ import builtins
 import sys
 
 
+def sibling(probe_file, name):
+    """The helper module `name` (a file `name`.py next to the probe file `probe_file`, usually
+    the probe's __file__), imported once and shared by the probes of that directory. Probe
+    directories stay off sys.path (README.md), so a probe's own helpers are found this way."""
+    if name in sys.modules:
+        return sys.modules[name]
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.abspath(probe_file)), name + ".py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
 # The dtype names of the interface, in the driver's order, with their size in bytes. The kit
 # owns this list and LAYOUTS: a probe names what it leaves out (dtypes_except, layouts_except),
 # not what it keeps, so that no probe repeats them.

@@ -6,7 +6,7 @@ stays in its own file; this kit holds only what they do alike, and the ctypes la
 structs that some of them build by hand (DLPack's, NumPy's PyArrayInterface).
 
 The catalog skips files whose name starts with "_", and the probe directories are not on
-sys.path: a test probe imports this file with its own directory on sys.path for that one import.
+sys.path: a test probe imports this file with _probekit.sibling(__file__, "_testkit").
 It must stay importable without NumPy (tests/integration/test_reports.py imports hostile_text
 for its strings alone), so NumPy is imported by load_numpy(), when a probe's load() runs.
 """

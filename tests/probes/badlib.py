@@ -16,14 +16,11 @@ It is loaded only with --probe-dir tests/probes; the built-in probe set never se
 
 import os
 import signal
-import sys
+
+import _probekit
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _testkit.py, next to this
-try:
-    import _testkit
-finally:
-    del sys.path[0]  # probe directories stay off sys.path (probes/README.md)
+_testkit = _probekit.sibling(__file__, "_testkit")
 
 
 class BadArray(_testkit.CpuArray):

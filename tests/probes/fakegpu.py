@@ -29,16 +29,10 @@ It is loaded only with --probe-dir tests/probes.
 
 import ctypes
 import os
-import sys
 
 import _probekit
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _testkit.py, next to this
-try:
-    from _testkit import (DELETER, DLDataType, DLDevice, DLManagedTensor,
-                          DLManagedTensorVersioned, DLPackVersion, DLTensor)
-finally:
-    del sys.path[0]  # probe directories stay off sys.path (probes/README.md)
+_testkit = _probekit.sibling(__file__, "_testkit")
 
 drv = None
 np = None
@@ -64,7 +58,7 @@ def _check(result, call):
         raise RuntimeError(f"{call} failed with CUresult {result}")
 
 
-@DELETER
+@_testkit.DELETER
 def _deleter(managed):
     _exported.pop(managed, None)
 
@@ -154,7 +148,7 @@ class FakeArray:
     def _capsule(self, versioned):
         itemsize = ITEMSIZE[self.dtype]
         shape = self._claimed_shape()
-        managed = DLManagedTensorVersioned() if versioned else DLManagedTensor()
+        managed = _testkit.DLManagedTensorVersioned() if versioned else _testkit.DLManagedTensor()
         keep = {
             "shape": (ctypes.c_int64 * max(len(shape), 1))(*shape),
             "strides": (ctypes.c_int64 * max(len(shape), 1))(*[s // itemsize for s in self.strides]),
@@ -162,14 +156,14 @@ class FakeArray:
             "array": self,
         }
         if versioned:
-            managed.version = DLPackVersion(1, 0)
+            managed.version = _testkit.DLPackVersion(1, 0)
             managed.flags = 1 if self.readonly else 0  # DLPACK_FLAG_BITMASK_READ_ONLY
         managed.deleter = _deleter
         code, bits = DLPACK_CODES[self.dtype]
-        managed.dl_tensor = DLTensor(
+        managed.dl_tensor = _testkit.DLTensor(
             self.pointer if _numel(self.shape) else None,
-            DLDevice(self._device_type(), 1 if self.dtype == "int16" else 0), len(shape),
-            DLDataType(code, bits, 1), keep["shape"], keep["strides"], 0)
+            _testkit.DLDevice(self._device_type(), 1 if self.dtype == "int16" else 0), len(shape),
+            _testkit.DLDataType(code, bits, 1), keep["shape"], keep["strides"], 0)
         address = ctypes.addressof(managed)
         _exported[address] = keep
         name = b"dltensor_versioned" if versioned else b"dltensor"

@@ -15,14 +15,10 @@ text: a report must carry all of it as text, and every view of the report must s
 It is loaded only with --probe-dir tests/probes; the built-in probe set never sees it.
 """
 
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _testkit.py, next to this
-try:
-    import _testkit
-finally:
-    del sys.path[0]  # probe directories stay off sys.path (probes/README.md)
+import _probekit
+
+_testkit = _probekit.sibling(__file__, "_testkit")
 
 # Everything a renderer must not interpret: markup that would run script if parsed, a script
 # element end inside what may be an inline script, a CDATA end, quotes of both kinds, a template

@@ -21,14 +21,11 @@ import json
 import os
 import signal
 import struct
-import sys
+
+import _probekit
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _testkit.py, next to this
-try:
-    import _testkit
-finally:
-    del sys.path[0]  # probe directories stay off sys.path (probes/README.md)
+_testkit = _probekit.sibling(__file__, "_testkit")
 
 
 def _descriptors():

@@ -34,24 +34,10 @@ deleter may run after the case). Loaded only with --probe-dir tests/probes.
 
 import ctypes
 import mmap
-import os
-import sys
 
 import _probekit
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _testkit.py, next to this
-try:
-    from _testkit import DELETER as _DELETER
-    from _testkit import DLDataType as _DLDataType
-    from _testkit import DLDevice as _DLDevice
-    from _testkit import DLManagedTensorVersioned as _DLManagedTensorVersioned
-    from _testkit import DLPackVersion as _DLPackVersion
-    from _testkit import PyArrayInterface as _ArrayInterface
-    from _testkit import capsule_new as _capsule_new
-    from _testkit import capsule_pointer as _capsule_pointer
-    from _testkit import capsule_rename as _capsule_rename
-finally:
-    del sys.path[0]  # probe directories stay off sys.path (probes/README.md)
+_testkit = _probekit.sibling(__file__, "_testkit")
 
 np = None
 
@@ -88,7 +74,7 @@ def _hole():
 deleter_calls = []
 
 
-@_DELETER
+@_testkit.DELETER
 def _deleter(address):
     deleter_calls.append(address)
 
@@ -101,21 +87,21 @@ def _versioned_capsule(array, data=None, byte_offset=0, shape_at=None, flags=0):
     ndim = array.ndim
     shape = (ctypes.c_int64 * max(ndim, 1))(*array.shape)
     strides = (ctypes.c_int64 * max(ndim, 1))(*[s // array.itemsize for s in array.strides])
-    managed = _DLManagedTensorVersioned()
-    managed.version = _DLPackVersion(1, 3)
+    managed = _testkit.DLManagedTensorVersioned()
+    managed.version = _testkit.DLPackVersion(1, 3)
     managed.deleter = _deleter
     managed.flags = flags
     tensor = managed.dl_tensor
     tensor.data = array.ctypes.data if data is None else data
-    tensor.device = _DLDevice(1, 0)
+    tensor.device = _testkit.DLDevice(1, 0)
     tensor.ndim = ndim
-    tensor.dtype = _DLDataType(_DL_CODES[array.dtype.kind], array.itemsize * 8, 1)
+    tensor.dtype = _testkit.DLDataType(_DL_CODES[array.dtype.kind], array.itemsize * 8, 1)
     tensor.shape = ctypes.cast(ctypes.addressof(shape) if shape_at is None else shape_at,
                                ctypes.POINTER(ctypes.c_int64))
     tensor.strides = ctypes.cast(strides, ctypes.POINTER(ctypes.c_int64))
     tensor.byte_offset = byte_offset
     _kept.append((managed, shape, strides, array))
-    return managed, _capsule_new(ctypes.addressof(managed), _VERSIONED, None)
+    return managed, _testkit.capsule_new(ctypes.addressof(managed), _VERSIONED, None)
 
 
 class MemArray:
@@ -150,7 +136,7 @@ class MemArray:
         if kind == "int32" and plain and self.array.ndim > 0:
             return _versioned_capsule(self.array, shape_at=_hole())[1]
         if kind == "int64" and plain:
-            return _capsule_new(_hole(), _VERSIONED, None)
+            return _testkit.capsule_new(_hole(), _VERSIONED, None)
         if kind == "float64" and plain:
             managed, capsule = _versioned_capsule(self.array)
             self.last_export = managed
@@ -186,11 +172,11 @@ class MemArray:
         array = self.array
         shape = (ctypes.c_ssize_t * max(array.ndim, 1))(*array.shape)
         strides = (ctypes.c_ssize_t * max(array.ndim, 1))(*array.strides)
-        struct = _ArrayInterface(2, array.ndim, b"u", array.itemsize, 0x1 | 0x100 | 0x200 | 0x400,
+        struct = _testkit.PyArrayInterface(2, array.ndim, b"u", array.itemsize, 0x1 | 0x100 | 0x200 | 0x400,
                                  ctypes.addressof(shape), ctypes.addressof(strides), _hole(),
                                  None)
         _kept.append((struct, shape, strides))
-        return _capsule_new(ctypes.addressof(struct), None, None)
+        return _testkit.capsule_new(ctypes.addressof(struct), None, None)
 
     def __buffer__(self, flags):
         if self._kind() == "uint32":
@@ -239,13 +225,13 @@ def _consume_badly(obj):
     """A consumer that calls one export's deleter twice and leaks another: both are its
     findings, the first settled at once, the second only after a full collection."""
     twice = obj.__dlpack__(max_version=(1, 0))
-    address = _capsule_pointer(twice, _VERSIONED)
-    _capsule_rename(twice, _USED)
-    managed = _DLManagedTensorVersioned.from_address(address)
+    address = _testkit.capsule_pointer(twice, _VERSIONED)
+    _testkit.capsule_rename(twice, _USED)
+    managed = _testkit.DLManagedTensorVersioned.from_address(address)
     managed.deleter(address)
     managed.deleter(address)
     leaked = obj.__dlpack__(max_version=(1, 0))
-    _capsule_rename(leaked, _USED)
+    _testkit.capsule_rename(leaked, _USED)
     _kept.append(leaked)  # consumed, never released: the deleter is never called
     return np.from_dlpack(obj)
 

@@ -25,13 +25,10 @@ HOSTILE, MEGA and CALL from this file to know what to look for.
 
 import os
 import signal
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _testkit.py, next to this
-try:
-    import _testkit
-finally:
-    del sys.path[0]  # probe directories stay off sys.path (probes/README.md)
+import _probekit
+
+_testkit = _probekit.sibling(__file__, "_testkit")
 
 HOSTILE = (
     "lone:\ud800 ctl:\x01\x02\x07\x08\x0b\x0c\x0e\x1b[31m\x1f\x7f\x80\x85\x9f "

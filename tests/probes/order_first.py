@@ -8,11 +8,9 @@ import os
 import signal
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _testkit.py, next to this
-try:
-    import _testkit
-finally:
-    del sys.path[0]  # probe directories stay off sys.path (probes/README.md)
+import _probekit
+
+_testkit = _probekit.sibling(__file__, "_testkit")
 
 
 def load():

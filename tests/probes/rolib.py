@@ -14,16 +14,10 @@ Its arrays wrap NumPy arrays. What goes wrong depends on the dtype:
 It is loaded only with --probe-dir tests/probes; the built-in probe set never sees it.
 """
 
-import os
-import sys
 
 import _probekit
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _testkit.py, next to this
-try:
-    import _testkit
-finally:
-    del sys.path[0]  # probe directories stay off sys.path (probes/README.md)
+_testkit = _probekit.sibling(__file__, "_testkit")
 
 NPY_ARRAY_WRITEABLE = 0x0400
 

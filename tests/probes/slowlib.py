@@ -4,15 +4,11 @@ interrupt a run in the middle (tests/integration/test_supervisor.py).
 It is loaded only with --probe-dir tests/probes; the built-in probe set never sees it.
 """
 
-import os
-import sys
+
+import _probekit
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _testkit.py, next to this
-try:
-    import _testkit
-finally:
-    del sys.path[0]  # probe directories stay off sys.path (probes/README.md)
+_testkit = _probekit.sibling(__file__, "_testkit")
 
 
 def load():
