@@ -15,11 +15,4 @@ const char *ic_device_kind_name(enum ic_device_kind kind)
     return ((int)kind >= 0 && kind < IC_KIND_COUNT) ? ic_device_kind_names[kind] : "invalid";
 }
 
-int ic_device_kind_from_name(const char *name, enum ic_device_kind *ret)
-{
-    int i = IC_NAMES_FIND(ic_device_kind_names, name);
-    if (i < 0)
-        return i;
-    *ret = (enum ic_device_kind)i;
-    return 0;
-}
+IC_DEFINE_NAMES_LOOKUP(ic_device_kind_from_name, enum ic_device_kind, ic_device_kind_names)

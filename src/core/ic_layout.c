@@ -55,14 +55,7 @@ const char *ic_layout_name(enum ic_layout layout)
     return info ? info->name : "invalid";
 }
 
-int ic_layout_from_name(const char *name, enum ic_layout *ret)
-{
-    int i = IC_TABLE_FIND(ic_layout_table, name, name);
-    if (i < 0)
-        return i;
-    *ret = (enum ic_layout)i;
-    return 0;
-}
+IC_DEFINE_TABLE_LOOKUP(ic_layout_from_name, enum ic_layout, ic_layout_table, name)
 
 static int64_t ic_clamp_bound(int64_t value, int64_t length, int64_t step)
 {

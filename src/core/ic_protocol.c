@@ -45,14 +45,7 @@ const char *ic_protocol_id(enum ic_protocol protocol)
     return ic_protocol_ids[protocol];
 }
 
-int ic_protocol_from_id(const char *id, enum ic_protocol *ret)
-{
-    int i = IC_NAMES_FIND(ic_protocol_ids, id);
-    if (i < 0)
-        return i;
-    *ret = (enum ic_protocol)i;
-    return 0;
-}
+IC_DEFINE_NAMES_LOOKUP(ic_protocol_from_id, enum ic_protocol, ic_protocol_ids)
 
 const struct ic_variant_info *ic_variant_info(enum ic_variant variant)
 {

@@ -39,14 +39,7 @@ const char *ic_outcome_name(enum ic_outcome outcome)
     return ic_outcome_table[outcome].name;
 }
 
-int ic_outcome_from_name(const char *name, enum ic_outcome *ret)
-{
-    int i = IC_TABLE_FIND(ic_outcome_table, name, name);
-    if (i < 0)
-        return i;
-    *ret = (enum ic_outcome)i;
-    return 0;
-}
+IC_DEFINE_TABLE_LOOKUP(ic_outcome_from_name, enum ic_outcome, ic_outcome_table, name)
 
 bool ic_outcome_is_failure(enum ic_outcome outcome)
 {

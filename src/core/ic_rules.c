@@ -45,14 +45,8 @@ const char *ic_rule_id(enum ic_rule rule)
     return info ? info->id : "";
 }
 
-int ic_rule_from_id(const char *id, enum ic_rule *ret)
-{
-    int i = IC_TABLE_FIND(ic_rule_table, id, id); /* IC_RULE_NONE's row has no id */
-    if (i <= IC_RULE_NONE)
-        return IC_ENOTFOUND;
-    *ret = (enum ic_rule)i;
-    return 0;
-}
+/* IC_RULE_NONE's row has no id: no name finds it. */
+IC_DEFINE_TABLE_LOOKUP(ic_rule_from_id, enum ic_rule, ic_rule_table, id)
 
 static const char *const ic_side_names[] = {
     [IC_SIDE_NONE] = "none",
@@ -66,14 +60,7 @@ const char *ic_side_name(enum ic_side side)
     return (int)side >= 0 && side <= IC_SIDE_BOTH ? ic_side_names[side] : "none";
 }
 
-int ic_side_from_name(const char *name, enum ic_side *ret)
-{
-    int i = IC_NAMES_FIND(ic_side_names, name);
-    if (i < 0)
-        return i;
-    *ret = (enum ic_side)i;
-    return 0;
-}
+IC_DEFINE_NAMES_LOOKUP(ic_side_from_name, enum ic_side, ic_side_names)
 
 static const struct {
     const char *name;
@@ -96,14 +83,7 @@ const char *ic_severity_summary(enum ic_severity_class severity)
                                                            : "";
 }
 
-int ic_severity_from_name(const char *name, enum ic_severity_class *ret)
-{
-    int i = IC_TABLE_FIND(ic_severity_table, name, name);
-    if (i < 0)
-        return i;
-    *ret = (enum ic_severity_class)i;
-    return 0;
-}
+IC_DEFINE_TABLE_LOOKUP(ic_severity_from_name, enum ic_severity_class, ic_severity_table, name)
 
 void ic_rule_anchor(enum ic_rule rule, char *buf, int size)
 {

@@ -93,6 +93,28 @@ int ic_table_find(const void *table, size_t count, size_t stride, size_t offset,
 #define IC_TABLE_FIND(table, member, name)                                                         \
     ic_table_find((table), sizeof(table) / sizeof((table)[0]), sizeof((table)[0]),                 \
                   (size_t)((const char *)&(table)[0].member - (const char *)&(table)[0]), (name))
+/* Defines `int fn(const char *name, enum_type *ret)`: the row of `table` whose `member` is
+ * `name`, as an enum value (the row's index), or IC_ENOTFOUND. `member` is `name` for a table of
+ * structs, or leave the table a plain array of names and use IC_DEFINE_NAMES_LOOKUP. */
+#define IC_DEFINE_TABLE_LOOKUP(fn, enum_type, table, member)                                       \
+    int fn(const char *name, enum_type *ret)                                                       \
+    {                                                                                              \
+        int i = IC_TABLE_FIND(table, member, name);                                                \
+        if (i < 0)                                                                                 \
+            return i;                                                                              \
+        *ret = (enum_type)i;                                                                       \
+        return 0;                                                                                  \
+    }
+#define IC_DEFINE_NAMES_LOOKUP(fn, enum_type, names)                                               \
+    int fn(const char *name, enum_type *ret)                                                       \
+    {                                                                                              \
+        int i = IC_NAMES_FIND(names, name);                                                        \
+        if (i < 0)                                                                                 \
+            return i;                                                                              \
+        *ret = (enum_type)i;                                                                       \
+        return 0;                                                                                  \
+    }
+
 /* The same for a plain array of names. */
 #define IC_NAMES_FIND(names, name)                                                                 \
     ic_table_find((names), sizeof(names) / sizeof((names)[0]), sizeof((names)[0]), 0, (name))
