@@ -195,16 +195,8 @@ static PyType_Slot ic_am_proxy_slots[] = {
     {0, NULL},
 };
 
-static struct ic_proxy_kind ic_am_proxy_kind = {
-    .name = "interopcheck.ArrayMethodProxy",
-    .doc = "Offers __array__ of a producer.",
-    .slots = ic_am_proxy_slots,
-};
-
-static PyObject *ic_am_proxy_new(PyObject *target, struct ic_export_record *rec)
-{
-    return ic_export_proxy_of(&ic_am_proxy_kind, target, rec);
-}
+IC_PROXY_KIND(ic_am, "interopcheck.ArrayMethodProxy", "Offers __array__ of a producer.",
+              ic_am_proxy_slots)
 
 static int ic_am_reference_consume(PyObject *export_obj, struct ic_export_record *rec,
                                    PyObject **ret_handle)

@@ -790,21 +790,8 @@ static PyType_Slot ic_buffer_proxy_slots[] = {
     {0, NULL},
 };
 
-static struct ic_proxy_kind ic_buffer_proxy_kind = {
-    .name = "interopcheck.BufferProxy",
-    .doc = "Offers the buffer protocol of a producer.",
-    .slots = ic_buffer_proxy_slots,
-};
-
-static PyObject *ic_buffer_proxy_new(PyObject *target, struct ic_export_record *rec)
-{
-    return ic_export_proxy_of(&ic_buffer_proxy_kind, target, rec);
-}
-
-static bool ic_buffer_is_proxy(PyObject *obj)
-{
-    return ic_export_is_proxy_of(&ic_buffer_proxy_kind, obj);
-}
+IC_PROXY_KIND(ic_buffer, "interopcheck.BufferProxy", "Offers the buffer protocol of a producer.",
+              ic_buffer_proxy_slots)
 
 static void ic_buffer_finish(PyObject *obj, struct ic_export_record *rec)
 {

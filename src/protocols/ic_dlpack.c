@@ -1366,21 +1366,8 @@ static PyType_Slot ic_dlpack_proxy_slots[] = {
     {0, NULL},
 };
 
-static struct ic_proxy_kind ic_dlpack_proxy_kind = {
-    .name = "interopcheck.DLPackProxy",
-    .doc = "Offers __dlpack__ and __dlpack_device__ of a producer.",
-    .slots = ic_dlpack_proxy_slots,
-};
-
-static PyObject *ic_dlpack_proxy_new(PyObject *target, struct ic_export_record *rec)
-{
-    return ic_export_proxy_of(&ic_dlpack_proxy_kind, target, rec);
-}
-
-static bool ic_dlpack_is_proxy(PyObject *obj)
-{
-    return ic_export_is_proxy_of(&ic_dlpack_proxy_kind, obj);
-}
+IC_PROXY_KIND(ic_dlpack, "interopcheck.DLPackProxy",
+              "Offers __dlpack__ and __dlpack_device__ of a producer.", ic_dlpack_proxy_slots)
 
 /* ---------------------------------------------------------------------------------------
  * observe / finish

@@ -95,6 +95,20 @@ PyObject *ic_export_read_attribute(PyObject *target, const char *attr, struct ic
                                    void (*check)(PyObject *value, PyObject *target,
                                                  struct ic_export_record *rec));
 
+/* Defines a protocol's proxy from the Python slots it offers (`slots`, ending with {0, NULL}):
+ * `prefix##_proxy_kind`, `prefix##_proxy_new` (the ops' proxy_new) and `prefix##_is_proxy`. */
+#define IC_PROXY_KIND(prefix, type_name, type_doc, slots_array)                                    \
+    static struct ic_proxy_kind prefix##_proxy_kind = {                                            \
+        .name = (type_name), .doc = (type_doc), .slots = (slots_array)};                           \
+    static PyObject *prefix##_proxy_new(PyObject *target, struct ic_export_record *rec)            \
+    {                                                                                              \
+        return ic_export_proxy_of(&prefix##_proxy_kind, target, rec);                              \
+    }                                                                                              \
+    static inline bool prefix##_is_proxy(PyObject *obj)                                            \
+    {                                                                                              \
+        return ic_export_is_proxy_of(&prefix##_proxy_kind, obj);                                   \
+    }
+
 /* A protocol that is one attribute of the producer's object (__array_interface__,
  * __array_struct__, __cuda_array_interface__): its proxy offers that attribute alone, read
  * from the producer and handed to `record` on every read. Defined by IC_ATTRIBUTE_PROTOCOL. */
