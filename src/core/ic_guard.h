@@ -71,7 +71,7 @@ int ic_guard_span(uintptr_t start, size_t n, uintptr_t *ret_bad);
  * unreadable byte and *ret_bad_address (may be NULL) that byte's page (or the element's
  * address when its bytes wrap around the address space). IC_ERANGE for a view whose span
  * does not fit in int64 (ic_view_span), and for one whose span cannot be read whole (it holds
- * an unreadable page, or is larger than 16 GiB) and whose elements are too many to walk one by
+ * an unreadable page, or is larger than 256 MiB) and whose elements are too many to walk one by
  * one (2^22 distinct elements, or 2^14 pages): it cannot be checked. */
 int ic_guard_view(const struct ic_view *view, int64_t *ret_bad_index, uintptr_t *ret_bad_address);
 
