@@ -104,7 +104,7 @@ PyObject *ic_export_read_attribute(PyObject *target, const char *attr, struct ic
     {                                                                                              \
         return ic_export_proxy_of(&prefix##_proxy_kind, target, rec);                              \
     }                                                                                              \
-    static inline bool prefix##_is_proxy(PyObject *obj)                                            \
+    __attribute__((unused)) static bool prefix##_is_proxy(PyObject *obj)                           \
     {                                                                                              \
         return ic_export_is_proxy_of(&prefix##_proxy_kind, obj);                                   \
     }
