@@ -217,18 +217,8 @@ struct ic_buffer_copy {
 static bool ic_buffer_copy_array(const Py_ssize_t *array, int ndim, const char *what,
                                  Py_ssize_t *out, struct ic_diag *diag, bool *ret_unreadable)
 {
-    int rc = ic_guard_copy(out, (uintptr_t)array, (size_t)ndim * sizeof(Py_ssize_t));
-    if (rc == IC_EFAULT) {
-        ic_diag_error(diag, IC_RULE_BUFFER_FIELDS,
-                      "%s at %p cannot be read for its %d entries: the memory is not mapped "
-                      "readable",
-                      what, (const void *)array, ndim);
-        *ret_unreadable = true;
-    } else if (rc < 0) {
-        ic_diag_warn(diag, IC_RULE_BUFFER_FIELDS, "%s at %p could not be checked: %s", what,
-                     (const void *)array, ic_strerror(rc));
-    }
-    return rc == 0;
+    return ic_export_copy_entries(out, array, ndim, sizeof(Py_ssize_t), what, IC_RULE_BUFFER_FIELDS,
+                                  diag, ret_unreadable);
 }
 
 /* Reads the format, shape, strides and suboffsets the exporter filled in. False when one of

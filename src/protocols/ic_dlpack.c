@@ -221,18 +221,8 @@ static bool ic_dlpack_host_memory(int32_t device_type)
 static bool ic_dlpack_copy_extents(const int64_t *array, int count, const char *what, int64_t *out,
                                    struct ic_diag *diag, bool *ret_unreadable)
 {
-    int rc = ic_guard_copy(out, (uintptr_t)array, (size_t)count * sizeof(int64_t));
-    if (rc == IC_EFAULT) {
-        ic_diag_error(diag, IC_RULE_DLPACK_SHAPE_STRIDES,
-                      "%s at %p cannot be read for its %d entries: the memory is not mapped "
-                      "readable",
-                      what, (const void *)array, count);
-        *ret_unreadable = true;
-    } else if (rc < 0) {
-        ic_diag_warn(diag, IC_RULE_DLPACK_SHAPE_STRIDES, "%s at %p could not be checked: %s", what,
-                     (const void *)array, ic_strerror(rc));
-    }
-    return rc == 0;
+    return ic_export_copy_entries(out, array, count, sizeof(int64_t), what,
+                                  IC_RULE_DLPACK_SHAPE_STRIDES, diag, ret_unreadable);
 }
 
 /* What the steps of ic_dlpack_check_tensor_guarded share: the tensor, the view being built,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ic_error.h"
+#include "ic_guard.h"
 #include "ic_text.h"
 
 /* Copies text into a fixed field, truncating (exception texts are longer than the record's
@@ -301,4 +302,20 @@ void ic_export_reading_init(struct ic_export_reading *reading)
 void ic_export_keep(struct ic_export_record *rec, const struct ic_export_reading *reading)
 {
     ic_export_record(rec, &reading->view, reading->have_view, &reading->diag, reading->detail);
+}
+
+bool ic_export_copy_entries(void *out, const void *array, int count, size_t size, const char *what,
+                            enum ic_rule rule, struct ic_diag *diag, bool *ret_unreadable)
+{
+    int rc = ic_guard_copy(out, (uintptr_t)array, (size_t)count * size);
+    if (rc == IC_EFAULT) {
+        ic_diag_error(diag, rule,
+                      "%s at %p cannot be read for its %d entries: the memory is not mapped "
+                      "readable",
+                      what, array, count);
+        *ret_unreadable = true;
+    } else if (rc < 0) {
+        ic_diag_warn(diag, rule, "%s at %p could not be checked: %s", what, array, ic_strerror(rc));
+    }
+    return rc == 0;
 }

@@ -157,6 +157,13 @@ PyObject *ic_export_attribute_get(PyObject *self, void *closure);
 bool ic_export_strides_fit(struct ic_view *view, bool given, int64_t numel, enum ic_rule rule,
                            struct ic_diag *diag);
 
+/* Copies an exporter's array of `count` entries of `size` bytes at `array` (shape, strides,
+ * suboffsets) into `out` through the guard. False with the finding, citing `rule`, when it
+ * cannot: an error and *ret_unreadable for unmapped memory, a warning when the guard could
+ * not check. */
+bool ic_export_copy_entries(void *out, const void *array, int count, size_t size, const char *what,
+                            enum ic_rule rule, struct ic_diag *diag, bool *ret_unreadable);
+
 /* Reads a Python int (or an object with __index__) into int64. Returns 0, IC_ERANGE when it
  * does not fit, IC_EINVAL when it is no integer. *ret_exact (may be NULL) is false for
  * integer-like objects that are not Python ints (a NumPy integer in a shape tuple). */
