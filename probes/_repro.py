@@ -69,7 +69,9 @@ def get_buffer(obj, flags):
     return info
 '''
 
-DLPACK_HELPER = '''
+# DLPack's tensor structs as ctypes layouts: a reproducer declares them (DLPACK_HELPER), and
+# the test probes that build DLPack exports by hand run this same text (tests/probes/_testkit.py).
+DLTENSOR_STRUCTS = '''
 class DLDevice(ctypes.Structure):
     _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
 
@@ -82,7 +84,9 @@ class DLTensor(ctypes.Structure):
     _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
                 ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
                 ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+'''
 
+DLPACK_HELPER = DLTENSOR_STRUCTS + '''
 
 class DLManagedTensor(ctypes.Structure):
     _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
@@ -143,56 +147,36 @@ def counting_deleter(capsule):
 
 # What the consumer receives: the export with only the case's protocol (the methods pass the
 # consumer's own arguments, and a buffer request's flags, on to the export unchanged).
+# What the reproducer hands the consumer: the export wrapped in a class that offers the case's
+# protocol alone, each member forwarding to the export.
+_PROPERTY = """
+    @property
+    def {name}(self):
+        return exported.{name}
+"""
+_METHOD = """
+    def {name}(self, *args, **kwargs):
+        return exported.{name}(*args, **kwargs)
+"""
+
+
+def _only(what, *members):
+    return f'''
+class Exported:
+    """The export, offering only {what}."""
+''' + "".join(members)
+
+
 ONLY_PROTOCOL = {
-    "buffer": '''
-class Exported:
-    """The export, offering only the buffer protocol (PEP 688): the consumer's flags go on to
-    the export's own buffer slot."""
-
-    def __buffer__(self, flags):
-        return exported.__buffer__(flags)
-''',
-    "array_interface": '''
-class Exported:
-    """The export, offering only __array_interface__."""
-
-    @property
-    def __array_interface__(self):
-        return exported.__array_interface__
-''',
-    "array_struct": '''
-class Exported:
-    """The export, offering only __array_struct__."""
-
-    @property
-    def __array_struct__(self):
-        return exported.__array_struct__
-''',
-    "array": '''
-class Exported:
-    """The export, offering only __array__."""
-
-    def __array__(self, *args, **kwargs):
-        return exported.__array__(*args, **kwargs)
-''',
-    "dlpack": '''
-class Exported:
-    """The export, offering only __dlpack__ and __dlpack_device__."""
-
-    def __dlpack__(self, *args, **kwargs):
-        return exported.__dlpack__(*args, **kwargs)
-
-    def __dlpack_device__(self):
-        return exported.__dlpack_device__()
-''',
-    "cuda_array_interface": '''
-class Exported:
-    """The export, offering only __cuda_array_interface__."""
-
-    @property
-    def __cuda_array_interface__(self):
-        return exported.__cuda_array_interface__
-''',
+    "buffer": _only("the buffer protocol (PEP 688): the consumer's flags go on to\n    the "
+                    "export's own buffer slot", _METHOD.format(name="__buffer__")),
+    "array_interface": _only("__array_interface__", _PROPERTY.format(name="__array_interface__")),
+    "array_struct": _only("__array_struct__", _PROPERTY.format(name="__array_struct__")),
+    "array": _only("__array__", _METHOD.format(name="__array__")),
+    "dlpack": _only("__dlpack__ and __dlpack_device__", _METHOD.format(name="__dlpack__"),
+                    _METHOD.format(name="__dlpack_device__")),
+    "cuda_array_interface": _only("__cuda_array_interface__",
+                                  _PROPERTY.format(name="__cuda_array_interface__")),
 }
 
 # --- Values the script builds its array from --------------------------------------------------

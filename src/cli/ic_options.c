@@ -6,7 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ic_dtype.h"
 #include "ic_error.h"
+#include "ic_layout.h"
+#include "ic_protocol.h"
 
 /* The options that have no short form, once each: X(NAME, name, argument). Their values
  * (OPT_NAME) are above the character range, where the short options' values are. */
@@ -58,6 +61,38 @@ static const struct option ic_long_options[] = {
         {NULL, 0, NULL, 0},
 };
 
+static const char *ic_usage_protocol(int i)
+{
+    return ic_protocol_id((enum ic_protocol)i);
+}
+
+static const char *ic_usage_dtype(int i)
+{
+    return ic_dtype_name((enum ic_dtype)(IC_DTYPE_FIRST + i));
+}
+
+static const char *ic_usage_layout(int i)
+{
+    return ic_layout_name((enum ic_layout)i);
+}
+
+/* An option's names as --help shows them, from their tables: comma-separated, wrapped to 80
+ * columns under the option's description column. */
+static void ic_usage_names(FILE *out, const char *option, int count, const char *(*name)(int))
+{
+    int column = fprintf(out, "  %-21s", option);
+    for (int i = 0; i < count; i++) {
+        const char *separator = i + 1 < count ? "," : "";
+        int width = (int)(strlen(name(i)) + strlen(separator));
+        if (i > 0 && column + 1 + width > 80)
+            column = fprintf(out, "\n%23s", "") - 1;
+        else if (i > 0)
+            column += fprintf(out, " ");
+        column += fprintf(out, "%s%s", name(i), separator);
+    }
+    fputc('\n', out);
+}
+
 void ic_options_usage(FILE *out)
 {
     fputs(
@@ -77,8 +112,8 @@ void ic_options_usage(FILE *out)
         "\n"
         "interopcheck imports every installed array library through a probe, exchanges arrays\n"
         "between every pair over every protocol (DLPack, __array_interface__, __array_struct__,\n"
-        "the buffer protocol, __array__, the CUDA Array Interface), on the CPU and on CUDA GPUs,\n"
-        "and checks each exchange in C: the export is valid,\n"
+        "the buffer protocol, __array__, the CUDA Array Interface, the Arrow C data interface),\n"
+        "on the CPU and on CUDA GPUs, and checks each exchange in C: the export is valid,\n"
         "memory is shared where promised, contents, dtype, shape, strides, device and\n"
         "read-only survive, and deleters run once. A library that crashes or hangs costs one\n"
         "case, never the run.\n"
@@ -86,13 +121,12 @@ void ic_options_usage(FILE *out)
         "Selecting cases (comma-separated, repeatable; without any, --all is required):\n"
         "  --producer LIB       libraries whose arrays are exported\n"
         "  --consumer LIB       libraries that import them ('interopcheck' is the tool's own\n"
-        "                       C consumer, which also checks version negotiation)\n"
-        "  --protocol NAME      dlpack, dlpack_capsule, array_interface, array_struct, buffer,\n"
-        "                       array, cuda_array_interface\n"
-        "  --dtype NAME         bool int8 int16 int32 int64 uint8 uint16 uint32 uint64\n"
-        "                       float16 bfloat16 float32 float64 complex64 complex128\n"
-        "  --layout NAME        contiguous flat fortran transposed strided reversed offset\n"
-        "                       scalar empty unit_dims broadcast\n"
+        "                       C consumer, which also checks version negotiation)\n",
+        out);
+    ic_usage_names(out, "--protocol NAME", IC_PROTOCOL_COUNT, ic_usage_protocol);
+    ic_usage_names(out, "--dtype NAME", IC_DTYPE_COUNT, ic_usage_dtype);
+    ic_usage_names(out, "--layout NAME", IC_LAYOUT_COUNT, ic_usage_layout);
+    fputs(
         "  --device NAME        cpu, cuda (GPU cases need the CUDA driver and a device; without\n"
         "                       them the report says why they did not run)\n"
         "  -a, --all            everything (the default set when no filter is given)\n"

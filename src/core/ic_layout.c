@@ -44,15 +44,12 @@ static const struct ic_layout_info ic_layout_table[IC_LAYOUT_COUNT] = {
 
 const struct ic_layout_info *ic_layout_info(enum ic_layout layout)
 {
-    if ((int)layout < 0 || layout >= IC_LAYOUT_COUNT)
-        return NULL;
-    return &ic_layout_table[layout];
+    return IC_TABLE_ROW(ic_layout_table, layout, IC_LAYOUT_COUNT);
 }
 
 const char *ic_layout_name(enum ic_layout layout)
 {
-    const struct ic_layout_info *info = ic_layout_info(layout);
-    return info ? info->name : "invalid";
+    return IC_TABLE_FIELD(ic_layout_table, layout, IC_LAYOUT_COUNT, name, "invalid");
 }
 
 IC_DEFINE_TABLE_LOOKUP(ic_layout_from_name, enum ic_layout, ic_layout_table, name)
@@ -166,6 +163,14 @@ static int ic_apply_broadcast(const struct ic_layout_op *op, struct ic_view *vie
     return 0;
 }
 
+static int (*const ic_layout_op_apply[IC_OP_COUNT])(const struct ic_layout_op *,
+                                                    struct ic_view *) = {
+    [IC_OP_RESHAPE] = ic_apply_reshape,
+    [IC_OP_PERMUTE] = ic_apply_permute,
+    [IC_OP_SLICE] = ic_apply_slice,
+    [IC_OP_BROADCAST] = ic_apply_broadcast,
+};
+
 int ic_layout_apply(const struct ic_layout_info *layout, const struct ic_view *base,
                     struct ic_view *ret)
 {
@@ -175,23 +180,8 @@ int ic_layout_apply(const struct ic_layout_info *layout, const struct ic_view *b
     view.strides[0] = view.itemsize;
     for (int i = 0; i < layout->nops; i++) {
         const struct ic_layout_op *op = &layout->ops[i];
-        int rc;
-        switch (op->kind) {
-        case IC_OP_RESHAPE:
-            rc = ic_apply_reshape(op, &view);
-            break;
-        case IC_OP_PERMUTE:
-            rc = ic_apply_permute(op, &view);
-            break;
-        case IC_OP_SLICE:
-            rc = ic_apply_slice(op, &view);
-            break;
-        case IC_OP_BROADCAST:
-            rc = ic_apply_broadcast(op, &view);
-            break;
-        default:
-            rc = IC_EINVAL;
-        }
+        bool known = (int)op->kind >= 0 && op->kind < IC_OP_COUNT;
+        int rc = known ? ic_layout_op_apply[op->kind](op, &view) : IC_EINVAL;
         if (rc < 0)
             return rc;
     }

@@ -27,6 +27,7 @@ enum ic_layout_op_kind {
     IC_OP_PERMUTE,
     IC_OP_SLICE,
     IC_OP_BROADCAST,
+    IC_OP_COUNT
 };
 
 struct ic_layout_op {

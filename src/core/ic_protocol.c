@@ -49,9 +49,7 @@ IC_DEFINE_NAMES_LOOKUP(ic_protocol_from_id, enum ic_protocol, ic_protocol_ids)
 
 const struct ic_variant_info *ic_variant_info(enum ic_variant variant)
 {
-    if ((int)variant < 0 || variant >= IC_VARIANT_COUNT)
-        return NULL;
-    return &ic_variant_table[variant];
+    return IC_TABLE_ROW(ic_variant_table, variant, IC_VARIANT_COUNT);
 }
 
 int ic_variant_from_id(enum ic_protocol protocol, const char *id, enum ic_variant *ret)

@@ -222,7 +222,8 @@ struct ic_protocol_facts {
     enum ic_rule copy_rule;     /* copy=True answered with shared memory (NONE: no copy request) */
     enum ic_rule no_copy_rule;  /* copy=False answered with a copy */
     enum ic_rule silent_copy_rule;     /* a copy where the export promises the producer's memory,
-                                        * not flagged as a copy */
+                                        * not flagged as a copy (NONE: exchange.shared, the
+                                        * rule of every protocol without a copy flag) */
     enum ic_rule device_pointer_rule;  /* the driver does not vouch for its device pointer
                                         * (NONE: the protocol describes host memory only) */
     enum ic_rule stream_order_rule;    /* read before the producer's queued writes finished */

@@ -34,21 +34,19 @@ static const char *const ic_check_status_names[] = {
 
 const char *ic_outcome_name(enum ic_outcome outcome)
 {
-    if ((int)outcome < 0 || outcome >= IC_OUTCOME_COUNT)
-        return "invalid";
-    return ic_outcome_table[outcome].name;
+    return IC_TABLE_FIELD(ic_outcome_table, outcome, IC_OUTCOME_COUNT, name, "invalid");
 }
 
 IC_DEFINE_TABLE_LOOKUP(ic_outcome_from_name, enum ic_outcome, ic_outcome_table, name)
 
 bool ic_outcome_is_failure(enum ic_outcome outcome)
 {
-    return (int)outcome >= 0 && outcome < IC_OUTCOME_COUNT && ic_outcome_table[outcome].failing;
+    return IC_TABLE_FIELD(ic_outcome_table, outcome, IC_OUTCOME_COUNT, failing, false);
 }
 
 const struct ic_outcome_info *ic_outcome_info(enum ic_outcome outcome)
 {
-    return (int)outcome >= 0 && outcome < IC_OUTCOME_COUNT ? &ic_outcome_table[outcome] : NULL;
+    return IC_TABLE_ROW(ic_outcome_table, outcome, IC_OUTCOME_COUNT);
 }
 
 int ic_outcome_worst(const size_t counts[IC_OUTCOME_COUNT])
@@ -73,12 +71,12 @@ size_t ic_outcome_failures(const size_t counts[IC_OUTCOME_COUNT])
 
 const char *ic_check_name(enum ic_check check)
 {
-    return ((int)check >= 0 && check < IC_CHECK_COUNT) ? ic_check_table[check].name : "invalid";
+    return IC_TABLE_FIELD(ic_check_table, check, IC_CHECK_COUNT, name, "invalid");
 }
 
 const char *ic_check_summary(enum ic_check check)
 {
-    return ((int)check >= 0 && check < IC_CHECK_COUNT) ? ic_check_table[check].summary : "";
+    return IC_TABLE_FIELD(ic_check_table, check, IC_CHECK_COUNT, summary, "");
 }
 
 const char *ic_check_status_name(enum ic_check_status status)

@@ -73,14 +73,12 @@ static const struct {
 
 const char *ic_severity_name(enum ic_severity_class severity)
 {
-    return (int)severity >= 0 && severity < IC_CLASS_COUNT ? ic_severity_table[severity].name
-                                                           : "invalid";
+    return IC_TABLE_FIELD(ic_severity_table, severity, IC_CLASS_COUNT, name, "invalid");
 }
 
 const char *ic_severity_summary(enum ic_severity_class severity)
 {
-    return (int)severity >= 0 && severity < IC_CLASS_COUNT ? ic_severity_table[severity].summary
-                                                           : "";
+    return IC_TABLE_FIELD(ic_severity_table, severity, IC_CLASS_COUNT, summary, "");
 }
 
 IC_DEFINE_TABLE_LOOKUP(ic_severity_from_name, enum ic_severity_class, ic_severity_table, name)

@@ -630,8 +630,10 @@ void *ic_grow(void *items, size_t *capacity, size_t count, size_t item_size, siz
     if (count < *capacity)
         return items;
     size_t grown_capacity = *capacity ? *capacity * 2 : first;
-    void *grown = realloc(items, grown_capacity * item_size);
-    if (grown)
-        *capacity = grown_capacity;
+    char *grown = realloc(items, grown_capacity * item_size);
+    if (!grown)
+        return NULL;
+    memset(grown + *capacity * item_size, 0, (grown_capacity - *capacity) * item_size);
+    *capacity = grown_capacity;
     return grown;
 }

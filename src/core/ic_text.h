@@ -82,7 +82,8 @@
 
 /* Room for one more item in an array that doubles as it fills, from `first` items: returns
  * `items` when it has room for count + 1, a grown copy (with *capacity updated) when it had
- * not, or NULL when memory ran out, `items` and *capacity then unchanged and still valid. */
+ * not (the new room zeroed), or NULL when memory ran out, `items` and *capacity then unchanged
+ * and still valid. */
 void *ic_grow(void *items, size_t *capacity, size_t count, size_t item_size, size_t first);
 
 /* The index of the row whose name is `name` in a table of `count` rows, `stride` bytes apart,
@@ -114,6 +115,14 @@ int ic_table_find(const void *table, size_t count, size_t stride, size_t offset,
         *ret = (enum_type)i;                                                                       \
         return 0;                                                                                  \
     }
+
+/* The one bounds check behind every accessor of a table indexed by an enum: the row of `table`
+ * at `index` (a pointer), or NULL outside [0, count); IC_TABLE_FIELD is one member of that row,
+ * or `fallback`. */
+#define IC_TABLE_ROW(table, index, count)                                                          \
+    ((int)(index) >= 0 && (int)(index) < (int)(count) ? &(table)[(int)(index)] : NULL)
+#define IC_TABLE_FIELD(table, index, count, member, fallback)                                      \
+    ((int)(index) >= 0 && (int)(index) < (int)(count) ? (table)[(int)(index)].member : (fallback))
 
 /* The same for a plain array of names. */
 #define IC_NAMES_FIND(names, name)                                                                 \

@@ -28,19 +28,16 @@ static int ic_compare_names(const void *a, const void *b)
 /* Room for one more library (and its place in the import order). */
 static int ic_catalog_grow(struct ic_catalog *catalog)
 {
-    if (catalog->count < catalog->capacity)
-        return 0;
-    int capacity = catalog->capacity ? 2 * catalog->capacity : 32;
-    struct ic_library *libs = realloc(catalog->libs, (size_t)capacity * sizeof(*libs));
+    size_t count = (size_t)catalog->count;
+    struct ic_library *libs =
+        ic_grow(catalog->libs, &catalog->capacity, count, sizeof(*libs), 32);
     if (!libs)
         return IC_ENOMEM;
-    memset(libs + catalog->capacity, 0, (size_t)(capacity - catalog->capacity) * sizeof(*libs));
     catalog->libs = libs;
-    int *order = realloc(catalog->order, (size_t)capacity * sizeof(*order));
+    int *order = ic_grow(catalog->order, &catalog->order_capacity, count, sizeof(*order), 32);
     if (!order)
         return IC_ENOMEM;
     catalog->order = order;
-    catalog->capacity = capacity;
     return 0;
 }
 
@@ -60,16 +57,12 @@ static int ic_scan_dir(struct ic_catalog *catalog, const char *dir, char *err, s
         if (len < 4 || strcmp(entry->d_name + len - 3, ".py") != 0 || entry->d_name[0] == '_' ||
             entry->d_name[0] == '.')
             continue;
-        if (count == capacity) {
-            size_t grown = capacity ? 2 * capacity : 64;
-            char **more = realloc(names, grown * sizeof(*names));
-            if (!more) {
-                rc = IC_ENOMEM;
-                break;
-            }
-            names = more;
-            capacity = grown;
+        char **more = ic_grow(names, &capacity, count, sizeof(*names), 64);
+        if (!more) {
+            rc = IC_ENOMEM;
+            break;
         }
+        names = more;
         names[count] = strdup(entry->d_name);
         if (!names[count]) {
             rc = IC_ENOMEM;
@@ -153,7 +146,8 @@ void ic_catalog_release(struct ic_catalog *catalog)
     free(catalog->order);
     catalog->libs = NULL;
     catalog->order = NULL;
-    catalog->count = catalog->capacity = catalog->order_count = 0;
+    catalog->count = catalog->order_count = 0;
+    catalog->capacity = catalog->order_capacity = 0;
 }
 
 static uint32_t ic_name_set(const cJSON *list, int (*lookup)(const char *, int *), bool *ok)

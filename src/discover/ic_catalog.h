@@ -60,10 +60,11 @@ struct ic_library {
 struct ic_catalog {
     struct ic_library *libs; /* count of them, owned; as many as the directories hold */
     int count;
-    int capacity; /* of libs and of order */
+    size_t capacity;     /* of libs */
     char kit_path[1024]; /* _probekit.py of the built-in probe directory */
     int *order; /* the import order workers follow (indexes), owned */
     int order_count;
+    size_t order_capacity;
 };
 
 /* Scans `dirs` (the first is the built-in directory, which must hold _probekit.py). On

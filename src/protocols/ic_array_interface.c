@@ -57,13 +57,8 @@ static bool ic_typestr_size_legal(char kind, int64_t count)
 int ic_typestr_parse(const char *text, struct ic_typestr *ret, char *why, size_t why_size)
 {
     struct ic_typestr parsed;
-    char scratch[8];
     const char *p = text;
 
-    if (!why) {
-        why = scratch;
-        why_size = sizeof(scratch);
-    }
     if (!text || !ret) {
         snprintf(why, why_size, "no typestr");
         return IC_EINVAL;
@@ -232,11 +227,6 @@ static int ic_ai_descr_size(PyObject *descr, int depth, int64_t *ret_size, char 
 
 int ic_descr_size(PyObject *descr, int64_t *ret_size, char *why, size_t why_size)
 {
-    char scratch[8];
-    if (!why) {
-        why = scratch;
-        why_size = sizeof(scratch);
-    }
     if (!descr || !ret_size) {
         snprintf(why, why_size, "no descr");
         return IC_EINVAL;
@@ -725,8 +715,7 @@ IC_ATTRIBUTE_PROTOCOL(ic_ai, "__array_interface__", "interopcheck.ArrayInterface
 
 const struct ic_protocol_ops ic_array_interface_ops = {
     .protocol = IC_PROTOCOL_ARRAY_INTERFACE,
-    .facts = {.silent_copy_rule = IC_RULE_EXCHANGE_SHARED,
-              .readonly_rule = IC_RULE_ARRAY_INTERFACE_READONLY,
+    .facts = {.readonly_rule = IC_RULE_ARRAY_INTERFACE_READONLY,
               .memory_rule = IC_RULE_ARRAY_INTERFACE_DATA,
               .dtype_names = IC_NAMES_TYPESTR},
     .proxy_new = ic_ai_proxy_new,

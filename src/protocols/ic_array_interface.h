@@ -46,12 +46,13 @@ struct ic_typestr {
 };
 
 /* Parses a typestr. IC_EINVAL when it does not follow the grammar or the size is illegal
- * for the kind; then `why` (may be NULL) says what is wrong. */
+ * for the kind; then `why` (why_size >= 1 bytes) says what is wrong. */
 int ic_typestr_parse(const char *text, struct ic_typestr *ret, char *why, size_t why_size);
 
 /* The byte total of a `descr` list of (name, type[, shape]) fields, nested lists followed up
  * to 8 levels deep (rule 4.5.3; the CUDA Array Interface's descr is the same). IC_EINVAL when
- * it is malformed; then `why` says what is wrong. Needs the GIL; raises nothing. */
+ * it is malformed; then `why` (why_size >= 1 bytes) says what is wrong. Needs the GIL; raises
+ * nothing. */
 int ic_descr_size(PyObject *descr, int64_t *ret_size, char *why, size_t why_size);
 
 /* Validates an __array_interface__ value (rules 4.5.1-5). `owner` is the object the

@@ -253,7 +253,6 @@ cleanup:
 const struct ic_protocol_ops ic_array_method_ops = {
     .protocol = IC_PROTOCOL_ARRAY_METHOD,
     .facts = {.no_copy_rule = IC_RULE_ARRAY_NO_COPY,
-              .silent_copy_rule = IC_RULE_EXCHANGE_SHARED,
               .readonly_rule = IC_RULE_ARRAY_READONLY,
               .memory_rule = IC_RULE_EXCHANGE_CONTENTS,
               .copy_rule = IC_RULE_ARRAY_COPY_TRUE},

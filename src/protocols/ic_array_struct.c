@@ -380,8 +380,7 @@ IC_ATTRIBUTE_PROTOCOL(ic_as, "__array_struct__", "interopcheck.ArrayStructProxy"
 
 const struct ic_protocol_ops ic_array_struct_ops = {
     .protocol = IC_PROTOCOL_ARRAY_STRUCT,
-    .facts = {.silent_copy_rule = IC_RULE_EXCHANGE_SHARED,
-              .readonly_rule = IC_RULE_ARRAY_STRUCT_FLAGS,
+    .facts = {.readonly_rule = IC_RULE_ARRAY_STRUCT_FLAGS,
               .memory_rule = IC_RULE_ARRAY_STRUCT_MEMORY,
               .dtype_names = IC_NAMES_TYPESTR},
     .proxy_new = ic_as_proxy_new,

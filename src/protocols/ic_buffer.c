@@ -151,12 +151,15 @@ int ic_buffer_format_parse(const char *format, struct ic_buffer_format *ret)
     return 0;
 }
 
+/* A PyBUF_ request constant and its name. */
+struct ic_buffer_flag_name {
+    int flags;
+    const char *name;
+};
+
 void ic_buffer_flags_name(int flags, char *buf, size_t size)
 {
-    static const struct {
-        int flags;
-        const char *name;
-    } whole[] = {
+    static const struct ic_buffer_flag_name whole[] = {
         {PyBUF_FULL, "PyBUF_FULL"},       {PyBUF_FULL_RO, "PyBUF_FULL_RO"},
         {PyBUF_RECORDS, "PyBUF_RECORDS"}, {PyBUF_RECORDS_RO, "PyBUF_RECORDS_RO"},
         {PyBUF_STRIDED, "PyBUF_STRIDED"}, {PyBUF_STRIDED_RO, "PyBUF_STRIDED_RO"},
@@ -165,10 +168,7 @@ void ic_buffer_flags_name(int flags, char *buf, size_t size)
         {PyBUF_FORMAT, "PyBUF_FORMAT"},
     };
     /* The shape part of a request, widest first. */
-    static const struct {
-        int flags;
-        const char *name;
-    } shapes[] = {
+    static const struct ic_buffer_flag_name shapes[] = {
         {PyBUF_INDIRECT, "PyBUF_INDIRECT"},         {PyBUF_C_CONTIGUOUS, "PyBUF_C_CONTIGUOUS"},
         {PyBUF_F_CONTIGUOUS, "PyBUF_F_CONTIGUOUS"}, {PyBUF_ANY_CONTIGUOUS, "PyBUF_ANY_CONTIGUOUS"},
         {PyBUF_STRIDES, "PyBUF_STRIDES"},           {PyBUF_ND, "PyBUF_ND"},
@@ -818,7 +818,6 @@ static int ic_buffer_reference_consume(PyObject *export_obj, struct ic_export_re
                                        PyObject **ret_handle)
 {
     struct ic_buffer_import *import = NULL;
-    PyObject *handle = NULL;
     int flags = PyBUF_RECORDS_RO;
 
     *ret_handle = NULL;
@@ -845,14 +844,8 @@ static int ic_buffer_reference_consume(PyObject *export_obj, struct ic_export_re
     }
     ic_buffer_record(&import->buffer, flags, rec);
     rec->acquired++;
-    handle = ic_handle_new(import, ic_buffer_import_release);
-    if (!handle) {
-        PyErr_Clear();
-        ic_buffer_import_release(import);
-        return IC_ENOMEM;
-    }
-    *ret_handle = handle;
-    return 0;
+    *ret_handle = ic_handle_new(import, ic_buffer_import_release);
+    return *ret_handle ? 0 : IC_ENOMEM;
 }
 
 /* The reference consumer's contiguous and writable requests must be refused by an exporter
@@ -872,7 +865,6 @@ static void ic_buffer_preset_refusal(struct ic_export_record *rec, const struct 
 const struct ic_protocol_ops ic_buffer_ops = {
     .protocol = IC_PROTOCOL_BUFFER,
     .facts = {.contiguity_rule = IC_RULE_BUFFER_CONTIGUOUS,
-              .silent_copy_rule = IC_RULE_EXCHANGE_SHARED,
               .readonly_rule = IC_RULE_EXCHANGE_READONLY,
               .memory_rule = IC_RULE_BUFFER_FIELDS,
               .dtype_names = IC_NAMES_PEP3118,

@@ -589,8 +589,7 @@ IC_ATTRIBUTE_PROTOCOL(ic_cai, IC_CAI_ATTR, "interopcheck.CudaArrayInterfaceProxy
 
 const struct ic_protocol_ops ic_cai_ops = {
     .protocol = IC_PROTOCOL_CAI,
-    .facts = {.silent_copy_rule = IC_RULE_EXCHANGE_SHARED,
-              .readonly_rule = IC_RULE_CAI_READONLY,
+    .facts = {.readonly_rule = IC_RULE_CAI_READONLY,
               .memory_rule = IC_RULE_CAI_DATA,
               .device_pointer_rule = IC_RULE_CAI_DEVICE_POINTER,
               .stream_order_rule = IC_RULE_CAI_STREAM_ORDER,

@@ -1524,7 +1524,6 @@ static void ic_dlpack_import_release(void *context)
 static int ic_dlpack_take(PyObject *capsule, const struct ic_dlpack_capsule *info, int watch,
                           struct ic_export_record *rec, PyObject **ret_handle)
 {
-    PyObject *handle = NULL;
     struct ic_dlpack_import *import = malloc(sizeof(*import));
 
     if (!import)
@@ -1564,15 +1563,10 @@ static int ic_dlpack_take(PyObject *capsule, const struct ic_dlpack_capsule *inf
         ic_dlpack_watch_mark_consumed(watch);
         ic_dlpack_watch_hold(watch, true);
     }
-    handle = ic_handle_new(import, ic_dlpack_import_release);
-    if (!handle) {
-        /* Renamed already: the deleter is ours to call (§2.3 ownership). */
-        PyErr_Clear();
-        ic_dlpack_import_release(import);
-        return IC_ENOMEM;
-    }
-    *ret_handle = handle;
-    return 0;
+    /* Renamed already: the deleter is ours to call (§2.3 ownership), through the handle's release
+     * even when the handle cannot be made. */
+    *ret_handle = ic_handle_new(import, ic_dlpack_import_release);
+    return *ret_handle ? 0 : IC_ENOMEM;
 }
 
 /* The keywords of each variant's __dlpack__ call (a new dict), and what they demand. NULL

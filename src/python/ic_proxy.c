@@ -77,12 +77,16 @@ static void ic_handle_destroy(PyObject *capsule)
 PyObject *ic_handle_new(void *context, void (*release)(void *context))
 {
     struct ic_handle *handle = PyMem_Malloc(sizeof(*handle));
-    if (!handle)
-        return PyErr_NoMemory();
-    handle->context = context;
-    handle->release = release;
-    PyObject *capsule = PyCapsule_New(handle, "interopcheck.handle", ic_handle_destroy);
-    if (!capsule)
+    PyObject *capsule = NULL;
+    if (handle) {
+        handle->context = context;
+        handle->release = release;
+        capsule = PyCapsule_New(handle, "interopcheck.handle", ic_handle_destroy);
+    }
+    if (!capsule) {
+        PyErr_Clear();
         PyMem_Free(handle);
+        release(context);
+    }
     return capsule;
 }

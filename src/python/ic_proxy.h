@@ -50,8 +50,8 @@ struct ic_export_record *ic_proxy_record(PyObject *obj);
 void ic_proxy_detach(PyObject *obj);
 
 /* A handle that calls release(context) exactly once when its last reference goes. New
- * reference, or NULL with an exception set (then release has NOT been called; the caller
- * still owns `context`). */
+ * reference, or NULL when memory ran out: release(context) has then been called already and
+ * no exception is left set, so `context` is gone either way. */
 PyObject *ic_handle_new(void *context, void (*release)(void *context));
 
 #endif

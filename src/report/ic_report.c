@@ -407,83 +407,109 @@ int ic_report_hold_text(cJSON *report)
     return 0;
 }
 
-int ic_report_load(const char *path, cJSON **ret, char *err, size_t err_size)
+/* The whole of `file` as a NUL-terminated string of *ret_size bytes (a new allocation). */
+static int ic_report_read_text(FILE *file, const char *path, char **ret, size_t *ret_size,
+                               char *err, size_t err_size)
 {
-    FILE *file = fopen(path, "rb");
-    char *text = NULL;
-    cJSON *json = NULL;
-    size_t line, column;
-    int rc = IC_EIO;
-
-    if (!file) {
+    if (fseek(file, 0, SEEK_END) != 0) {
         snprintf(err, err_size, "cannot read %s: %s", path, strerror(errno));
         return IC_EIO;
     }
-    if (fseek(file, 0, SEEK_END) != 0) {
-        snprintf(err, err_size, "cannot read %s: %s", path, strerror(errno));
-        goto done;
-    }
     long size = ftell(file);
     rewind(file);
-    if (size < 0 || (text = malloc((size_t)size + 1)) == NULL) {
+    char *text = size < 0 ? NULL : malloc((size_t)size + 1);
+    if (!text) {
         snprintf(err, err_size, "cannot read %s: out of memory", path);
-        rc = IC_ENOMEM;
-        goto done;
+        return IC_ENOMEM;
     }
     if (fread(text, 1, (size_t)size, file) != (size_t)size) {
         snprintf(err, err_size, "cannot read %s: %s", path, strerror(errno));
-        goto done;
+        free(text);
+        return IC_EIO;
     }
     text[size] = '\0';
-    rc = IC_EINVAL;
+    *ret = text;
+    *ret_size = (size_t)size;
+    return 0;
+}
+
+/* The JSON value that is the whole of `text`; where it is not, the error says the line and
+ * column. */
+static int ic_report_parse(const char *text, size_t size, const char *path, cJSON **ret,
+                           char *err, size_t err_size)
+{
+    size_t line, column;
     /* JSON text has no NUL; one would also end the text early for the parser below. */
-    const char *nul = memchr(text, '\0', (size_t)size);
+    const char *nul = memchr(text, '\0', size);
     if (nul) {
-        ic_text_line_column(text, (size_t)size, (size_t)(nul - text), &line, &column);
+        ic_text_line_column(text, size, (size_t)(nul - text), &line, &column);
         snprintf(err, err_size, "%s is not JSON text: a NUL byte at line %zu, column %zu", path,
                  line, column);
-        goto done;
+        return IC_EINVAL;
     }
     /* The length counts the terminating NUL, which is how cJSON's "nothing may follow the
      * value" check wants it: trailing garbage is an error, not ignored. */
     const char *stop = NULL;
-    json = cJSON_ParseWithLengthOpts(text, (size_t)size + 1, &stop, true);
-    if (!json) {
+    *ret = cJSON_ParseWithLengthOpts(text, size + 1, &stop, true);
+    if (!*ret) {
         size_t offset = stop && stop >= text ? (size_t)(stop - text) : 0;
-        ic_text_line_column(text, (size_t)size, offset, &line, &column);
+        ic_text_line_column(text, size, offset, &line, &column);
         snprintf(err, err_size, "%s is not JSON: a syntax error at line %zu, column %zu%s", path,
-                 line, column, offset >= (size_t)size ? " (the end of the file)" : "");
-        goto done;
+                 line, column, offset >= size ? " (the end of the file)" : "");
+        return IC_EINVAL;
     }
+    return 0;
+}
+
+/* The members every reader relies on: the schema's name and version, cases and summary. */
+static int ic_report_check_frame(const cJSON *json, const char *path, char *err, size_t err_size)
+{
     const cJSON *schema = cJSON_GetObjectItemCaseSensitive(json, "schema");
     if (!cJSON_IsString(schema) || strcmp(schema->valuestring, "interopcheck-report") != 0) {
         snprintf(err, err_size,
                  "%s is not an interopcheck report (no \"schema\": "
                  "\"interopcheck-report\")",
                  path);
-        goto done;
+        return IC_EINVAL;
     }
     if (ic_report_check_version(cJSON_GetObjectItemCaseSensitive(json, "schema_version"), path, err,
                                 err_size) < 0)
-        goto done;
+        return IC_EINVAL;
     if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(json, "cases")) ||
         !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(json, "summary"))) {
         snprintf(err, err_size, "%s lacks its cases or summary", path);
-        goto done;
+        return IC_EINVAL;
     }
-    if (ic_report_hold_text(json) < 0) {
+    return 0;
+}
+
+int ic_report_load(const char *path, cJSON **ret, char *err, size_t err_size)
+{
+    FILE *file = fopen(path, "rb");
+    if (!file) {
+        snprintf(err, err_size, "cannot read %s: %s", path, strerror(errno));
+        return IC_EIO;
+    }
+    char *text = NULL;
+    size_t size = 0;
+    cJSON *json = NULL;
+    int rc = ic_report_read_text(file, path, &text, &size, err, err_size);
+    fclose(file);
+    if (rc == 0)
+        rc = ic_report_parse(text, size, path, &json, err, err_size);
+    free(text);
+    if (rc == 0)
+        rc = ic_report_check_frame(json, path, err, err_size);
+    if (rc == 0 && ic_report_hold_text(json) < 0) {
         snprintf(err, err_size, "cannot read %s: out of memory", path);
         rc = IC_ENOMEM;
-        goto done;
+    }
+    if (rc < 0) {
+        cJSON_Delete(json);
+        return rc;
     }
     *ret = json;
-    json = NULL;
-    rc = 0;
-done:
-    cJSON_Delete(json);
-    free(text);
-    fclose(file);
-    return rc;
+    return 0;
 }
 
 static int ic_outcome_of(const cJSON *c)

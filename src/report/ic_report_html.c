@@ -116,6 +116,10 @@ nomem:
 
 /* --- Safe JSON output ------------------------------------------------------------------------ */
 
+/* The characters written with JSON's short escapes; the others that need one get \u. */
+static const char *const ic_html_short_escapes[0x80] = {
+    ['"'] = "\\\"", ['\\'] = "\\\\", ['\n'] = "\\n", ['\t'] = "\\t"};
+
 /*
  * Writes `s` as a JSON string that is safe inside <script type="application/json">: "<", ">"
  * and "&" are \u escapes (so neither "</script" nor "<!--" can appear), as are control
@@ -159,30 +163,12 @@ static void ic_html_put_string(FILE *out, const char *s, size_t cap)
             }
             continue;
         }
-        switch (c) {
-        case '"':
-            fputs("\\\"", out);
-            break;
-        case '\\':
-            fputs("\\\\", out);
-            break;
-        case '\n':
-            fputs("\\n", out);
-            break;
-        case '\t':
-            fputs("\\t", out);
-            break;
-        case '<':
-        case '>':
-        case '&':
+        if (ic_html_short_escapes[c])
+            fputs(ic_html_short_escapes[c], out);
+        else if (c < 0x20 || c == 0x7f || c == '<' || c == '>' || c == '&')
             fprintf(out, "\\u%04x", c);
-            break;
-        default:
-            if (c < 0x20 || c == 0x7f)
-                fprintf(out, "\\u%04x", c);
-            else
-                putc(c, out);
-        }
+        else
+            putc(c, out);
     }
     putc('"', out);
     ic_text_buf_release(&repaired);

@@ -66,73 +66,94 @@ static int ic_stream_finish_time(cJSON *report, FILE *file)
     return 0;
 }
 
-int ic_stream_load(const char *path, cJSON **ret, char *err, size_t err_size)
+/* A stream read so far: the report its first line began (owned), and whether its end marker
+ * came. */
+struct ic_stream_reading {
+    cJSON *report;
+    cJSON *cases; /* the report's array */
+    bool ended;
+};
+
+/* Takes line `number`'s value (owned) into the reading: the run line begins the report, a
+ * case line joins its cases, the end line ends it; anything else is an error. */
+static int ic_stream_take(struct ic_stream_reading *r, cJSON *json, size_t number,
+                          const char *path, char *err, size_t err_size)
 {
-    FILE *file = fopen(path, "re");
+    const char *type = ic_json_string_or(json, "type", "");
+    if (number == 1) {
+        bool run = strcmp(type, "run") == 0;
+        r->report = run ? ic_stream_skeleton(json, path, err, err_size) : NULL;
+        cJSON_Delete(json);
+        if (!r->report) {
+            if (!run)
+                snprintf(err, err_size, "%s is not an interopcheck result stream", path);
+            return IC_EINVAL;
+        }
+        r->cases = cJSON_GetObjectItemCaseSensitive(r->report, "cases");
+    } else if (strcmp(type, "case") == 0 && !r->ended) {
+        cJSON_DeleteItemFromObjectCaseSensitive(json, "type");
+        cJSON_AddItemToArray(r->cases, json);
+    } else if (strcmp(type, "end") == 0 && !r->ended) {
+        r->ended = true;
+        cJSON_Delete(json);
+    } else {
+        snprintf(err, err_size, "%s:%zu: a line of type \"%s\" %s", path, number, type,
+                 r->ended ? "after the end" : "the stream does not have");
+        cJSON_Delete(json);
+        return IC_EINVAL;
+    }
+    return 0;
+}
+
+/* Reads every line of `file` into `r`, up to a last line without its newline (the one a
+ * killed run was writing), which is left out. */
+static int ic_stream_read_lines(FILE *file, struct ic_stream_reading *r, const char *path,
+                                char *err, size_t err_size)
+{
     char *line = NULL;
     size_t cap = 0, number = 0;
     ssize_t len;
-    cJSON *report = NULL, *cases = NULL;
-    bool ended = false;
-    int rc = IC_EINVAL;
+    int rc = 0;
+    while (rc == 0 && (len = getline(&line, &cap, file)) > 0) {
+        number++;
+        if (line[len - 1] != '\n' && !r->ended)
+            break;
+        cJSON *json = ic_stream_parse_line(line, (size_t)len, number, path, err, err_size);
+        rc = json ? ic_stream_take(r, json, number, path, err, err_size) : IC_EINVAL;
+    }
+    free(line);
+    if (rc == 0 && !r->report) {
+        snprintf(err, err_size, "%s is empty", path);
+        rc = IC_EINVAL;
+    }
+    return rc;
+}
 
+int ic_stream_load(const char *path, cJSON **ret, char *err, size_t err_size)
+{
+    FILE *file = fopen(path, "re");
     if (!file) {
         snprintf(err, err_size, "cannot read %s: %s", path, strerror(errno));
         return IC_EIO;
     }
-    while ((len = getline(&line, &cap, file)) > 0) {
-        number++;
-        bool complete = line[len - 1] == '\n';
-        /* A line without its newline is the one a killed run was writing: left out. */
-        if (!complete && !ended)
-            break;
-        cJSON *json = ic_stream_parse_line(line, (size_t)len, number, path, err, err_size);
-        if (!json)
-            goto done;
-        const char *type = ic_json_string_or(json, "type", "");
-        if (number == 1) {
-            report =
-                strcmp(type, "run") == 0 ? ic_stream_skeleton(json, path, err, err_size) : NULL;
-            cJSON_Delete(json);
-            if (!report) {
-                if (strcmp(type, "run") != 0)
-                    snprintf(err, err_size, "%s is not an interopcheck result stream", path);
-                goto done;
-            }
-            cases = cJSON_GetObjectItemCaseSensitive(report, "cases");
-        } else if (strcmp(type, "case") == 0 && !ended) {
-            cJSON_DeleteItemFromObjectCaseSensitive(json, "type");
-            cJSON_AddItemToArray(cases, json);
-        } else if (strcmp(type, "end") == 0 && !ended) {
-            ended = true;
-            cJSON_Delete(json);
-        } else {
-            cJSON_Delete(json);
-            snprintf(err, err_size, "%s:%zu: a line of type \"%s\" %s", path, number, type,
-                     ended ? "after the end" : "the stream does not have");
-            goto done;
+    struct ic_stream_reading r = {NULL, NULL, false};
+    int rc = ic_stream_read_lines(file, &r, path, err, err_size);
+    if (rc == 0) {
+        cJSON_DeleteItemFromObjectCaseSensitive(r.report, "interrupted");
+        if (!cJSON_AddBoolToObject(r.report, "interrupted", !r.ended) ||
+            ic_report_hold_text(r.report) < 0 || ic_report_recount(r.report) < 0 ||
+            ic_stream_finish_time(r.report, file) < 0 || ic_findings_attach(r.report) < 0) {
+            snprintf(err, err_size, "out of memory while reading %s", path);
+            rc = IC_ENOMEM;
         }
     }
-    if (!report) {
-        snprintf(err, err_size, "%s is empty", path);
-        goto done;
-    }
-    cJSON_DeleteItemFromObjectCaseSensitive(report, "interrupted");
-    if (!cJSON_AddBoolToObject(report, "interrupted", !ended) || ic_report_hold_text(report) < 0 ||
-        ic_report_recount(report) < 0 || ic_stream_finish_time(report, file) < 0 ||
-        ic_findings_attach(report) < 0) {
-        snprintf(err, err_size, "out of memory while reading %s", path);
-        rc = IC_ENOMEM;
-        goto done;
-    }
-    *ret = report;
-    report = NULL;
-    rc = 0;
-done:
-    cJSON_Delete(report);
-    free(line);
     fclose(file);
-    return rc;
+    if (rc < 0) {
+        cJSON_Delete(r.report);
+        return rc;
+    }
+    *ret = r.report;
+    return 0;
 }
 
 bool ic_stream_is_path(const char *path)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "ic_error.h"
+#include "ic_text.h"
 
 static const struct {
     const char *name;
@@ -24,7 +25,7 @@ static const struct {
 
 const char *ic_message_name(enum ic_message kind)
 {
-    return (int)kind >= 0 && kind < IC_MSG_COUNT ? ic_message_table[kind].name : "invalid";
+    return IC_TABLE_FIELD(ic_message_table, kind, IC_MSG_COUNT, name, "invalid");
 }
 
 cJSON *ic_message_new(enum ic_message kind, unsigned long long seq)

@@ -20,6 +20,7 @@
 #include "ic_json.h"
 #include "ic_probe.h"
 #include "ic_python.h"
+#include "ic_text.h"
 
 struct ic_worker {
     int fd;
@@ -27,7 +28,7 @@ struct ic_worker {
     unsigned long long seq;            /* of the request being answered */
     struct ic_probe *probes;           /* count loaded, room for capacity (owned) */
     int count;
-    int capacity;
+    size_t capacity;
 };
 
 /* --- Children killed by a signal ------------------------------------------------------------ */
@@ -131,16 +132,11 @@ static int ic_worker_load(struct ic_worker *w, const char *name, const char *pat
 
     if (ic_worker_find(w, name))
         return 0;
-    if (w->count == w->capacity) {
-        /* Probes are found by pointer only while a case runs: growing between loads is safe. */
-        int grown = w->capacity ? 2 * w->capacity : 16;
-        struct ic_probe *more = realloc(w->probes, (size_t)grown * sizeof(*more));
-        if (!more)
-            return IC_ENOMEM;
-        memset(more + w->capacity, 0, (size_t)(grown - w->capacity) * sizeof(*more));
-        w->probes = more;
-        w->capacity = grown;
-    }
+    /* Probes are found by pointer only while a case runs: growing between loads is safe. */
+    struct ic_probe *more = ic_grow(w->probes, &w->capacity, (size_t)w->count, sizeof(*more), 16);
+    if (!more)
+        return IC_ENOMEM;
+    w->probes = more;
     ic_py_enter();
     rc = ic_probe_load(&w->probes[w->count], name, path, &info, &exc);
     ic_py_faulthandler_rearm();

@@ -385,7 +385,8 @@ static bool ic_check_export_sharing(struct ic_case_state *st, struct ic_result *
         if (rec->copy_flagged) {
             snprintf(note, size, "%s exported a copy and said so", st->c->producer);
         } else if (rec->zero_copy_known) {
-            ic_result_fail(res, IC_CHECK_ZERO_COPY, ic_facts(st)->silent_copy_rule,
+            enum ic_rule rule = ic_facts(st)->silent_copy_rule;
+            ic_result_fail(res, IC_CHECK_ZERO_COPY, rule ? rule : IC_RULE_EXCHANGE_SHARED,
                            IC_SIDE_PRODUCER,
                            "the export's first element is at 0x%llx, the producer's at 0x%llx, "
                            "and the export does not say it copied",
@@ -941,8 +942,8 @@ static void ic_check_readonly(struct ic_case_state *st, struct ic_result *res)
     }
     if (producer_ro && !rec->view.readonly_known)
         snprintf(note, sizeof(note),
-                 "a read-only array went out as a legacy capsule, which cannot say so (%s "
-                 "expects BufferError)",
+                 "the array is read-only and its export cannot say so (a legacy DLPack "
+                 "capsule, an Arrow array; see %s): the import is judged by the producer's flag",
                  ic_rule_id(ic_facts(st)->readonly_rule));
     if (!st->consumer || !st->have_consumed) {
         ic_result_check(res, IC_CHECK_READONLY, IC_CHECK_PASS, "%s", note);

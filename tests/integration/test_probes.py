@@ -68,8 +68,15 @@ LAYOUTS = {
     "broadcast": (4, [("reshape", [1, 4]), ("broadcast", [3, 4])]),
 }
 
-PROTOCOLS = ("dlpack", "dlpack_capsule", "array_interface", "array_struct", "buffer", "array",
-             "cuda_array_interface")
+def registry_protocols():
+    """The protocol ids of the registry, IC_PROTOCOL_LIST in src/core/ic_protocol.h (their one
+    home)."""
+    text = (ROOT / "src" / "core" / "ic_protocol.h").read_text()
+    listing = re.search(r"#define IC_PROTOCOL_LIST\(X\)(.*?)\n\n", text, re.S).group(1)
+    return tuple(re.findall(r'X\(\w+, "(\w+)"', listing))
+
+
+PROTOCOLS = registry_protocols()
 
 
 # ---------------------------------------------------------------------------------------------

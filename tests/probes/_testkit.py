@@ -97,18 +97,9 @@ def describe(x):
 
 # --- Structs built by hand ----------------------------------------------------------------
 
-class DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+# DLDevice, DLDataType and DLTensor: the layouts a reproducer declares, from the one text of them
+# (the reproducer writer sits beside the probe kit)
+exec(_probekit.sibling(_probekit.__file__, "_repro").DLTENSOR_STRUCTS, globals())
 
 
 class DLPackVersion(ctypes.Structure):

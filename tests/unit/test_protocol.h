@@ -85,8 +85,7 @@ static inline bool ops_registered(enum ic_protocol protocol, const struct ic_pro
     enum ic_protocol by_id;
     return ic_protocol_ops(protocol) == ops && ops->protocol == protocol &&
            ic_protocol_from_id(ic_protocol_id(protocol), &by_id) == 0 && by_id == protocol &&
-           ops->facts.readonly_rule != IC_RULE_NONE && ops->facts.memory_rule != IC_RULE_NONE &&
-           ops->facts.silent_copy_rule != IC_RULE_NONE;
+           ops->facts.readonly_rule != IC_RULE_NONE && ops->facts.memory_rule != IC_RULE_NONE;
 }
 
 #endif

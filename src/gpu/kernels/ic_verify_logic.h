@@ -191,14 +191,29 @@ IC_HD bool ic_verify_equal(const unsigned char *a, const unsigned char *b, int i
     return true;
 }
 
-IC_HD void ic_verify_report(uint64_t counters, unsigned long long mismatches,
-                            unsigned long long first)
+/* One thread's mismatches: how many, and the index of its first. */
+struct ic_verify_tally {
+    unsigned long long mismatches;
+    unsigned long long first;
+};
+
+IC_HD void ic_verify_tally_add(struct ic_verify_tally *tally, bool equal, int64_t index)
 {
-    if (mismatches == 0)
+    if (equal)
+        return;
+    if (tally->mismatches == 0)
+        tally->first = (unsigned long long)index;
+    tally->mismatches++;
+}
+
+/* Adds a thread's tally to the kernel's counters: one atomic each, and none without a mismatch. */
+IC_HD void ic_verify_report(uint64_t counters, const struct ic_verify_tally *tally)
+{
+    if (tally->mismatches == 0)
         return;
     struct ic_verify_counters *out = (struct ic_verify_counters *)(uintptr_t)counters;
-    ic_verify_atomic_add(&out->mismatches, mismatches);
-    ic_verify_atomic_min(&out->first_mismatch, first);
+    ic_verify_atomic_add(&out->mismatches, tally->mismatches);
+    ic_verify_atomic_min(&out->first_mismatch, tally->first);
 }
 
 IC_HD void ic_verify_compare_loop(const struct ic_verify_compare_args *args, int64_t thread,
@@ -206,17 +221,13 @@ IC_HD void ic_verify_compare_loop(const struct ic_verify_compare_args *args, int
 {
     const unsigned char *a = (const unsigned char *)(uintptr_t)args->a;
     const unsigned char *b = (const unsigned char *)(uintptr_t)args->b;
-    unsigned long long mismatches = 0, first = ~0ULL;
+    struct ic_verify_tally tally = {0, ~0ULL};
     for (int64_t i = thread; i < args->numel; i += thread_count) {
         const unsigned char *ea = a + ic_verify_offset(i, args->ndim, args->shape, args->a_strides);
         const unsigned char *eb = b + ic_verify_offset(i, args->ndim, args->shape, args->b_strides);
-        if (!ic_verify_equal(ea, eb, itemsize, width, as_bool)) {
-            if (mismatches == 0)
-                first = (unsigned long long)i;
-            mismatches++;
-        }
+        ic_verify_tally_add(&tally, ic_verify_equal(ea, eb, itemsize, width, as_bool), i);
     }
-    ic_verify_report(args->counters, mismatches, first);
+    ic_verify_report(args->counters, &tally);
 }
 
 IC_HD void ic_verify_compare_thread(const struct ic_verify_compare_args *args, int64_t thread,
@@ -248,7 +259,7 @@ IC_HD void ic_verify_check_pattern_loop(const struct ic_verify_pattern_args *arg
 {
     const unsigned char *data = (const unsigned char *)(uintptr_t)args->data;
     bool as_bool = args->value_class == IC_LOGIC_BOOL;
-    unsigned long long mismatches = 0, first = ~0ULL;
+    struct ic_verify_tally tally = {0, ~0ULL};
     for (int64_t i = thread; i < args->numel; i += thread_count) {
         int64_t k =
             args->first + ic_verify_offset(i, args->ndim, args->shape, args->element_strides);
@@ -256,13 +267,9 @@ IC_HD void ic_verify_check_pattern_loop(const struct ic_verify_pattern_args *arg
         ic_logic_pattern(expected, args->value_class, itemsize, args->seed, k, args->base_count);
         ic_verify_load(actual, data + ic_verify_offset(i, args->ndim, args->shape, args->strides),
                        itemsize, width);
-        if (!ic_logic_equal(actual, expected, itemsize, as_bool)) {
-            if (mismatches == 0)
-                first = (unsigned long long)i;
-            mismatches++;
-        }
+        ic_verify_tally_add(&tally, ic_logic_equal(actual, expected, itemsize, as_bool), i);
     }
-    ic_verify_report(args->counters, mismatches, first);
+    ic_verify_report(args->counters, &tally);
 }
 
 IC_HD void ic_verify_check_pattern_thread(const struct ic_verify_pattern_args *args, int64_t thread,
