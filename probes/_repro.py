@@ -177,6 +177,7 @@ ONLY_PROTOCOL = {
                     _METHOD.format(name="__dlpack_device__")),
     "cuda_array_interface": _only("__cuda_array_interface__",
                                   _PROPERTY.format(name="__cuda_array_interface__")),
+    "arrow": _only("__arrow_c_array__", _METHOD.format(name="__arrow_c_array__")),
 }
 
 # --- Values the script builds its array from --------------------------------------------------
@@ -490,6 +491,8 @@ def _reference_request(s, result):
         s.line(f"{result} = x.__array__({args})")
     elif s.protocol == "dlpack_capsule":
         s.line(f"{result} = {s.export_expr()}")
+    elif s.protocol == "arrow":
+        s.line(f"{result} = x.__arrow_c_array__()")
     else:
         attr = {"array_interface": "__array_interface__", "array_struct": "__array_struct__",
                 "cuda_array_interface": "__cuda_array_interface__"}[s.protocol]

@@ -39,6 +39,7 @@ REPRO = {
     "consume": {
         "buffer": ("pa.Array.from_buffers({dtype}, (buf := pa.py_buffer({obj})).size // "
                    "{dtype}.byte_width, [None, buf])"),
+        "arrow": "pa.array({obj})",
     },
     "tolist": "{y}.to_pylist()",
     "dtype": _probekit.ARROW_DTYPE_REPRO,
@@ -65,13 +66,16 @@ def load():
             "broadcast": "pyarrow.Array has no strides: no zero-stride broadcast",
         },
         readonly=True,
-        exports=_probekit.exports("dlpack", "array"),
+        exports=_probekit.exports("dlpack", "array", "arrow"),
         # pyarrow.py_buffer wraps the exporter's memory without a copy (documented as
         # zero-copy); Array.from_buffers then types it with the dtype the caller names. An
         # Array is immutable whatever the buffer under it allows.
         imports=_probekit.imports(
             {"buffer": "pyarrow.Array.from_buffers(type, n, [None, pyarrow.py_buffer(obj)])"},
-            zero_copy=True, typed=False, readonly="always"),
+            zero_copy=True, typed=False, readonly="always")
+        # pyarrow.array moves the C data interface's structs and wraps the producer's buffers
+        # (pyarrow's docs on the PyCapsule interface)
+        | _probekit.imports({"arrow": "pyarrow.array(obj)"}, zero_copy=True, readonly="always"),
     )
 
 
@@ -103,5 +107,7 @@ def describe(x):
 
 
 def consume(obj, protocol, dtype):
+    if protocol == "arrow":
+        return pa.array(obj)
     buf = pa.py_buffer(obj)
     return pa.Array.from_buffers(_type(dtype), buf.size // _probekit.ITEMSIZE[dtype], [None, buf])

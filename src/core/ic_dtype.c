@@ -6,8 +6,8 @@
 #include "ic_text.h"
 
 static const struct ic_dtype_info ic_dtype_table[] = {
-#define IC_DTYPE_ROW(e, name, size, cls, code, bits, kind, fmt)                                    \
-    {IC_DTYPE_##e, (name), (size), (cls), (code), (bits), (kind), (fmt)},
+#define IC_DTYPE_ROW(e, name, size, cls, code, bits, kind, fmt, arrow)                             \
+    {IC_DTYPE_##e, (name), (size), (cls), (code), (bits), (kind), (fmt), (arrow)},
     IC_DTYPE_LIST(IC_DTYPE_ROW)
 #undef IC_DTYPE_ROW
 };

@@ -28,29 +28,32 @@ enum ic_value_class {
     IC_VALUE_COMPLEX,
 };
 
-/* X(ENUM, name, itemsize, value class, DLPack code, DLPack bits, typestr kind, PEP 3118 format)
+/* X(ENUM, name, itemsize, value class, DLPack code, DLPack bits, typestr kind, PEP 3118 format,
+ *   Arrow format)
  * DLPack codes: kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLComplex 5, kDLBool 6.
- * A typestr kind of 0 means the array interface has no standard spelling (bfloat16). */
+ * A typestr kind of 0 means the array interface has no standard spelling (bfloat16). The Arrow
+ * format is the C data interface's (NULL: Arrow has no such primitive); Arrow's booleans ("b")
+ * are bit-packed, not a byte each. */
 #define IC_DTYPE_LIST(X)                                                                           \
-    X(BOOL, "bool", 1, IC_VALUE_BOOL, 6, 8, 'b', "?")                                              \
-    X(INT8, "int8", 1, IC_VALUE_INT, 0, 8, 'i', "b")                                               \
-    X(INT16, "int16", 2, IC_VALUE_INT, 0, 16, 'i', "h")                                            \
-    X(INT32, "int32", 4, IC_VALUE_INT, 0, 32, 'i', "i")                                            \
-    X(INT64, "int64", 8, IC_VALUE_INT, 0, 64, 'i', "q")                                            \
-    X(UINT8, "uint8", 1, IC_VALUE_UINT, 1, 8, 'u', "B")                                            \
-    X(UINT16, "uint16", 2, IC_VALUE_UINT, 1, 16, 'u', "H")                                         \
-    X(UINT32, "uint32", 4, IC_VALUE_UINT, 1, 32, 'u', "I")                                         \
-    X(UINT64, "uint64", 8, IC_VALUE_UINT, 1, 64, 'u', "Q")                                         \
-    X(FLOAT16, "float16", 2, IC_VALUE_FLOAT, 2, 16, 'f', "e")                                      \
-    X(BFLOAT16, "bfloat16", 2, IC_VALUE_BFLOAT, 4, 16, 0, NULL)                                    \
-    X(FLOAT32, "float32", 4, IC_VALUE_FLOAT, 2, 32, 'f', "f")                                      \
-    X(FLOAT64, "float64", 8, IC_VALUE_FLOAT, 2, 64, 'f', "d")                                      \
-    X(COMPLEX64, "complex64", 8, IC_VALUE_COMPLEX, 5, 64, 'c', "Zf")                               \
-    X(COMPLEX128, "complex128", 16, IC_VALUE_COMPLEX, 5, 128, 'c', "Zd")
+    X(BOOL, "bool", 1, IC_VALUE_BOOL, 6, 8, 'b', "?", "b")                                         \
+    X(INT8, "int8", 1, IC_VALUE_INT, 0, 8, 'i', "b", "c")                                          \
+    X(INT16, "int16", 2, IC_VALUE_INT, 0, 16, 'i', "h", "s")                                       \
+    X(INT32, "int32", 4, IC_VALUE_INT, 0, 32, 'i', "i", "i")                                       \
+    X(INT64, "int64", 8, IC_VALUE_INT, 0, 64, 'i', "q", "l")                                       \
+    X(UINT8, "uint8", 1, IC_VALUE_UINT, 1, 8, 'u', "B", "C")                                       \
+    X(UINT16, "uint16", 2, IC_VALUE_UINT, 1, 16, 'u', "H", "S")                                    \
+    X(UINT32, "uint32", 4, IC_VALUE_UINT, 1, 32, 'u', "I", "I")                                    \
+    X(UINT64, "uint64", 8, IC_VALUE_UINT, 1, 64, 'u', "Q", "L")                                    \
+    X(FLOAT16, "float16", 2, IC_VALUE_FLOAT, 2, 16, 'f', "e", "e")                                 \
+    X(BFLOAT16, "bfloat16", 2, IC_VALUE_BFLOAT, 4, 16, 0, NULL, NULL)                              \
+    X(FLOAT32, "float32", 4, IC_VALUE_FLOAT, 2, 32, 'f', "f", "f")                                 \
+    X(FLOAT64, "float64", 8, IC_VALUE_FLOAT, 2, 64, 'f', "d", "g")                                 \
+    X(COMPLEX64, "complex64", 8, IC_VALUE_COMPLEX, 5, 64, 'c', "Zf", NULL)                         \
+    X(COMPLEX128, "complex128", 16, IC_VALUE_COMPLEX, 5, 128, 'c', "Zd", NULL)
 
 enum ic_dtype {
     IC_DTYPE_INVALID = 0,
-#define IC_DTYPE_ENUM(e, name, size, cls, code, bits, kind, fmt) IC_DTYPE_##e,
+#define IC_DTYPE_ENUM(e, name, size, cls, code, bits, kind, fmt, arrow) IC_DTYPE_##e,
     IC_DTYPE_LIST(IC_DTYPE_ENUM)
 #undef IC_DTYPE_ENUM
         IC_DTYPE_END
@@ -68,6 +71,7 @@ struct ic_dtype_info {
     uint8_t dl_bits;
     char typestr_kind;   /* 0 when the array interface cannot spell it */
     const char *pep3118; /* native format, NULL when PEP 3118 has no code */
+    const char *arrow;   /* the Arrow C data interface's format, NULL when Arrow has none */
 };
 
 /* Table entry of a valid dtype; NULL for IC_DTYPE_INVALID or an out-of-range value. */

@@ -41,7 +41,10 @@ typedef struct _object PyObject; /* no Python.h here: most of the tool is plain 
     X(BUFFER, "buffer", "5", "the Python buffer protocol (PEP 3118)", ic_buffer_ops)               \
     X(ARRAY_METHOD, "array", "4.4", "__array__(dtype=None, copy=None) (NumPy 2 semantics)",        \
       ic_array_method_ops)                                                                         \
-    X(CAI, "cuda_array_interface", "3", "__cuda_array_interface__ (version 3)", ic_cai_ops)
+    X(CAI, "cuda_array_interface", "3", "__cuda_array_interface__ (version 3)", ic_cai_ops)        \
+    X(ARROW, "arrow", "6",                                                                         \
+      "__arrow_c_array__: ArrowSchema and ArrowArray capsules (the C data interface)",             \
+      ic_arrow_ops)
 
 enum ic_protocol {
 #define IC_PROTOCOL_ENUM(e, id, section, summary, ops) IC_PROTOCOL_##e,
@@ -188,7 +191,8 @@ struct ic_export_record {
     int acquired;
     int released;
     bool consumed; /* DLPack: the capsule was renamed to used_* */
-    int watch[4];  /* DLPack: ids of instrumented deleters (ic_dlpack.c), -1 when unused */
+    int watch[4];  /* ids of instrumented deleters or release callbacks, in the protocol
+                    * module's own table (ic_dlpack.c, ic_arrow.c) */
     int watch_count;
     bool lifetime_checked;
     struct ic_diag lifetime;

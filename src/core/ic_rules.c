@@ -18,8 +18,12 @@ static const struct ic_rule_info ic_rule_table[IC_RULE_COUNT] = {
 #undef IC_RULE_ROW
 };
 
+/* The rule families, a rule id's first part: the ids of IC_RULE_SECTION_LIST. */
 static const char *const ic_rule_protocols[] = {
-    "exchange", "python", "dlpack", "buffer", "array_interface", "array_struct", "array", "cai"};
+#define IC_RULE_FAMILY(family, title, spec) (family),
+    IC_RULE_SECTION_LIST(IC_RULE_FAMILY)
+#undef IC_RULE_FAMILY
+};
 
 const char *ic_rule_protocol(enum ic_rule rule)
 {

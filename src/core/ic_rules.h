@@ -261,7 +261,27 @@ enum ic_severity_class {
     X(CAI_READONLY, "cai.readonly", P, HARMFUL, "data[1] is True when the memory is read-only.")   \
     X(CAI_DEVICE_POINTER, "cai.device_pointer", P, HARMFUL,                                        \
       "The pointer is device-accessible memory, and every addressed byte lies inside one "         \
-      "allocation.")
+      "allocation.")                                                                               \
+    /* --- Arrow: the PyCapsule interface over the C data interface -------------------- */        \
+    X(ARROW_CAPSULES, "arrow.capsules", P, NONCONFORMANT,                                          \
+      "__arrow_c_array__ returns a tuple of two PyCapsules, named arrow_schema and arrow_array, "  \
+      "in that order.")                                                                            \
+    X(ARROW_STRUCTS, "arrow.structs", P, HARMFUL,                                                  \
+      "Each capsule points at a readable ArrowSchema or ArrowArray that is not released yet (its " \
+      "release callback is set).")                                                                 \
+    X(ARROW_SCHEMA, "arrow.schema", P, NONCONFORMANT,                                              \
+      "The schema's format is a readable, non-empty string; a primitive type has no children, "    \
+      "and only the defined flag bits are set.")                                                   \
+    X(ARROW_ARRAY, "arrow.array", P, HARMFUL,                                                      \
+      "length and offset are >= 0, null_count is -1 or 0..length, and n_buffers, n_children and "  \
+      "the dictionary follow the format's layout (two buffers for a fixed-width primitive).")      \
+    X(ARROW_BUFFERS, "arrow.buffers", P, HARMFUL,                                                  \
+      "The buffers are readable for offset + length elements; the validity bitmap is absent only " \
+      "when there are no nulls, and it agrees with null_count and with the array.")                \
+    X(ARROW_RELEASE, "arrow.release", E, HARMFUL,                                                  \
+      "Each struct is released exactly once: a consumer moves it out of its capsule and calls "    \
+      "release when done, the capsule releases only what nobody moved, and the producer's "        \
+      "release marks the struct released.")
 
 /* The refusal policy, one row per protocol (by its id), applied to both sides alike: a side
  * that refuses with the exception its column names gets `unsupported` with its reason; a
@@ -287,7 +307,10 @@ enum ic_severity_class {
     X("array", NULL, NULL, NULL,                                                                   \
       "__array__ defines no refusal exception, except ValueError for copy=False "                  \
       "(array.no_copy_error)")                                                                     \
-    X("cuda_array_interface", NULL, NULL, NULL, "the CUDA Array Interface defines no refusal")
+    X("cuda_array_interface", NULL, NULL, NULL, "the CUDA Array Interface defines no refusal")     \
+    X("arrow", NULL, NULL, NULL,                                                                   \
+      "the Arrow PyCapsule interface names no refusal exception: a producer that cannot honour "   \
+      "requested_schema raises, of any type")
 
 struct ic_refusal_policy {
     const char *protocol;
@@ -314,7 +337,9 @@ struct ic_refusal_policy {
     X("array", "__array__ (NumPy 2)",                                                              \
       "https://numpy.org/doc/stable/reference/generated/numpy.ndarray.__array__.html")             \
     X("cai", "The CUDA Array Interface (version 3)",                                               \
-      "https://nvidia.github.io/numba-cuda/user/cuda_array_interface.html")
+      "https://nvidia.github.io/numba-cuda/user/cuda_array_interface.html")                        \
+    X("arrow", "The Arrow PyCapsule interface and C data interface",                               \
+      "https://arrow.apache.org/docs/format/CDataInterface/PyCapsuleInterface.html")
 
 /* The policy of a protocol id; NULL for an id without a row. */
 const struct ic_refusal_policy *ic_refusal_policy(const char *protocol);

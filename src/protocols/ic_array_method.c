@@ -153,50 +153,27 @@ static PyObject *ic_am_proxy_array(PyObject *self, PyObject *args, PyObject *kwa
 {
     struct ic_proxy *proxy = (struct ic_proxy *)self;
     struct ic_export_record *rec = proxy->rec;
-    PyObject *method = NULL, *result = NULL;
     struct ic_py_exc exc;
     bool copy_given = false;
     int copy = ic_am_copy_request(kwargs, &copy_given);
 
-    if (rec) {
-        rec->export_calls++;
-        ic_export_format_call("__array__", args, kwargs, rec->request, sizeof(rec->request));
-    }
-    method = PyObject_GetAttrString(proxy->target, "__array__");
-    if (method)
-        result = PyObject_Call(method, args, kwargs);
+    PyObject *result = ic_export_forward_call(proxy, "__array__", args, kwargs);
     if (!result) {
         if (rec && ic_py_peek(&exc)) {
-            ic_export_producer_raised(rec, &exc);
             ic_am_check_refusal(copy, copy_given, &exc, &rec->diag);
             if (copy == 0)
                 rec->no_copy_required = true;
         }
-        goto cleanup; /* the producer's exception goes on to the consumer unchanged */
+        return NULL; /* the producer's exception goes on to the consumer unchanged */
     }
     if (rec)
         ic_am_record(result, copy, rec);
     /* Keep the array: the recorded view points into it. */
     Py_XSETREF(proxy->last_export, Py_NewRef(result));
-
-cleanup:
-    Py_XDECREF(method);
     return result;
 }
 
-static PyMethodDef ic_am_proxy_methods[] = {
-    {"__array__", (PyCFunction)(void (*)(void))ic_am_proxy_array, METH_VARARGS | METH_KEYWORDS,
-     "Forwards to the producer's __array__ and validates the result."},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyType_Slot ic_am_proxy_slots[] = {
-    {Py_tp_methods, ic_am_proxy_methods},
-    {0, NULL},
-};
-
-IC_PROXY_KIND(ic_am, "interopcheck.ArrayMethodProxy", "Offers __array__ of a producer.",
-              ic_am_proxy_slots)
+IC_METHOD_PROTOCOL(ic_am, "__array__", ic_am_proxy_array, "interopcheck.ArrayMethodProxy")
 
 static int ic_am_reference_consume(PyObject *export_obj, struct ic_export_record *rec,
                                    PyObject **ret_handle)

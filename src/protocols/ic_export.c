@@ -232,6 +232,23 @@ int ic_export_uintptr(PyObject *obj, uintptr_t *ret)
     return 0;
 }
 
+PyObject *ic_export_forward_call(struct ic_proxy *proxy, const char *name, PyObject *args,
+                                 PyObject *kwargs)
+{
+    struct ic_export_record *rec = proxy->rec;
+    struct ic_py_exc exc;
+    if (rec) {
+        rec->export_calls++;
+        ic_export_format_call(name, args, kwargs, rec->request, sizeof(rec->request));
+    }
+    PyObject *method = PyObject_GetAttrString(proxy->target, name);
+    PyObject *result = method ? PyObject_Call(method, args, kwargs) : NULL;
+    Py_XDECREF(method);
+    if (!result && rec && ic_py_peek(&exc))
+        ic_export_producer_raised(rec, &exc);
+    return result;
+}
+
 PyObject *ic_export_read_attribute(PyObject *target, const char *attr, struct ic_export_record *rec,
                                    bool propagate,
                                    void (*check)(PyObject *value, PyObject *target,

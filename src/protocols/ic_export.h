@@ -85,6 +85,12 @@ bool ic_export_is_proxy_of(const struct ic_proxy_kind *kind, PyObject *obj);
 PyObject *ic_export_proxy_type_new(const char *name, const char *doc,
                                    const PyType_Slot *protocol_slots);
 
+/* A consumer's call of the producer's method `name` through `proxy`: counted and named in the
+ * proxy's record (when one is attached), then forwarded to the producer's object. A producer's
+ * exception is recorded and left pending for the consumer. New reference, or NULL. */
+PyObject *ic_export_forward_call(struct ic_proxy *proxy, const char *name, PyObject *args,
+                                 PyObject *kwargs);
+
 /* Reads the attribute `attr` of `target` for a consumer (the attribute protocols,
  * __array_interface__ and __array_struct__): counts and names the request in `rec` (NULL once
  * a proxy is detached: then it only forwards) and hands what was read to `check`. A producer's
@@ -108,6 +114,21 @@ PyObject *ic_export_read_attribute(PyObject *target, const char *attr, struct ic
     {                                                                                              \
         return ic_export_is_proxy_of(&prefix##_proxy_kind, obj);                                   \
     }
+
+/* A protocol that is one method of the producer's object (__array__, __arrow_c_array__): its
+ * proxy offers that method alone, as `fn` (a PyCFunction taking args and kwargs), which
+ * forwards through ic_export_forward_call. Defines `prefix##_proxy_new`, `prefix##_is_proxy`. */
+#define IC_METHOD_PROTOCOL(prefix, method, fn, type_name)                                          \
+    static PyMethodDef prefix##_proxy_methods[] = {                                                \
+        {(method), (PyCFunction)(void (*)(void))(fn), METH_VARARGS | METH_KEYWORDS,                \
+         "Forwards to the producer's " method " and validates what it returns."},                  \
+        {NULL, NULL, 0, NULL},                                                                     \
+    };                                                                                             \
+    static PyType_Slot prefix##_proxy_slots[] = {                                                  \
+        {Py_tp_methods, prefix##_proxy_methods},                                                   \
+        {0, NULL},                                                                                 \
+    };                                                                                             \
+    IC_PROXY_KIND(prefix, (type_name), "Offers " method " of a producer.", prefix##_proxy_slots)
 
 /* A protocol that is one attribute of the producer's object (__array_interface__,
  * __array_struct__, __cuda_array_interface__): its proxy offers that attribute alone, read

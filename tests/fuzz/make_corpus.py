@@ -4,7 +4,7 @@
 
 NumPy (and the interpreter's own bytes and memoryview) export arrays of several dtypes and
 layouts; their __array_interface__ dicts, __array_struct__ structs, DLPack capsules and
-buffers are read here and written in each harness's input format (see the layout comment at
+buffers, and pyarrow's Arrow C data interface exports, are read here and written in each harness's input format (see the layout comment at
 the top of each tests/fuzz/fuzz_NAME.c). The CUDA Array Interface seeds are NumPy's dicts
 respelled as CuPy and Numba write theirs (version 3, a stream, a made-up device pointer), as
 no GPU library is needed for them. Typestrs and formats are the ones these exports use, plus
@@ -204,6 +204,51 @@ def array_struct_seeds():
         write("array_struct", name, out)
 
 
+def arrow_arrays(pa):
+    """pyarrow's exports of the kinds the validator meets: every fixed-width primitive, a
+    slice (an offset), nulls, an empty array, a boolean and a string array."""
+    for name in ("int8", "uint16", "int32", "uint64", "float16", "float32", "float64"):
+        yield name, pa.array(np.arange(12).astype(name))
+    yield "int64_slice", pa.array(np.arange(20, dtype=np.int64)).slice(5, 8)
+    yield "int32_nulls", pa.array([1, None, 3, 4, None, 6], type=pa.int32())
+    yield "float64_empty", pa.array([], type=pa.float64())
+    yield "bool", pa.array([True, False, True])
+    yield "string", pa.array(["a", "bc"])
+
+
+def arrow_seed(schema, array):
+    """The input of fuzz_arrow for an export (its layout comment)."""
+    buffers = [array.buffers[i] for i in range(min(array.n_buffers, 2))] + [None, None]
+    width = {b"c": 1, b"C": 1, b"s": 2, b"S": 2, b"i": 4, b"I": 4, b"l": 8, b"L": 8,
+             b"e": 2, b"f": 4, b"g": 8}.get(schema.format, 1)
+    end = array.offset + array.length
+    bitmap = ctypes.string_at(buffers[0], (end + 7) // 8) if buffers[0] else b""
+    control = (0x10 if not buffers[0] else 0) | (0x20 if not buffers[1] else 0)
+    out = struct.pack("<BB", control, len(schema.format)) + schema.format + b"\0"
+    out += struct.pack("<7q", schema.flags, schema.n_children, array.length, array.null_count,
+                       array.offset, array.n_buffers, array.n_children)
+    out += struct.pack("<HH", len(bitmap), min(end * width, 60 * 1024)) + bitmap
+    return out + struct.pack("<BQ", 0, 0)
+
+
+def arrow_seeds():
+    try:
+        import pyarrow as pa
+    except ImportError:
+        return
+    # The structs' ctypes layouts are the test kit's (tests/probes/_testkit.py).
+    sys.path[:0] = [os.path.join(HERE, "..", "..", "probes"), os.path.join(HERE, "..", "probes")]
+    import _testkit
+
+    for name, x in arrow_arrays(pa):
+        schema_capsule, array_capsule = x.__arrow_c_array__()
+        schema = _testkit.ArrowSchema.from_address(
+            PyCapsule_GetPointer(schema_capsule, b"arrow_schema"))
+        array = _testkit.ArrowArray.from_address(
+            PyCapsule_GetPointer(array_capsule, b"arrow_array"))
+        write("arrow", name, arrow_seed(schema, array))
+
+
 PyBUF = {"SIMPLE": 0, "WRITABLE": 1, "FORMAT": 4, "ND": 8, "STRIDES": 0x18,
          "C_CONTIGUOUS": 0x38, "F_CONTIGUOUS": 0x58, "ANY_CONTIGUOUS": 0x98, "INDIRECT": 0x118}
 
@@ -249,6 +294,7 @@ def main():
     dlpack_seeds()
     array_struct_seeds()
     buffer_seeds()
+    arrow_seeds()
     return 0
 
 

@@ -103,6 +103,7 @@ def main(tap, args):
 
         check_exit_statuses(tap, binary, probes, workdir)
         check_readonly(tap, binary, probes, workdir)
+        check_arrow(tap, binary, probes, workdir)
 
         # Two libraries that coexist only in one import order (as paddle and tensorflow do),
         # met by a fresh worker (after a crash) in the other order: the order is learned and
@@ -146,6 +147,37 @@ def check_readonly(tap, binary, probes, workdir):
     expect("array_interface.numpy.rolib.cpu.int16.flat", "fail", "exchange.writable", "consumer")
     expect("array_interface.numpy.rolib.cpu.float64.flat.readonly", "pass")
     expect("array_interface.numpy.rolib.cpu.float64.flat", "pass")
+
+
+def check_arrow(tap, binary, probes, workdir):
+    """The Arrow PyCapsule interface broken on each side (tests/probes/arrowlib.py), and
+    pyarrow's own exchanges, which pass."""
+    out = os.path.join(workdir, "arrow.json")
+    proc = taplib.run(binary, "--probe-dir", probes, "--producer", "arrowlib,pyarrow",
+                      "--consumer", "arrowlib,pyarrow,interopcheck", "--protocol", "arrow",
+                      "--dtype", "float64,int32,int16,uint8,uint16", "--layout", "flat", "-o",
+                      out, "-q")
+    tap.ok(proc.returncode == 1, "arrow: the broken exchanges fail: exit status 1", proc.stderr)
+    cases = taplib.cases_by_id(taplib.load_report(out))
+
+    def expect(case_id, outcome, rule=None, side=None, check=None):
+        case = cases.get(case_id, {})
+        tap.ok(case.get("outcome") == outcome and case.get("rule") == rule and
+               case.get("side") == side and
+               (check is None or case.get("checks", {}).get(check, {}).get("status") == "fail"),
+               f"{case_id}: {outcome}{' under ' + rule + ' (' + side + ')' if rule else ''}", case)
+
+    for consumer in ("pyarrow", "interopcheck", "arrowlib"):
+        expect(f"arrow.arrowlib.{consumer}.cpu.int32.flat", "fail", "arrow.buffers", "producer",
+               "export")
+        expect(f"arrow.arrowlib.{consumer}.cpu.int16.flat", "fail", "arrow.capsules",
+               "producer", "export")
+        expect(f"arrow.pyarrow.{consumer}.cpu.uint16.flat", "pass")
+    expect("arrow.arrowlib.pyarrow.cpu.float64.flat", "pass")
+    expect("arrow.arrowlib.interopcheck.cpu.float64.flat", "pass")
+    expect("arrow.pyarrow.arrowlib.cpu.uint8.flat", "fail", "arrow.release", "consumer",
+           "lifetime")
+    expect("arrow.pyarrow.interopcheck.cpu.uint8.flat", "pass")
 
 
 def check_exit_statuses(tap, binary, probes, workdir):

@@ -119,6 +119,24 @@ class DLManagedTensor(ctypes.Structure):
     _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", DELETER)]
 
 
+class ArrowSchema(ctypes.Structure):
+    """The Arrow C data interface's ArrowSchema."""
+    _fields_ = [("format", ctypes.c_char_p), ("name", ctypes.c_char_p),
+                ("metadata", ctypes.c_void_p), ("flags", ctypes.c_int64),
+                ("n_children", ctypes.c_int64), ("children", ctypes.c_void_p),
+                ("dictionary", ctypes.c_void_p), ("release", ctypes.c_void_p),
+                ("private_data", ctypes.c_void_p)]
+
+
+class ArrowArray(ctypes.Structure):
+    """The Arrow C data interface's ArrowArray."""
+    _fields_ = [("length", ctypes.c_int64), ("null_count", ctypes.c_int64),
+                ("offset", ctypes.c_int64), ("n_buffers", ctypes.c_int64),
+                ("n_children", ctypes.c_int64), ("buffers", ctypes.POINTER(ctypes.c_void_p)),
+                ("children", ctypes.c_void_p), ("dictionary", ctypes.c_void_p),
+                ("release", ctypes.c_void_p), ("private_data", ctypes.c_void_p)]
+
+
 class PyArrayInterface(ctypes.Structure):
     """NumPy's PyArrayInterface, the struct an __array_struct__ capsule points at."""
     _fields_ = [("two", ctypes.c_int), ("nd", ctypes.c_int), ("typekind", ctypes.c_char),

@@ -1,0 +1,753 @@
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "ic_arrow.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ic_error.h"
+#include "ic_export.h"
+#include "ic_guard.h"
+#include "ic_proxy.h"
+#include "ic_python.h"
+#include "ic_text.h"
+
+/* ---------------------------------------------------------------------------------------
+ * The validator (protocols.md §6.2, rules 6.5.1-6.5.5)
+ */
+
+/* The most bytes of a validity bitmap read to count its nulls (a million elements). */
+#define IC_ARROW_BITMAP_MAX ((int64_t)1 << 17)
+
+#define IC_ARROW_KNOWN_FLAGS                                                                       \
+    (ARROW_FLAG_DICTIONARY_ORDERED | ARROW_FLAG_NULLABLE | ARROW_FLAG_MAP_KEYS_SORTED)
+
+/* The dtype whose Arrow format (the dtype table's column) is `format`; INVALID for any other
+ * type ("b" is Arrow's bit-packed boolean). */
+static enum ic_dtype ic_arrow_format_dtype(const char *format)
+{
+    for (int d = IC_DTYPE_FIRST; d < IC_DTYPE_END; d++) {
+        const char *spelled = ic_dtype_info((enum ic_dtype)d)->arrow;
+        if (spelled && strcmp(format, spelled) == 0)
+            return (enum ic_dtype)d;
+    }
+    return IC_DTYPE_INVALID;
+}
+
+/* Both structs, copied through the guard; each must not be released yet (rule 6.5.2). */
+static bool ic_arrow_read_structs(const void *schema_addr, const void *array_addr,
+                                  struct ic_arrow_export *ex, struct ic_diag *diag)
+{
+    if (!schema_addr || !array_addr) {
+        ic_diag_error(diag, IC_RULE_ARROW_STRUCTS, "the %s capsule holds a NULL pointer",
+                      schema_addr ? "array" : "schema");
+        return false;
+    }
+    if (ic_guard_copy(&ex->schema, (uintptr_t)schema_addr, sizeof(ex->schema)) < 0 ||
+        ic_guard_copy(&ex->array, (uintptr_t)array_addr, sizeof(ex->array)) < 0) {
+        ic_diag_error(diag, IC_RULE_ARROW_STRUCTS,
+                      "the ArrowSchema at %p or the ArrowArray at %p cannot be read", schema_addr,
+                      array_addr);
+        return false;
+    }
+    ex->structs_read = true;
+    if (!ex->schema.release || !ex->array.release) {
+        ic_diag_error(diag, IC_RULE_ARROW_STRUCTS,
+                      "the %s is released already (its release callback is NULL): a fresh "
+                      "export is not",
+                      ex->schema.release ? "ArrowArray" : "ArrowSchema");
+        return false;
+    }
+    return true;
+}
+
+/* The schema of a plain primitive array (rule 6.5.4): a readable format, no children, no
+ * dictionary, only the defined flags. Sets *ret_dtype (INVALID for a valid type that is not
+ * one of the matrix's). */
+static bool ic_arrow_check_schema(struct ic_arrow_export *ex, struct ic_diag *diag,
+                                  enum ic_dtype *ret_dtype)
+{
+    const struct ArrowSchema *s = &ex->schema;
+    int rc = s->format ? ic_guard_string((uintptr_t)s->format, ex->format, sizeof(ex->format))
+                       : IC_EFAULT;
+    if (rc == IC_EFAULT || (rc == 0 && ex->format[0] == '\0')) {
+        ic_diag_error(diag, IC_RULE_ARROW_SCHEMA, "the schema's format %s",
+                      s->format ? "cannot be read, or is empty" : "is NULL");
+        return false;
+    }
+    if (s->flags & ~(int64_t)IC_ARROW_KNOWN_FLAGS)
+        ic_diag_warn(diag, IC_RULE_ARROW_SCHEMA, "the schema's flags 0x%llx set undefined bits",
+                     (unsigned long long)s->flags);
+    if (s->n_children < 0 || (s->n_children > 0 && !s->children)) {
+        ic_diag_error(diag, IC_RULE_ARROW_SCHEMA,
+                      "the schema has n_children %lld with children at %p",
+                      (long long)s->n_children, (void *)s->children);
+        return false;
+    }
+    *ret_dtype = rc == 0 ? ic_arrow_format_dtype(ex->format) : IC_DTYPE_INVALID;
+    if (*ret_dtype == IC_DTYPE_INVALID || s->dictionary) {
+        ic_diag_error(diag, IC_RULE_EXCHANGE_DTYPE,
+                      "the export's type is %s\"%s\"%s, not a fixed-width primitive array of "
+                      "the producer's dtype",
+                      s->dictionary ? "a dictionary with indices " : "", ex->format,
+                      rc == IC_ERANGE ? "..." : "");
+        return false;
+    }
+    if (s->n_children != 0) {
+        ic_diag_error(diag, IC_RULE_ARROW_SCHEMA,
+                      "format \"%s\" is primitive, yet the schema has %lld children", ex->format,
+                      (long long)s->n_children);
+        return false;
+    }
+    return true;
+}
+
+/* The array's counts against a primitive layout (rule 6.5.5): two buffers, no children. */
+static bool ic_arrow_check_array(const struct ic_arrow_export *ex, struct ic_diag *diag)
+{
+    const struct ArrowArray *a = &ex->array;
+    int64_t end;
+    if (a->length < 0 || a->offset < 0 || a->null_count < -1 || a->null_count > a->length ||
+        __builtin_add_overflow(a->offset, a->length, &end)) {
+        ic_diag_error(diag, IC_RULE_ARROW_ARRAY,
+                      "length %lld, offset %lld, null_count %lld: length and offset are >= 0 "
+                      "with a sum that fits in int64, and null_count is -1 (unknown) or "
+                      "0..length",
+                      (long long)a->length, (long long)a->offset, (long long)a->null_count);
+        return false;
+    }
+    if (a->n_buffers != 2 || a->n_children != ex->schema.n_children || a->dictionary) {
+        ic_diag_error(diag, IC_RULE_ARROW_ARRAY,
+                      "n_buffers %lld, n_children %lld, dictionary %p: format \"%s\" has two "
+                      "buffers (validity, values), no children and no dictionary",
+                      (long long)a->n_buffers, (long long)a->n_children, (void *)a->dictionary,
+                      ex->format);
+        return false;
+    }
+    return true;
+}
+
+/* Counts the zero (null) bits of [offset, offset + length) in the bitmap at `bitmap`. */
+static int ic_arrow_count_nulls(const void *bitmap, int64_t offset, int64_t length,
+                                int64_t *ret_nulls)
+{
+    int64_t end = offset + length, first_byte = offset / 8, bytes = (end + 7) / 8 - first_byte;
+    if (bytes > IC_ARROW_BITMAP_MAX)
+        return IC_ERANGE;
+    unsigned char *copy = malloc((size_t)bytes + 1);
+    if (!copy)
+        return IC_ENOMEM;
+    int rc = ic_guard_copy(copy, (uintptr_t)bitmap + (uintptr_t)first_byte, (size_t)bytes);
+    int64_t nulls = 0;
+    for (int64_t i = offset; rc == 0 && i < end; i++)
+        nulls += !((copy[i / 8 - first_byte] >> (i % 8)) & 1);
+    free(copy);
+    *ret_nulls = nulls;
+    return rc;
+}
+
+/* The validity bitmap against null_count, and against the array, which has no nulls. */
+static bool ic_arrow_check_validity(const struct ic_arrow_export *ex, struct ic_diag *diag)
+{
+    const struct ArrowArray *a = &ex->array;
+    if (!ex->buffers[0]) {
+        if (a->null_count > 0)
+            ic_diag_error(diag, IC_RULE_ARROW_BUFFERS,
+                          "null_count is %lld but there is no validity bitmap",
+                          (long long)a->null_count);
+        return a->null_count <= 0;
+    }
+    int64_t nulls = 0;
+    int rc = ic_arrow_count_nulls(ex->buffers[0], a->offset, a->length, &nulls);
+    if (rc == IC_ERANGE || rc == IC_ENOMEM) {
+        ic_diag_warn(diag, IC_RULE_ARROW_BUFFERS, "the validity bitmap is too large to check");
+        return true;
+    }
+    if (rc < 0) {
+        ic_diag_error(diag, IC_RULE_ARROW_BUFFERS,
+                      "the validity bitmap at %p does not cover offset + length = %lld bits of "
+                      "readable memory",
+                      ex->buffers[0], (long long)(a->offset + a->length));
+        return false;
+    }
+    if (a->null_count >= 0 && nulls != a->null_count) {
+        ic_diag_error(diag, IC_RULE_ARROW_BUFFERS,
+                      "null_count is %lld but the validity bitmap marks %lld elements null",
+                      (long long)a->null_count, (long long)nulls);
+        return false;
+    }
+    if (nulls > 0) {
+        ic_diag_error(diag, IC_RULE_ARROW_BUFFERS,
+                      "%lld of %lld elements are exported as null, but the array has no nulls",
+                      (long long)nulls, (long long)a->length);
+        return false;
+    }
+    return true;
+}
+
+/* The values buffer of a fixed-width array: readable for offset + length elements; then the
+ * view of the elements [offset, offset + length). */
+static bool ic_arrow_view_values(const struct ic_arrow_export *ex, enum ic_dtype dtype,
+                                 struct ic_diag *diag, struct ic_view *view)
+{
+    const struct ArrowArray *a = &ex->array;
+    int64_t itemsize = ic_dtype_info(dtype)->itemsize, end = a->offset + a->length, bytes;
+    uintptr_t values = (uintptr_t)ex->buffers[1], bad = 0;
+    /* offset + length fits (ic_arrow_check_array); its bytes may not */
+    if (__builtin_mul_overflow(end, itemsize, &bytes) || (uint64_t)bytes > UINTPTR_MAX - values) {
+        ic_diag_error(diag, IC_RULE_ARROW_ARRAY, "offset %lld + length %lld overflows",
+                      (long long)a->offset, (long long)a->length);
+        return false;
+    }
+    if (a->length > 0 && (!values || ic_guard_span(values, (size_t)bytes, &bad) < 0)) {
+        ic_diag_error(diag, IC_RULE_ARROW_BUFFERS,
+                      "the values buffer at 0x%llx does not hold offset + length = %lld "
+                      "elements of readable memory (the first unreadable page: 0x%llx)",
+                      (unsigned long long)values, (long long)end, (unsigned long long)bad);
+        return false;
+    }
+    memset(view, 0, sizeof(*view));
+    view->data = a->length > 0 ? values + (uintptr_t)(a->offset * itemsize) : 0;
+    view->device_type = IC_DEVICE_CPU;
+    view->dtype = dtype;
+    view->itemsize = (int)itemsize;
+    view->ndim = 1;
+    view->shape[0] = a->length;
+    view->strides[0] = itemsize;
+    /* Arrow data is immutable by convention, and no field says more of it. */
+    view->readonly = true;
+    view->readonly_known = false;
+    return true;
+}
+
+int ic_arrow_check_structs(const void *schema_addr, const void *array_addr, struct ic_diag *diag,
+                           struct ic_arrow_export *ret, struct ic_view *ret_view,
+                           bool *ret_have_view, char *detail, size_t detail_size)
+{
+    enum ic_dtype dtype = IC_DTYPE_INVALID;
+    if (!diag || !ret || !ret_view || !ret_have_view || !detail || detail_size == 0)
+        return IC_EINVAL;
+    memset(ret, 0, sizeof(*ret));
+    *ret_have_view = false;
+    snprintf(detail, detail_size, "arrow (unreadable)");
+    if (!ic_arrow_read_structs(schema_addr, array_addr, ret, diag) ||
+        !ic_arrow_check_schema(ret, diag, &dtype) || !ic_arrow_check_array(ret, diag))
+        return 0;
+    snprintf(detail, detail_size, "arrow format \"%s\" length %lld offset %lld null_count %lld",
+             ret->format, (long long)ret->array.length, (long long)ret->array.offset,
+             (long long)ret->array.null_count);
+    if (!ret->array.buffers ||
+        ic_guard_copy(ret->buffers, (uintptr_t)ret->array.buffers, sizeof(ret->buffers)) < 0) {
+        ic_diag_error(diag, IC_RULE_ARROW_BUFFERS, "the buffers array at %p cannot be read",
+                      (void *)ret->array.buffers);
+        return 0;
+    }
+    if (!ic_arrow_check_validity(ret, diag))
+        return 0;
+    if (dtype == IC_DTYPE_BOOL) {
+        ic_diag_warn(diag, IC_RULE_ARROW_SCHEMA,
+                     "bit-packed booleans (format \"b\") are validated but not compared: the "
+                     "matrix's booleans are a byte each");
+        return 0;
+    }
+    *ret_have_view = ic_arrow_view_values(ret, dtype, diag, ret_view);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The release watch
+ */
+
+struct ic_arrow_watch_entry {
+    int id; /* 0: a free slot */
+    bool is_schema;
+    bool released; /* the case is done with it */
+    int calls;
+    bool forwarded;
+    bool left_set;
+    void *private_data;
+    void (*schema_release)(struct ArrowSchema *);
+    void (*array_release)(struct ArrowArray *);
+};
+
+static pthread_mutex_t ic_arrow_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ic_arrow_watch_entry *ic_arrow_table; /* guarded by the lock */
+static size_t ic_arrow_capacity;
+static int ic_arrow_last_id;
+static int ic_arrow_unmatched;
+
+/* Callers hold the lock. */
+static struct ic_arrow_watch_entry *ic_arrow_entry(int id)
+{
+    for (size_t i = 0; id > 0 && i < ic_arrow_capacity; i++) {
+        if (ic_arrow_table[i].id == id)
+            return &ic_arrow_table[i];
+    }
+    return NULL;
+}
+
+/* The counting callback's work for the struct `s` (an ArrowSchema when `is_schema`), whose
+ * private_data is the entry's id. Returns the producer's callback to forward to, with the
+ * struct's fields restored, or NULL when this call is not forwarded. */
+static void *ic_arrow_release_called(void *s, bool is_schema, void **private_data)
+{
+    void *forward = NULL;
+    int id = (int)(uintptr_t)*private_data;
+    pthread_mutex_lock(&ic_arrow_lock);
+    struct ic_arrow_watch_entry *entry = ic_arrow_entry(id);
+    if (!entry || entry->is_schema != is_schema) {
+        ic_arrow_unmatched++;
+    } else if (++entry->calls == 1) {
+        forward = is_schema ? (void *)entry->schema_release : (void *)entry->array_release;
+        entry->forwarded = forward != NULL;
+        *private_data = entry->private_data;
+    }
+    pthread_mutex_unlock(&ic_arrow_lock);
+    (void)s;
+    return forward;
+}
+
+/* After the producer's release returned: it must have marked the struct released. */
+static void ic_arrow_release_done(int id, bool left_set)
+{
+    pthread_mutex_lock(&ic_arrow_lock);
+    struct ic_arrow_watch_entry *entry = ic_arrow_entry(id);
+    if (entry) {
+        entry->left_set = left_set;
+        if (entry->released)
+            memset(entry, 0, sizeof(*entry));
+    }
+    pthread_mutex_unlock(&ic_arrow_lock);
+}
+
+static void ic_arrow_counting_schema_release(struct ArrowSchema *schema)
+{
+    int id = (int)(uintptr_t)schema->private_data;
+    void (*forward)(struct ArrowSchema *) = (void (*)(struct ArrowSchema *))ic_arrow_release_called(
+        schema, true, &schema->private_data);
+    if (!forward)
+        return;
+    schema->release = forward;
+    forward(schema);
+    ic_arrow_release_done(id, schema->release != NULL);
+}
+
+static void ic_arrow_counting_array_release(struct ArrowArray *array)
+{
+    int id = (int)(uintptr_t)array->private_data;
+    void (*forward)(struct ArrowArray *) =
+        (void (*)(struct ArrowArray *))ic_arrow_release_called(array, false, &array->private_data);
+    if (!forward)
+        return;
+    array->release = forward;
+    forward(array);
+    ic_arrow_release_done(id, array->release != NULL);
+}
+
+/* A free slot of the table, grown when there is none. Callers hold the lock. */
+static struct ic_arrow_watch_entry *ic_arrow_free_slot(void)
+{
+    for (size_t i = 0; i < ic_arrow_capacity; i++) {
+        if (ic_arrow_table[i].id == 0)
+            return &ic_arrow_table[i];
+    }
+    size_t used = ic_arrow_capacity;
+    struct ic_arrow_watch_entry *table =
+        ic_grow(ic_arrow_table, &ic_arrow_capacity, used, sizeof(*table), 64);
+    if (!table)
+        return NULL;
+    ic_arrow_table = table;
+    return &ic_arrow_table[used];
+}
+
+int ic_arrow_watch(void *addr, bool is_schema, int *ret_id)
+{
+    /* The two fields are the struct's last ones in both structs: release, then private_data. */
+    size_t release_at =
+        is_schema ? offsetof(struct ArrowSchema, release) : offsetof(struct ArrowArray, release);
+    size_t private_at = is_schema ? offsetof(struct ArrowSchema, private_data)
+                                  : offsetof(struct ArrowArray, private_data);
+    void *ours = is_schema ? (void *)ic_arrow_counting_schema_release
+                           : (void *)ic_arrow_counting_array_release;
+    void *release = NULL, *private_data = NULL;
+    int rc;
+
+    if (!addr || !ret_id)
+        return IC_EINVAL;
+    pthread_mutex_lock(&ic_arrow_lock);
+    rc = ic_guard_copy(&release, (uintptr_t)addr + release_at, sizeof(release));
+    if (rc == 0)
+        rc = ic_guard_copy(&private_data, (uintptr_t)addr + private_at, sizeof(private_data));
+    if (rc == 0 && !release)
+        rc = IC_EINVAL;
+    if (rc == 0 && release == ours) {
+        struct ic_arrow_watch_entry *known = ic_arrow_entry((int)(uintptr_t)private_data);
+        rc = known ? 0 : IC_ENOTFOUND;
+        if (known)
+            *ret_id = known->id;
+        goto unlock;
+    }
+    struct ic_arrow_watch_entry *slot = rc == 0 ? ic_arrow_free_slot() : NULL;
+    if (rc == 0 && !slot)
+        rc = IC_ENOMEM;
+    if (rc < 0)
+        goto unlock;
+    memset(slot, 0, sizeof(*slot));
+    if (ic_arrow_last_id == INT32_MAX)
+        ic_arrow_last_id = 0;
+    slot->id = ++ic_arrow_last_id;
+    slot->is_schema = is_schema;
+    slot->private_data = private_data;
+    if (is_schema)
+        slot->schema_release = (void (*)(struct ArrowSchema *))release;
+    else
+        slot->array_release = (void (*)(struct ArrowArray *))release;
+    void *cookie = (void *)(uintptr_t)slot->id;
+    /* private_data first: a struct whose release is ours always carries our id. */
+    rc = ic_guard_store((uintptr_t)addr + private_at, &cookie, sizeof(cookie));
+    if (rc == 0)
+        rc = ic_guard_store((uintptr_t)addr + release_at, &ours, sizeof(ours));
+    if (rc < 0) {
+        ic_guard_store((uintptr_t)addr + private_at, &private_data, sizeof(private_data));
+        memset(slot, 0, sizeof(*slot));
+        goto unlock;
+    }
+    *ret_id = slot->id;
+
+unlock:
+    pthread_mutex_unlock(&ic_arrow_lock);
+    return rc;
+}
+
+int ic_arrow_watch_state(int id, struct ic_arrow_watch_state *ret)
+{
+    int rc = IC_ENOTFOUND;
+    pthread_mutex_lock(&ic_arrow_lock);
+    struct ic_arrow_watch_entry *entry = ic_arrow_entry(id);
+    if (entry) {
+        ret->calls = entry->calls;
+        ret->forwarded = entry->forwarded;
+        ret->left_set = entry->left_set;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&ic_arrow_lock);
+    return rc;
+}
+
+void ic_arrow_watch_release(int id)
+{
+    pthread_mutex_lock(&ic_arrow_lock);
+    struct ic_arrow_watch_entry *entry = ic_arrow_entry(id);
+    if (entry) {
+        entry->released = true;
+        if (entry->calls > 0)
+            memset(entry, 0, sizeof(*entry));
+    }
+    pthread_mutex_unlock(&ic_arrow_lock);
+}
+
+int ic_arrow_watch_unmatched(void)
+{
+    pthread_mutex_lock(&ic_arrow_lock);
+    int calls = ic_arrow_unmatched;
+    pthread_mutex_unlock(&ic_arrow_lock);
+    return calls;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * One export: the (schema, array) tuple, checked and watched
+ */
+
+/* The struct a capsule named `name` holds, or NULL with a finding (rule 6.5.1). */
+static void *ic_arrow_capsule_pointer(PyObject *capsule, const char *name, struct ic_diag *diag)
+{
+    if (!PyCapsule_CheckExact(capsule)) {
+        ic_diag_error(diag, IC_RULE_ARROW_CAPSULES, "the %s is a %s, not a PyCapsule", name,
+                      Py_TYPE(capsule)->tp_name);
+        return NULL;
+    }
+    const char *actual = PyCapsule_GetName(capsule);
+    if (!actual || strcmp(actual, name) != 0) {
+        PyErr_Clear();
+        ic_diag_error(diag, IC_RULE_ARROW_CAPSULES, "a capsule is named %s%s%s where \"%s\" is due",
+                      actual ? "\"" : "", actual ? actual : "NULL", actual ? "\"" : "", name);
+        return NULL;
+    }
+    void *pointer = PyCapsule_GetPointer(capsule, name);
+    if (!pointer)
+        PyErr_Clear();
+    return pointer;
+}
+
+/* Watches the release callback of one struct of the export and lists its id in the record. */
+static void ic_arrow_watch_one(void *addr, bool is_schema, struct ic_export_record *rec,
+                               struct ic_diag *diag)
+{
+    int capacity = (int)(sizeof(rec->watch) / sizeof(rec->watch[0]));
+    int id = -1;
+    int rc = ic_arrow_watch(addr, is_schema, &id);
+    if (rc < 0) {
+        ic_diag_warn(diag, IC_RULE_ARROW_RELEASE,
+                     "the %s's release callback could not be instrumented (%s): its calls are "
+                     "not counted",
+                     is_schema ? "ArrowSchema" : "ArrowArray", ic_strerror(rc));
+        return;
+    }
+    for (int i = 0; i < rec->watch_count; i++) {
+        if (rec->watch[i] == id)
+            return;
+    }
+    if (rec->watch_count < capacity) {
+        rec->watch[rec->watch_count++] = id;
+        return;
+    }
+    ic_diag_warn(diag, IC_RULE_ARROW_RELEASE,
+                 "more exports in one case than the tester follows: this release callback is "
+                 "instrumented but not checked");
+    ic_arrow_watch_release(id);
+}
+
+/* Checks the result of __arrow_c_array__, records it, and watches its release callbacks.
+ * *ret_unreadable: the export points at memory that cannot be read. */
+static void ic_arrow_after_export(PyObject *result, struct ic_export_record *rec,
+                                  struct ic_arrow_export *ret, bool *ret_unreadable)
+{
+    struct ic_export_reading r;
+    ic_export_reading_init(&r);
+    memset(ret, 0, sizeof(*ret));
+    *ret_unreadable = false;
+    if (!PyTuple_Check(result) || PyTuple_GET_SIZE(result) != 2) {
+        ic_diag_error(&r.diag, IC_RULE_ARROW_CAPSULES,
+                      "__arrow_c_array__ returned a %s, not a (schema, array) tuple of two "
+                      "capsules",
+                      Py_TYPE(result)->tp_name);
+        snprintf(r.detail, sizeof(r.detail), "__arrow_c_array__ -> %s", Py_TYPE(result)->tp_name);
+        ic_export_keep(rec, &r);
+        return;
+    }
+    void *schema =
+        ic_arrow_capsule_pointer(PyTuple_GET_ITEM(result, 0), IC_ARROW_SCHEMA_CAPSULE, &r.diag);
+    void *array =
+        ic_arrow_capsule_pointer(PyTuple_GET_ITEM(result, 1), IC_ARROW_ARRAY_CAPSULE, &r.diag);
+    if (schema && array) {
+        ic_arrow_check_structs(schema, array, &r.diag, ret, &r.view, &r.have_view, r.detail,
+                               sizeof(r.detail));
+        *ret_unreadable = ic_export_diag_has_error(&r.diag, IC_RULE_ARROW_STRUCTS) ||
+                          ic_export_diag_has_error(&r.diag, IC_RULE_ARROW_BUFFERS);
+        if (ret->structs_read && ret->schema.release && ret->array.release) {
+            ic_arrow_watch_one(schema, true, rec, &r.diag);
+            ic_arrow_watch_one(array, false, rec, &r.diag);
+        }
+    } else {
+        snprintf(r.detail, sizeof(r.detail), "__arrow_c_array__ -> unusable capsules");
+    }
+    ic_export_keep(rec, &r);
+    /* The C data interface points at the producer's buffers, but nothing in it promises that
+     * they are the array's own: a copy is the producer's choice. */
+    rec->zero_copy_known = false;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The proxy
+ */
+
+static PyObject *ic_arrow_proxy_array(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    struct ic_proxy *proxy = (struct ic_proxy *)self;
+    struct ic_export_record *rec = proxy->rec;
+    PyObject *result = ic_export_forward_call(proxy, "__arrow_c_array__", args, kwargs);
+    if (!result)
+        return NULL; /* the producer's exception goes on to the consumer unchanged */
+    bool withheld = false;
+    if (rec) {
+        struct ic_arrow_export ex;
+        ic_arrow_after_export(result, rec, &ex, &withheld);
+    }
+    /* Kept until finish(), so that the destructors of capsules nobody took run before the
+     * release counts are read. */
+    Py_XSETREF(proxy->last_export, Py_NewRef(result));
+    if (withheld) {
+        Py_CLEAR(result);
+        PyErr_SetString(PyExc_BufferError,
+                        "interopcheck withheld this Arrow export from the consumer: it points at "
+                        "memory that cannot be read");
+    }
+    return result;
+}
+
+IC_METHOD_PROTOCOL(ic_arrow, "__arrow_c_array__", ic_arrow_proxy_array,
+                   "interopcheck.ArrowArrayProxy")
+
+/* ---------------------------------------------------------------------------------------
+ * observe / finish (rule 6.5.3)
+ */
+
+/* Whether the consumer moved the struct out of `capsule`: its release is NULL now. */
+static bool ic_arrow_moved(PyObject *capsule, const char *name, bool is_schema)
+{
+    void *addr = PyCapsule_CheckExact(capsule) ? PyCapsule_GetPointer(capsule, name) : NULL;
+    void *release = NULL;
+    size_t at =
+        is_schema ? offsetof(struct ArrowSchema, release) : offsetof(struct ArrowArray, release);
+    if (!addr) {
+        PyErr_Clear();
+        return false;
+    }
+    return ic_guard_copy(&release, (uintptr_t)addr + at, sizeof(release)) == 0 && !release;
+}
+
+static void ic_arrow_observe(PyObject *obj, struct ic_export_record *rec)
+{
+    if (!obj || !rec || !ic_arrow_is_proxy(obj))
+        return;
+    PyObject *last = ((struct ic_proxy *)obj)->last_export;
+    if (last && PyTuple_Check(last) && PyTuple_GET_SIZE(last) == 2)
+        rec->consumed = ic_arrow_moved(PyTuple_GET_ITEM(last, 1), IC_ARROW_ARRAY_CAPSULE, false) ||
+                        ic_arrow_moved(PyTuple_GET_ITEM(last, 0), IC_ARROW_SCHEMA_CAPSULE, true);
+}
+
+/* The verdict on one watched struct, once everything of the case is released. */
+static void ic_arrow_judge_release(int index, bool moved, const struct ic_arrow_watch_state *state,
+                                   struct ic_diag *lifetime)
+{
+    const char *what = index % 2 == 0 ? "ArrowSchema" : "ArrowArray";
+    if (state->calls == 0 && moved) {
+        ic_diag_add_side(lifetime, IC_SEV_ERROR, IC_RULE_ARROW_RELEASE, IC_SIDE_CONSUMER,
+                         "the consumer moved the %s out of its capsule but never called its "
+                         "release callback: it leaks the producer's data",
+                         what);
+    } else if (state->calls == 0) {
+        ic_diag_add_side(lifetime, IC_SEV_WARNING, IC_RULE_ARROW_RELEASE, IC_SIDE_PRODUCER,
+                         "the %s was not moved, yet its release callback was never called: the "
+                         "capsule is still alive, or its destructor frees the struct without "
+                         "releasing it",
+                         what);
+    } else if (state->calls > 1) {
+        ic_diag_add_side(lifetime, IC_SEV_ERROR, IC_RULE_ARROW_RELEASE, IC_SIDE_CONSUMER,
+                         "the %s's release callback was called %d times; it must be called "
+                         "exactly once (only the first call reached the producer)",
+                         what, state->calls);
+    } else if (state->forwarded && state->left_set) {
+        ic_diag_add_side(lifetime, IC_SEV_ERROR, IC_RULE_ARROW_RELEASE, IC_SIDE_PRODUCER,
+                         "the producer's release callback of the %s returned without setting "
+                         "release to NULL: the struct still looks alive",
+                         what);
+    }
+}
+
+static void ic_arrow_finish(PyObject *obj, struct ic_export_record *rec)
+{
+    if (!rec)
+        return;
+    /* Let go of the last export, so that the destructors of untaken capsules run now and
+     * their release calls are counted below. */
+    if (obj && ic_arrow_is_proxy(obj))
+        Py_CLEAR(((struct ic_proxy *)obj)->last_export);
+    for (int i = 0; i < rec->watch_count; i++) {
+        struct ic_arrow_watch_state state;
+        if (ic_arrow_watch_state(rec->watch[i], &state) < 0)
+            continue;
+        int before = rec->lifetime.count;
+        ic_arrow_judge_release(i, rec->consumed, &state, &rec->lifetime);
+        /* Not called yet: a full collection may still call it (a second look comes). */
+        if (state.calls == 0 && rec->lifetime.count > before)
+            rec->lifetime.items[rec->lifetime.count - 1].provisional = true;
+        ic_arrow_watch_release(rec->watch[i]);
+    }
+    rec->lifetime_checked = true;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The reference consumer: moves both structs out, as pyarrow's importer does
+ */
+
+struct ic_arrow_import {
+    struct ArrowSchema schema;
+    struct ArrowArray array;
+};
+
+static void ic_arrow_import_release(void *context)
+{
+    struct ic_arrow_import *import = context;
+    if (import->array.release)
+        import->array.release(&import->array);
+    if (import->schema.release)
+        import->schema.release(&import->schema);
+    free(import);
+}
+
+/* Moves the struct at `addr` (its fields read already, into `moved`): the source's release
+ * becomes NULL, so that the capsule's destructor leaves it to us. */
+static int ic_arrow_move(void *addr, size_t release_at, void *moved, size_t size)
+{
+    void *none = NULL;
+    int rc = ic_guard_copy(moved, (uintptr_t)addr, size);
+    if (rc == 0)
+        rc = ic_guard_store((uintptr_t)addr + release_at, &none, sizeof(none));
+    return rc;
+}
+
+static int ic_arrow_take(PyObject *result, struct ic_export_record *rec, PyObject **ret_handle)
+{
+    struct ic_arrow_import *import = calloc(1, sizeof(*import));
+    if (!import)
+        return IC_ENOMEM;
+    void *schema = PyCapsule_GetPointer(PyTuple_GET_ITEM(result, 0), IC_ARROW_SCHEMA_CAPSULE);
+    void *array = PyCapsule_GetPointer(PyTuple_GET_ITEM(result, 1), IC_ARROW_ARRAY_CAPSULE);
+    int rc = schema && array ? 0 : IC_EINVAL;
+    PyErr_Clear();
+    /* The watch was installed first: the moved copies carry the counting callbacks. */
+    if (rc == 0)
+        rc = ic_arrow_move(schema, offsetof(struct ArrowSchema, release), &import->schema,
+                           sizeof(import->schema));
+    if (rc == 0)
+        rc = ic_arrow_move(array, offsetof(struct ArrowArray, release), &import->array,
+                           sizeof(import->array));
+    if (rc < 0) {
+        ic_arrow_import_release(import);
+        return rc;
+    }
+    rec->consumed = true;
+    *ret_handle = ic_handle_new(import, ic_arrow_import_release);
+    return *ret_handle ? 0 : IC_ENOMEM;
+}
+
+static int ic_arrow_reference_consume(PyObject *export_obj, struct ic_export_record *rec,
+                                      PyObject **ret_handle)
+{
+    struct ic_py_exc exc;
+    struct ic_arrow_export ex;
+    bool unreadable = false;
+
+    *ret_handle = NULL;
+    rec->export_calls++;
+    snprintf(rec->request, sizeof(rec->request), "__arrow_c_array__()");
+    PyObject *method = PyObject_GetAttrString(export_obj, "__arrow_c_array__");
+    PyObject *result = method ? PyObject_CallNoArgs(method) : NULL;
+    Py_XDECREF(method);
+    if (!result) {
+        ic_py_fetch(&exc);
+        ic_export_producer_raised(rec, &exc);
+        return 0; /* a refusal; whether one was allowed is the driver's call */
+    }
+    ic_arrow_after_export(result, rec, &ex, &unreadable);
+    int rc = 0;
+    if (rec->have_view && !unreadable)
+        rc = ic_arrow_take(result, rec, ret_handle);
+    /* An export that cannot be taken is released by its capsules' destructors, here. */
+    Py_DECREF(result);
+    return rc;
+}
+
+const struct ic_protocol_ops ic_arrow_ops = {
+    .protocol = IC_PROTOCOL_ARROW,
+    .facts = {.readonly_rule = IC_RULE_EXCHANGE_READONLY, .memory_rule = IC_RULE_ARROW_BUFFERS},
+    .proxy_new = ic_arrow_proxy_new,
+    .reference_consume = ic_arrow_reference_consume,
+    .observe = ic_arrow_observe,
+    .finish = ic_arrow_finish,
+};

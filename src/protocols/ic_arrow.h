@@ -1,0 +1,85 @@
+/*
+ * ic_arrow: the Arrow PyCapsule interface over the C data interface (protocols.md §6.1, §6.2):
+ * validation of an ArrowSchema / ArrowArray pair, the instrumented release callbacks, and the
+ * ops of the "arrow" protocol (__arrow_c_array__ into a consumer such as pyarrow.array).
+ *
+ * Contract
+ * - The validator reads what a producer exported and writes findings citing the arrow.* rules
+ *   (ic_rules.h). Everything the producer points to is read through the guard (ic_guard.h):
+ *   the two structs, which are copied the moment they are checked, the format string, the
+ *   buffers array, the validity bitmap and the data buffer. Memory that cannot be read is a
+ *   finding against the producer (arrow.structs, arrow.buffers), never a fault.
+ * - Scope: 1-D arrays of the fixed-width primitive formats that interopcheck's dtypes have
+ *   (int8..int64, uint8..uint64, float16/32/64), without nulls. A valid Arrow export of
+ *   another type is a dtype that did not survive (exchange.dtype); bit-packed booleans ("b")
+ *   are validated but give no view (a warning says so), as the matrix has byte booleans.
+ * - The release watch: ic_arrow_watch replaces a struct's release callback and private_data
+ *   with a counting callback and the entry's id, and records the originals in a process-wide
+ *   table (mutex-protected: Arrow lets release run on any thread, also after the case that
+ *   created it is over). The counting callback never touches Python. The first call puts the
+ *   producer's release and private_data back into the struct it was given (which may be a
+ *   consumer's moved copy) and forwards to it; later calls are counted and not forwarded, so a
+ *   double release becomes a finding instead of a double free. A call whose id the table no
+ *   longer knows is counted as unmatched and not forwarded.
+ * - The ops follow ic_protocol.h. The proxy keeps the last (schema, array) tuple it handed out
+ *   in proxy->last_export until finish(), which drops it so that the capsule destructors of
+ *   an unconsumed export run before the release counts are read. interopcheck's own consumer
+ *   moves both structs out of their capsules, as a consumer must, and releases them when its
+ *   handle goes.
+ */
+#ifndef IC_ARROW_H
+#define IC_ARROW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ic_diag.h"
+#include "ic_protocol.h"
+#include "ic_view.h"
+
+/* The Arrow C data interface's structs, from the pyarrow package's arrow/c/abi.h (meson.build
+ * finds it; nothing of it is copied here). */
+#include <arrow/c/abi.h>
+
+#define IC_ARROW_SCHEMA_CAPSULE "arrow_schema"
+#define IC_ARROW_ARRAY_CAPSULE  "arrow_array"
+
+/* What the validator read of one export: copies, never the producer's memory. */
+struct ic_arrow_export {
+    struct ArrowSchema schema;
+    struct ArrowArray array;
+    char format[32];        /* the schema's format string, as far as it could be read */
+    const void *buffers[2]; /* the first two entries of array.buffers, when readable */
+    bool structs_read;      /* both structs were read */
+};
+
+/* Validates the schema and array at `schema_addr` and `array_addr` (a producer's pointers,
+ * read through the guard), filling `ret` with what was read and, when the export can be
+ * compared, `ret_view` (*ret_have_view true). Writes findings into `diag` and a one-line
+ * description into `detail`. Returns 0, or IC_EINVAL for NULL arguments. */
+int ic_arrow_check_structs(const void *schema_addr, const void *array_addr, struct ic_diag *diag,
+                           struct ic_arrow_export *ret, struct ic_view *ret_view,
+                           bool *ret_have_view, char *detail, size_t detail_size);
+
+/* Instruments the release callback of the struct at `addr` (an ArrowSchema when `is_schema`,
+ * else an ArrowArray): *ret_id identifies its entry. IC_EFAULT when the struct cannot be read
+ * or written, IC_EINVAL when it is released already (release is NULL), IC_ENOMEM. */
+int ic_arrow_watch(void *addr, bool is_schema, int *ret_id);
+
+struct ic_arrow_watch_state {
+    int calls;      /* calls of the counting callback */
+    bool forwarded; /* the first call reached the producer's release */
+    bool left_set;  /* after the producer's release returned, release was still set */
+};
+
+/* The counts of entry `id`. IC_ENOTFOUND when the table no longer has it. */
+int ic_arrow_watch_state(int id, struct ic_arrow_watch_state *ret);
+
+/* The case is done with entry `id`: an entry already called is retired now, one not called yet
+ * when its call comes (a later call is then unmatched). */
+void ic_arrow_watch_release(int id);
+
+/* Calls that named an id the table did not know, since the process started. */
+int ic_arrow_watch_unmatched(void);
+
+#endif

@@ -1,0 +1,92 @@
+"""A library that gets the Arrow PyCapsule interface wrong, for interopcheck's own tests.
+
+Its arrays are pyarrow arrays behind a class of its own. What goes wrong depends on the dtype:
+
+  as a producer (__arrow_c_array__, into pyarrow and interopcheck's own consumer):
+    float64   exports pyarrow's own capsules                          -> pass
+    int32     marks one element null, though the array has none       -> fail (arrow.buffers)
+    int16     returns the capsules as (array, schema)                 -> fail (arrow.capsules)
+  as a consumer (importing pyarrow's exports):
+    uint8     moves the ArrowArray out of its capsule and never
+              releases it (a leak)                                    -> fail (arrow.release)
+    uint16    imports with pyarrow.array                              -> pass
+
+It is loaded only with --probe-dir tests/probes; the built-in probe set never sees it.
+"""
+
+import _probekit
+
+_testkit = _probekit.sibling(__file__, "_testkit")
+
+pa = None
+_kept = []  # the structs the leaking consumer moved out and never released
+
+
+class Array:
+    """arrowlib's array: a pyarrow array whose export breaks a rule chosen by its dtype."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __arrow_c_array__(self, requested_schema=None):
+        name = str(self.array.type)
+        if name == "int32":
+            with_null = pa.array(self.array.to_pylist(), type=self.array.type,
+                                 mask=[i == 0 for i in range(len(self.array))])
+            return with_null.__arrow_c_array__(requested_schema)
+        schema, array = self.array.__arrow_c_array__(requested_schema)
+        return (array, schema) if name == "int16" else (schema, array)
+
+
+def load():
+    global pa
+    import pyarrow
+
+    pa = pyarrow
+    return _probekit.load_info(
+        pa.__version__,
+        dtypes=["float64", "int32", "int16", "uint8", "uint16"],
+        dtype_note="arrowlib has only the dtypes of its test plan",
+        layouts=["flat"],
+        layout_note="arrowlib has only the layout of its test plan",
+        readonly=True,
+        exports={"arrow": {"call": "Array.__arrow_c_array__"}},
+        imports=_probekit.imports({"arrow": "arrowlib.consume(obj)"}, zero_copy=True,
+                                  readonly="always"),
+    )
+
+
+def build(data, dtype, ops, readonly=False):
+    x = pa.Array.from_buffers(getattr(pa, dtype)(), len(data) // _probekit.ITEMSIZE[dtype],
+                              [None, _probekit.arrow_copy(pa, data)])
+    if ops:
+        raise NotImplementedError(f"arrowlib builds flat arrays only, not {ops}")
+    return Array(x)
+
+
+def describe(x):
+    array = x.array if isinstance(x, Array) else x
+    data = array.buffers()[1]
+    address = 0 if data is None else data.address + array.offset * array.type.byte_width
+    dtype = _probekit.arrow_dtype_name(array.type)
+    return _probekit.pointer_description(address, [len(array)], None, dtype, True)
+
+
+def _leak(obj, dtype):
+    """Moves the ArrowArray out of its capsule as a consumer does, then never releases it."""
+    schema_capsule, array_capsule = obj.__arrow_c_array__()
+    pointer = _testkit.capsule_pointer(array_capsule, b"arrow_array")
+    source = _testkit.ArrowArray.from_address(pointer)
+    moved = _testkit.ArrowArray.from_buffer_copy(source)
+    source.release = None
+    _kept.append(moved)
+    width = _probekit.ITEMSIZE[dtype]
+    values = pa.foreign_buffer(moved.buffers[1] + moved.offset * width, moved.length * width,
+                               base=moved)
+    return pa.Array.from_buffers(getattr(pa, dtype)(), moved.length, [None, values])
+
+
+def consume(obj, protocol, dtype):
+    if dtype == "uint8":
+        return _leak(obj, dtype)
+    return pa.array(obj)
