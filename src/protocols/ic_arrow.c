@@ -3,7 +3,6 @@
 
 #include "ic_arrow.h"
 
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +13,7 @@
 #include "ic_guard.h"
 #include "ic_proxy.h"
 #include "ic_python.h"
-#include "ic_text.h"
+#include "ic_watch.h"
 
 /* ---------------------------------------------------------------------------------------
  * The validator (protocols.md §6.2, rules 6.5.1-6.5.5)
@@ -263,10 +262,8 @@ int ic_arrow_check_structs(const void *schema_addr, const void *array_addr, stru
  */
 
 struct ic_arrow_watch_entry {
-    int id; /* 0: a free slot */
+    struct ic_watch_head head; /* id, calls, released: the case is done with it */
     bool is_schema;
-    bool released; /* the case is done with it */
-    int calls;
     bool forwarded;
     bool left_set;
     void *private_data;
@@ -274,101 +271,76 @@ struct ic_arrow_watch_entry {
     void (*array_release)(struct ArrowArray *);
 };
 
-static pthread_mutex_t ic_arrow_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ic_arrow_watch_entry *ic_arrow_table; /* guarded by the lock */
-static size_t ic_arrow_capacity;
-static int ic_arrow_last_id;
-static int ic_arrow_unmatched;
+static struct ic_watch_table ic_arrow_releases = IC_WATCH_TABLE_INIT(struct ic_arrow_watch_entry);
 
 /* Callers hold the lock. */
 static struct ic_arrow_watch_entry *ic_arrow_entry(int id)
 {
-    for (size_t i = 0; id > 0 && i < ic_arrow_capacity; i++) {
-        if (ic_arrow_table[i].id == id)
-            return &ic_arrow_table[i];
-    }
-    return NULL;
+    return ic_watch_by_id(&ic_arrow_releases, id);
 }
 
-/* The counting callback's work for the struct `s` (an ArrowSchema when `is_schema`), whose
- * private_data is the entry's id. Returns the producer's callback to forward to, with the
- * struct's fields restored, or NULL when this call is not forwarded. */
-static void *ic_arrow_release_called(void *s, bool is_schema, void **private_data)
+/* The counting callback's work for the struct whose private_data (the entry's id) is at
+ * `private_data`. Returns the producer's callback to forward to, with private_data restored,
+ * or NULL when this call is not forwarded. */
+static void *ic_arrow_release_called(bool is_schema, void **private_data)
 {
     void *forward = NULL;
     int id = (int)(uintptr_t)*private_data;
-    pthread_mutex_lock(&ic_arrow_lock);
+    ic_watch_lock(&ic_arrow_releases);
     struct ic_arrow_watch_entry *entry = ic_arrow_entry(id);
     if (!entry || entry->is_schema != is_schema) {
-        ic_arrow_unmatched++;
-    } else if (++entry->calls == 1) {
+        ic_watch_note_unmatched(&ic_arrow_releases);
+    } else if (++entry->head.calls == 1) {
         forward = is_schema ? (void *)entry->schema_release : (void *)entry->array_release;
         entry->forwarded = forward != NULL;
         *private_data = entry->private_data;
     }
-    pthread_mutex_unlock(&ic_arrow_lock);
-    (void)s;
+    ic_watch_unlock(&ic_arrow_releases);
     return forward;
 }
 
 /* After the producer's release returned: it must have marked the struct released. */
 static void ic_arrow_release_done(int id, bool left_set)
 {
-    pthread_mutex_lock(&ic_arrow_lock);
+    ic_watch_lock(&ic_arrow_releases);
     struct ic_arrow_watch_entry *entry = ic_arrow_entry(id);
     if (entry) {
         entry->left_set = left_set;
-        if (entry->released)
-            memset(entry, 0, sizeof(*entry));
+        if (entry->head.released)
+            ic_watch_retire(&ic_arrow_releases, entry);
     }
-    pthread_mutex_unlock(&ic_arrow_lock);
+    ic_watch_unlock(&ic_arrow_releases);
 }
 
+/* The counting callbacks of both structs: forward the first call to the producer's release,
+ * with its own release and private_data back in the struct it is given. */
 static void ic_arrow_counting_schema_release(struct ArrowSchema *schema)
 {
     int id = (int)(uintptr_t)schema->private_data;
-    void (*forward)(struct ArrowSchema *) = (void (*)(struct ArrowSchema *))ic_arrow_release_called(
-        schema, true, &schema->private_data);
-    if (!forward)
-        return;
-    schema->release = forward;
-    forward(schema);
-    ic_arrow_release_done(id, schema->release != NULL);
+    schema->release = (void (*)(struct ArrowSchema *))ic_arrow_release_called(
+        true, &schema->private_data);
+    if (schema->release) {
+        schema->release(schema);
+        ic_arrow_release_done(id, schema->release != NULL);
+    }
 }
 
 static void ic_arrow_counting_array_release(struct ArrowArray *array)
 {
     int id = (int)(uintptr_t)array->private_data;
-    void (*forward)(struct ArrowArray *) =
-        (void (*)(struct ArrowArray *))ic_arrow_release_called(array, false, &array->private_data);
-    if (!forward)
-        return;
-    array->release = forward;
-    forward(array);
-    ic_arrow_release_done(id, array->release != NULL);
-}
-
-/* A free slot of the table, grown when there is none. Callers hold the lock. */
-static struct ic_arrow_watch_entry *ic_arrow_free_slot(void)
-{
-    for (size_t i = 0; i < ic_arrow_capacity; i++) {
-        if (ic_arrow_table[i].id == 0)
-            return &ic_arrow_table[i];
+    array->release =
+        (void (*)(struct ArrowArray *))ic_arrow_release_called(false, &array->private_data);
+    if (array->release) {
+        array->release(array);
+        ic_arrow_release_done(id, array->release != NULL);
     }
-    size_t used = ic_arrow_capacity;
-    struct ic_arrow_watch_entry *table =
-        ic_grow(ic_arrow_table, &ic_arrow_capacity, used, sizeof(*table), 64);
-    if (!table)
-        return NULL;
-    ic_arrow_table = table;
-    return &ic_arrow_table[used];
 }
 
 int ic_arrow_watch(void *addr, bool is_schema, int *ret_id)
 {
     /* The two fields are the struct's last ones in both structs: release, then private_data. */
-    size_t release_at =
-        is_schema ? offsetof(struct ArrowSchema, release) : offsetof(struct ArrowArray, release);
+    size_t release_at = is_schema ? offsetof(struct ArrowSchema, release)
+                                  : offsetof(struct ArrowArray, release);
     size_t private_at = is_schema ? offsetof(struct ArrowSchema, private_data)
                                   : offsetof(struct ArrowArray, private_data);
     void *ours = is_schema ? (void *)ic_arrow_counting_schema_release
@@ -378,7 +350,7 @@ int ic_arrow_watch(void *addr, bool is_schema, int *ret_id)
 
     if (!addr || !ret_id)
         return IC_EINVAL;
-    pthread_mutex_lock(&ic_arrow_lock);
+    ic_watch_lock(&ic_arrow_releases);
     rc = ic_guard_copy(&release, (uintptr_t)addr + release_at, sizeof(release));
     if (rc == 0)
         rc = ic_guard_copy(&private_data, (uintptr_t)addr + private_at, sizeof(private_data));
@@ -388,74 +360,55 @@ int ic_arrow_watch(void *addr, bool is_schema, int *ret_id)
         struct ic_arrow_watch_entry *known = ic_arrow_entry((int)(uintptr_t)private_data);
         rc = known ? 0 : IC_ENOTFOUND;
         if (known)
-            *ret_id = known->id;
+            *ret_id = known->head.id;
         goto unlock;
     }
-    struct ic_arrow_watch_entry *slot = rc == 0 ? ic_arrow_free_slot() : NULL;
+    struct ic_arrow_watch_entry *slot = rc == 0 ? ic_watch_add(&ic_arrow_releases) : NULL;
     if (rc == 0 && !slot)
         rc = IC_ENOMEM;
     if (rc < 0)
         goto unlock;
-    memset(slot, 0, sizeof(*slot));
-    if (ic_arrow_last_id == INT32_MAX)
-        ic_arrow_last_id = 0;
-    slot->id = ++ic_arrow_last_id;
     slot->is_schema = is_schema;
     slot->private_data = private_data;
     if (is_schema)
         slot->schema_release = (void (*)(struct ArrowSchema *))release;
     else
         slot->array_release = (void (*)(struct ArrowArray *))release;
-    void *cookie = (void *)(uintptr_t)slot->id;
+    void *cookie = (void *)(uintptr_t)slot->head.id;
     /* private_data first: a struct whose release is ours always carries our id. */
     rc = ic_guard_store((uintptr_t)addr + private_at, &cookie, sizeof(cookie));
     if (rc == 0)
         rc = ic_guard_store((uintptr_t)addr + release_at, &ours, sizeof(ours));
     if (rc < 0) {
         ic_guard_store((uintptr_t)addr + private_at, &private_data, sizeof(private_data));
-        memset(slot, 0, sizeof(*slot));
+        ic_watch_retire(&ic_arrow_releases, slot);
         goto unlock;
     }
-    *ret_id = slot->id;
+    *ret_id = slot->head.id;
 
 unlock:
-    pthread_mutex_unlock(&ic_arrow_lock);
+    ic_watch_unlock(&ic_arrow_releases);
     return rc;
 }
 
 int ic_arrow_watch_state(int id, struct ic_arrow_watch_state *ret)
 {
-    int rc = IC_ENOTFOUND;
-    pthread_mutex_lock(&ic_arrow_lock);
-    struct ic_arrow_watch_entry *entry = ic_arrow_entry(id);
-    if (entry) {
-        ret->calls = entry->calls;
-        ret->forwarded = entry->forwarded;
-        ret->left_set = entry->left_set;
-        rc = 0;
-    }
-    pthread_mutex_unlock(&ic_arrow_lock);
+    struct ic_arrow_watch_entry entry;
+    int rc = ic_watch_copy(&ic_arrow_releases, id, &entry);
+    if (rc == 0)
+        *ret = (struct ic_arrow_watch_state){
+            .calls = entry.head.calls, .forwarded = entry.forwarded, .left_set = entry.left_set};
     return rc;
 }
 
 void ic_arrow_watch_release(int id)
 {
-    pthread_mutex_lock(&ic_arrow_lock);
-    struct ic_arrow_watch_entry *entry = ic_arrow_entry(id);
-    if (entry) {
-        entry->released = true;
-        if (entry->calls > 0)
-            memset(entry, 0, sizeof(*entry));
-    }
-    pthread_mutex_unlock(&ic_arrow_lock);
+    ic_watch_done(&ic_arrow_releases, id);
 }
 
 int ic_arrow_watch_unmatched(void)
 {
-    pthread_mutex_lock(&ic_arrow_lock);
-    int calls = ic_arrow_unmatched;
-    pthread_mutex_unlock(&ic_arrow_lock);
-    return calls;
+    return ic_watch_unmatched(&ic_arrow_releases);
 }
 
 /* ---------------------------------------------------------------------------------------

@@ -4,7 +4,6 @@
 #include "ic_dlpack.h"
 
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 #include "ic_proxy.h"
 #include "ic_python.h"
 #include "ic_export.h"
+#include "ic_watch.h"
 
 /* Type codes by number: the names of codes 7-17 only exist in headers >= 1.1, and the
  * tester must judge them whatever header it was built with. */
@@ -687,56 +687,40 @@ void ic_dlpack_describe(const struct ic_dlpack_capsule *info, char *buf, size_t 
  */
 
 struct ic_watch_entry {
-    int id; /* 0: a free slot */
+    struct ic_watch_head head; /* id, calls, released: the holder gave the id up */
     void *managed;
     bool versioned;
     bool superseded; /* a newer struct lives at this address: lookups by address skip it */
-    bool released;   /* the holder gave the id up: retire once the deleter has run */
     bool consumed;
     bool forwarded;
     bool held; /* interopcheck's consumer holds the tensor (ic_dlpack_watch_hold) */
-    int calls;
     int early_calls;
     void (*legacy_deleter)(DLManagedTensor *);
     void (*versioned_deleter)(DLManagedTensorVersioned *);
 };
 
-static pthread_mutex_t ic_watch_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ic_watch_entry *ic_watch_table; /* grows, never shrinks; guarded by the lock */
-static int ic_watch_capacity;
-static int ic_watch_last_id;
-static int ic_watch_unmatched_calls;
+static struct ic_watch_table ic_deleters = IC_WATCH_TABLE_INIT(struct ic_watch_entry);
 
 /* Depth of calls into the producer's code on this thread (ic_dlpack_producer_call_begin), and
  * whether automatic garbage collection was on when the outermost one began. */
 static _Thread_local int ic_producer_depth;
 static _Thread_local bool ic_producer_gc_was_enabled;
 
+static bool ic_watch_is_at(const void *entry, const void *managed)
+{
+    const struct ic_watch_entry *watched = entry;
+    return !watched->superseded && watched->managed == managed;
+}
+
 /* Callers hold the lock. */
 static struct ic_watch_entry *ic_watch_by_address(const void *managed)
 {
-    for (int i = 0; i < ic_watch_capacity; i++) {
-        struct ic_watch_entry *entry = &ic_watch_table[i];
-        if (entry->id != 0 && !entry->superseded && entry->managed == managed)
-            return entry;
-    }
-    return NULL;
+    return ic_watch_find(&ic_deleters, ic_watch_is_at, managed);
 }
 
-static struct ic_watch_entry *ic_watch_by_id(int id)
+static struct ic_watch_entry *ic_watch_entry(int id)
 {
-    if (id <= 0)
-        return NULL;
-    for (int i = 0; i < ic_watch_capacity; i++) {
-        if (ic_watch_table[i].id == id)
-            return &ic_watch_table[i];
-    }
-    return NULL;
-}
-
-static void ic_watch_retire(struct ic_watch_entry *entry)
-{
-    memset(entry, 0, sizeof(*entry));
+    return ic_watch_by_id(&ic_deleters, id);
 }
 
 /* The counting deleter: counts, and forwards the first call only. Runs on any thread,
@@ -747,25 +731,25 @@ static void ic_watch_deleter_called(void *managed)
     void (*legacy)(DLManagedTensor *) = NULL;
     void (*versioned)(DLManagedTensorVersioned *) = NULL;
 
-    pthread_mutex_lock(&ic_watch_lock);
+    ic_watch_lock(&ic_deleters);
     struct ic_watch_entry *entry = ic_watch_by_address(managed);
     if (!entry) {
-        ic_watch_unmatched_calls++;
+        ic_watch_note_unmatched(&ic_deleters);
     } else if (entry->held || (ic_producer_depth > 0 && entry->consumed)) {
         /* The producer frees what a consumer still reads: held back, so that the memory
          * stays valid until the consumer's own call, which is forwarded. */
         entry->early_calls++;
     } else {
-        entry->calls++;
-        if (entry->calls == 1) {
+        entry->head.calls++;
+        if (entry->head.calls == 1) {
             legacy = entry->legacy_deleter;
             versioned = entry->versioned_deleter;
             entry->forwarded = legacy || versioned;
         }
-        if (entry->released)
-            ic_watch_retire(entry);
+        if (entry->head.released)
+            ic_watch_retire(&ic_deleters, entry);
     }
-    pthread_mutex_unlock(&ic_watch_lock);
+    ic_watch_unlock(&ic_deleters);
     if (versioned)
         versioned((DLManagedTensorVersioned *)managed);
     else if (legacy)
@@ -799,7 +783,7 @@ int ic_dlpack_watch(void *managed, bool versioned, int *ret_id)
     const void *ours = versioned ? (const void *)&versioned_ours : (const void *)&legacy_ours;
     size_t field_size = versioned ? sizeof(versioned_deleter) : sizeof(legacy_deleter);
 
-    pthread_mutex_lock(&ic_watch_lock);
+    ic_watch_lock(&ic_deleters);
     rc = ic_guard_copy(current, field, field_size);
     if (rc < 0)
         goto unlock;
@@ -808,7 +792,7 @@ int ic_dlpack_watch(void *managed, bool versioned, int *ret_id)
     struct ic_watch_entry *existing = ic_watch_by_address(managed);
     if (instrumented) {
         if (existing)
-            *ret_id = existing->id;
+            *ret_id = existing->head.id;
         else
             rc = IC_ENOTFOUND; /* the original deleter is no longer known */
         goto unlock;
@@ -822,79 +806,59 @@ int ic_dlpack_watch(void *managed, bool versioned, int *ret_id)
     if (existing)
         existing->superseded = true;
 
-    struct ic_watch_entry *slot = NULL;
-    for (int i = 0; i < ic_watch_capacity && !slot; i++) {
-        if (ic_watch_table[i].id == 0)
-            slot = &ic_watch_table[i];
-    }
+    struct ic_watch_entry *slot = ic_watch_add(&ic_deleters);
     if (!slot) {
-        int capacity = ic_watch_capacity ? ic_watch_capacity * 2 : 64;
-        struct ic_watch_entry *table = realloc(ic_watch_table, sizeof(*table) * (size_t)capacity);
-        if (!table) {
-            rc = IC_ENOMEM;
-            goto unlock;
-        }
-        memset(table + ic_watch_capacity, 0,
-               sizeof(*table) * (size_t)(capacity - ic_watch_capacity));
-        slot = table + ic_watch_capacity;
-        ic_watch_table = table;
-        ic_watch_capacity = capacity;
+        rc = IC_ENOMEM;
+        goto unlock;
     }
-    if (ic_watch_last_id == INT32_MAX)
-        ic_watch_last_id = 0;
-    memset(slot, 0, sizeof(*slot));
-    slot->id = ++ic_watch_last_id;
     slot->managed = managed;
     slot->versioned = versioned;
     slot->versioned_deleter = versioned_deleter;
     slot->legacy_deleter = legacy_deleter;
     rc = ic_guard_store(field, ours, field_size);
     if (rc < 0) {
-        ic_watch_retire(slot);
+        ic_watch_retire(&ic_deleters, slot);
         goto unlock;
     }
-    *ret_id = slot->id;
+    *ret_id = slot->head.id;
 
 unlock:
-    pthread_mutex_unlock(&ic_watch_lock);
+    ic_watch_unlock(&ic_deleters);
     return rc;
 }
 
 int ic_dlpack_watch_state(int id, struct ic_dlpack_watch_state *ret)
 {
-    int rc = IC_ENOTFOUND;
-    pthread_mutex_lock(&ic_watch_lock);
-    struct ic_watch_entry *entry = ic_watch_by_id(id);
-    if (entry) {
-        ret->versioned = entry->versioned;
-        ret->had_deleter =
-            entry->versioned ? entry->versioned_deleter != NULL : entry->legacy_deleter != NULL;
-        ret->forwarded = entry->forwarded;
-        ret->consumed = entry->consumed;
-        ret->calls = entry->calls;
-        ret->early_calls = entry->early_calls;
-        rc = 0;
-    }
-    pthread_mutex_unlock(&ic_watch_lock);
-    return rc;
+    struct ic_watch_entry entry;
+    int rc = ic_watch_copy(&ic_deleters, id, &entry);
+    if (rc < 0)
+        return rc;
+    ret->versioned = entry.versioned;
+    ret->had_deleter =
+        entry.versioned ? entry.versioned_deleter != NULL : entry.legacy_deleter != NULL;
+    ret->forwarded = entry.forwarded;
+    ret->consumed = entry.consumed;
+    ret->calls = entry.head.calls;
+    ret->early_calls = entry.early_calls;
+    return 0;
 }
 
 void ic_dlpack_watch_mark_consumed(int id)
 {
-    pthread_mutex_lock(&ic_watch_lock);
-    struct ic_watch_entry *entry = ic_watch_by_id(id);
+    ic_watch_lock(&ic_deleters);
+    struct ic_watch_entry *entry = ic_watch_entry(id);
     if (entry)
         entry->consumed = true;
-    pthread_mutex_unlock(&ic_watch_lock);
+    ic_watch_unlock(&ic_deleters);
 }
 
 void ic_dlpack_watch_hold(int id, bool held)
 {
-    pthread_mutex_lock(&ic_watch_lock);
-    struct ic_watch_entry *entry = ic_watch_by_id(id);
+    ic_watch_lock(&ic_deleters);
+    struct ic_watch_entry *entry = ic_watch_entry(id);
     if (entry)
         entry->held = held;
-    pthread_mutex_unlock(&ic_watch_lock);
+    ic_watch_unlock(&ic_deleters);
 }
 
 void ic_dlpack_producer_call_begin(void)
@@ -912,34 +876,24 @@ void ic_dlpack_producer_call_end(void)
 int ic_dlpack_watch_find(const void *managed, const int *ids, int count)
 {
     int found = -1;
-    pthread_mutex_lock(&ic_watch_lock);
+    ic_watch_lock(&ic_deleters);
     for (int i = count - 1; i >= 0 && found < 0; i--) {
-        struct ic_watch_entry *entry = ic_watch_by_id(ids[i]);
+        struct ic_watch_entry *entry = ic_watch_entry(ids[i]);
         if (entry && entry->managed == managed)
-            found = entry->id;
+            found = entry->head.id;
     }
-    pthread_mutex_unlock(&ic_watch_lock);
+    ic_watch_unlock(&ic_deleters);
     return found;
 }
 
 void ic_dlpack_watch_release(int id)
 {
-    pthread_mutex_lock(&ic_watch_lock);
-    struct ic_watch_entry *entry = ic_watch_by_id(id);
-    if (entry) {
-        entry->released = true;
-        if (entry->calls > 0)
-            ic_watch_retire(entry);
-    }
-    pthread_mutex_unlock(&ic_watch_lock);
+    ic_watch_done(&ic_deleters, id);
 }
 
 int ic_dlpack_watch_unmatched(void)
 {
-    pthread_mutex_lock(&ic_watch_lock);
-    int calls = ic_watch_unmatched_calls;
-    pthread_mutex_unlock(&ic_watch_lock);
-    return calls;
+    return ic_watch_unmatched(&ic_deleters);
 }
 
 /* ---------------------------------------------------------------------------------------

@@ -218,20 +218,21 @@ static void test_watch(void)
     int again = -1;
     TAP_OK(ic_arrow_watch(&p.array, false, &again) == 0 && again == id,
            "watching it twice finds the same entry");
-    struct ArrowArray moved = p.array, copy = p.array; /* a consumer's move, and a stray copy */
+    /* a consumer's move, and two stray copies */
+    struct ArrowArray moved = p.array, copy = p.array, late = p.array;
     p.array.release = NULL;
     moved.release(&moved);
     TAP_OK(array_releases == 1 && moved.release == NULL && moved.private_data == NULL,
            "the first call reaches the producer's release with its own private_data");
     copy.release(&copy);
     TAP_OK(array_releases == 1 && ic_arrow_watch_state(id, &state) == 0 && state.calls == 2 &&
-               state.forwarded && !state.left_set,
-           "a second call is counted, not forwarded");
+               state.forwarded && !state.left_set && copy.release == NULL,
+           "a second call is counted, not forwarded, and marks its copy released");
     ic_arrow_watch_release(id);
     TAP_OK(ic_arrow_watch_state(id, &state) == IC_ENOTFOUND,
            "an entry called already is retired when the case lets go of it");
     int unmatched = ic_arrow_watch_unmatched();
-    copy.release(&copy);
+    late.release(&late);
     TAP_OK(ic_arrow_watch_unmatched() == unmatched + 1 && array_releases == 1,
            "a call after retirement is unmatched and not forwarded");
 
