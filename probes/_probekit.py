@@ -171,13 +171,15 @@ def _in_driver_order(names, known, what):
 
 
 def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtypes=None,
-              layouts=None, dtype_note=None, layout_note=None, readonly=False, deviations=None):
+              layouts=None, dtype_note=None, layout_note=None, readonly=False, deviations=None,
+              compute=None):
     """load()'s dict (README.md, "load()").
 
     `missing` maps what the library lacks to why: dtypes, layouts and "cuda" (load()'s notes).
     The dtypes and layouts are all those it does not name, unless `dtypes` or `layouts` lists
     them (any collection of names); then `dtype_note` or `layout_note` is the reason of each one
     left out that `missing` does not name. Both lists come out in the driver's order.
+    `compute` is the "compute" entry of a probe with compute() (compute_info()).
     """
     missing = dict(missing or {})
     notes = {}
@@ -199,7 +201,42 @@ def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtyp
     }
     if deviations:
         info["deviations"] = deviations
+    if compute:
+        info["compute"] = compute
     return info | {"exports": exports, "imports": imports}
+
+
+# --- compute(): the consumer's own operation on an import (README.md, "compute(y)") -----------
+
+
+def compute_info(call, missing=None):
+    """load()'s "compute" entry: the operation compute() runs, as `interopcheck` notes name it,
+    and the dtypes the library has no such operation for, each with why (`missing`: those cases
+    skip the compute check with that reason, and compute() is not called)."""
+    _in_driver_order(missing or {}, DTYPES, "dtypes")
+    return {"call": call, "missing": dict(missing or {})}
+
+
+# The operation of scalar_identity(), as compute_info()'s call and as REPRO's `compute`.
+SCALAR_IDENTITY_CALL = "y * 1 (y | False for bool)"
+
+
+def scalar_identity_repro(dtype):
+    """REPRO's `compute` of a probe whose compute() is scalar_identity()."""
+    return "{y} | False" if dtype == "bool" else "{y} * 1"
+
+
+def scalar_identity(y, dtype=None):
+    """compute()'s operation for a library whose arrays take Python scalars as weakly typed
+    operands (the array's dtype wins, as in NumPy's NEP 50): y * 1, and y | False for bool
+    (`dtype` is y's interface dtype name; by default read from y.dtype). Both run the library's
+    elementwise kernels, make a new array of y's dtype, and give back exactly y's values for
+    every value of the driver's pattern: floats there are finite and normal, never NaN, -0 or
+    subnormal (which a kernel flushing to zero would change). A probe calls it from its own
+    compute(), so that a crash in it shows a frame of the probe's file (which names the side)."""
+    if (dtype or dtype_name(y.dtype)) == "bool":
+        return y | False
+    return y * 1
 
 
 # Native PEP 3118 format characters. int64/uint64 use 'q'/'Q' because 'l' is 4 bytes on

@@ -339,6 +339,16 @@ class Library:
         template = self.get(key)
         return None if template is None else template.format(y=y, ns=self.get("ns", ""))
 
+    def compute(self, dtype, y="y"):
+        """The library's own operation on its import `y` (REPRO `compute`: a template of {y},
+        or a function of the dtype name giving one), as compute() runs it."""
+        template = self.get("compute")
+        if callable(template):
+            template = template(dtype)
+        if template is None:
+            raise NotImplementedError(f"{self.name} has no compute in its REPRO")
+        return template.format(y=y, ns=self.get("ns", ""))
+
 
 # --- The script --------------------------------------------------------------------------------
 
@@ -499,10 +509,55 @@ def _reference_request(s, result):
         s.line(f"{result} = x.{attr}")
 
 
+def _died_computing(s):
+    """Whether the worker died in the consumer probe's compute() (the crash's note names the
+    probe function it died in)."""
+    return s.consumer is not None and "in compute() of " in s.f.get("note", "")
+
+
 def crash(s):
     s.line('print("importing; a crash ends the process here", flush=True)')
     _show_exchange(s)
+    if _died_computing(s):
+        s.line('print("imported; computing with the import, a crash ends the process here", '
+               "flush=True)",
+               f"r = {s.consumer.compute(s.dtype)}")
+        _materialise(s, "r")
     s.line('not_reproduced("the exchange finished without crashing")')
+
+
+def _materialise(s, name):
+    """Reads `name` back, so that a library that computes lazily or asynchronously (JAX, MLX)
+    has run its kernels before the script goes on."""
+    s.line(f"print({s.consumer.expr('tolist', name)})")
+
+
+def compute(s):
+    """The consumer's own operation on an import that holds the right elements: it raises, or
+    gives other values (an identity such as y * 1 gives back what the import holds)."""
+    s.line(*s.exported())
+    s.line(f"y = {s.consume_expr()}",
+           f"want = {s.consumer.expr('tolist', 'y')}",
+           f'print("{s.consumer_name} imported:", want)')
+    op = s.consumer.compute(s.dtype)
+    shown = op.replace('"', "'")
+    if s.f.get("rule") == "exchange.compute_error":
+        # read back inside the try: a lazy library (MLX) raises only when the result is used
+        s.line("try:",
+               f"    r = {op}",
+               f"    got = {s.consumer.expr('tolist', 'r')}",
+               "except Exception as e:",
+               f'    reproduced(f"{s.consumer_name} imported the array, then raised computing '
+               f'{_escape(op)} with it: {{type(e).__name__}}: {{e}}")',
+               f'not_reproduced("{shown} ran")')
+        return
+    s.line(f"r = {op}",
+           f"got = {s.consumer.expr('tolist', 'r')}",
+           f'print("{shown} gives:", got)',
+           "if got != want:",
+           f'    reproduced("{s.consumer_name} computes other values than its import holds: '
+           f'{shown} is not the identity here")',
+           f'not_reproduced("{shown} gives the values of the import")')
 
 
 def timeout(s):
@@ -883,6 +938,8 @@ RULES = {
     "dlpack.consumer_capsule_kind": consumer_capsule_kind,
     "python.capi_exception": capi_exception,
     "dlpack.deleter_once": deleter_once,
+    "exchange.compute": compute,
+    "exchange.compute_error": compute,
     "dlpack.device_tuple": device_tuple,
     "dlpack.copy_flag": dlpack_request_flags,
     "dlpack.cpu_stream": dlpack_request_flags,

@@ -29,6 +29,7 @@ REPRO = {
     "tolist": "np.from_dlpack({y}).tolist()",
     "readonly": "memoryview({y}).readonly",
     "extra_imports": {"np.from_dlpack(": "import numpy as np"},
+    "compute": _probekit.scalar_identity_repro,
 }
 
 
@@ -44,6 +45,7 @@ def load():
         # asarray is documented as a wrapper of numpy.asarray (see its docstring)
         imports=_probekit.numpy_asarray_imports("array_api_strict.from_dlpack(obj)",
                                                 "array_api_strict.asarray(obj)"),
+        compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
     )
 
 
@@ -68,3 +70,7 @@ def consume(obj, protocol, dtype):
     if protocol == "dlpack":
         return xp.from_dlpack(obj)
     return xp.asarray(obj)
+
+
+def compute(y):
+    return _probekit.scalar_identity(y)

@@ -40,6 +40,7 @@ REPRO = {
         "dlpack_capsule": "cudf.from_dlpack({obj})",
     },
     "tolist": "{y}.to_numpy().tolist()",
+    "compute": _probekit.scalar_identity_repro,
 }
 
 
@@ -64,6 +65,7 @@ def load():
         imports=_probekit.imports({"cuda_array_interface": "cudf.Series(obj)",
                                    "dlpack_capsule": "cudf.from_dlpack(capsule)"},
                                   zero_copy=False, readonly=False, devices=["cuda"]),
+        compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
     )
 
 
@@ -102,3 +104,7 @@ def consume(obj, protocol, dtype):
     if protocol == "dlpack_capsule":
         return cudf.from_dlpack(obj)
     return cudf.Series(obj)
+
+
+def compute(y):
+    return _probekit.scalar_identity(y)

@@ -27,6 +27,7 @@ REPRO = {
     },
     "tolist": "{y}.get().tolist()",
     "pointer": "{y}.data.ptr",
+    "compute": _probekit.scalar_identity_repro,
 }
 
 
@@ -47,6 +48,7 @@ def load():
             {"dlpack": "cupy.from_dlpack(obj)", "dlpack_capsule": "cupy.from_dlpack(capsule)",
              "cuda_array_interface": "cupy.asarray(obj)"},
             zero_copy=True, readonly=False, devices=["cuda"]),
+        compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
     )
 
 
@@ -81,3 +83,7 @@ def consume(obj, protocol, dtype):
     if protocol == "cuda_array_interface":
         return cupy.asarray(obj)
     return cupy.from_dlpack(obj)
+
+
+def compute(y):
+    return _probekit.scalar_identity(y)

@@ -30,6 +30,7 @@ REPRO = {
                         "jnp.asarray({obj})"),
     },
     "pointer": "{y}.unsafe_buffer_pointer()",
+    "compute": _probekit.scalar_identity_repro,
 }
 
 
@@ -66,6 +67,7 @@ def load():
                             readonly="always", devices=["cuda"])
         | _probekit.imports(dict.fromkeys(_probekit.ASARRAY_PROTOCOLS, copied),
                             zero_copy=False, readonly="always"),
+        compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
     )
 
 
@@ -112,3 +114,9 @@ def consume(obj, protocol, dtype):
     if protocol == "dlpack":
         return jax.dlpack.from_dlpack(obj)
     return jnp.asarray(obj)
+
+
+def compute(y):
+    # JAX dispatches asynchronously: the result is waited for here, so that a failure of the
+    # computation shows in compute() and not later, in whatever touches the result next
+    return _probekit.scalar_identity(y).block_until_ready()

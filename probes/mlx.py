@@ -39,6 +39,7 @@ REPRO = {
         "dlpack_capsule": "mx.from_dlpack({obj})",
         "buffer": "mx.asarray({obj})",
     },
+    "compute": _probekit.scalar_identity_repro,
 }
 
 
@@ -67,6 +68,7 @@ def load():
                                    "dlpack_capsule": "mlx.core.from_dlpack(capsule)",
                                    "buffer": "mlx.core.asarray(obj)"},
                                   zero_copy=False, readonly=False),
+        compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
     )
 
 
@@ -111,3 +113,10 @@ def consume(obj, protocol, dtype):
     if protocol == "buffer":
         return mx.asarray(obj)
     return mx.from_dlpack(obj)
+
+
+def compute(y):
+    # MLX is lazy: the result is evaluated here, so that the kernels run inside compute()
+    result = _probekit.scalar_identity(y)
+    mx.eval(result)
+    return result

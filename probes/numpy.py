@@ -25,6 +25,7 @@ REPRO = {
     },
     "pointer": "{y}.ctypes.data",
     "readonly": "not {y}.flags.writeable",
+    "compute": _probekit.scalar_identity_repro,
 }
 
 
@@ -44,6 +45,7 @@ def load():
         readonly=True,
         exports=_probekit.exports("dlpack", "array_interface", "array_struct", "buffer", "array"),
         imports=_probekit.numpy_asarray_imports("numpy.from_dlpack(obj)", "numpy.asarray(obj)"),
+        compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
     )
 
 
@@ -62,3 +64,8 @@ def consume(obj, protocol, dtype):
     if protocol == "dlpack":
         return np.from_dlpack(obj)
     return np.asarray(obj)
+
+
+def compute(y):
+    # an operation on a 0-d array gives a NumPy scalar: asarray makes it the array it holds
+    return np.asarray(_probekit.scalar_identity(y))

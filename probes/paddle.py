@@ -55,6 +55,7 @@ REPRO = {
     },
     "tolist": '({y}.astype("float32") if {y}.dtype == paddle.bfloat16 else {y}).tolist()',
     "pointer": "{y}.data_ptr()",
+    "compute": lambda dtype: "paddle.logical_or({y}, {y})" if dtype == "bool" else "{y} * 1",
 }
 
 def load():
@@ -95,6 +96,8 @@ def load():
         # paddle.to_tensor of a CUDA array interface shares its memory (Paddle#69913)
         | _probekit.imports({"cuda_array_interface": "paddle.to_tensor(obj)"}, **shares,
                             devices=["cuda"]),
+        compute=_probekit.compute_info("y * 1 (paddle.logical_or(y, y) for bool)",
+                                       missing=dict.fromkeys(("uint32", "uint64"), no_uint)),
         # No buffer import: paddle.to_tensor takes memoryview, bytes and NumPy arrays by
         # type, and refuses any other exporter of the buffer protocol with a TypeError.
     )
@@ -145,3 +148,11 @@ def consume(obj, protocol, dtype):
     if protocol == "cuda_array_interface":
         return paddle.to_tensor(obj)
     raise ValueError(f"the paddle probe imports no {protocol}")
+
+
+def compute(y):
+    # paddle's | takes no Python bool (bitwise_or wants a Tensor), so bool goes through
+    # logical_or with itself, which is y again
+    if _probekit.dtype_name(y.dtype) == "bool":
+        return paddle.logical_or(y, y)
+    return y * 1

@@ -45,6 +45,8 @@ REPRO = {
     "dtype": _probekit.ARROW_DTYPE_REPRO,
     "shape": "(len({y}),)",
     "pointer": "{y}.buffers()[1].address + {y}.offset * {y}.type.byte_width",
+    "compute": "pc.multiply({y}, pa.scalar(1, {y}.type))",
+    "extra_imports": {"pc.": "import pyarrow.compute as pc"},
 }
 
 
@@ -76,6 +78,9 @@ def load():
         # pyarrow.array moves the C data interface's structs and wraps the producer's buffers
         # (pyarrow's docs on the PyCapsule interface)
         | _probekit.imports({"arrow": "pyarrow.array(obj)"}, zero_copy=True, readonly="always"),
+        compute=_probekit.compute_info(
+            "pyarrow.compute.multiply(y, pyarrow.scalar(1, y.type))",
+            missing={"float16": "pyarrow.compute has no kernels for halffloat"}),
     )
 
 
@@ -111,3 +116,11 @@ def consume(obj, protocol, dtype):
         return pa.array(obj)
     buf = pa.py_buffer(obj)
     return pa.Array.from_buffers(_type(dtype), buf.size // _probekit.ITEMSIZE[dtype], [None, buf])
+
+
+def compute(y):
+    # pyarrow's own compute functions; the 1 is a scalar of y's type, as a Python int would
+    # make the integer kernels widen to int64
+    import pyarrow.compute as pc
+
+    return pc.multiply(y, pa.scalar(1, y.type))

@@ -44,6 +44,7 @@ REPRO = {
     },
     "tolist": "{y}.numpy().tolist()",
     "dtype": "{y}.dtype.name",
+    "compute": _probekit.scalar_identity_repro,
 }
 
 
@@ -72,6 +73,7 @@ def load():
         # tf.constant reads the interfaces into a new tensor
         | _probekit.imports({"array_interface": "tf.constant(obj)", "array": "tf.constant(obj)"},
                             zero_copy=False, readonly="always"),
+        compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
     )
 
 
@@ -118,3 +120,8 @@ def consume(obj, protocol, dtype):
     if protocol == "dlpack_capsule":
         return tf.experimental.dlpack.from_dlpack(obj)
     return tf.constant(obj)
+
+
+def compute(y):
+    # str() of a TensorFlow dtype is "<dtype: 'float32'>": the name comes from .name
+    return _probekit.scalar_identity(y, y.dtype.name)

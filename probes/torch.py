@@ -29,6 +29,7 @@ REPRO = {
         "buffer": "torch.frombuffer({obj}, dtype={dtype})",
     },
     "pointer": "{y}.data_ptr()",
+    "compute": _probekit.scalar_identity_repro,
 }
 
 
@@ -61,6 +62,7 @@ def load():
         # raw bytes, so the dtype comes from the caller.
         | _probekit.imports({"buffer": "torch.frombuffer(obj, dtype=dtype)"}, **shares,
                             typed=False),
+        compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
     )
 
 
@@ -111,3 +113,7 @@ def consume(obj, protocol, dtype):
     if protocol == "cuda_array_interface":
         return torch.as_tensor(obj, device="cuda")
     return torch.from_dlpack(obj)
+
+
+def compute(y):
+    return _probekit.scalar_identity(y)

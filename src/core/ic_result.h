@@ -71,6 +71,8 @@ enum ic_outcome {
     X(STRIDES, "strides", "every element is at the same address on both sides")                    \
     X(DEVICE, "device", "the device survives")                                                     \
     X(READONLY, "readonly", "a read-only array stays read-only")                                   \
+    X(COMPUTE, "compute",                                                                          \
+      "the consumer's own operation on its import gives the values the pattern predicts")          \
     X(LIFETIME, "lifetime", "deleters run exactly once; buffers are released once per get")
 
 enum ic_check {

@@ -76,9 +76,16 @@ enum ic_severity_class {
     X(EXCHANGE_ROUND_TRIP, "exchange.round_trip", C, NONCONFORMANT,                                \
       "A library imports what it exports itself over the same protocol.")                          \
     X(EXCHANGE_CRASH, "exchange.crash", E, HARMFUL,                                                \
-      "An exchange never kills the process (no segmentation fault, no abort).")                    \
+      "An exchange, and computing with what it imported, never kills the process (no "             \
+      "segmentation fault, no abort).")                                                            \
     X(EXCHANGE_TIMEOUT, "exchange.timeout", E, HARMFUL,                                            \
       "An exchange finishes: it does not hang or deadlock.")                                       \
+    X(EXCHANGE_COMPUTE, "exchange.compute", C, HARMFUL,                                            \
+      "A consumer computes right with what it imported: an operation of its own on the import "    \
+      "gives the values the import holds.")                                                        \
+    X(EXCHANGE_COMPUTE_ERROR, "exchange.compute_error", C, NONCONFORMANT,                          \
+      "A consumer that accepted an import can compute with it: an operation of its own on the "    \
+      "import does not raise for a dtype it computes with.")                                       \
     X(EXCHANGE_COPY_ALLOWED, "exchange.copy_allowed", C, NOTE,                                     \
       "A consumer copied where the request let it choose (copy=None): conformant, but not "        \
       "zero-copy.")                                                                                \

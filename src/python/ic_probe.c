@@ -596,3 +596,52 @@ PyObject *ic_probe_consume(struct ic_probe *probe, PyObject *obj, enum ic_protoc
         ic_py_fetch(exc);
     return array;
 }
+
+/* The load() info's "compute" dict (borrowed), or NULL. */
+static PyObject *ic_compute_info(const struct ic_probe *probe)
+{
+    PyObject *info = probe->info ? PyDict_GetItemString(probe->info, "compute") : NULL;
+    return info && PyDict_Check(info) ? info : NULL;
+}
+
+void ic_probe_compute_call(const struct ic_probe *probe, char *ret, size_t size)
+{
+    PyObject *info = ic_compute_info(probe);
+    PyObject *call = info ? PyDict_GetItemString(info, "call") : NULL; /* borrowed */
+    const char *text = call && PyUnicode_Check(call) ? PyUnicode_AsUTF8(call) : NULL;
+    ret[0] = '\0';
+    if (text)
+        ic_text_copy(ret, size, text, strlen(text));
+    PyErr_Clear();
+}
+
+int ic_probe_compute(struct ic_probe *probe, PyObject *y, enum ic_dtype dtype, PyObject **ret,
+                     char *why, size_t size, struct ic_py_exc *exc)
+{
+    *ret = NULL;
+    why[0] = '\0';
+    if (!PyObject_HasAttrString(probe->module, "compute"))
+        return IC_ENOTFOUND;
+    /* A dtype the library has no operation for is the probe's declaration, read before the
+     * call, so that an exception of compute() is always the library's. */
+    PyObject *info = ic_compute_info(probe);
+    PyObject *missing = info ? PyDict_GetItemString(info, "missing") : NULL; /* borrowed */
+    PyObject *reason = missing && PyDict_Check(missing)
+                           ? PyDict_GetItemString(missing, ic_dtype_name(dtype))
+                           : NULL; /* borrowed */
+    if (reason) {
+        const char *text = PyUnicode_Check(reason) ? PyUnicode_AsUTF8(reason) : NULL;
+        if (!text)
+            text = "its probe gives no reason";
+        ic_text_copy(why, size, text, strlen(text));
+        PyErr_Clear();
+        return IC_EUNSUPPORTED;
+    }
+    PyErr_Clear();
+    *ret = PyObject_CallMethod(probe->module, "compute", "O", y);
+    if (!*ret) {
+        ic_py_fetch(exc);
+        return IC_EPROBE;
+    }
+    return 0;
+}

@@ -115,6 +115,19 @@ PyObject *ic_probe_export(struct ic_probe *probe, PyObject *array, enum ic_proto
 PyObject *ic_probe_consume(struct ic_probe *probe, PyObject *obj, enum ic_protocol protocol,
                            enum ic_dtype dtype, struct ic_py_exc *exc);
 
+/* compute(y): one operation of the consumer's own library on its import `y`, whose result is
+ * a new array holding y's values (probes/README.md). IC_ENOTFOUND when the probe has no
+ * compute(); IC_EUNSUPPORTED when its load() info names `dtype` under "compute"/"missing" (the
+ * library has no operation for it), with the probe's reason in `why`; in both cases nothing is
+ * called and no exception is left. IC_EPROBE when compute() raised (in exc). Else 0 and *ret
+ * holds the result (a new reference). */
+int ic_probe_compute(struct ic_probe *probe, PyObject *y, enum ic_dtype dtype, PyObject **ret,
+                     char *why, size_t size, struct ic_py_exc *exc);
+
+/* The call the probe's load() info gives for compute() ("compute"/"call"), for notes; "" when
+ * it names none. */
+void ic_probe_compute_call(const struct ic_probe *probe, char *ret, size_t size);
+
 /* The layout's ops as the Python list probes receive. New reference or NULL (exception). */
 PyObject *ic_layout_ops_to_python(const struct ic_layout_info *layout);
 

@@ -86,7 +86,8 @@ static enum ic_side ic_side_of(const struct ic_frame *frame, bool in_producer, b
     const char *f = frame->function;
     bool producer_call =
         strcmp(f, "build") == 0 || strcmp(f, "export") == 0 || strcmp(f, "stream") == 0;
-    bool consumer_call = strcmp(f, "consume") == 0;
+    /* compute() is the consumer's operation on its import: its crash is the consumer's. */
+    bool consumer_call = strcmp(f, "consume") == 0 || strcmp(f, "compute") == 0;
     if (in_producer && !in_consumer)
         return consumer_call ? IC_SIDE_BOTH : IC_SIDE_PRODUCER;
     if (in_consumer && !in_producer)

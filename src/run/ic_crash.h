@@ -6,7 +6,8 @@
  *   sends a hung worker) writes the Python stack of every thread to the output the supervisor
  *   keeps. ic_crash_locate reads the current thread's stack from that output: the innermost
  *   frame (the Python call that was running) and the innermost frame in a probe file of the
- *   case, whose function (build, export, consume, describe) says which side was at work.
+ *   case, whose function (build, export, stream: the producer's; consume, compute: the
+ *   consumer's; describe) says which side was at work.
  * - Attribution is worked out, never guessed: a stack without a probe frame, or a frame both
  *   sides share (one library on both sides, describe), charges both sides.
  * - Plain string work on the caller's buffers; nothing allocates.

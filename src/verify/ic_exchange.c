@@ -339,10 +339,27 @@ static int ic_stage_exchange(struct ic_case_state *st, struct ic_result *res)
     return IC_STAGE_GO;
 }
 
+/* --- Stage 3: computing with the import ------------------------------------------------------ */
+
+/* The consumer's own operation on its import, then its description of the result. An import
+ * that passes every check can still be one its library cannot use (TensorFlow aborts when it
+ * computes with a misaligned DLPack import), and only computing shows it. A crash here dies
+ * inside the consumer probe's compute(), which ic_crash charges to the consumer. */
+static void ic_stage_compute(struct ic_case_state *st)
+{
+    st->compute_rc = ic_probe_compute(st->consumer, st->imported, st->c->dtype, &st->computed,
+                                      st->compute_why, sizeof(st->compute_why), &st->compute_exc);
+    if (st->compute_rc == 0 &&
+        ic_probe_describe(st->consumer, st->computed, &st->computed_desc, &st->compute_exc) == 0)
+        st->have_computed = true;
+}
+
 /* --- Driver -------------------------------------------------------------------------------- */
 
 static void ic_case_state_release_imports(struct ic_case_state *st)
 {
+    ic_described_release(&st->computed_desc);
+    Py_CLEAR(st->computed);
     ic_described_release(&st->consumed);
     Py_CLEAR(st->imported);
     /* The consumer has let go: collect young cycles so deleters of freed arrays have run. */
@@ -457,6 +474,10 @@ int ic_exchange_run(struct ic_exchange_cache *cache, const struct ic_case *c,
     snprintf(res->request, sizeof(res->request), "%s", st.rec.request);
     snprintf(res->exported, sizeof(res->exported), "%s", st.rec.detail);
     ic_judge_exchange(&st, res);
+    if (ic_judge_compute_wanted(&st, res)) {
+        ic_stage_compute(&st);
+        ic_judge_compute(&st, res);
+    }
     /* Lifetime is judged after the consumer let go, also when it failed: a consumer that
      * renamed a capsule and then raised still owes the deleter call. */
     ic_case_state_release_imports(&st);

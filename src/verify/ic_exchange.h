@@ -6,7 +6,9 @@
  *   consumer (a library through its probe, or interopcheck's own C consumer) import it through
  *   the protocol's proxy, and checks the result in C against the pattern and the layout
  *   recipe: export validity, zero-copy, contents, dtype, shape, element addresses, device,
- *   read-only, lifetime. Every check lands in the result on its own.
+ *   read-only, lifetime. An import that passes them is then computed with: the consumer's
+ *   probe runs one operation of its library on it (compute()), whose result must hold the
+ *   import's values. Every check lands in the result on its own.
  * - The outcome follows the rules of ic_result.h: a library's refusal by BufferError is
  *   `unsupported` with its message; a broken rule is `fail` with the rule; a probe that cannot
  *   build or describe an array is `error` (the tool's side), never the library's failure.

@@ -53,6 +53,15 @@ struct ic_case_state {
     struct ic_described consumed;
     bool have_consumed;
 
+    /* The compute step, where the judge wanted it: the consumer's own operation on its import
+     * (ic_probe_compute). */
+    int compute_rc;        /* what ic_probe_compute returned */
+    char compute_why[400]; /* IC_EUNSUPPORTED: the probe's reason */
+    PyObject *computed;    /* the result, a new array */
+    struct ic_described computed_desc;
+    bool have_computed;           /* computed_desc describes the result */
+    struct ic_py_exc compute_exc; /* what compute() or describe() of its result raised */
+
     struct ic_export_record rec;
     struct ic_py_exc exc;          /* the last exception fetched from a probe */
     struct ic_py_exc consumer_exc; /* what the consumer raised, when it raised */
@@ -77,6 +86,15 @@ int ic_pattern_compare(const struct ic_case_state *st, const struct ic_view *got
 /* Judges an exchange whose consumer imported something, or raised: every check but lifetime,
  * and the outcome of a refusal. */
 void ic_judge_exchange(struct ic_case_state *st, struct ic_result *res);
+
+/* Whether the consumer's import is to be computed with: an import that every check so far
+ * judged, of a library consumer. When it is not, the compute check says why (or stays not run
+ * where nothing was imported to judge). */
+bool ic_judge_compute_wanted(struct ic_case_state *st, struct ic_result *res);
+
+/* Judges the compute step that ran (compute_rc, computed_desc): the result against the
+ * pattern, through the same comparison as the import's contents. */
+void ic_judge_compute(struct ic_case_state *st, struct ic_result *res);
 
 /* Judges lifetime once the consumer let go (the protocol's finish op has run), then concludes
  * the case: a failed check makes it fail (also after an allowed refusal); an allowed refusal

@@ -586,6 +586,32 @@ static void ic_fail_unreadable_import(struct ic_case_state *st, struct ic_result
                        "%s's import points outside the export: %s", st->consumer_name, note);
 }
 
+/* The memory order of an untyped import's elements: a raw import that is the export's memory
+ * holds them in the export's memory order (a Fortran-ordered array stays so), returned here;
+ * one that copied serialised them in C order, as CPython's own copies (bytes(), tobytes())
+ * do: NULL. */
+static const struct ic_view *ic_untyped_order(const struct ic_case_state *st,
+                                              const struct ic_view *c)
+{
+    const struct ic_view *e = st->rec.have_view ? &st->rec.view : NULL;
+    int64_t lo = 0, hi = 0;
+    bool same_memory = e && st->consumed.pointer_known && ic_view_span(e, &lo, &hi) == 0 &&
+                       c->data == e->data - (uintptr_t)(-lo);
+    return same_memory ? e : NULL;
+}
+
+/* The flat elements at `c` (an untyped import, or a result computed from one element by
+ * element) as a view shaped like the expected one, in the memory order `order`. */
+static struct ic_view ic_untyped_elements(const struct ic_case_state *st, const struct ic_view *c,
+                                          const struct ic_view *order)
+{
+    struct ic_view flat = ic_flat_view(st, c->data, order);
+    flat.device_type = c->device_type;
+    flat.device_id = c->device_id;
+    flat.host_copy = c->host_copy;
+    return flat;
+}
+
 /* An untyped import holds the bytes: compare them in the export's memory order, as flat
  * elements of the expected size. */
 static void ic_check_untyped_import(struct ic_case_state *st, struct ic_result *res,
@@ -607,17 +633,9 @@ static void ic_check_untyped_import(struct ic_case_state *st, struct ic_result *
                         "an untyped import that is not contiguous");
         return;
     }
-    /* A raw import that is the export's memory holds the elements in the export's memory
-     * order (a Fortran-ordered array stays so); one that copied serialised them in C order,
-     * as CPython's own copies (bytes(), tobytes()) do. */
-    const struct ic_view *e = st->rec.have_view ? &st->rec.view : NULL;
-    int64_t lo = 0, hi = 0;
-    bool same_memory = e && st->consumed.pointer_known && ic_view_span(e, &lo, &hi) == 0 &&
-                       c->data == e->data - (uintptr_t)(-lo);
-    struct ic_view flat = ic_flat_view(st, c->data, same_memory ? e : NULL);
-    flat.device_type = c->device_type;
-    flat.device_id = c->device_id;
-    flat.host_copy = c->host_copy;
+    const struct ic_view *order = ic_untyped_order(st, c);
+    struct ic_view flat = ic_untyped_elements(st, c, order);
+    bool same_memory = order != NULL;
     int equal = ic_pattern_compare(st, &flat, 0, "the import", note, sizeof(note));
     if (equal == IC_EFAULT)
         ic_fail_unreadable_import(st, res, c, note);
@@ -966,8 +984,8 @@ static void ic_check_readonly(struct ic_case_state *st, struct ic_result *res)
 static void ic_judge_export_only(struct ic_case_state *st, struct ic_result *res)
 {
     static const enum ic_check import_side[] = {
-        IC_CHECK_ZERO_COPY, IC_CHECK_CONTENTS, IC_CHECK_DTYPE,   IC_CHECK_SHAPE,
-        IC_CHECK_STRIDES,   IC_CHECK_DEVICE,   IC_CHECK_READONLY};
+        IC_CHECK_ZERO_COPY, IC_CHECK_CONTENTS, IC_CHECK_DTYPE,    IC_CHECK_SHAPE,
+        IC_CHECK_STRIDES,   IC_CHECK_DEVICE,   IC_CHECK_READONLY, IC_CHECK_COMPUTE};
     for (size_t i = 0; i < sizeof(import_side) / sizeof(import_side[0]); i++)
         ic_result_check(res, import_side[i], IC_CHECK_SKIP,
                         "not judged: %s's import of a broken export", st->consumer_name);
@@ -1041,6 +1059,134 @@ void ic_judge_exchange(struct ic_case_state *st, struct ic_result *res)
     ic_check_strides(st, res);
     ic_check_device(st, res);
     ic_check_readonly(st, res);
+}
+
+/* --- Computing with the import ------------------------------------------------------------- */
+
+bool ic_judge_compute_wanted(struct ic_case_state *st, struct ic_result *res)
+{
+    /* Nothing imported to judge (a refusal, interopcheck's own consumer, an unspellable
+     * dtype), or a broken export whose import is not judged (its compute check says so). */
+    if (!st->consumer || !st->imported || !st->have_consumed || st->consumer_raised ||
+        st->refused || res->checks[IC_CHECK_EXPORT].status == IC_CHECK_FAIL)
+        return false;
+    /* An import already found harmful (wrong values, dtype, shape, addresses, memory) is not
+     * computed with: what its library makes of it tells nothing new, and a crash there would
+     * hide the finding made. A nonconformant one (a request spelled wrong) holds the right
+     * elements, and its library may well be unable to use it. */
+    for (int i = 0; i < IC_CHECK_COUNT; i++) {
+        const struct ic_check_result *check = &res->checks[i];
+        if (check->status == IC_CHECK_FAIL && check->severity == IC_CLASS_HARMFUL) {
+            ic_result_check(res, IC_CHECK_COMPUTE, IC_CHECK_SKIP,
+                            "not computed with: the import failed its %s check (%s)",
+                            ic_check_name((enum ic_check)i), ic_rule_id(check->rule));
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The result of the consumer's operation as the elements to compare with the pattern: itself
+ * for a typed import; for an untyped one (flat raw elements), its flat elements in the
+ * import's memory order. False (with the check skipped) when it cannot be read so. */
+static bool ic_compute_elements(struct ic_case_state *st, struct ic_result *res,
+                                struct ic_view *ret)
+{
+    const struct ic_view *r = &st->computed_desc.view;
+    const struct ic_view *y = &st->consumed.view;
+    if (st->traits.typed) {
+        *ret = *r;
+        return true;
+    }
+    if (!ic_view_is_c_contiguous(r)) {
+        ic_result_check(res, IC_CHECK_COMPUTE, IC_CHECK_SKIP,
+                        "the result of an untyped import is not contiguous: its raw elements "
+                        "have no order to compare in");
+        return false;
+    }
+    *ret = ic_untyped_elements(st, r, ic_untyped_order(st, y));
+    return true;
+}
+
+void ic_judge_compute(struct ic_case_state *st, struct ic_result *res)
+{
+    const char *who = st->consumer_name;
+    char call[160], note[IC_NOTE_MAX], text[IC_NOTE_MAX];
+    ic_probe_compute_call(st->consumer, call, sizeof(call));
+    const char *op = call[0] ? call : "compute()";
+
+    if (st->compute_rc == IC_ENOTFOUND) {
+        ic_result_check(res, IC_CHECK_COMPUTE, IC_CHECK_SKIP,
+                        "the %s probe offers no compute(): the import was not computed with", who);
+        return;
+    }
+    if (st->compute_rc == IC_EUNSUPPORTED) {
+        ic_result_check(res, IC_CHECK_COMPUTE, IC_CHECK_SKIP, "%s cannot compute with %s: %s", who,
+                        ic_dtype_name(st->c->dtype), st->compute_why);
+        return;
+    }
+    if (st->compute_rc < 0) {
+        ic_py_exc_format(&st->compute_exc, text, sizeof(text));
+        ic_result_fail(res, IC_CHECK_COMPUTE, IC_RULE_EXCHANGE_COMPUTE_ERROR, IC_SIDE_CONSUMER,
+                       "%s accepted the import, then its %s on it raised %s", who, op, text);
+        return;
+    }
+    if (!st->have_computed) {
+        /* The probe's describe() is the tool's side: an error, never the library's. */
+        ic_py_exc_format(&st->compute_exc, text, sizeof(text));
+        ic_result_set(res, IC_OUTCOME_ERROR,
+                      "the %s probe could not describe the result of its compute(): %s", who, text);
+        st->refused = true;
+        return;
+    }
+    const struct ic_view *r = &st->computed_desc.view;
+    const struct ic_view *y = &st->consumed.view;
+    char want[128], got[128];
+    if (y->dtype != st->c->dtype) {
+        ic_result_check(res, IC_CHECK_COMPUTE, IC_CHECK_SKIP,
+                        "the import holds raw %s elements, not %s: its result cannot be compared "
+                        "with the pattern",
+                        st->consumed.dtype_name, ic_dtype_name(st->c->dtype));
+        return;
+    }
+    if (r->dtype != y->dtype) {
+        /* The operation is the probe's choice, and it must keep the dtype. */
+        ic_result_set(res, IC_OUTCOME_ERROR,
+                      "the %s probe's compute() (%s) made a %s array from its %s import: its "
+                      "operation must keep the dtype",
+                      who, op,
+                      st->computed_desc.dtype_name[0] ? st->computed_desc.dtype_name : "unnamed",
+                      ic_dtype_name(y->dtype));
+        st->refused = true;
+        return;
+    }
+    if (!ic_view_same_shape(r, y)) {
+        ic_view_format_shape(y, want, sizeof(want));
+        ic_view_format_shape(r, got, sizeof(got));
+        ic_result_fail(res, IC_CHECK_COMPUTE, IC_RULE_EXCHANGE_COMPUTE, IC_SIDE_CONSUMER,
+                       "%s's %s on its import of shape %s made shape %s", who, op, want, got);
+        return;
+    }
+    if (!ic_view_is_empty(r) && st->consumed.pointer_known && st->computed_desc.pointer_known &&
+        r->data == y->data) {
+        ic_result_check(res, IC_CHECK_COMPUTE, IC_CHECK_SKIP,
+                        "%s's %s returned the import's own memory: nothing was computed", who, op);
+        return;
+    }
+    struct ic_view elements;
+    if (!ic_compute_elements(st, res, &elements))
+        return;
+    snprintf(text, sizeof(text), "the result of %s's %s", who, op);
+    int equal = ic_pattern_compare(st, &elements, st->read_stream, text, note, sizeof(note));
+    if (equal > 0)
+        ic_result_check(res, IC_CHECK_COMPUTE, IC_CHECK_PASS, "%s on the import", op);
+    else if (equal == 0 || equal == IC_EFAULT)
+        ic_result_fail(res, IC_CHECK_COMPUTE, IC_RULE_EXCHANGE_COMPUTE, IC_SIDE_CONSUMER,
+                       "%s computed with an import that holds the right elements, and got other "
+                       "values: %s",
+                       who, note);
+    else
+        ic_result_check(res, IC_CHECK_COMPUTE, IC_CHECK_SKIP, "%s", note);
 }
 
 static void ic_check_lifetime(struct ic_case_state *st, struct ic_result *res)

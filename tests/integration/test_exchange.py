@@ -33,7 +33,7 @@ def check_numpy_torch(tap, binary, workdir):
            "dlpack.numpy.torch.cpu.float32.contiguous passes", case)
     checks = (case or {}).get("checks", {})
     for name in ("export", "import", "zero_copy", "contents", "dtype", "shape", "strides",
-                 "device", "lifetime"):
+                 "device", "compute", "lifetime"):
         tap.ok(checks.get(name, {}).get("status") == "pass", f"... its {name} check passed",
                checks.get(name))
     tap.ok("dltensor_versioned" in (case or {}).get("exported", ""),

@@ -442,6 +442,14 @@ def check_info(info):
                         problems.append(f"imports[{protocol!r}][{flag!r}] is not a bool")
                 if entry.get("readonly") not in (True, False, "always"):
                     problems.append(f"imports[{protocol!r}]['readonly'] is not a bool or 'always'")
+    compute = info.get("compute", {})
+    if not isinstance(compute, dict) or not isinstance(compute.get("call", ""), str) or \
+            not isinstance(compute.get("missing", {}), dict):
+        problems.append(f"compute {compute!r} is not a dict with a 'call' str and a 'missing' dict")
+    else:
+        problems += [f"compute: missing {k!r}: {v!r} is not a known dtype with a reason"
+                     for k, v in compute.get("missing", {}).items()
+                     if k not in DTYPES or not isinstance(v, str) or not v]
     return problems
 
 
@@ -717,6 +725,38 @@ def check_import(probe, info, protocol, entry):
     return problems, dtype
 
 
+def check_compute(probe, info):
+    """compute() is an identity through the library's kernels: for every dtype it computes with,
+    a new array of the same dtype and shape holding exactly the pattern's elements (finite,
+    normal floats: no NaN, -0 or subnormal that an operation could change)."""
+    missing = info.get("compute", {}).get("missing", {})
+    problems = []
+    for dtype in info["dtypes"]:
+        if dtype in missing:
+            continue
+        itemsize = DTYPES[dtype][0]
+        data = pattern(dtype, 24, zlib.crc32(f"{dtype}/compute".encode()))
+        mem = None
+        try:
+            x = probe.build(data, dtype, [])
+            d = probe.describe(x)
+            r = probe.compute(x)
+            c = probe.describe(r)
+            found = check_description(c, dtype, [24])
+            mem = Memory(c, itemsize)
+            found += mem.problems + check_memory(mem, [24], list(range(24)), data, itemsize,
+                                                 (0, 0))
+            if "data" in d and "data" in c and d["data"] == c["data"]:
+                found.append("the result is the array itself: nothing was computed")
+            problems += [f"{dtype}: {p}" for p in found]
+        except Exception as e:
+            problems.append(f"{dtype}: {_exc(e)}")
+        finally:
+            if mem is not None:
+                mem.close()
+    return problems
+
+
 def worker(name, path):
     results = Results(path, name)
     try:
@@ -765,6 +805,10 @@ def worker(name, path):
             continue
         problems, dtype = check_import(probe, info, protocol, entry)
         results.add(f"import {protocol} ({entry['call']}, {dtype})", problems)
+    if callable(getattr(probe, "compute", None)):
+        call = info.get("compute", {}).get("call", "compute()")
+        results.add(f"compute ({call}) gives back every dtype's elements in a new array",
+                    check_compute(probe, info))
 
 
 # ---------------------------------------------------------------------------------------------
