@@ -25,11 +25,10 @@ static const struct {
 #undef IC_CHECK_ROW
 };
 
-static const char *const ic_check_status_names[] = {
-    [IC_CHECK_NOT_RUN] = "not_run",
-    [IC_CHECK_PASS] = "pass",
-    [IC_CHECK_FAIL] = "fail",
-    [IC_CHECK_SKIP] = "skip",
+static const char *const ic_check_status_names[IC_CHECK_STATUS_COUNT] = {
+#define IC_CHECK_STATUS_NAME(e, name) [IC_CHECK_##e] = (name),
+    IC_CHECK_STATUS_LIST(IC_CHECK_STATUS_NAME)
+#undef IC_CHECK_STATUS_NAME
 };
 
 const char *ic_outcome_name(enum ic_outcome outcome)
@@ -81,8 +80,8 @@ const char *ic_check_summary(enum ic_check check)
 
 const char *ic_check_status_name(enum ic_check_status status)
 {
-    return ((int)status >= 0 && status <= IC_CHECK_SKIP) ? ic_check_status_names[status]
-                                                         : "invalid";
+    return ((int)status >= 0 && status < IC_CHECK_STATUS_COUNT) ? ic_check_status_names[status]
+                                                                : "invalid";
 }
 
 static void ic_result_note(char *dst, size_t size, const char *fmt, va_list ap)

@@ -82,11 +82,15 @@ enum ic_check {
         IC_CHECK_COUNT
 };
 
+/* A check's status: X(ENUM, name). */
+#define IC_CHECK_STATUS_LIST(X)                                                                    \
+    X(NOT_RUN, "not_run") X(PASS, "pass") X(FAIL, "fail") X(SKIP, "skip")
+
 enum ic_check_status {
-    IC_CHECK_NOT_RUN = 0,
-    IC_CHECK_PASS,
-    IC_CHECK_FAIL,
-    IC_CHECK_SKIP,
+#define IC_CHECK_STATUS_ENUM(e, name) IC_CHECK_##e,
+    IC_CHECK_STATUS_LIST(IC_CHECK_STATUS_ENUM)
+#undef IC_CHECK_STATUS_ENUM
+        IC_CHECK_STATUS_COUNT
 };
 
 #define IC_NOTE_MAX       400

@@ -52,16 +52,15 @@ const char *ic_rule_id(enum ic_rule rule)
 /* IC_RULE_NONE's row has no id: no name finds it. */
 IC_DEFINE_TABLE_LOOKUP(ic_rule_from_id, enum ic_rule, ic_rule_table, id)
 
-static const char *const ic_side_names[] = {
-    [IC_SIDE_NONE] = "none",
-    [IC_SIDE_PRODUCER] = "producer",
-    [IC_SIDE_CONSUMER] = "consumer",
-    [IC_SIDE_BOTH] = "both",
+static const char *const ic_side_names[IC_SIDE_COUNT] = {
+#define IC_SIDE_NAME(e, name) [IC_SIDE_##e] = (name),
+    IC_SIDE_LIST(IC_SIDE_NAME)
+#undef IC_SIDE_NAME
 };
 
 const char *ic_side_name(enum ic_side side)
 {
-    return (int)side >= 0 && side <= IC_SIDE_BOTH ? ic_side_names[side] : "none";
+    return (int)side >= 0 && side < IC_SIDE_COUNT ? ic_side_names[side] : "none";
 }
 
 IC_DEFINE_NAMES_LOOKUP(ic_side_from_name, enum ic_side, ic_side_names)

@@ -23,12 +23,16 @@
 
 #include <stdbool.h>
 
-/* The side of an exchange a failure is charged to. */
+/* The side of an exchange a failure is charged to: X(ENUM, name). NONE is nobody (a pass, a
+ * skip, the tool's own error). */
+#define IC_SIDE_LIST(X)                                                                            \
+    X(NONE, "none") X(PRODUCER, "producer") X(CONSUMER, "consumer") X(BOTH, "both")
+
 enum ic_side {
-    IC_SIDE_NONE = 0, /* nobody: a pass, a skip, the tool's own error */
-    IC_SIDE_PRODUCER,
-    IC_SIDE_CONSUMER,
-    IC_SIDE_BOTH,
+#define IC_SIDE_ENUM(e, name) IC_SIDE_##e,
+    IC_SIDE_LIST(IC_SIDE_ENUM)
+#undef IC_SIDE_ENUM
+        IC_SIDE_COUNT
 };
 
 /* Severity classes, from the most to the least serious (the order sorts findings). */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ic_error.h"
+#include "ic_report.h"
 #include "ic_result.h"
 #include "ic_text.h"
 
@@ -335,11 +336,9 @@ static int ic_expect_parse_line(struct ic_expectations *set, char *line, size_t 
 static int ic_expect_parse_file(struct ic_expectations *set, const char *path, char *err,
                                 size_t err_size)
 {
-    FILE *file = fopen(path, "r");
-    if (!file) {
-        snprintf(err, err_size, "cannot read the expectations file %s: %s", path, strerror(errno));
+    FILE *file = ic_report_open(path, "r", "the expectations file ", err, err_size);
+    if (!file)
         return IC_EIO;
-    }
     char *line = NULL;
     size_t capacity = 0;
     long number = 0;

@@ -483,13 +483,20 @@ static int ic_report_check_frame(const cJSON *json, const char *path, char *err,
     return 0;
 }
 
+FILE *ic_report_open(const char *path, const char *mode, const char *what, char *err,
+                     size_t err_size)
+{
+    FILE *file = fopen(path, mode);
+    if (!file)
+        snprintf(err, err_size, "cannot read %s%s: %s", what, path, strerror(errno));
+    return file;
+}
+
 int ic_report_load(const char *path, cJSON **ret, char *err, size_t err_size)
 {
-    FILE *file = fopen(path, "rb");
-    if (!file) {
-        snprintf(err, err_size, "cannot read %s: %s", path, strerror(errno));
+    FILE *file = ic_report_open(path, "rb", "", err, err_size);
+    if (!file)
         return IC_EIO;
-    }
     char *text = NULL;
     size_t size = 0;
     cJSON *json = NULL;

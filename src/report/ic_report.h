@@ -15,6 +15,7 @@
 #define IC_REPORT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include <cjson/cJSON.h>
 
@@ -58,6 +59,11 @@ int ic_json_write_atomic(const char *path, const cJSON *json, char *err, size_t 
  *   at IC_TEXT_FIELD_CAP bytes, a finding's reproducer at IC_TEXT_SCRIPT_CAP; a longer
  *   reproducer is dropped, and its reproducer_error says why. */
 int ic_report_load(const char *path, cJSON **ret, char *err, size_t err_size);
+
+/* Opens `path` for reading with fopen's `mode`, for the readers of files users hand over
+ * (reports, streams, expectations); NULL with "cannot read <what><path>: <reason>" in err. */
+FILE *ic_report_open(const char *path, const char *mode, const char *what, char *err,
+                     size_t err_size);
 
 /* Recounts every outcome count of the report's summary (totals, per protocol, per cell) from
  * its cases, after their outcomes changed (expectations). Gaps are kept as they are. */

@@ -131,11 +131,9 @@ static int ic_stream_read_lines(FILE *file, struct ic_stream_reading *r, const c
 
 int ic_stream_load(const char *path, cJSON **ret, char *err, size_t err_size)
 {
-    FILE *file = fopen(path, "re");
-    if (!file) {
-        snprintf(err, err_size, "cannot read %s: %s", path, strerror(errno));
+    FILE *file = ic_report_open(path, "re", "", err, err_size);
+    if (!file)
         return IC_EIO;
-    }
     struct ic_stream_reading r = {NULL, NULL, false};
     int rc = ic_stream_read_lines(file, &r, path, err, err_size);
     if (rc == 0) {
