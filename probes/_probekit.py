@@ -104,6 +104,7 @@ EXPORT_CALLS = {
     "array": "x.__array__",
     "cuda_array_interface": "x.__cuda_array_interface__",
     "arrow": "x.__arrow_c_array__",
+    "arrow_device": "x.__arrow_c_device_array__",
 }
 
 # The protocols a NumPy-style asarray(obj) imports: the NumPy interfaces and the buffer protocol.

@@ -178,6 +178,8 @@ ONLY_PROTOCOL = {
     "cuda_array_interface": _only("__cuda_array_interface__",
                                   _PROPERTY.format(name="__cuda_array_interface__")),
     "arrow": _only("__arrow_c_array__", _METHOD.format(name="__arrow_c_array__")),
+    "arrow_device": _only("__arrow_c_device_array__",
+                          _METHOD.format(name="__arrow_c_device_array__")),
 }
 
 # --- Values the script builds its array from --------------------------------------------------
@@ -501,8 +503,9 @@ def _reference_request(s, result):
         s.line(f"{result} = x.__array__({args})")
     elif s.protocol == "dlpack_capsule":
         s.line(f"{result} = {s.export_expr()}")
-    elif s.protocol == "arrow":
-        s.line(f"{result} = x.__arrow_c_array__()")
+    elif s.protocol in ("arrow", "arrow_device"):
+        method = {"arrow": "__arrow_c_array__", "arrow_device": "__arrow_c_device_array__"}
+        s.line(f"{result} = x.{method[s.protocol]}()")
     else:
         attr = {"array_interface": "__array_interface__", "array_struct": "__array_struct__",
                 "cuda_array_interface": "__cuda_array_interface__"}[s.protocol]

@@ -40,6 +40,7 @@ REPRO = {
         "buffer": ("pa.Array.from_buffers({dtype}, (buf := pa.py_buffer({obj})).size // "
                    "{dtype}.byte_width, [None, buf])"),
         "arrow": "pa.array({obj})",
+        "arrow_device": "pa.array({obj})",
     },
     "tolist": "{y}.to_pylist()",
     "dtype": _probekit.ARROW_DTYPE_REPRO,
@@ -68,7 +69,7 @@ def load():
             "broadcast": "pyarrow.Array has no strides: no zero-stride broadcast",
         },
         readonly=True,
-        exports=_probekit.exports("dlpack", "array", "arrow"),
+        exports=_probekit.exports("dlpack", "array", "arrow", "arrow_device"),
         # pyarrow.py_buffer wraps the exporter's memory without a copy (documented as
         # zero-copy); Array.from_buffers then types it with the dtype the caller names. An
         # Array is immutable whatever the buffer under it allows.
@@ -77,7 +78,8 @@ def load():
             zero_copy=True, typed=False, readonly="always")
         # pyarrow.array moves the C data interface's structs and wraps the producer's buffers
         # (pyarrow's docs on the PyCapsule interface)
-        | _probekit.imports({"arrow": "pyarrow.array(obj)"}, zero_copy=True, readonly="always"),
+        | _probekit.imports({"arrow": "pyarrow.array(obj)", "arrow_device": "pyarrow.array(obj)"},
+                            zero_copy=True, readonly="always"),
         compute=_probekit.compute_info(
             "pyarrow.compute.multiply(y, pyarrow.scalar(1, y.type))",
             missing={"float16": "pyarrow.compute has no kernels for halffloat"}),
@@ -112,7 +114,7 @@ def describe(x):
 
 
 def consume(obj, protocol, dtype):
-    if protocol == "arrow":
+    if protocol in ("arrow", "arrow_device"):
         return pa.array(obj)
     buf = pa.py_buffer(obj)
     return pa.Array.from_buffers(_type(dtype), buf.size // _probekit.ITEMSIZE[dtype], [None, buf])

@@ -44,7 +44,11 @@ typedef struct _object PyObject; /* no Python.h here: most of the tool is plain 
     X(CAI, "cuda_array_interface", "3", "__cuda_array_interface__ (version 3)", ic_cai_ops)        \
     X(ARROW, "arrow", "6",                                                                         \
       "__arrow_c_array__: ArrowSchema and ArrowArray capsules (the C data interface)",             \
-      ic_arrow_ops)
+      ic_arrow_ops)                                                                                \
+    X(ARROW_DEVICE, "arrow_device", "6.3",                                                         \
+      "__arrow_c_device_array__: ArrowSchema and ArrowDeviceArray capsules (the C device data "    \
+      "interface)",                                                                                \
+      ic_arrow_device_ops)
 
 enum ic_protocol {
 #define IC_PROTOCOL_ENUM(e, id, section, summary, ops) IC_PROTOCOL_##e,
@@ -95,7 +99,10 @@ enum ic_protocol {
     X(DL_STREAM_ORDER, "stream_order", IC_PROTOCOL_DLPACK, IC_APPLIES_ANY, IC_ON_CUDA, false,      \
       true, "the producer's kernel still writes the array when the consumer imports it")           \
     X(CAI_STREAM_ORDER, "stream_order", IC_PROTOCOL_CAI, IC_APPLIES_ANY, IC_ON_CUDA, false, true,  \
-      "the producer's kernel still writes the array when the consumer imports it")
+      "the producer's kernel still writes the array when the consumer imports it")                 \
+    X(ARROW_UNKNOWN_KEYWORD, "unknown_keyword", IC_PROTOCOL_ARROW_DEVICE, IC_APPLIES_REFERENCE,    \
+      IC_ON_ANY, false, false,                                                                     \
+      "__arrow_c_device_array__(interopcheck_unknown=True) must raise NotImplementedError")
 
 enum ic_on_device {
     IC_ON_ANY,

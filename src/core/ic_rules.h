@@ -292,7 +292,13 @@ enum ic_severity_class {
     X(ARROW_RELEASE, "arrow.release", E, HARMFUL,                                                  \
       "Each struct is released exactly once: a consumer moves it out of its capsule and calls "    \
       "release when done, the capsule releases only what nobody moved, and the producer's "        \
-      "release marks the struct released.")
+      "release marks the struct released.")                                                        \
+    X(ARROW_DEVICE, "arrow.device", P, NONCONFORMANT,                                              \
+      "An ArrowDeviceArray names a known device type and a device id >= 0 off the CPU; its "       \
+      "reserved bytes are zero (non-zero ones are a warning).")                                    \
+    X(ARROW_DEVICE_KEYWORDS, "arrow.device_keywords", P, NONCONFORMANT,                            \
+      "__arrow_c_device_array__ raises NotImplementedError for a keyword it does not know, "       \
+      "passed with a value other than None.")
 
 /* The refusal policy, one row per protocol (by its id), applied to both sides alike: a side
  * that refuses with the exception its column names gets `unsupported` with its reason; a
@@ -321,7 +327,10 @@ enum ic_severity_class {
     X("cuda_array_interface", NULL, NULL, NULL, "the CUDA Array Interface defines no refusal")     \
     X("arrow", NULL, NULL, NULL,                                                                   \
       "the Arrow PyCapsule interface names no refusal exception: a producer that cannot honour "   \
-      "requested_schema raises, of any type")
+      "requested_schema raises, of any type")                                                      \
+    X("arrow_device", NULL, NULL, NULL,                                                            \
+      "as for arrow; an unknown keyword is refused with NotImplementedError "                      \
+      "(arrow.device_keywords)")
 
 struct ic_refusal_policy {
     const char *protocol;

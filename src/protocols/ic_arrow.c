@@ -257,6 +257,87 @@ int ic_arrow_check_structs(const void *schema_addr, const void *array_addr, stru
     return 0;
 }
 
+/* The device types of the C device data interface (protocols.md §6.3). */
+static const struct {
+    int32_t type;
+    const char *name;
+} ic_arrow_devices[] = {
+    {ARROW_DEVICE_CPU, "CPU"},          {ARROW_DEVICE_CUDA, "CUDA"},
+    {ARROW_DEVICE_CUDA_HOST, "CUDA_HOST"}, {ARROW_DEVICE_OPENCL, "OPENCL"},
+    {ARROW_DEVICE_VULKAN, "VULKAN"},    {ARROW_DEVICE_METAL, "METAL"},
+    {ARROW_DEVICE_VPI, "VPI"},          {ARROW_DEVICE_ROCM, "ROCM"},
+    {ARROW_DEVICE_ROCM_HOST, "ROCM_HOST"}, {ARROW_DEVICE_EXT_DEV, "EXT_DEV"},
+    {ARROW_DEVICE_CUDA_MANAGED, "CUDA_MANAGED"}, {ARROW_DEVICE_ONEAPI, "ONEAPI"},
+    {ARROW_DEVICE_WEBGPU, "WEBGPU"},    {ARROW_DEVICE_HEXAGON, "HEXAGON"},
+};
+
+/* The device fields of an ArrowDeviceArray (rule 6.5.6). True for a CPU array, whose buffers
+ * are validated and compared here; other devices' buffers are not yet (a warning says so). */
+static bool ic_arrow_check_device(const struct ArrowDeviceArray *d, struct ic_diag *diag)
+{
+    int known = -1;
+    for (size_t i = 0; i < sizeof(ic_arrow_devices) / sizeof(ic_arrow_devices[0]); i++) {
+        if (ic_arrow_devices[i].type == d->device_type)
+            known = (int)i;
+    }
+    if (known < 0) {
+        ic_diag_error(diag, IC_RULE_ARROW_DEVICE, "device_type %d is no ArrowDeviceType",
+                      (int)d->device_type);
+        return false;
+    }
+    /* Arrow's own CPU device says -1: the id means nothing on the CPU. */
+    if (d->device_type != ARROW_DEVICE_CPU && d->device_id < 0)
+        ic_diag_error(diag, IC_RULE_ARROW_DEVICE, "device_id %lld on a %s device",
+                      (long long)d->device_id, ic_arrow_devices[known].name);
+    /* A warning, not a failure: a producer that leaves them uninitialised shows it only when
+     * malloc hands it dirty memory (pyarrow 26: 2 exports in 2000), so a failure would come
+     * and go from run to run. */
+    for (size_t i = 0; i < sizeof(d->reserved) / sizeof(d->reserved[0]); i++) {
+        if (d->reserved[i] != 0) {
+            ic_diag_warn(diag, IC_RULE_ARROW_DEVICE,
+                         "reserved[%zu] is 0x%llx, not zero (left uninitialised?)", i,
+                         (unsigned long long)d->reserved[i]);
+            break;
+        }
+    }
+    if (d->sync_event && d->device_type == ARROW_DEVICE_CPU)
+        ic_diag_warn(diag, IC_RULE_ARROW_DEVICE,
+                     "a CPU array with a sync_event (%p): the CPU has no event type to wait on",
+                     d->sync_event);
+    if (d->device_type != ARROW_DEVICE_CPU)
+        ic_diag_warn(diag, IC_RULE_ARROW_DEVICE,
+                     "a %s device array: its device fields are checked, its buffers are not "
+                     "compared yet",
+                     ic_arrow_devices[known].name);
+    return d->device_type == ARROW_DEVICE_CPU;
+}
+
+int ic_arrow_check_device_structs(const void *schema_addr, const void *device_addr,
+                                  struct ic_diag *diag, struct ic_arrow_export *ret,
+                                  struct ic_view *ret_view, bool *ret_have_view, char *detail,
+                                  size_t detail_size)
+{
+    struct ArrowDeviceArray device;
+    if (!diag || !ret || !ret_view || !ret_have_view || !detail || detail_size == 0)
+        return IC_EINVAL;
+    memset(ret, 0, sizeof(*ret));
+    *ret_have_view = false;
+    snprintf(detail, detail_size, "arrow device array (unreadable)");
+    if (!device_addr || ic_guard_copy(&device, (uintptr_t)device_addr, sizeof(device)) < 0) {
+        ic_diag_error(diag, IC_RULE_ARROW_STRUCTS, "the ArrowDeviceArray at %p cannot be read",
+                      device_addr);
+        return 0;
+    }
+    if (!ic_arrow_check_device(&device, diag)) {
+        snprintf(detail, detail_size, "arrow device array on device type %d",
+                 (int)device.device_type);
+        return 0;
+    }
+    /* The ArrowArray is the device array's first member; a CPU array's view is a host view. */
+    return ic_arrow_check_structs(schema_addr, device_addr, diag, ret, ret_view, ret_have_view,
+                                  detail, detail_size);
+}
+
 /* ---------------------------------------------------------------------------------------
  * The release watch
  */
@@ -464,10 +545,26 @@ static void ic_arrow_watch_one(void *addr, bool is_schema, struct ic_export_reco
     ic_arrow_watch_release(id);
 }
 
-/* Checks the result of __arrow_c_array__, records it, and watches its release callbacks.
+/* The two protocols of this module: the same pair of capsules, the array one holding an
+ * ArrowArray or an ArrowDeviceArray (whose first member is the ArrowArray). */
+struct ic_arrow_flavour {
+    const char *method;        /* __arrow_c_array__ */
+    const char *array_capsule; /* arrow_array */
+    size_t array_size;         /* bytes a consumer moves out of the array capsule */
+    bool device;
+};
+
+static const struct ic_arrow_flavour ic_arrow_plain = {
+    "__arrow_c_array__", IC_ARROW_ARRAY_CAPSULE, sizeof(struct ArrowArray), false};
+static const struct ic_arrow_flavour ic_arrow_device = {"__arrow_c_device_array__",
+                                                        IC_ARROW_DEVICE_ARRAY_CAPSULE,
+                                                        sizeof(struct ArrowDeviceArray), true};
+
+/* Checks the result of the flavour's method, records it, and watches its release callbacks.
  * *ret_unreadable: the export points at memory that cannot be read. */
-static void ic_arrow_after_export(PyObject *result, struct ic_export_record *rec,
-                                  struct ic_arrow_export *ret, bool *ret_unreadable)
+static void ic_arrow_after_export(const struct ic_arrow_flavour *f, PyObject *result,
+                                  struct ic_export_record *rec, struct ic_arrow_export *ret,
+                                  bool *ret_unreadable)
 {
     struct ic_export_reading r;
     ic_export_reading_init(&r);
@@ -475,20 +572,18 @@ static void ic_arrow_after_export(PyObject *result, struct ic_export_record *rec
     *ret_unreadable = false;
     if (!PyTuple_Check(result) || PyTuple_GET_SIZE(result) != 2) {
         ic_diag_error(&r.diag, IC_RULE_ARROW_CAPSULES,
-                      "__arrow_c_array__ returned a %s, not a (schema, array) tuple of two "
-                      "capsules",
+                      "%s returned a %s, not a (schema, array) tuple of two capsules", f->method,
                       Py_TYPE(result)->tp_name);
-        snprintf(r.detail, sizeof(r.detail), "__arrow_c_array__ -> %s", Py_TYPE(result)->tp_name);
+        snprintf(r.detail, sizeof(r.detail), "%s -> %s", f->method, Py_TYPE(result)->tp_name);
         ic_export_keep(rec, &r);
         return;
     }
     void *schema =
         ic_arrow_capsule_pointer(PyTuple_GET_ITEM(result, 0), IC_ARROW_SCHEMA_CAPSULE, &r.diag);
-    void *array =
-        ic_arrow_capsule_pointer(PyTuple_GET_ITEM(result, 1), IC_ARROW_ARRAY_CAPSULE, &r.diag);
+    void *array = ic_arrow_capsule_pointer(PyTuple_GET_ITEM(result, 1), f->array_capsule, &r.diag);
     if (schema && array) {
-        ic_arrow_check_structs(schema, array, &r.diag, ret, &r.view, &r.have_view, r.detail,
-                               sizeof(r.detail));
+        (f->device ? ic_arrow_check_device_structs : ic_arrow_check_structs)(
+            schema, array, &r.diag, ret, &r.view, &r.have_view, r.detail, sizeof(r.detail));
         *ret_unreadable = ic_export_diag_has_error(&r.diag, IC_RULE_ARROW_STRUCTS) ||
                           ic_export_diag_has_error(&r.diag, IC_RULE_ARROW_BUFFERS);
         if (ret->structs_read && ret->schema.release && ret->array.release) {
@@ -496,7 +591,7 @@ static void ic_arrow_after_export(PyObject *result, struct ic_export_record *rec
             ic_arrow_watch_one(array, false, rec, &r.diag);
         }
     } else {
-        snprintf(r.detail, sizeof(r.detail), "__arrow_c_array__ -> unusable capsules");
+        snprintf(r.detail, sizeof(r.detail), "%s -> unusable capsules", f->method);
     }
     ic_export_keep(rec, &r);
     /* The C data interface points at the producer's buffers, but nothing in it promises that
@@ -508,17 +603,18 @@ static void ic_arrow_after_export(PyObject *result, struct ic_export_record *rec
  * The proxy
  */
 
-static PyObject *ic_arrow_proxy_array(PyObject *self, PyObject *args, PyObject *kwargs)
+static PyObject *ic_arrow_proxy_call(const struct ic_arrow_flavour *f, PyObject *self,
+                                     PyObject *args, PyObject *kwargs)
 {
     struct ic_proxy *proxy = (struct ic_proxy *)self;
     struct ic_export_record *rec = proxy->rec;
-    PyObject *result = ic_export_forward_call(proxy, "__arrow_c_array__", args, kwargs);
+    PyObject *result = ic_export_forward_call(proxy, f->method, args, kwargs);
     if (!result)
         return NULL; /* the producer's exception goes on to the consumer unchanged */
     bool withheld = false;
     if (rec) {
         struct ic_arrow_export ex;
-        ic_arrow_after_export(result, rec, &ex, &withheld);
+        ic_arrow_after_export(f, result, rec, &ex, &withheld);
     }
     /* Kept until finish(), so that the destructors of capsules nobody took run before the
      * release counts are read. */
@@ -532,8 +628,20 @@ static PyObject *ic_arrow_proxy_array(PyObject *self, PyObject *args, PyObject *
     return result;
 }
 
+static PyObject *ic_arrow_proxy_array(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    return ic_arrow_proxy_call(&ic_arrow_plain, self, args, kwargs);
+}
+
+static PyObject *ic_arrow_proxy_device_array(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    return ic_arrow_proxy_call(&ic_arrow_device, self, args, kwargs);
+}
+
 IC_METHOD_PROTOCOL(ic_arrow, "__arrow_c_array__", ic_arrow_proxy_array,
                    "interopcheck.ArrowArrayProxy")
+IC_METHOD_PROTOCOL(ic_arrow_dev, "__arrow_c_device_array__", ic_arrow_proxy_device_array,
+                   "interopcheck.ArrowDeviceArrayProxy")
 
 /* ---------------------------------------------------------------------------------------
  * observe / finish (rule 6.5.3)
@@ -553,13 +661,21 @@ static bool ic_arrow_moved(PyObject *capsule, const char *name, bool is_schema)
     return ic_guard_copy(&release, (uintptr_t)addr + at, sizeof(release)) == 0 && !release;
 }
 
+/* The proxy of either protocol, or false. */
+static bool ic_arrow_any_proxy(PyObject *obj)
+{
+    return obj && (ic_arrow_is_proxy(obj) || ic_arrow_dev_is_proxy(obj));
+}
+
 static void ic_arrow_observe(PyObject *obj, struct ic_export_record *rec)
 {
-    if (!obj || !rec || !ic_arrow_is_proxy(obj))
+    if (!rec || !ic_arrow_any_proxy(obj))
         return;
+    const char *array_capsule = ic_arrow_is_proxy(obj) ? IC_ARROW_ARRAY_CAPSULE
+                                                       : IC_ARROW_DEVICE_ARRAY_CAPSULE;
     PyObject *last = ((struct ic_proxy *)obj)->last_export;
     if (last && PyTuple_Check(last) && PyTuple_GET_SIZE(last) == 2)
-        rec->consumed = ic_arrow_moved(PyTuple_GET_ITEM(last, 1), IC_ARROW_ARRAY_CAPSULE, false) ||
+        rec->consumed = ic_arrow_moved(PyTuple_GET_ITEM(last, 1), array_capsule, false) ||
                         ic_arrow_moved(PyTuple_GET_ITEM(last, 0), IC_ARROW_SCHEMA_CAPSULE, true);
 }
 
@@ -598,7 +714,7 @@ static void ic_arrow_finish(PyObject *obj, struct ic_export_record *rec)
         return;
     /* Let go of the last export, so that the destructors of untaken capsules run now and
      * their release calls are counted below. */
-    if (obj && ic_arrow_is_proxy(obj))
+    if (ic_arrow_any_proxy(obj))
         Py_CLEAR(((struct ic_proxy *)obj)->last_export);
     for (int i = 0; i < rec->watch_count; i++) {
         struct ic_arrow_watch_state state;
@@ -620,14 +736,14 @@ static void ic_arrow_finish(PyObject *obj, struct ic_export_record *rec)
 
 struct ic_arrow_import {
     struct ArrowSchema schema;
-    struct ArrowArray array;
+    struct ArrowDeviceArray device; /* of the plain protocol, only device.array is used */
 };
 
 static void ic_arrow_import_release(void *context)
 {
     struct ic_arrow_import *import = context;
-    if (import->array.release)
-        import->array.release(&import->array);
+    if (import->device.array.release)
+        import->device.array.release(&import->device.array);
     if (import->schema.release)
         import->schema.release(&import->schema);
     free(import);
@@ -644,13 +760,14 @@ static int ic_arrow_move(void *addr, size_t release_at, void *moved, size_t size
     return rc;
 }
 
-static int ic_arrow_take(PyObject *result, struct ic_export_record *rec, PyObject **ret_handle)
+static int ic_arrow_take(const struct ic_arrow_flavour *f, PyObject *result,
+                         struct ic_export_record *rec, PyObject **ret_handle)
 {
     struct ic_arrow_import *import = calloc(1, sizeof(*import));
     if (!import)
         return IC_ENOMEM;
     void *schema = PyCapsule_GetPointer(PyTuple_GET_ITEM(result, 0), IC_ARROW_SCHEMA_CAPSULE);
-    void *array = PyCapsule_GetPointer(PyTuple_GET_ITEM(result, 1), IC_ARROW_ARRAY_CAPSULE);
+    void *array = PyCapsule_GetPointer(PyTuple_GET_ITEM(result, 1), f->array_capsule);
     int rc = schema && array ? 0 : IC_EINVAL;
     PyErr_Clear();
     /* The watch was installed first: the moved copies carry the counting callbacks. */
@@ -658,8 +775,8 @@ static int ic_arrow_take(PyObject *result, struct ic_export_record *rec, PyObjec
         rc = ic_arrow_move(schema, offsetof(struct ArrowSchema, release), &import->schema,
                            sizeof(import->schema));
     if (rc == 0)
-        rc = ic_arrow_move(array, offsetof(struct ArrowArray, release), &import->array,
-                           sizeof(import->array));
+        rc = ic_arrow_move(array, offsetof(struct ArrowArray, release), &import->device,
+                           f->array_size);
     if (rc < 0) {
         ic_arrow_import_release(import);
         return rc;
@@ -669,8 +786,25 @@ static int ic_arrow_take(PyObject *result, struct ic_export_record *rec, PyObjec
     return *ret_handle ? 0 : IC_ENOMEM;
 }
 
-static int ic_arrow_reference_consume(PyObject *export_obj, struct ic_export_record *rec,
-                                      PyObject **ret_handle)
+/* The keywords of the reference consumer's call: an unknown one for the unknown_keyword
+ * variant, which the producer must refuse with NotImplementedError (rule 6.5.8). */
+static PyObject *ic_arrow_request_kwargs(struct ic_export_record *rec, const char *method)
+{
+    PyObject *kwargs = PyDict_New();
+    bool unknown = rec->variant == IC_VARIANT_ARROW_UNKNOWN_KEYWORD;
+    if (kwargs && unknown && PyDict_SetItemString(kwargs, "interopcheck_unknown", Py_True) < 0)
+        Py_CLEAR(kwargs);
+    snprintf(rec->request, sizeof(rec->request), "%s(%s)", method,
+             unknown ? "interopcheck_unknown=True" : "");
+    if (unknown) {
+        rec->refusal_required = true;
+        rec->refusal_rule = IC_RULE_ARROW_DEVICE_KEYWORDS;
+    }
+    return kwargs;
+}
+
+static int ic_arrow_consume(const struct ic_arrow_flavour *f, PyObject *export_obj,
+                            struct ic_export_record *rec, PyObject **ret_handle)
 {
     struct ic_py_exc exc;
     struct ic_arrow_export ex;
@@ -678,22 +812,41 @@ static int ic_arrow_reference_consume(PyObject *export_obj, struct ic_export_rec
 
     *ret_handle = NULL;
     rec->export_calls++;
-    snprintf(rec->request, sizeof(rec->request), "__arrow_c_array__()");
-    PyObject *method = PyObject_GetAttrString(export_obj, "__arrow_c_array__");
-    PyObject *result = method ? PyObject_CallNoArgs(method) : NULL;
+    PyObject *kwargs = ic_arrow_request_kwargs(rec, f->method);
+    PyObject *no_args = PyTuple_New(0);
+    PyObject *method = kwargs && no_args ? PyObject_GetAttrString(export_obj, f->method) : NULL;
+    PyObject *result = method ? PyObject_Call(method, no_args, kwargs) : NULL;
     Py_XDECREF(method);
+    Py_XDECREF(no_args);
+    Py_XDECREF(kwargs);
     if (!result) {
         ic_py_fetch(&exc);
         ic_export_producer_raised(rec, &exc);
+        if (rec->refusal_required && strcmp(exc.type, "NotImplementedError") != 0)
+            ic_diag_error(&rec->diag, IC_RULE_ARROW_DEVICE_KEYWORDS,
+                          "an unknown keyword was refused with %s (%s), not NotImplementedError",
+                          exc.type, exc.message);
         return 0; /* a refusal; whether one was allowed is the driver's call */
     }
-    ic_arrow_after_export(result, rec, &ex, &unreadable);
+    ic_arrow_after_export(f, result, rec, &ex, &unreadable);
     int rc = 0;
-    if (rec->have_view && !unreadable)
-        rc = ic_arrow_take(result, rec, ret_handle);
+    if (rec->have_view && !unreadable && !rec->refusal_required)
+        rc = ic_arrow_take(f, result, rec, ret_handle);
     /* An export that cannot be taken is released by its capsules' destructors, here. */
     Py_DECREF(result);
     return rc;
+}
+
+static int ic_arrow_reference_consume(PyObject *export_obj, struct ic_export_record *rec,
+                                      PyObject **ret_handle)
+{
+    return ic_arrow_consume(&ic_arrow_plain, export_obj, rec, ret_handle);
+}
+
+static int ic_arrow_device_reference_consume(PyObject *export_obj, struct ic_export_record *rec,
+                                             PyObject **ret_handle)
+{
+    return ic_arrow_consume(&ic_arrow_device, export_obj, rec, ret_handle);
 }
 
 const struct ic_protocol_ops ic_arrow_ops = {
@@ -701,6 +854,15 @@ const struct ic_protocol_ops ic_arrow_ops = {
     .facts = {.readonly_rule = IC_RULE_EXCHANGE_READONLY, .memory_rule = IC_RULE_ARROW_BUFFERS},
     .proxy_new = ic_arrow_proxy_new,
     .reference_consume = ic_arrow_reference_consume,
+    .observe = ic_arrow_observe,
+    .finish = ic_arrow_finish,
+};
+
+const struct ic_protocol_ops ic_arrow_device_ops = {
+    .protocol = IC_PROTOCOL_ARROW_DEVICE,
+    .facts = {.readonly_rule = IC_RULE_EXCHANGE_READONLY, .memory_rule = IC_RULE_ARROW_BUFFERS},
+    .proxy_new = ic_arrow_dev_proxy_new,
+    .reference_consume = ic_arrow_device_reference_consume,
     .observe = ic_arrow_observe,
     .finish = ic_arrow_finish,
 };

@@ -1,7 +1,9 @@
 /*
- * ic_arrow: the Arrow PyCapsule interface over the C data interface (protocols.md §6.1, §6.2):
- * validation of an ArrowSchema / ArrowArray pair, the instrumented release callbacks, and the
- * ops of the "arrow" protocol (__arrow_c_array__ into a consumer such as pyarrow.array).
+ * ic_arrow: the Arrow PyCapsule interface over the C data interface and the C device data
+ * interface (protocols.md §6): validation of an ArrowSchema / ArrowArray (or ArrowDeviceArray)
+ * pair, the instrumented release callbacks, and the ops of the "arrow" protocol
+ * (__arrow_c_array__) and the "arrow_device" protocol (__arrow_c_device_array__), each into a
+ * consumer such as pyarrow.array.
  *
  * Contract
  * - The validator reads what a producer exported and writes findings citing the arrow.* rules
@@ -21,6 +23,10 @@
  *   consumer's moved copy) and forwards to it; later calls are counted and not forwarded, so a
  *   double release becomes a finding instead of a double free. A call whose id the table no
  *   longer knows is counted as unmatched and not forwarded.
+ * - Device arrays: the device fields are checked (a known device type, reserved bytes zero);
+ *   only CPU arrays have their buffers validated and compared, as the GPU side of this
+ *   protocol is not written yet. interopcheck's own consumer also asks with an unknown keyword
+ *   (the unknown_keyword variant), which a producer must refuse with NotImplementedError.
  * - The ops follow ic_protocol.h. The proxy keeps the last (schema, array) tuple it handed out
  *   in proxy->last_export until finish(), which drops it so that the capsule destructors of
  *   an unconsumed export run before the release counts are read. interopcheck's own consumer
@@ -43,6 +49,7 @@
 
 #define IC_ARROW_SCHEMA_CAPSULE "arrow_schema"
 #define IC_ARROW_ARRAY_CAPSULE  "arrow_array"
+#define IC_ARROW_DEVICE_ARRAY_CAPSULE "arrow_device_array"
 
 /* What the validator read of one export: copies, never the producer's memory. */
 struct ic_arrow_export {
@@ -60,6 +67,15 @@ struct ic_arrow_export {
 int ic_arrow_check_structs(const void *schema_addr, const void *array_addr, struct ic_diag *diag,
                            struct ic_arrow_export *ret, struct ic_view *ret_view,
                            bool *ret_have_view, char *detail, size_t detail_size);
+
+/* The same for the C device data interface: the ArrowDeviceArray at `device_addr` (whose
+ * first member is the ArrowArray). Its device fields are validated (rule 6.5.6); a CPU array
+ * is then validated and viewed as above, another device's is not (a warning says so, and
+ * there is no view). */
+int ic_arrow_check_device_structs(const void *schema_addr, const void *device_addr,
+                                  struct ic_diag *diag, struct ic_arrow_export *ret,
+                                  struct ic_view *ret_view, bool *ret_have_view, char *detail,
+                                  size_t detail_size);
 
 /* Instruments the release callback of the struct at `addr` (an ArrowSchema when `is_schema`,
  * else an ArrowArray): *ret_id identifies its entry. IC_EFAULT when the struct cannot be read

@@ -154,9 +154,9 @@ def check_arrow(tap, binary, probes, workdir):
     pyarrow's own exchanges, which pass."""
     out = os.path.join(workdir, "arrow.json")
     proc = taplib.run(binary, "--probe-dir", probes, "--producer", "arrowlib,pyarrow",
-                      "--consumer", "arrowlib,pyarrow,interopcheck", "--protocol", "arrow",
-                      "--dtype", "float64,int32,int16,uint8,uint16", "--layout", "flat", "-o",
-                      out, "-q")
+                      "--consumer", "arrowlib,pyarrow,interopcheck", "--protocol",
+                      "arrow,arrow_device", "--dtype", "float64,float32,int32,int16,uint8,uint16",
+                      "--layout", "flat", "-o", out, "-q")
     tap.ok(proc.returncode == 1, "arrow: the broken exchanges fail: exit status 1", proc.stderr)
     cases = taplib.cases_by_id(taplib.load_report(out))
 
@@ -178,6 +178,13 @@ def check_arrow(tap, binary, probes, workdir):
     expect("arrow.pyarrow.arrowlib.cpu.uint8.flat", "fail", "arrow.release", "consumer",
            "lifetime")
     expect("arrow.pyarrow.interopcheck.cpu.uint8.flat", "pass")
+    for consumer in ("pyarrow", "interopcheck"):
+        expect(f"arrow_device.arrowlib.{consumer}.cpu.uint16.flat", "fail", "arrow.device",
+               "producer", "export")
+        expect(f"arrow_device.pyarrow.{consumer}.cpu.uint16.flat", "pass")
+    expect("arrow_device.arrowlib.interopcheck.cpu.float32.flat.unknown_keyword", "fail",
+           "arrow.device_keywords", "producer", "export")
+    expect("arrow_device.pyarrow.interopcheck.cpu.float32.flat.unknown_keyword", "pass")
 
 
 def check_exit_statuses(tap, binary, probes, workdir):

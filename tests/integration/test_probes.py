@@ -655,12 +655,22 @@ class OnlyArrow(_Only):
         return self._x.__arrow_c_array__(requested_schema)
 
 
+class OnlyArrowDevice(OnlyArrow):
+    """The same Arrow array over the C device data interface (a CPU device array)."""
+
+    def __arrow_c_device_array__(self, requested_schema=None, **kwargs):
+        return self._x.__arrow_c_device_array__(requested_schema, **kwargs)
+
+
+OnlyArrowDevice.__arrow_c_array__ = None  # offers the device method alone
+
 # The shape an import has, by protocol: Arrow arrays are 1-D.
-_SHAPES = {"arrow": [24]}
+_SHAPES = {"arrow": [24], "arrow_device": [24]}
 
 # How the source array is offered to a consumer over each protocol ("array": any other)
 _OFFERS = {
     "arrow": OnlyArrow,
+    "arrow_device": OnlyArrowDevice,
     "dlpack": OnlyDLPack,
     "dlpack_capsule": lambda src: src.__dlpack__(),
     "array_interface": OnlyArrayInterface,

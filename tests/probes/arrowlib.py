@@ -6,6 +6,10 @@ Its arrays are pyarrow arrays behind a class of its own. What goes wrong depends
     float64   exports pyarrow's own capsules                          -> pass
     int32     marks one element null, though the array has none       -> fail (arrow.buffers)
     int16     returns the capsules as (array, schema)                 -> fail (arrow.capsules)
+  as a producer over __arrow_c_device_array__ (arrow_device):
+    uint16    names device type 99, which does not exist              -> fail (arrow.device)
+    float32   accepts an unknown keyword instead of raising
+              NotImplementedError (the unknown_keyword variant)       -> fail (arrow.device_keywords)
   as a consumer (importing pyarrow's exports):
     uint8     moves the ArrowArray out of its capsule and never
               releases it (a leak)                                    -> fail (arrow.release)
@@ -14,9 +18,14 @@ Its arrays are pyarrow arrays behind a class of its own. What goes wrong depends
 It is loaded only with --probe-dir tests/probes; the built-in probe set never sees it.
 """
 
+import ctypes
+
 import _probekit
 
 _testkit = _probekit.sibling(__file__, "_testkit")
+
+# Where ArrowDeviceArray keeps device_type: after the ArrowArray and the int64 device_id.
+_DEVICE_TYPE_AT = ctypes.sizeof(_testkit.ArrowArray) + 8
 
 pa = None
 _kept = []  # the structs the leaking consumer moved out and never released
@@ -37,6 +46,14 @@ class Array:
         schema, array = self.array.__arrow_c_array__(requested_schema)
         return (array, schema) if name == "int16" else (schema, array)
 
+    def __arrow_c_device_array__(self, requested_schema=None, **kwargs):
+        # every keyword is ignored, where the spec asks for NotImplementedError
+        schema, array = self.array.__arrow_c_device_array__(requested_schema)
+        if str(self.array.type) == "uint16":
+            pointer = _testkit.capsule_pointer(array, b"arrow_device_array")
+            ctypes.c_int32.from_address(pointer + _DEVICE_TYPE_AT).value = 99
+        return schema, array
+
 
 def load():
     global pa
@@ -45,12 +62,13 @@ def load():
     pa = pyarrow
     return _probekit.load_info(
         pa.__version__,
-        dtypes=["float64", "int32", "int16", "uint8", "uint16"],
+        dtypes=["float64", "float32", "int32", "int16", "uint8", "uint16"],
         dtype_note="arrowlib has only the dtypes of its test plan",
         layouts=["flat"],
         layout_note="arrowlib has only the layout of its test plan",
         readonly=True,
-        exports={"arrow": {"call": "Array.__arrow_c_array__"}},
+        exports={"arrow": {"call": "Array.__arrow_c_array__"},
+                 "arrow_device": {"call": "Array.__arrow_c_device_array__"}},
         imports=_probekit.imports({"arrow": "arrowlib.consume(obj)"}, zero_copy=True,
                                   readonly="always"),
     )

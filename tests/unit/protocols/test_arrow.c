@@ -165,6 +165,52 @@ static void test_rules(void)
            "an empty array may have no values buffer");
 }
 
+/* The C device data interface: the device fields, then the array as above on the CPU. */
+static struct checked check_device(const struct pair *p, const struct ArrowDeviceArray *d)
+{
+    struct checked c;
+    ic_diag_init(&c.diag);
+    ic_arrow_check_device_structs(&p->schema, d, &c.diag, &c.ex, &c.view, &c.have_view, c.detail,
+                                  sizeof(c.detail));
+    return c;
+}
+
+static void test_device(void)
+{
+    struct pair p;
+    struct ArrowDeviceArray d;
+    good_pair(&p);
+    memset(&d, 0, sizeof(d));
+    d.array = p.array;
+    d.device_type = ARROW_DEVICE_CPU;
+    d.device_id = -1;
+    struct checked c = check_device(&p, &d);
+    TAP_OK(c.diag.count == 0 && c.have_view && c.view.shape[0] == 8 &&
+               c.view.data == (uintptr_t)(values + 2),
+           "a CPU device array with device_id -1 (Arrow's own CPU device): no findings, a view");
+    d.device_type = 99;
+    c = check_device(&p, &d);
+    TAP_OK(has_error(&c.diag, IC_RULE_ARROW_DEVICE) && !c.have_view,
+           "device type 99 is arrow.device");
+    d.device_type = ARROW_DEVICE_CUDA;
+    c = check_device(&p, &d);
+    TAP_OK(has_error(&c.diag, IC_RULE_ARROW_DEVICE) && !c.have_view,
+           "a CUDA device array with device_id -1 is arrow.device");
+    d.device_id = 0;
+    c = check_device(&p, &d);
+    TAP_OK(c.diag.errors == 0 && has_warning(&c.diag, IC_RULE_ARROW_DEVICE) && !c.have_view,
+           "a CUDA device array: its fields checked, its buffers not compared (a warning says so)");
+    d.device_type = ARROW_DEVICE_CPU;
+    d.reserved[1] = 42;
+    c = check_device(&p, &d);
+    TAP_OK(c.diag.errors == 0 && has_warning(&c.diag, IC_RULE_ARROW_DEVICE) && c.have_view,
+           "reserved bytes that are not zero are an arrow.device warning");
+    show_diag("reserved", &c.diag);
+    c = check_device(&p, NULL);
+    TAP_OK(has_error(&c.diag, IC_RULE_ARROW_STRUCTS) && !c.have_view,
+           "no device array is arrow.structs");
+}
+
 /* Memory that is not there: findings against the producer, never a fault. */
 static void test_guarded(void)
 {
@@ -251,15 +297,21 @@ static void test_watch(void)
 
 /* --- pyarrow, a real producer ---------------------------------------------------------------- */
 
-static const char *producers = "import pyarrow as pa\n"
-                               "class Swapped:\n"
-                               "    def __init__(self, x): self.x = x\n"
-                               "    def __arrow_c_array__(self, requested_schema=None):\n"
-                               "        schema, array = self.x.__arrow_c_array__()\n"
-                               "        return array, schema\n"
-                               "class Listed(Swapped):\n"
-                               "    def __arrow_c_array__(self, requested_schema=None):\n"
-                               "        return list(self.x.__arrow_c_array__())\n";
+static const char *producers =
+    "import pyarrow as pa\n"
+    "class Swapped:\n"
+    "    def __init__(self, x): self.x = x\n"
+    "    def __arrow_c_array__(self, requested_schema=None):\n"
+    "        schema, array = self.x.__arrow_c_array__()\n"
+    "        return array, schema\n"
+    "class Listed(Swapped):\n"
+    "    def __arrow_c_array__(self, requested_schema=None):\n"
+    "        return list(self.x.__arrow_c_array__())\n"
+    "class WrongRefusal:\n"
+    "    def __init__(self, x): self.x = x\n"
+    "    def __arrow_c_device_array__(self, requested_schema=None, **kwargs):\n"
+    "        if kwargs: raise TypeError('unexpected keyword')\n"
+    "        return self.x.__arrow_c_device_array__(requested_schema)\n";
 
 static PyObject *int32_array(void)
 {
@@ -312,6 +364,24 @@ static void test_pyarrow(void)
     ic_arrow_ops.finish(x, &rec);
     TAP_OK(rec.lifetime.count == 0, "... and releases each struct exactly once");
     show_diag("reference lifetime", &rec.lifetime);
+
+    TAP_OK(reference_import(&ic_arrow_device_ops, x, IC_VARIANT_NONE, &rec, &handle) == 0 &&
+               handle && rec.have_view && rec.diag.errors == 0 && rec.watch_count == 2,
+           "interopcheck's own consumer takes pyarrow's CPU device array");
+    Py_XDECREF(handle);
+    ic_arrow_device_ops.finish(x, &rec);
+    TAP_OK(rec.lifetime.count == 0, "... and releases it exactly once");
+    TAP_OK(reference_import(&ic_arrow_device_ops, x, IC_VARIANT_ARROW_UNKNOWN_KEYWORD, &rec,
+                            &handle) == 0 &&
+               !handle && rec.producer_raised && rec.refusal_required && rec.diag.errors == 0 &&
+               strcmp(rec.producer_exc_type, "NotImplementedError") == 0,
+           "pyarrow refuses an unknown keyword with NotImplementedError");
+    PyObject *wrong = producer_new("WrongRefusal", Py_NewRef(x));
+    reference_import(&ic_arrow_device_ops, wrong, IC_VARIANT_ARROW_UNKNOWN_KEYWORD, &rec, &handle);
+    TAP_OK(has_error(&rec.diag, IC_RULE_ARROW_DEVICE_KEYWORDS),
+           "an unknown keyword refused with TypeError is arrow.device_keywords");
+    Py_XDECREF(handle);
+    Py_DECREF(wrong);
     Py_DECREF(x);
 }
 
@@ -350,6 +420,6 @@ static void test_leaking_consumer(void)
 
 int main(void)
 {
-    return test_python_main(producers, TAP_TESTS(test_rules, test_guarded, test_watch, test_pyarrow,
-                                                 test_leaking_consumer));
+    return test_python_main(producers, TAP_TESTS(test_rules, test_device, test_guarded, test_watch,
+                                                 test_pyarrow, test_leaking_consumer));
 }
