@@ -849,20 +849,21 @@ static int ic_arrow_device_reference_consume(PyObject *export_obj, struct ic_exp
     return ic_arrow_consume(&ic_arrow_device, export_obj, rec, ret_handle);
 }
 
+/* What both Arrow protocols tell the generic stages, and their lifetime hooks. */
+#define IC_ARROW_COMMON_OPS                                                                        \
+    .facts = {.readonly_rule = IC_RULE_EXCHANGE_READONLY, .memory_rule = IC_RULE_ARROW_BUFFERS},   \
+    .observe = ic_arrow_observe, .finish = ic_arrow_finish
+
 const struct ic_protocol_ops ic_arrow_ops = {
     .protocol = IC_PROTOCOL_ARROW,
-    .facts = {.readonly_rule = IC_RULE_EXCHANGE_READONLY, .memory_rule = IC_RULE_ARROW_BUFFERS},
     .proxy_new = ic_arrow_proxy_new,
     .reference_consume = ic_arrow_reference_consume,
-    .observe = ic_arrow_observe,
-    .finish = ic_arrow_finish,
+    IC_ARROW_COMMON_OPS,
 };
 
 const struct ic_protocol_ops ic_arrow_device_ops = {
     .protocol = IC_PROTOCOL_ARROW_DEVICE,
-    .facts = {.readonly_rule = IC_RULE_EXCHANGE_READONLY, .memory_rule = IC_RULE_ARROW_BUFFERS},
     .proxy_new = ic_arrow_dev_proxy_new,
     .reference_consume = ic_arrow_device_reference_consume,
-    .observe = ic_arrow_observe,
-    .finish = ic_arrow_finish,
+    IC_ARROW_COMMON_OPS,
 };
