@@ -70,6 +70,12 @@ enum ic_protocol {
       "__dlpack__() without max_version: an old consumer gets a legacy capsule")                   \
     X(DL_MAX_VERSION_2, "max_version_2", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_ANY,      \
       false, false, "__dlpack__(max_version=(2, 0)): a 1.x producer still exports its own 1.x")    \
+    X(DL_MAX_VERSION_0_8, "max_version_0_8", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_ANY,  \
+      false, false, "__dlpack__(max_version=(0, 8)): a legacy capsule or BufferError, never 1.x")  \
+    X(DL_MAX_VERSION_1_0, "max_version_1_0", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_ANY,  \
+      false, false, "__dlpack__(max_version=(1, 0)): the first versioned release")                 \
+    X(DL_MAX_VERSION_1_99, "max_version_1_99", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE,           \
+      IC_ON_ANY, false, false, "__dlpack__(max_version=(1, 99)): a minor no producer knows yet")   \
     X(DL_COPY, "copy", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_ANY, false, true,           \
       "__dlpack__(copy=True): distinct memory and DLPACK_FLAG_BITMASK_IS_COPIED")                  \
     X(DL_NO_COPY, "no_copy", IC_PROTOCOL_DLPACK, IC_APPLIES_REFERENCE, IC_ON_ANY, false, false,    \

@@ -1539,8 +1539,21 @@ static PyObject *ic_dlpack_variant_kwargs(struct ic_export_record *rec)
         ok = true; /* an old consumer passes nothing */
         goto cleanup;
     }
-    if (rec->variant == IC_VARIANT_DL_MAX_VERSION_2)
-        major = 2, minor = 0;
+    /* The negotiation edges (protocols.md §2.3): a major below, at and above every producer's,
+     * and a minor above any that exists. */
+    static const struct {
+        enum ic_variant variant;
+        int major, minor;
+    } asked[] = {
+        {IC_VARIANT_DL_MAX_VERSION_2, 2, 0},
+        {IC_VARIANT_DL_MAX_VERSION_0_8, 0, 8},
+        {IC_VARIANT_DL_MAX_VERSION_1_0, 1, 0},
+        {IC_VARIANT_DL_MAX_VERSION_1_99, 1, 99},
+    };
+    for (size_t i = 0; i < sizeof(asked) / sizeof(asked[0]); i++) {
+        if (rec->variant == asked[i].variant)
+            major = asked[i].major, minor = asked[i].minor;
+    }
     version = Py_BuildValue("(ii)", major, minor);
     if (!version || PyDict_SetItemString(kwargs, "max_version", version) < 0)
         goto cleanup;
