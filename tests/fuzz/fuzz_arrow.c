@@ -1,5 +1,6 @@
-/* fuzz_arrow: the Arrow C data interface validator (ic_arrow_check_structs,
- * src/protocols/ic_arrow.c) on ArrowSchema / ArrowArray pairs built from the input.
+/* fuzz_arrow: the Arrow C data interface validators (ic_arrow_check_structs and
+ * ic_arrow_check_device_structs, src/protocols/ic_arrow.c) on ArrowSchema / ArrowArray (or
+ * ArrowDeviceArray) pairs built from the input.
  *
  * The validator copies both structs, the format string, the buffers array, the validity bitmap
  * and checks the values through the guard (ic_guard.h), so any pointer is a legal input: the
@@ -18,6 +19,8 @@
  *   u8  wild     bit 0 schema, 1 array, 2 format, 3 buffers, 4 bitmap, 5 values: the wild
  *                address below instead
  *   u64 wild address
+ *   u8  device   bit 0: the array goes out as an ArrowDeviceArray with the fields below
+ *   i64 device_id, i32 device_type, u64 sync_event (never followed), u64 reserved[0]
  */
 #include <string.h>
 
@@ -35,8 +38,9 @@ FUZZ_PYTHON_HARNESS()
 enum { SLOT_SCHEMA, SLOT_ARRAY, SLOT_FORMAT, SLOT_BUFFERS, SLOT_BITMAP, SLOT_VALUES };
 
 struct fuzz_arrow_input {
-    uint8_t control, wild;
+    uint8_t control, wild, device;
     uint64_t wild_address;
+    struct ArrowDeviceArray device_fields; /* all but .array */
     struct ArrowSchema schema;
     struct ArrowArray array;
     const void *buffers[2];
@@ -102,6 +106,11 @@ static void fuzz_read_input(struct fuzz_reader *r, struct fuzz_arrow_input *in)
     memset(values, 0x5a, values_size);
     in->wild = fuzz_u8(r);
     in->wild_address = fuzz_u64(r);
+    in->device = fuzz_u8(r);
+    in->device_fields.device_id = (int64_t)fuzz_u64(r);
+    in->device_fields.device_type = (ArrowDeviceType)fuzz_u32(r);
+    in->device_fields.sync_event = (void *)(uintptr_t)fuzz_u64(r);
+    in->device_fields.reserved[0] = (int64_t)fuzz_u64(r);
 
     in->schema.format = fuzz_pointer(in, 2, (void *)format);
     in->schema.children = (in->control & 0x40) ? FUZZ_NEVER_FOLLOWED : NULL;
@@ -127,19 +136,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const void **buffers = fuzz_tail(SLOT_BUFFERS, sizeof(in.buffers));
     memcpy(buffers, in.buffers, sizeof(in.buffers));
     in.array.buffers = fuzz_pointer(&in, 3, buffers);
+    bool device = in.device & 1;
     struct ArrowSchema *schema = fuzz_tail(SLOT_SCHEMA, sizeof(*schema));
-    struct ArrowArray *array = fuzz_tail(SLOT_ARRAY, sizeof(*array));
+    struct ArrowDeviceArray *device_array =
+        fuzz_tail(SLOT_ARRAY, device ? sizeof(struct ArrowDeviceArray) : sizeof(struct ArrowArray));
+    struct ArrowArray *array = &device_array->array; /* the device array's first member */
     *schema = in.schema;
-    *array = in.array;
+    if (device) {
+        *device_array = in.device_fields;
+        device_array->array = in.array;
+    } else {
+        *array = in.array;
+    }
 
     struct fuzz_validation v;
     struct ic_arrow_export ex;
     char detail[160];
     fuzz_validation_start(&v);
-    FUZZ_CHECK(ic_arrow_check_structs(fuzz_pointer(&in, 0, schema), fuzz_pointer(&in, 1, array),
-                                      &v.diag, &ex, &v.view, &v.have_view, detail,
-                                      sizeof(detail)) == 0);
+    FUZZ_CHECK((device ? ic_arrow_check_device_structs : ic_arrow_check_structs)(
+                   fuzz_pointer(&in, 0, schema), fuzz_pointer(&in, 1, array), &v.diag, &ex,
+                   &v.view, &v.have_view, detail, sizeof(detail)) == 0);
     fuzz_validation_check(&v, "ic_arrow_check_structs");
+    /* Only a CPU device array is viewed: other devices' buffers are not the CPU's to read. */
+    FUZZ_CHECK(!v.have_view || !device || in.device_fields.device_type == ARROW_DEVICE_CPU);
     FUZZ_CHECK(memchr(detail, '\0', sizeof(detail)) != NULL);
     /* The validator changes nothing it was handed. */
     FUZZ_CHECK(memcmp(schema, &in.schema, sizeof(in.schema)) == 0);

@@ -231,6 +231,15 @@ def arrow_seed(schema, array):
     return out + struct.pack("<BQ", 0, 0)
 
 
+def arrow_device_seed(schema, device_array):
+    """The input of fuzz_arrow for a C device data interface export: the array's input, then the
+    device fields (device_id, device_type, sync_event, reserved[0])."""
+    device_id, device_type, sync_event, reserved = struct.unpack_from(
+        "<qi4xQq", ctypes.string_at(ctypes.addressof(device_array) + 80, 32))
+    return (arrow_seed(schema, device_array) +
+            struct.pack("<BqiQq", 1, device_id, device_type, sync_event or 0, reserved))
+
+
 def arrow_seeds():
     try:
         import pyarrow as pa
@@ -247,6 +256,12 @@ def arrow_seeds():
         array = _testkit.ArrowArray.from_address(
             PyCapsule_GetPointer(array_capsule, b"arrow_array"))
         write("arrow", name, arrow_seed(schema, array))
+        schema_capsule, device_capsule = x.__arrow_c_device_array__()
+        schema = _testkit.ArrowSchema.from_address(
+            PyCapsule_GetPointer(schema_capsule, b"arrow_schema"))
+        device_array = _testkit.ArrowArray.from_address(
+            PyCapsule_GetPointer(device_capsule, b"arrow_device_array"))
+        write("arrow", name + "_device", arrow_device_seed(schema, device_array))
 
 
 PyBUF = {"SIMPLE": 0, "WRITABLE": 1, "FORMAT": 4, "ND": 8, "STRIDES": 0x18,
