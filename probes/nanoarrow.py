@@ -1,0 +1,88 @@
+"""nanoarrow: the Arrow project's small C library, in Python (nanoarrow.c_array, CArray).
+
+Cannot: be anything but 1-D (only the `flat`, `offset` and `empty` layouts: slicing a CArray
+with a unit step is a view with an offset), hold bool as a byte per element (Arrow booleans are
+bit-packed), complex or bfloat16, or offer the buffer protocol or the NumPy interfaces. Arrays
+are immutable (always read-only). It exports the Arrow PyCapsule interface (__arrow_c_array__)
+and imports it with nanoarrow.c_array(obj), which wraps the producer's buffers.
+"""
+
+import _probekit
+
+NAME = "nanoarrow"
+
+na = None
+
+# Arrow's primitive types of a byte or more per element
+DTYPES = _probekit.dtypes_except("bool", "bfloat16", "complex64", "complex128")
+
+# How a reproducer spells nanoarrow (probes/README.md, "Reproducers"): c_array from the values,
+# sliced as build() slices; imports read back through nanoarrow.Array.
+REPRO = {
+    "import": "import nanoarrow as na",
+    "ns": "na",
+    "build": "na.c_array(values, {dtype})",
+    "dtype_name": "{ns}.{dtype}()",
+    "make_readonly": "# nanoarrow arrays are immutable: x is read-only as it is",
+    "consume": {"arrow": "na.c_array({obj})"},
+    "tolist": "na.Array({y}).to_pylist()",
+    "dtype": ("dict(c='int8', s='int16', i='int32', l='int64', C='uint8', S='uint16', "
+              "I='uint32', L='uint64', e='float16', f='float32', g='float64')[{y}.schema.format]"),
+    "pointer": ("{y}.buffers[1] + {y}.offset * dict(c=1, s=2, i=4, l=8, C=1, S=2, I=4, L=8, "
+                "e=2, f=4, g=8)[{y}.schema.format]"),
+    "shape": "({y}.length,)",
+}
+
+
+def load():
+    global na
+    import nanoarrow as _na
+
+    na = _na
+    return _probekit.load_info(
+        na.__version__,
+        dtypes=DTYPES,
+        layouts=["flat", "offset", "empty"],
+        layout_note="a nanoarrow CArray is 1-D: no reshape",
+        missing={
+            **_probekit.ARROW_MISSING,
+            "bool": "Arrow booleans are bit-packed, not a byte per element",
+        },
+        readonly=True,
+        exports=_probekit.exports("arrow"),
+        # nanoarrow.c_array moves the structs out of the capsules and keeps the producer's
+        # buffers (nanoarrow's documentation of c_array)
+        imports=_probekit.imports({"arrow": "nanoarrow.c_array(obj)"}, zero_copy=True,
+                                  readonly="always"),
+    )
+
+
+def build(data, dtype, ops, readonly=False):
+    if dtype not in DTYPES:
+        raise TypeError(f"nanoarrow has no byte-per-element {dtype} type")
+    n = len(data) // _probekit.ITEMSIZE[dtype]
+    # a copy of its own: bytes(data) would be `data` itself, which the driver still owns
+    x = na.c_array_from_buffers(getattr(na, dtype)(), n, [None, bytearray(data)])
+    for name, arg in ops:
+        if name != "slice" or len(arg) != 1:
+            raise NotImplementedError(f"a nanoarrow CArray cannot express {name} {arg} as a view")
+        start, stop, step = slice(*arg[0]).indices(x.length)
+        if step != 1:
+            raise NotImplementedError(f"a nanoarrow CArray cannot slice with step {step}")
+        x = x[start:max(stop, start)]
+    return x
+
+
+def describe(x):
+    dtype = _FORMATS.get(x.schema.format, x.schema.format)
+    address = x.buffers[1] + x.offset * _probekit.ITEMSIZE[dtype] if x.length else 0
+    return _probekit.pointer_description(address, [x.length], None, dtype, True)
+
+
+# The C data interface's formats of the interface's dtypes
+_FORMATS = {"c": "int8", "s": "int16", "i": "int32", "l": "int64", "C": "uint8", "S": "uint16",
+            "I": "uint32", "L": "uint64", "e": "float16", "f": "float32", "g": "float64"}
+
+
+def consume(obj, protocol, dtype):
+    return na.c_array(obj)
