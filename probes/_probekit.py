@@ -613,6 +613,27 @@ ARROW_MISSING = {
     "complex128": "Arrow has no complex type",
 }
 
+# The layouts of a 1-D Arrow column (pyarrow.Array, a nanoarrow CArray, a polars Series): a
+# unit-step slice is a view with an offset; nothing else is.
+ARROW_COLUMN_LAYOUTS = ("flat", "offset", "empty")
+
+
+def arrow_column_info(version, *, column, missing=None, **rest):
+    """load()'s dict of a library whose arrays are 1-D Arrow columns (`column` names them in
+    the notes): Arrow's dtypes without the bit-packed bool, the column layouts, immutable. The
+    rest is load_info()'s."""
+    return load_info(
+        version,
+        layouts=ARROW_COLUMN_LAYOUTS,
+        layout_note=f"{column} is 1-D, and only a unit-step slice is a view",
+        missing={**ARROW_MISSING,
+                 "bool": "Arrow booleans are bit-packed, not a byte per element",
+                 **(missing or {})},
+        readonly=True,
+        **rest,
+    )
+
+
 # Arrow's names of its types (str(type)) where they differ from the interface's, and the same
 # lookup as a reproducer's REPRO `dtype` of `{y}.type`.
 _ARROW_NAMES = {"halffloat": "float16", "float": "float32", "double": "float64"}

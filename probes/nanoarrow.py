@@ -39,16 +39,9 @@ def load():
     import nanoarrow as _na
 
     na = _na
-    return _probekit.load_info(
+    return _probekit.arrow_column_info(
         na.__version__,
-        dtypes=DTYPES,
-        layouts=["flat", "offset", "empty"],
-        layout_note="a nanoarrow CArray is 1-D: no reshape",
-        missing={
-            **_probekit.ARROW_MISSING,
-            "bool": "Arrow booleans are bit-packed, not a byte per element",
-        },
-        readonly=True,
+        column="a nanoarrow CArray",
         exports=_probekit.exports("arrow"),
         # nanoarrow.c_array moves the structs out of the capsules and keeps the producer's
         # buffers (nanoarrow's documentation of c_array)

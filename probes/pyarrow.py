@@ -56,19 +56,15 @@ def load():
     import pyarrow as _pa
 
     pa = _pa
-    return _probekit.load_info(
+    return _probekit.arrow_column_info(
         pa.__version__,
-        layouts=["flat", "offset", "empty"],
-        layout_note="pyarrow.Array is 1-D: no reshape",
+        column="pyarrow.Array",
         missing={
-            **_probekit.ARROW_MISSING,
-            "bool": "Arrow booleans are bit-packed, not a byte per element",
             "scalar": "pyarrow.Array is 1-D: a 0-d array does not exist",
             "strided": "pyarrow.Array has no strides: a step slice copies (take)",
             "reversed": "pyarrow.Array has no strides: a reversed slice copies (take)",
             "broadcast": "pyarrow.Array has no strides: no zero-stride broadcast",
         },
-        readonly=True,
         exports=_probekit.exports("dlpack", "array", "arrow", "arrow_device"),
         # pyarrow.py_buffer wraps the exporter's memory without a copy (documented as
         # zero-copy); Array.from_buffers then types it with the dtype the caller names. An
