@@ -641,6 +641,25 @@ ARROW_DTYPE_REPRO = ('{{"halffloat": "float16", "float": "float32", "double": "f
                      ".get(str({y}.type), str({y}.type))")
 
 
+# The C data interface's format strings of the interface's dtypes that Arrow has a primitive of
+# a byte or more for (a CArray or a raw ArrowSchema names its type this way).
+ARROW_FORMAT_DTYPES = {"c": "int8", "s": "int16", "i": "int32", "l": "int64", "C": "uint8",
+                       "S": "uint16", "I": "uint32", "L": "uint64", "e": "float16", "f": "float32",
+                       "g": "float64"}
+
+
+def _repro_literal(mapping):
+    """A dict literal for a REPRO template (its braces doubled for str.format)."""
+    return "{{" + ", ".join(f"{k!r}: {v!r}" for k, v in mapping.items()) + "}}"
+
+
+# REPRO's `dtype` and the itemsize of an array that only says its format ({y}.schema.format)
+ARROW_FORMAT_DTYPE_REPRO = _repro_literal(ARROW_FORMAT_DTYPES) + "[{y}.schema.format]"
+ARROW_FORMAT_ITEMSIZE_REPRO = (_repro_literal({f: ITEMSIZE[d] for f, d in
+                                               ARROW_FORMAT_DTYPES.items()})
+                               + "[{y}.schema.format]")
+
+
 def arrow_dtype_name(arrow_type):
     """The interface's name of an Arrow type."""
     return _ARROW_NAMES.get(str(arrow_type), str(arrow_type))

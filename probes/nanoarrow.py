@@ -26,10 +26,8 @@ REPRO = {
     "make_readonly": "# nanoarrow arrays are immutable: x is read-only as it is",
     "consume": {"arrow": "na.c_array({obj})"},
     "tolist": "na.Array({y}).to_pylist()",
-    "dtype": ("dict(c='int8', s='int16', i='int32', l='int64', C='uint8', S='uint16', "
-              "I='uint32', L='uint64', e='float16', f='float32', g='float64')[{y}.schema.format]"),
-    "pointer": ("{y}.buffers[1] + {y}.offset * dict(c=1, s=2, i=4, l=8, C=1, S=2, I=4, L=8, "
-                "e=2, f=4, g=8)[{y}.schema.format]"),
+    "dtype": _probekit.ARROW_FORMAT_DTYPE_REPRO,
+    "pointer": "{y}.buffers[1] + {y}.offset * " + _probekit.ARROW_FORMAT_ITEMSIZE_REPRO,
     "shape": "({y}.length,)",
 }
 
@@ -67,14 +65,9 @@ def build(data, dtype, ops, readonly=False):
 
 
 def describe(x):
-    dtype = _FORMATS.get(x.schema.format, x.schema.format)
+    dtype = _probekit.ARROW_FORMAT_DTYPES.get(x.schema.format, x.schema.format)
     address = x.buffers[1] + x.offset * _probekit.ITEMSIZE[dtype] if x.length else 0
     return _probekit.pointer_description(address, [x.length], None, dtype, True)
-
-
-# The C data interface's formats of the interface's dtypes
-_FORMATS = {"c": "int8", "s": "int16", "i": "int32", "l": "int64", "C": "uint8", "S": "uint16",
-            "I": "uint32", "L": "uint64", "e": "float16", "f": "float32", "g": "float64"}
 
 
 def consume(obj, protocol, dtype):
