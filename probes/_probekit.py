@@ -222,6 +222,11 @@ def compute_info(call, missing=None):
 SCALAR_IDENTITY_CALL = "y * 1 (y | False for bool)"
 
 
+# read() and write() of a library whose arrays take NumPy's indexing, spelled for a reproducer:
+# one element at the multi-index {index} of {y}, read as a Python scalar or set to {value}
+ITEM_REPRO = {"read": "{y}[{index}].item()", "write": "{y}[{index}] = {value}"}
+
+
 def scalar_identity_repro(dtype):
     """REPRO's `compute` of a probe whose compute() is scalar_identity()."""
     return "{y} | False" if dtype == "bool" else "{y} * 1"

@@ -341,6 +341,17 @@ class Library:
         template = self.get(key)
         return None if template is None else template.format(y=y, ns=self.get("ns", ""))
 
+    def item(self, key, dtype, y, value="new"):
+        """One element of `y` at `index` as the probe's read() or write() reaches it (REPRO
+        `read` and `write`: templates of {y}, {index} and {value}, or functions of the dtype
+        name giving one)."""
+        template = self.get(key)
+        if callable(template):
+            template = template(dtype)
+        if template is None:
+            raise NotImplementedError(f"{self.name} has no {key} in its REPRO")
+        return template.format(y=y, index="index", value=value, ns=self.get("ns", ""))
+
     def compute(self, dtype, y="y"):
         """The library's own operation on its import `y` (REPRO `compute`: a template of {y},
         or a function of the dtype name giving one), as compute() runs it."""
@@ -561,6 +572,44 @@ def compute(s):
            f'    reproduced("{s.consumer_name} computes other values than its import holds: '
            f'{shown} is not the identity here")',
            f'not_reproduced("{shown} gives the values of the import")')
+
+
+OTHER_VALUE = """
+def other(v):
+    # a value the element's dtype holds exactly, and not v (interopcheck writes the same)
+    if isinstance(v, bool):
+        return not v
+    if isinstance(v, int):
+        return 0 if v else 1
+    if isinstance(v, complex):
+        return complex(-v.real if v.real else 1.0, v.imag)
+    return -v if v else 1.0
+"""
+
+
+def write_through(s):
+    """One element written through one side and read through the other, in the direction and
+    at the element the note names (ic_write_through.c writes it: "W wrote V at [i,j] of its
+    import|array")."""
+    m = re.match(r"(\S+) wrote .*? at \[([\d,]*)\] of its (import|array)", s.f.get("note", ""))
+    if not m:
+        raise NotImplementedError("the write-through note names no element")
+    parts = [p for p in m.group(2).split(",") if p]
+    index = f"({parts[0]},)" if len(parts) == 1 else f"({', '.join(parts)})"
+    libs = [(s.consumer, "y", s.consumer_name), (s.producer, "x", s.producer_name)]
+    (writer, w, wname), (reader, r, rname) = libs if m.group(3) == "import" else libs[::-1]
+    s.line(*s.exported())
+    s.line(f"y = {s.consume_expr()}", "", *OTHER_VALUE.strip("\n").splitlines(), "",
+           f"index = {index}",
+           f"new = other({writer.item('read', s.dtype, w)})",
+           writer.item("write", s.dtype, w),
+           f'print("{wname} wrote", new, "at", index, "and reads back", '
+           f"{writer.item('read', s.dtype, w)})",
+           f"got = {reader.item('read', s.dtype, r)}",
+           f'print("{rname} reads", got, "there")',
+           "if got != new:",
+           f'    reproduced("{rname} does not read what {wname} wrote to the memory they share")',
+           'not_reproduced("the write went through")')
 
 
 def timeout(s):
@@ -943,6 +992,7 @@ RULES = {
     "dlpack.deleter_once": deleter_once,
     "exchange.compute": compute,
     "exchange.compute_error": compute,
+    "exchange.write_through": write_through,
     "dlpack.device_tuple": device_tuple,
     "dlpack.copy_flag": dlpack_request_flags,
     "dlpack.cpu_stream": dlpack_request_flags,

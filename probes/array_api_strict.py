@@ -30,6 +30,8 @@ REPRO = {
     "readonly": "memoryview({y}).readonly",
     "extra_imports": {"np.from_dlpack(": "import numpy as np"},
     "compute": _probekit.scalar_identity_repro,
+    **_probekit.ITEM_REPRO,
+    "read": "np.from_dlpack({y}[{index}]).item()",
 }
 
 
@@ -74,3 +76,16 @@ def consume(obj, protocol, dtype):
 
 def compute(y):
     return _probekit.scalar_identity(y)
+
+
+def read(x, index):
+    # a 0-d array converts to the Python scalar of its kind
+    item = x[index]
+    for kind, to_python in (("bool", bool), ("integral", int), ("real floating", float)):
+        if xp.isdtype(item.dtype, kind):
+            return to_python(item)
+    return complex(item)
+
+
+def write(x, index, value):
+    x[index] = value

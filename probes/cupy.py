@@ -28,6 +28,7 @@ REPRO = {
     "tolist": "{y}.get().tolist()",
     "pointer": "{y}.data.ptr",
     "compute": _probekit.scalar_identity_repro,
+    **_probekit.ITEM_REPRO,
 }
 
 
@@ -87,3 +88,11 @@ def consume(obj, protocol, dtype):
 
 def compute(y):
     return _probekit.scalar_identity(y)
+
+
+def read(x, index):
+    return x[index].item()
+
+
+def write(x, index, value):
+    x[index] = value

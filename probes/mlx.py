@@ -40,6 +40,7 @@ REPRO = {
         "buffer": "mx.asarray({obj})",
     },
     "compute": _probekit.scalar_identity_repro,
+    **_probekit.ITEM_REPRO,
 }
 
 
@@ -120,3 +121,10 @@ def compute(y):
     result = _probekit.scalar_identity(y)
     mx.eval(result)
     return result
+
+
+# No write(): MLX's item assignment is functional. It gives the array a new buffer unless
+# MLX can donate the old one, so a write may or may not reach memory MLX shares with another
+# library, and MLX does not promise either. Only reads are checked (what another library wrote).
+def read(x, index):
+    return x[index].item()

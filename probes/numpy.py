@@ -26,6 +26,7 @@ REPRO = {
     "pointer": "{y}.ctypes.data",
     "readonly": "not {y}.flags.writeable",
     "compute": _probekit.scalar_identity_repro,
+    **_probekit.ITEM_REPRO,
 }
 
 
@@ -69,3 +70,11 @@ def consume(obj, protocol, dtype):
 def compute(y):
     # an operation on a 0-d array gives a NumPy scalar: asarray makes it the array it holds
     return np.asarray(_probekit.scalar_identity(y))
+
+
+def read(x, index):
+    return x[index].item()
+
+
+def write(x, index, value):
+    x[index] = value

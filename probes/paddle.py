@@ -56,6 +56,7 @@ REPRO = {
     "tolist": '({y}.astype("float32") if {y}.dtype == paddle.bfloat16 else {y}).tolist()',
     "pointer": "{y}.data_ptr()",
     "compute": lambda dtype: "paddle.logical_or({y}, {y})" if dtype == "bool" else "{y} * 1",
+    **_probekit.ITEM_REPRO,
 }
 
 def load():
@@ -156,3 +157,11 @@ def compute(y):
     if _probekit.dtype_name(y.dtype) == "bool":
         return paddle.logical_or(y, y)
     return y * 1
+
+
+def read(x, index):
+    return x[index].item()
+
+
+def write(x, index, value):
+    x[index] = value

@@ -79,6 +79,9 @@ REPRO = {
     "shape": "tuple(memoryview({y}).shape)",
     "readonly": "memoryview({y}).readonly",
     "pointer": "ctypes.addressof({y})",
+    "read": "functools.reduce(lambda a, i: a[i], {index}, {y})",
+    "write": "functools.reduce(lambda a, i: a[i], {index}[:-1], {y})[{index}[-1]] = {value}",
+    "extra_imports": {"functools.": "import functools"},
 }
 
 
@@ -138,3 +141,16 @@ def consume(obj, protocol, dtype):
     view = memoryview(obj)
     t = _TYPES[dtype]
     return (t * (view.nbytes // ctypes.sizeof(t))).from_buffer(view)
+
+
+# ctypes arrays nest one dimension per level, and give Python scalars for their simple types.
+def read(x, index):
+    for i in index:
+        x = x[i]
+    return x
+
+
+def write(x, index, value):
+    for i in index[:-1]:
+        x = x[i]
+    x[index[-1]] = value

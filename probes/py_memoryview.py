@@ -48,6 +48,8 @@ REPRO = {
               '({y}.format[1:] if {y}.format[:1] in ("@", "=", "<>"[sys.byteorder == "big"]) '
               "else {y}.format, str(8 * {y}.itemsize))"),
     "readonly": "{y}.readonly",
+    "read": "{y}[{index}]",
+    "write": "{y}[{index}] = {value}",
 }
 
 
@@ -99,3 +101,14 @@ def describe(x):
 
 def consume(obj, protocol, dtype):
     return memoryview(obj)
+
+
+# A memoryview indexes with a tuple and gives Python scalars; formats it cannot unpack (the
+# complex ones, float16 before Python 3.12) raise, and the check says that direction was not
+# made.
+def read(x, index):
+    return x[index]
+
+
+def write(x, index, value):
+    x[index] = value

@@ -30,6 +30,7 @@ REPRO = {
     },
     "pointer": "{y}.data_ptr()",
     "compute": _probekit.scalar_identity_repro,
+    **_probekit.ITEM_REPRO,
 }
 
 
@@ -117,3 +118,11 @@ def consume(obj, protocol, dtype):
 
 def compute(y):
     return _probekit.scalar_identity(y)
+
+
+def read(x, index):
+    return x[index].item()
+
+
+def write(x, index, value):
+    x[index] = value

@@ -73,6 +73,8 @@ enum ic_outcome {
     X(READONLY, "readonly", "a read-only array stays read-only")                                   \
     X(COMPUTE, "compute",                                                                          \
       "the consumer's own operation on its import gives the values the pattern predicts")          \
+    X(WRITE_THROUGH, "write_through",                                                              \
+      "where memory is shared, a write through either side is read through the other")             \
     X(LIFETIME, "lifetime", "deleters run exactly once; buffers are released once per get")
 
 enum ic_check {

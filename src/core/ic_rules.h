@@ -90,6 +90,9 @@ enum ic_severity_class {
     X(EXCHANGE_COMPUTE_ERROR, "exchange.compute_error", C, NONCONFORMANT,                          \
       "A consumer that accepted an import can compute with it: an operation of its own on the "    \
       "import does not raise for a dtype it computes with.")                                       \
+    X(EXCHANGE_WRITE_THROUGH, "exchange.write_through", E, HARMFUL,                                \
+      "Where memory is shared, a write through either side is read back through the other at "     \
+      "the same element (otherwise writes are lost or land elsewhere).")                           \
     X(EXCHANGE_COPY_ALLOWED, "exchange.copy_allowed", C, NOTE,                                     \
       "A consumer copied where the request let it choose (copy=None): conformant, but not "        \
       "zero-copy.")                                                                                \

@@ -645,3 +645,69 @@ int ic_probe_compute(struct ic_probe *probe, PyObject *y, enum ic_dtype dtype, P
     }
     return 0;
 }
+
+bool ic_probe_has(const struct ic_probe *probe, const char *name)
+{
+    return probe->module && PyObject_HasAttrString(probe->module, name);
+}
+
+/* The multi-index as the tuple of ints probes receive. New reference or NULL (exception). */
+static PyObject *ic_index_tuple(const int64_t *index, int ndim)
+{
+    PyObject *tuple = PyTuple_New(ndim);
+    for (int i = 0; tuple && i < ndim; i++) {
+        PyObject *item = PyLong_FromLongLong((long long)index[i]);
+        if (!item)
+            Py_CLEAR(tuple);
+        else
+            PyTuple_SET_ITEM(tuple, i, item);
+    }
+    return tuple;
+}
+
+static bool ic_is_python_scalar(PyObject *obj)
+{
+    return PyBool_Check(obj) || PyLong_CheckExact(obj) || PyFloat_CheckExact(obj) ||
+           PyComplex_CheckExact(obj);
+}
+
+int ic_probe_read(struct ic_probe *probe, PyObject *x, const int64_t *index, int ndim,
+                  PyObject **ret, struct ic_py_exc *exc)
+{
+    *ret = NULL;
+    if (!ic_probe_has(probe, "read"))
+        return IC_ENOTFOUND;
+    PyObject *where = ic_index_tuple(index, ndim);
+    PyObject *value = where ? PyObject_CallMethod(probe->module, "read", "OO", x, where) : NULL;
+    if (value && !ic_is_python_scalar(value)) {
+        PyErr_Format(PyExc_TypeError,
+                     "the %s probe's read() gave a %.80s, not a Python bool, int, float or "
+                     "complex",
+                     probe->name, Py_TYPE(value)->tp_name);
+        Py_CLEAR(value);
+    }
+    Py_XDECREF(where);
+    if (!value) {
+        ic_py_fetch(exc);
+        return IC_EPROBE;
+    }
+    *ret = value;
+    return 0;
+}
+
+int ic_probe_write(struct ic_probe *probe, PyObject *x, const int64_t *index, int ndim,
+                   PyObject *value, struct ic_py_exc *exc)
+{
+    if (!ic_probe_has(probe, "write"))
+        return IC_ENOTFOUND;
+    PyObject *where = ic_index_tuple(index, ndim);
+    PyObject *done =
+        where ? PyObject_CallMethod(probe->module, "write", "OOO", x, where, value) : NULL;
+    Py_XDECREF(where);
+    if (!done) {
+        ic_py_fetch(exc);
+        return IC_EPROBE;
+    }
+    Py_DECREF(done);
+    return 0;
+}

@@ -128,6 +128,20 @@ int ic_probe_compute(struct ic_probe *probe, PyObject *y, enum ic_dtype dtype, P
  * it names none. */
 void ic_probe_compute_call(const struct ic_probe *probe, char *ret, size_t size);
 
+/* read(x, index) and write(x, index, value): one element of an array through its library's
+ * own indexing (probes/README.md), for the write-through check. `index` is a multi-index of
+ * `ndim` entries in the array's logical shape. Both give IC_ENOTFOUND, calling nothing, when
+ * the probe lacks the function, and IC_EPROBE when it raised (in exc). read() must give a
+ * Python bool, int, float or complex: anything else is IC_EPROBE with a TypeError in exc.
+ * On success *ret (read) is a new reference. */
+int ic_probe_read(struct ic_probe *probe, PyObject *x, const int64_t *index, int ndim,
+                  PyObject **ret, struct ic_py_exc *exc);
+int ic_probe_write(struct ic_probe *probe, PyObject *x, const int64_t *index, int ndim,
+                   PyObject *value, struct ic_py_exc *exc);
+
+/* Whether the probe defines the function `name`. */
+bool ic_probe_has(const struct ic_probe *probe, const char *name);
+
 /* The layout's ops as the Python list probes receive. New reference or NULL (exception). */
 PyObject *ic_layout_ops_to_python(const struct ic_layout_info *layout);
 

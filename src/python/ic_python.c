@@ -405,6 +405,31 @@ void ic_py_repr(PyObject *obj, char *buf, size_t size)
     Py_XDECREF(text);
 }
 
+static double ic_other_double(double old)
+{
+    return old != 0.0 ? -old : 1.0;
+}
+
+PyObject *ic_py_other_scalar(PyObject *old)
+{
+    PyObject *ret = NULL;
+    if (PyBool_Check(old)) {
+        ret = PyBool_FromLong(old != Py_True);
+    } else if (PyLong_Check(old)) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(old, &overflow);
+        ret = PyLong_FromLong(v == 0 && !overflow ? 1 : 0);
+    } else if (PyFloat_Check(old)) {
+        ret = PyFloat_FromDouble(ic_other_double(PyFloat_AsDouble(old)));
+    } else if (PyComplex_Check(old)) {
+        Py_complex z = PyComplex_AsCComplex(old);
+        ret = PyComplex_FromDoubles(ic_other_double(z.real), z.imag);
+    }
+    if (!ret)
+        PyErr_Clear();
+    return ret;
+}
+
 int ic_py_str_copy(PyObject *obj, char *buf, size_t size)
 {
     if (!obj || !PyUnicode_Check(obj))

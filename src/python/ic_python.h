@@ -94,6 +94,14 @@ char *ic_py_json_dumps(PyObject *obj);
  * cleared). */
 void ic_py_repr(PyObject *obj, char *buf, size_t size);
 
+/* A Python scalar of old's type (bool, int, float, complex) that differs from `old` and that
+ * every dtype holding `old` holds exactly, also after a trip through float32 (some libraries
+ * assign Python ints so): not for a bool, 0 for a nonzero int and 1 for 0, the negation for a
+ * nonzero float, 1.0 for a zero one (whose negation compares equal), and likewise for a
+ * complex's real part. New reference, or NULL (no exception pending) for any
+ * other type. */
+PyObject *ic_py_other_scalar(PyObject *old);
+
 /* Copies str `obj` as UTF-8 into buf (truncated). Returns IC_EINVAL when obj is no str. */
 int ic_py_str_copy(PyObject *obj, char *buf, size_t size);
 

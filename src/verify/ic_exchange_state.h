@@ -96,6 +96,12 @@ bool ic_judge_compute_wanted(struct ic_case_state *st, struct ic_result *res);
  * pattern, through the same comparison as the import's contents. */
 void ic_judge_compute(struct ic_case_state *st, struct ic_result *res);
 
+/* The write-through check (ic_write_through.c), on an import the judge wanted computed with:
+ * where it shares the producer's memory and both libraries write in place, one element is
+ * written through each side and read through the other. Leaves the arrays with the written
+ * values; skips, with the reason, where it cannot run. */
+void ic_write_through_run(struct ic_case_state *st, struct ic_result *res);
+
 /* Judges lifetime once the consumer let go (the protocol's finish op has run), then concludes
  * the case: a failed check makes it fail (also after an allowed refusal); an allowed refusal
  * stays unsupported; a case in which no check could pass is an error, never a pass. */

@@ -49,6 +49,22 @@ def run(binary, *args, env=None, timeout=600):
                           timeout=timeout)
 
 
+def run_with_test_probes(binary, out, *args):
+    """Runs a selection with the test probes of tests/probes loaded, writing the report to
+    `out`; returns the CompletedProcess."""
+    probes = os.path.join(source_root(), "tests", "probes")
+    return run(binary, "--probe-dir", probes, *args, "-o", out)
+
+
+def check_reproduces(tap, binary, report_path, finding):
+    """Runs a finding's reproducer: it must end REPRODUCED (`repro --run` exits 0 when it ran
+    and reproduced)."""
+    proc = run(binary, "repro", report_path, finding["id"], "--run", "--timeout", "120")
+    tap.ok(proc.returncode == 0 and "\nREPRODUCED" in proc.stdout,
+           f"... its reproducer reproduces it ({finding['id']})",
+           f"status {proc.returncode}\n{proc.stdout[-1500:]}\n{proc.stderr[-800:]}")
+
+
 RULE_TOKEN = re.compile(r"\[(?:warning: |note: )?([a-z_]+\.[a-z0-9_]+)\]")
 
 

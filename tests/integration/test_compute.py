@@ -87,10 +87,7 @@ def main(tap, args):
                    f"a finding of computelib under {rule}, with a reproducer", finding)
             if "reproducer" not in finding:
                 continue
-            proc = taplib.run(binary, "repro", out, finding["id"], "--run", "--timeout", "120")
-            tap.ok(proc.returncode == 0 and "REPRODUCED" in proc.stdout,
-                   f"... its reproducer reproduces it ({finding['id']})",
-                   f"status {proc.returncode}\n{proc.stdout[-1500:]}\n{proc.stderr[-800:]}")
+            taplib.check_reproduces(tap, binary, out, finding)
 
 
 if __name__ == "__main__":
