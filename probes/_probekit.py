@@ -173,7 +173,7 @@ def _in_driver_order(names, known, what):
 
 def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtypes=None,
               layouts=None, dtype_note=None, layout_note=None, readonly=False, deviations=None,
-              compute=None):
+              compute=None, from_dlpack_keywords=()):
     """load()'s dict (README.md, "load()").
 
     `missing` maps what the library lacks to why: dtypes, layouts and "cuda" (load()'s notes).
@@ -181,6 +181,8 @@ def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtyp
     them (any collection of names); then `dtype_note` or `layout_note` is the reason of each one
     left out that `missing` does not name. Both lists come out in the driver's order.
     `compute` is the "compute" entry of a probe with compute() (compute_info()).
+    `from_dlpack_keywords` names the keywords ("copy", "device") the library's DLPack import
+    takes, as from_dlpack does: consume() is then also called with them.
     """
     missing = dict(missing or {})
     notes = {}
@@ -204,6 +206,8 @@ def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtyp
         info["deviations"] = deviations
     if compute:
         info["compute"] = compute
+    if from_dlpack_keywords:
+        imports = imports | {"dlpack": imports["dlpack"] | {"keywords": list(from_dlpack_keywords)}}
     return info | {"exports": exports, "imports": imports}
 
 

@@ -366,6 +366,11 @@ class Library:
 # --- The script --------------------------------------------------------------------------------
 
 
+# The keyword a consumer-keyword variant passes to the consumer's import
+FROM_KEYWORDS = {"from_copy": "copy=True", "from_no_copy": "copy=False",
+                 "from_copy_none": "copy=None"}
+
+
 class Script:
     def __init__(self, failure, ops, base_len, producer, consumer):
         self.f = failure
@@ -441,7 +446,13 @@ class Script:
             "", ""] + bind
 
     def consume_expr(self, obj="obj"):
-        return self.consumer.consume(self.protocol, self.dtype, obj)
+        """The consumer's import, with the keyword the case's variant passed (from_copy and
+        the like; the device as the probe's REPRO `device` spells it, "cpu" by default)."""
+        keyword = FROM_KEYWORDS.get(self.variant)
+        if self.variant == "from_device":
+            keyword = f"device={self.consumer.get('device', repr(self.device))}"
+        return self.consumer.consume(self.protocol, self.dtype,
+                                     f"{obj}, {keyword}" if keyword else obj)
 
     def need(self, *helpers):
         self.helpers.update(helpers)
@@ -610,6 +621,31 @@ def write_through(s):
            "if got != new:",
            f'    reproduced("{rname} does not read what {wname} wrote to the memory they share")',
            'not_reproduced("the write went through")')
+
+
+def consumer_copy_keyword(s):
+    """from_dlpack(x, copy=True) that hands back the producer's memory, or copy=False that hands
+    back other memory: the two addresses, as the libraries report them."""
+    ours, theirs = s.producer.expr("pointer", "x"), s.consumer.expr("pointer", "y")
+    if not ours or not theirs:
+        raise NotImplementedError("the producer or the consumer has no pointer in its REPRO")
+    asked = FROM_KEYWORDS[s.variant]
+    if s.producer.get("align"):
+        s.line(s.producer.get("align"))
+    s.line(*s.exported())
+    s.line(f"y = {s.consume_expr()}",
+           f"ours, theirs = {ours}, {theirs}",
+           f'print(f"x at {{ours:#x}}, {s.consumer_name}\'s import ({asked}) at {{theirs:#x}}")')
+    if s.variant == "from_copy":
+        s.line("if ours == theirs:",
+               f'    reproduced("{s.consumer_name} was asked for a copy and returned the '
+               f'producer\'s memory")',
+               'not_reproduced("a copy")')
+    else:
+        s.line("if ours != theirs:",
+               f'    reproduced("{s.consumer_name} was asked not to copy and returned other '
+               f'memory")',
+               'not_reproduced("the same memory")')
 
 
 def timeout(s):
@@ -993,6 +1029,8 @@ RULES = {
     "exchange.compute": compute,
     "exchange.compute_error": compute,
     "exchange.write_through": write_through,
+    "exchange.consumer_copy": consumer_copy_keyword,
+    "exchange.consumer_no_copy": consumer_copy_keyword,
     "dlpack.device_tuple": device_tuple,
     "dlpack.copy_flag": dlpack_request_flags,
     "dlpack.cpu_stream": dlpack_request_flags,

@@ -32,6 +32,7 @@ REPRO = {
     "compute": _probekit.scalar_identity_repro,
     **_probekit.ITEM_REPRO,
     "read": "np.from_dlpack({y}[{index}]).item()",
+    "device": "xp.__array_namespace_info__().default_device()",
 }
 
 
@@ -48,6 +49,7 @@ def load():
         imports=_probekit.numpy_asarray_imports("array_api_strict.from_dlpack(obj)",
                                                 "array_api_strict.asarray(obj)"),
         compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
+        from_dlpack_keywords=("copy", "device"),
     )
 
 
@@ -68,9 +70,11 @@ def describe(x):
     return _probekit.buffer_description(x, _probekit.dtype_name(x.dtype))
 
 
-def consume(obj, protocol, dtype):
+def consume(obj, protocol, dtype, **keywords):
+    if "device" in keywords:  # only "cpu" is planned: the library's arrays live on the host
+        keywords["device"] = xp.__array_namespace_info__().default_device()
     if protocol == "dlpack":
-        return xp.from_dlpack(obj)
+        return xp.from_dlpack(obj, **keywords)
     return xp.asarray(obj)
 
 

@@ -30,6 +30,7 @@ REPRO = {
                         "jnp.asarray({obj})"),
     },
     "pointer": "{y}.unsafe_buffer_pointer()",
+    "device": 'jax.devices("cpu")[0]',
     "compute": _probekit.scalar_identity_repro,
 }
 
@@ -68,6 +69,7 @@ def load():
         | _probekit.imports(dict.fromkeys(_probekit.ASARRAY_PROTOCOLS, copied),
                             zero_copy=False, readonly="always"),
         compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
+        from_dlpack_keywords=("copy", "device"),
     )
 
 
@@ -110,9 +112,12 @@ def describe(x):
     )
 
 
-def consume(obj, protocol, dtype):
+def consume(obj, protocol, dtype, **keywords):
+    if "device" in keywords:  # "cpu" or "cuda:N": JAX names its platforms cpu and gpu
+        kind, _, ordinal = keywords["device"].partition(":")
+        keywords["device"] = jax.devices("gpu" if kind == "cuda" else kind)[int(ordinal or 0)]
     if protocol == "dlpack":
-        return jax.dlpack.from_dlpack(obj)
+        return jax.dlpack.from_dlpack(obj, **keywords)
     return jnp.asarray(obj)
 
 

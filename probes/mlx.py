@@ -70,6 +70,7 @@ def load():
                                    "buffer": "mlx.core.asarray(obj)"},
                                   zero_copy=False, readonly=False),
         compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
+        from_dlpack_keywords=("copy",),
     )
 
 
@@ -110,10 +111,10 @@ def describe(x):
     return _probekit.buffer_description(x, dtype, False)
 
 
-def consume(obj, protocol, dtype):
+def consume(obj, protocol, dtype, **keywords):
     if protocol == "buffer":
         return mx.asarray(obj)
-    return mx.from_dlpack(obj)
+    return mx.from_dlpack(obj, **keywords)  # copy= only: MLX's from_dlpack has no device=
 
 
 def compute(y):

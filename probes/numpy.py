@@ -24,6 +24,10 @@ REPRO = {
         **dict.fromkeys(_probekit.ASARRAY_PROTOCOLS, "np.asarray({obj})"),
     },
     "pointer": "{y}.ctypes.data",
+    # x moved to 64-byte aligned memory, as build() makes it: some consumers copy otherwise
+    "align": ("_b = np.zeros(x.nbytes + 64, np.uint8); "
+              "_a = _b[-_b.ctypes.data % 64:][:x.nbytes].view(x.dtype).reshape(x.shape); "
+              "_a[...] = x; x = _a"),
     "readonly": "not {y}.flags.writeable",
     "compute": _probekit.scalar_identity_repro,
     **_probekit.ITEM_REPRO,
@@ -47,6 +51,7 @@ def load():
         exports=_probekit.exports("dlpack", "array_interface", "array_struct", "buffer", "array"),
         imports=_probekit.numpy_asarray_imports("numpy.from_dlpack(obj)", "numpy.asarray(obj)"),
         compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
+        from_dlpack_keywords=("copy", "device"),
     )
 
 
@@ -61,9 +66,9 @@ def describe(x):
     return _probekit.numpy_like_description(x)
 
 
-def consume(obj, protocol, dtype):
+def consume(obj, protocol, dtype, **keywords):
     if protocol == "dlpack":
-        return np.from_dlpack(obj)
+        return np.from_dlpack(obj, **keywords)
     return np.asarray(obj)
 
 

@@ -101,6 +101,7 @@ def load():
                                        missing=dict.fromkeys(("uint32", "uint64"), no_uint)),
         # No buffer import: paddle.to_tensor takes memoryview, bytes and NumPy arrays by
         # type, and refuses any other exporter of the buffer protocol with a TypeError.
+        from_dlpack_keywords=("copy", "device"),
     )
 
 
@@ -141,9 +142,11 @@ def export(x, protocol):
     return _probekit.capsule_or_self(x, protocol, paddle.utils.dlpack.to_dlpack)
 
 
-def consume(obj, protocol, dtype):
+def consume(obj, protocol, dtype, **keywords):
+    if "device" in keywords:  # paddle names CUDA devices gpu:N
+        keywords["device"] = keywords["device"].replace("cuda", "gpu")
     if protocol == "dlpack":
-        return paddle.from_dlpack(obj)
+        return paddle.from_dlpack(obj, **keywords)
     if protocol == "dlpack_capsule":
         return paddle.utils.dlpack.from_dlpack(obj)
     if protocol == "cuda_array_interface":

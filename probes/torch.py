@@ -64,6 +64,7 @@ def load():
         | _probekit.imports({"buffer": "torch.frombuffer(obj, dtype=dtype)"}, **shares,
                             typed=False),
         compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
+        from_dlpack_keywords=("copy", "device"),
     )
 
 
@@ -108,12 +109,12 @@ def export(x, protocol):
     return _probekit.capsule_or_self(x, protocol, torch.utils.dlpack.to_dlpack)
 
 
-def consume(obj, protocol, dtype):
+def consume(obj, protocol, dtype, **keywords):
     if protocol == "buffer":
         return torch.frombuffer(obj, dtype=getattr(torch, dtype))
     if protocol == "cuda_array_interface":
         return torch.as_tensor(obj, device="cuda")
-    return torch.from_dlpack(obj)
+    return torch.from_dlpack(obj, **keywords)  # device= takes "cpu" and "cuda:0" as they are
 
 
 def compute(y):

@@ -60,8 +60,11 @@ enum ic_protocol {
 /* Case variants. A variant changes how a case is run; the plain case has variant NONE.
  * X(ENUM, id, protocol, applies to, devices, all layouts, all dtypes, summary).
  * "reference" variants are run by interopcheck's own consumer only; "any" variants apply to
- * every consumer. Devices: the device kinds the variant means something on. Layouts/dtypes
- * "all" span the whole matrix dimension; otherwise only flat / float32. */
+ * every consumer; "copy"/"device keyword" ones, on any protocol, to the library consumers
+ * whose import of it takes that keyword as from_dlpack does (the import's "keywords" in the
+ * probe's load() info: today DLPack imports only). Devices: the device kinds the variant
+ * means something on. Layouts/dtypes "all" span the whole matrix dimension; otherwise only
+ * flat / float32. */
 #define IC_VARIANT_LIST(X)                                                                         \
     X(NONE, "", -1, IC_APPLIES_ANY, IC_ON_ANY, true, true, "")                                     \
     X(READONLY, "readonly", -1, IC_APPLIES_ANY, IC_ON_ANY, false, true,                            \
@@ -106,6 +109,14 @@ enum ic_protocol {
       true, "the producer's kernel still writes the array when the consumer imports it")           \
     X(CAI_STREAM_ORDER, "stream_order", IC_PROTOCOL_CAI, IC_APPLIES_ANY, IC_ON_CUDA, false, true,  \
       "the producer's kernel still writes the array when the consumer imports it")                 \
+    X(FROM_COPY, "from_copy", -1, IC_APPLIES_COPY_KEYWORD, IC_ON_ANY, false, false,                \
+      "the import called with copy=True (from_dlpack(x, copy=True)): memory of its own")           \
+    X(FROM_NO_COPY, "from_no_copy", -1, IC_APPLIES_COPY_KEYWORD, IC_ON_ANY, false, false,          \
+      "the import called with copy=False: the producer's memory, or BufferError / ValueError")     \
+    X(FROM_COPY_NONE, "from_copy_none", -1, IC_APPLIES_COPY_KEYWORD, IC_ON_ANY, false, false,      \
+      "the import called with copy=None spelled out: as the plain call")                           \
+    X(FROM_DEVICE, "from_device", -1, IC_APPLIES_DEVICE_KEYWORD, IC_ON_ANY, false, false,          \
+      "the import called with device= the array's own device: imported there")                     \
     X(ARROW_UNKNOWN_KEYWORD, "unknown_keyword", IC_PROTOCOL_ARROW_DEVICE, IC_APPLIES_REFERENCE,    \
       IC_ON_ANY, false, false,                                                                     \
       "__arrow_c_device_array__(interopcheck_unknown=True) must raise NotImplementedError")
@@ -119,6 +130,8 @@ enum ic_on_device {
 enum ic_applies {
     IC_APPLIES_ANY,
     IC_APPLIES_REFERENCE,
+    IC_APPLIES_COPY_KEYWORD,   /* library consumers whose import takes copy= */
+    IC_APPLIES_DEVICE_KEYWORD, /* library consumers whose import takes device= */
 };
 
 enum ic_variant {

@@ -93,6 +93,12 @@ enum ic_severity_class {
     X(EXCHANGE_WRITE_THROUGH, "exchange.write_through", E, HARMFUL,                                \
       "Where memory is shared, a write through either side is read back through the other at "     \
       "the same element (otherwise writes are lost or land elsewhere).")                           \
+    X(EXCHANGE_CONSUMER_COPY, "exchange.consumer_copy", C, HARMFUL,                                \
+      "A consumer asked to copy (from_dlpack(x, copy=True)) returns memory of its own, never "     \
+      "the producer's.")                                                                           \
+    X(EXCHANGE_CONSUMER_NO_COPY, "exchange.consumer_no_copy", C, HARMFUL,                          \
+      "A consumer asked not to copy (from_dlpack(x, copy=False)) returns the producer's "          \
+      "memory, or raises BufferError or ValueError.")                                              \
     X(EXCHANGE_COPY_ALLOWED, "exchange.copy_allowed", C, NOTE,                                     \
       "A consumer copied where the request let it choose (copy=None): conformant, but not "        \
       "zero-copy.")                                                                                \

@@ -279,3 +279,16 @@ bool ic_library_import_flag(const struct ic_library *lib, enum ic_protocol proto
     return cJSON_IsTrue(
         cJSON_GetObjectItemCaseSensitive(ic_library_entry(lib, true, protocol), key));
 }
+
+bool ic_library_import_takes(const struct ic_library *lib, enum ic_protocol protocol,
+                             const char *keyword)
+{
+    const cJSON *item, *list =
+        cJSON_GetObjectItemCaseSensitive(ic_library_entry(lib, true, protocol), "keywords");
+    cJSON_ArrayForEach(item, list)
+    {
+        if (cJSON_IsString(item) && strcmp(item->valuestring, keyword) == 0)
+            return true;
+    }
+    return false;
+}

@@ -87,6 +87,11 @@ const char *ic_library_note(const struct ic_library *lib, const char *key);
 /* The "call" text of an export or import entry, or NULL. */
 const char *ic_library_call(const struct ic_library *lib, bool import, enum ic_protocol protocol);
 
+/* True when the import entry's "keywords" list names `keyword` ("copy", "device"): the
+ * library's import function takes it as from_dlpack does. */
+bool ic_library_import_takes(const struct ic_library *lib, enum ic_protocol protocol,
+                             const char *keyword);
+
 /* True for the import entry's boolean `key` ("zero_copy", "typed"). */
 bool ic_library_import_flag(const struct ic_library *lib, enum ic_protocol protocol,
                             const char *key);

@@ -36,15 +36,26 @@ static int ic_plan_push(struct ic_plan *plan, const struct ic_planned *item)
     return 0;
 }
 
+/* `consumer` is NULL for interopcheck's own consumer. */
 static bool ic_variant_applies(const struct ic_variant_info *variant, enum ic_protocol protocol,
-                               bool reference, enum ic_device_kind device)
+                               const struct ic_library *consumer, enum ic_device_kind device)
 {
     if (variant->protocol != -1 && variant->protocol != (int)protocol)
         return false;
     if ((variant->devices == IC_ON_CPU && device != IC_KIND_CPU) ||
         (variant->devices == IC_ON_CUDA && device != IC_KIND_CUDA))
         return false;
-    return variant->applies == IC_APPLIES_ANY || reference;
+    switch (variant->applies) {
+    case IC_APPLIES_ANY:
+        return true;
+    case IC_APPLIES_REFERENCE:
+        return consumer == NULL;
+    case IC_APPLIES_COPY_KEYWORD:
+        return consumer && ic_library_import_takes(consumer, protocol, "copy");
+    case IC_APPLIES_DEVICE_KEYWORD:
+        return consumer && ic_library_import_takes(consumer, protocol, "device");
+    }
+    return false;
 }
 
 /* Decides at plan time what the producer cannot express. */
@@ -74,13 +85,15 @@ static void ic_plan_decide(const struct ic_library *producer, struct ic_planned 
     item->done = !item->run;
 }
 
-static int ic_plan_pair(const struct ic_library *producer, const char *consumer, bool reference,
+/* Every case of one pair; `consumer` NULL for interopcheck's own consumer. */
+static int ic_plan_pair(const struct ic_library *producer, const struct ic_library *consumer,
                         enum ic_protocol protocol, enum ic_device_kind device,
                         const struct ic_filter *filter, struct ic_plan *plan)
 {
+    const char *consumer_name = consumer ? consumer->name : IC_REFERENCE_CONSUMER;
     for (int v = 0; v < IC_VARIANT_COUNT; v++) {
         const struct ic_variant_info *variant = ic_variant_info((enum ic_variant)v);
-        if (!ic_variant_applies(variant, protocol, reference, device))
+        if (!ic_variant_applies(variant, protocol, consumer, device))
             continue;
         for (int d = IC_DTYPE_FIRST; d < IC_DTYPE_END; d++) {
             if (!(filter->dtypes & (1u << d)) || (!variant->all_dtypes && d != IC_DTYPE_FLOAT32))
@@ -93,7 +106,7 @@ static int ic_plan_pair(const struct ic_library *producer, const char *consumer,
                 memset(&item, 0, sizeof(item));
                 item.c.protocol = protocol;
                 snprintf(item.c.producer, sizeof(item.c.producer), "%s", producer->name);
-                snprintf(item.c.consumer, sizeof(item.c.consumer), "%s", consumer);
+                snprintf(item.c.consumer, sizeof(item.c.consumer), "%s", consumer_name);
                 item.c.device = (struct ic_device){.kind = device, .id = 0};
                 item.c.dtype = (enum ic_dtype)d;
                 item.c.layout = (enum ic_layout)l;
@@ -139,15 +152,15 @@ int ic_plan_build(const struct ic_catalog *catalog, const struct ic_filter *filt
                         consumer->state != IC_LIBRARY_LOADED ||
                         !(consumer->imports_on[k] & (1u << p)))
                         continue;
-                    int rc = ic_plan_pair(producer, consumer->name, false, (enum ic_protocol)p,
-                                          device, filter, plan);
+                    int rc =
+                        ic_plan_pair(producer, consumer, (enum ic_protocol)p, device, filter, plan);
                     if (rc < 0)
                         return rc;
                 }
                 if (filter->reference_consumer &&
                     ic_reference_imports((enum ic_protocol)p, device)) {
-                    int rc = ic_plan_pair(producer, IC_REFERENCE_CONSUMER, true,
-                                          (enum ic_protocol)p, device, filter, plan);
+                    int rc =
+                        ic_plan_pair(producer, NULL, (enum ic_protocol)p, device, filter, plan);
                     if (rc < 0)
                         return rc;
                 }

@@ -587,13 +587,48 @@ PyObject *ic_probe_export(struct ic_probe *probe, PyObject *array, enum ic_proto
     return obj;
 }
 
-PyObject *ic_probe_consume(struct ic_probe *probe, PyObject *obj, enum ic_protocol protocol,
-                           enum ic_dtype dtype, struct ic_py_exc *exc)
+/* The keywords a consumer-keyword variant passes to consume(), as from_dlpack takes them:
+ * copy=True/False/None, or device= the case's device ("cpu", "cuda:0"), which the probe turns
+ * into its library's device object. New reference; NULL with an exception set on failure;
+ * an empty dict for every other variant. */
+static PyObject *ic_consume_keywords(const struct ic_case *c)
 {
-    PyObject *array = PyObject_CallMethod(probe->module, "consume", "Oss", obj,
-                                          ic_protocol_id(protocol), ic_dtype_name(dtype));
+    char device[32];
+    switch (c->variant) {
+    case IC_VARIANT_FROM_COPY:
+        return Py_BuildValue("{s:O}", "copy", Py_True);
+    case IC_VARIANT_FROM_NO_COPY:
+        return Py_BuildValue("{s:O}", "copy", Py_False);
+    case IC_VARIANT_FROM_COPY_NONE:
+        return Py_BuildValue("{s:O}", "copy", Py_None);
+    case IC_VARIANT_FROM_DEVICE:
+        if (c->device.kind == IC_KIND_CPU)
+            snprintf(device, sizeof(device), "cpu");
+        else
+            snprintf(device, sizeof(device), "%s:%d", ic_device_kind_name(c->device.kind),
+                     (int)c->device.id);
+        return Py_BuildValue("{s:s}", "device", device);
+    default:
+        return PyDict_New();
+    }
+}
+
+PyObject *ic_probe_consume(struct ic_probe *probe, PyObject *obj, const struct ic_case *c,
+                           struct ic_py_exc *exc)
+{
+    PyObject *array = NULL, *consume = NULL, *args = NULL;
+    PyObject *keywords = ic_consume_keywords(c);
+    if (keywords)
+        consume = PyObject_GetAttrString(probe->module, "consume");
+    if (consume)
+        args = Py_BuildValue("(Oss)", obj, ic_protocol_id(c->protocol), ic_dtype_name(c->dtype));
+    if (args)
+        array = PyObject_Call(consume, args, keywords);
     if (!array)
         ic_py_fetch(exc);
+    Py_XDECREF(args);
+    Py_XDECREF(consume);
+    Py_XDECREF(keywords);
     return array;
 }
 

@@ -112,8 +112,12 @@ void ic_described_release(struct ic_described *described);
 PyObject *ic_probe_export(struct ic_probe *probe, PyObject *array, enum ic_protocol protocol,
                           struct ic_py_exc *exc);
 
-PyObject *ic_probe_consume(struct ic_probe *probe, PyObject *obj, enum ic_protocol protocol,
-                           enum ic_dtype dtype, struct ic_py_exc *exc);
+/* consume(obj, protocol, dtype, **keywords): the consumer's import of `obj` for case `c`; a
+ * consumer-keyword variant (from_copy, from_no_copy, from_copy_none, from_device) passes
+ * copy= or device= as from_dlpack takes them (probes/README.md). New reference, or NULL with
+ * what it raised in exc. */
+PyObject *ic_probe_consume(struct ic_probe *probe, PyObject *obj, const struct ic_case *c,
+                           struct ic_py_exc *exc);
 
 /* compute(y): one operation of the consumer's own library on its import `y`, whose result is
  * a new array holding y's values (probes/README.md). IC_ENOTFOUND when the probe has no

@@ -321,7 +321,7 @@ static int ic_stage_exchange(struct ic_case_state *st, struct ic_result *res)
         }
         st->proxy = Py_NewRef(st->export_obj);
     }
-    st->imported = ic_probe_consume(st->consumer, st->proxy, c->protocol, c->dtype, &st->exc);
+    st->imported = ic_probe_consume(st->consumer, st->proxy, c, &st->exc);
     if (st->ops->observe)
         st->ops->observe(st->proxy, &st->rec);
     if (!st->imported) {

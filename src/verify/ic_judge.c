@@ -246,7 +246,10 @@ static void ic_judge_allowed_consumer_refusal(struct ic_case_state *st, struct i
     const char *advised = policy ? policy->consumer_advised : NULL;
     char advice[160] = "";
 
-    if (advised && !ic_exc_is_refusal(exc, advised))
+    /* from_dlpack(x, copy=False) may refuse with ValueError too (the Array API names both). */
+    bool no_copy_value_error =
+        st->c->variant == IC_VARIANT_FROM_NO_COPY && ic_exc_is_refusal(exc, "ValueError");
+    if (advised && !ic_exc_is_refusal(exc, advised) && !no_copy_value_error)
         snprintf(advice, sizeof(advice), " [note: %s] %s is the advised refusal",
                  ic_rule_id(ic_facts(st)->advised_refusal_rule), advised);
     ic_result_check(res, IC_CHECK_IMPORT, IC_CHECK_SKIP, "%s refused the import: %s: %s%s",
@@ -417,6 +420,42 @@ static void ic_note_append(char *note, size_t size, const char *fmt, ...)
     va_end(ap);
 }
 
+/* from_dlpack(x, copy=True) or copy=False: the user's request of the consumer, whatever the
+ * consumer then asked of the producer (the request says what). The producer's memory is the
+ * measure: a consumer told to copy that hands back the producer's memory, or told not to that
+ * hands back other memory, is at fault even where the producer did what it was asked. True
+ * when it decided the check. */
+static bool ic_check_consumer_copy_keyword(struct ic_case_state *st, struct ic_result *res,
+                                           const struct ic_view *c)
+{
+    const struct ic_view *p = &st->produced.view;
+    const char *who = st->consumer_name, *asked = st->rec.request[0] ? st->rec.request : "nothing";
+    if (st->c->variant == IC_VARIANT_FROM_COPY) {
+        if (c->data == p->data)
+            ic_result_fail(res, IC_CHECK_ZERO_COPY, IC_RULE_EXCHANGE_CONSUMER_COPY,
+                           IC_SIDE_CONSUMER,
+                           "from_dlpack(x, copy=True) gave %s's array at 0x%llx, the producer's "
+                           "own memory (it asked the producer for %s): writes through either "
+                           "change the other",
+                           who, (unsigned long long)c->data, asked);
+        else
+            ic_result_check(res, IC_CHECK_ZERO_COPY, IC_CHECK_PASS,
+                            "from_dlpack(x, copy=True) gave memory of its own (it asked the "
+                            "producer for %s)",
+                            asked);
+        return true;
+    }
+    if (st->c->variant == IC_VARIANT_FROM_NO_COPY && c->data != p->data) {
+        ic_result_fail(res, IC_CHECK_ZERO_COPY, IC_RULE_EXCHANGE_CONSUMER_NO_COPY, IC_SIDE_CONSUMER,
+                       "from_dlpack(x, copy=False) gave %s's array at 0x%llx, the producer's "
+                       "memory is at 0x%llx (it asked the producer for %s): it copied where it "
+                       "was told not to, and writes to either are lost to the other",
+                       who, (unsigned long long)c->data, (unsigned long long)p->data, asked);
+        return true;
+    }
+    return false;
+}
+
 static void ic_check_zero_copy(struct ic_case_state *st, struct ic_result *res)
 {
     const struct ic_export_record *rec = &st->rec;
@@ -437,6 +476,8 @@ static void ic_check_zero_copy(struct ic_case_state *st, struct ic_result *res)
     if (!ic_check_export_sharing(st, res, note, sizeof(note)))
         return;
     if (st->consumer && c && ic_consumer_pointer_known(st)) {
+        if (ic_check_consumer_copy_keyword(st, res, c))
+            return;
         bool import_shares = c->data == e->data;
         if (!import_shares && ic_import_must_share(st)) {
             ic_result_fail(res, IC_CHECK_ZERO_COPY, IC_RULE_EXCHANGE_SHARED, IC_SIDE_CONSUMER,

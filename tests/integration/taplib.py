@@ -56,6 +56,17 @@ def run_with_test_probes(binary, out, *args):
     return run(binary, "--probe-dir", probes, *args, "-o", out)
 
 
+def run_failing_selection(tap, binary, out, why, *args):
+    """Runs a selection with the test probes that must fail (exit status 1, `why`), and returns
+    its valid report, its cases by id and an expecter of them."""
+    proc = run_with_test_probes(binary, out, *args)
+    tap.ok(proc.returncode == 1, f"exit status 1: {why}",
+           f"status {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    report = load_valid_report(tap, out)
+    cases = cases_by_id(report)
+    return report, cases, case_expecter(tap, cases)
+
+
 def check_reproduces(tap, binary, report_path, finding):
     """Runs a finding's reproducer: it must end REPRODUCED (`repro --run` exits 0 when it ran
     and reproduced)."""

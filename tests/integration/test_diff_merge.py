@@ -27,7 +27,7 @@ def numpy_override(workdir, tag, broken_dtype):
     with open(source_path, encoding="utf-8") as handle:
         source = handle.read()
     version = "np.__version__,"  # the version argument of load_info()
-    consume = "def consume(obj, protocol, dtype):\n"
+    consume = "def consume(obj, protocol, dtype, **keywords):\n"
     assert version in source and consume in source, "probes/numpy.py changed shape"
     source = source.replace(version, f'np.__version__ + "+{tag}",')
     source = source.replace(consume, consume + (

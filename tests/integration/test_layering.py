@@ -72,7 +72,7 @@ def main(tap, args):
 # What only a protocol module (and the registry, src/core/ic_protocol.h and .c) may name: a
 # protocol, a variant of one, a rule of a protocol's family. The generic names stay allowed.
 PROTOCOL_NAME = re.compile(r"\bIC_(?:PROTOCOL|VARIANT|RULE)_[A-Z0-9_]+\b")
-GENERIC = re.compile(r"^IC_(?:PROTOCOL_COUNT|VARIANT_(?:NONE|COUNT|READONLY)|"
+GENERIC = re.compile(r"^IC_(?:PROTOCOL_COUNT|VARIANT_(?:NONE|COUNT|READONLY|FROM_\w+)|"
                      r"RULE_(?:NONE|COUNT|SECTION_\w+|EXCHANGE_\w+|PYTHON_\w+))$")
 REGISTRY = {"ic_protocol.h", "ic_protocol.c", "ic_rules.h", "ic_rules.c"}
 
