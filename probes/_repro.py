@@ -648,6 +648,25 @@ def consumer_copy_keyword(s):
                'not_reproduced("the same memory")')
 
 
+def owner_released(s):
+    """The producer's array outliving the exchange: a weak reference to it, taken before the
+    export, still answers once every other name of the exchange is gone."""
+    if s.consumer is None:
+        raise NotImplementedError("interopcheck's own consumer has no Python spelling here")
+    s.need("gc")
+    s.line("import weakref", "",
+           "watch = weakref.ref(x)",
+           *s.exported(),
+           f"y = {s.consume_expr()}",
+           'for name in ("y", "obj", "exported", "x"):',
+           "    globals().pop(name, None)",
+           "gc.collect()",
+           "if watch() is not None:",
+           f'    reproduced("{s.producer_name}\'s array is still alive after the consumer let go: '
+           'what the export kept holds it")',
+           'not_reproduced("the array was freed")')
+
+
 def timeout(s):
     s.line('print("importing; a hang stops here", flush=True)')
     _show_exchange(s)
@@ -1030,6 +1049,7 @@ RULES = {
     "exchange.compute_error": compute,
     "exchange.write_through": write_through,
     "exchange.consumer_copy": consumer_copy_keyword,
+    "exchange.owner_released": owner_released,
     "exchange.consumer_no_copy": consumer_copy_keyword,
     "dlpack.device_tuple": device_tuple,
     "dlpack.copy_flag": dlpack_request_flags,

@@ -99,6 +99,9 @@ enum ic_severity_class {
     X(EXCHANGE_CONSUMER_NO_COPY, "exchange.consumer_no_copy", C, HARMFUL,                          \
       "A consumer asked not to copy (from_dlpack(x, copy=False)) returns the producer's "          \
       "memory, or raises BufferError or ValueError.")                                              \
+    X(EXCHANGE_OWNER_RELEASED, "exchange.owner_released", P, HARMFUL,                              \
+      "Once the consumer let go of its import (and every deleter or release callback ran), "       \
+      "nothing the producer keeps for the export holds the producer's array alive.")               \
     X(EXCHANGE_COPY_ALLOWED, "exchange.copy_allowed", C, NOTE,                                     \
       "A consumer copied where the request let it choose (copy=None): conformant, but not "        \
       "zero-copy.")                                                                                \

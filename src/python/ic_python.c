@@ -430,6 +430,31 @@ PyObject *ic_py_other_scalar(PyObject *old)
     return ret;
 }
 
+PyObject *ic_py_weak_ref(PyObject *obj)
+{
+    PyObject *ref = obj ? PyWeakref_NewRef(obj, NULL) : NULL;
+    if (!ref)
+        PyErr_Clear();
+    return ref;
+}
+
+bool ic_py_weak_alive(PyObject *ref)
+{
+    if (!ref)
+        return false;
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *target = NULL;
+    int alive = PyWeakref_GetRef(ref, &target);
+    Py_XDECREF(target);
+    if (alive < 0)
+        PyErr_Clear();
+    return alive > 0;
+#else
+    /* Before 3.13 the borrowed form is the only one; Py_None is a dead reference. */
+    return PyWeakref_GetObject(ref) != Py_None;
+#endif
+}
+
 int ic_py_str_copy(PyObject *obj, char *buf, size_t size)
 {
     if (!obj || !PyUnicode_Check(obj))

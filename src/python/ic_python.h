@@ -102,6 +102,11 @@ void ic_py_repr(PyObject *obj, char *buf, size_t size);
  * other type. */
 PyObject *ic_py_other_scalar(PyObject *old);
 
+/* A weak reference to `obj` (new reference), or NULL, with no exception pending, for an
+ * object that takes none. ic_py_weak_alive says whether its object still lives. */
+PyObject *ic_py_weak_ref(PyObject *obj);
+bool ic_py_weak_alive(PyObject *ref);
+
 /* Copies str `obj` as UTF-8 into buf (truncated). Returns IC_EINVAL when obj is no str. */
 int ic_py_str_copy(PyObject *obj, char *buf, size_t size);
 

@@ -64,6 +64,7 @@ static int ic_stage_build(struct ic_case_state *st, uint64_t run_seed, struct ic
                       c->producer, dtype->name, layout->name, text, st->exc.where);
         return IC_STAGE_DECIDED;
     }
+    st->array_ref = ic_py_weak_ref(st->array);
     if (ic_probe_describe(st->producer, st->array, &st->produced, &st->exc) < 0) {
         char text[IC_DIAGNOSTIC_MAX];
         ic_py_exc_format(&st->exc, text, sizeof(text));
@@ -423,6 +424,59 @@ static void ic_stage_finish(struct ic_case_state *st)
     }
 }
 
+/* Whether a fresh array of the producer's, built as the case's and dropped untouched, is freed
+ * at once: the control that tells a library keeping every array alive (a cache of its own)
+ * from one whose export keeps this one alive. */
+static bool ic_fresh_array_freed(struct ic_case_state *st)
+{
+    struct ic_py_exc exc = {0};
+    const struct ic_case *c = st->c;
+    PyObject *fresh = ic_probe_build(st->producer, st->data, c->dtype, ic_layout_info(c->layout),
+                                     c->variant == IC_VARIANT_READONLY,
+                                     ic_device_kind_name(c->device.kind), &exc);
+    PyObject *ref = ic_py_weak_ref(fresh);
+    Py_XDECREF(fresh);
+    ic_py_collect(false);
+    bool freed = ref && !ic_py_weak_alive(ref);
+    Py_XDECREF(ref);
+    return freed;
+}
+
+/* Once the consumer let go and the protocol's finish op counted the deleter calls, the
+ * producer's array must be freeable: the tester drops its own references (the proxy, the
+ * export object, the description, the array) and looks whether anything else still holds
+ * it. Judged only where every export is accounted for: a lifetime finding or warning (a
+ * deleter not called, a capsule nobody took and still alive, held perhaps by what the
+ * consumer raised) or a consumer that still holds the export object explain a live array
+ * otherwise; a library that keeps every array alive is told apart by a control array. */
+static void ic_stage_owner_released(struct ic_case_state *st)
+{
+    struct ic_export_record *rec = &st->rec;
+    /* A library consumer receives a proxy only the tester holds, unless the consumer kept it;
+     * interopcheck's own consumer lets go of the export object, by construction. */
+    bool consumer_holds = st->consumer && st->proxy && Py_REFCNT(st->proxy) > 1;
+    if (!st->array_ref || st->queued || consumer_holds || rec->lifetime.count > 0)
+        return;
+    ic_proxy_detach(st->proxy);
+    Py_CLEAR(st->proxy);
+    Py_CLEAR(st->export_obj);
+    ic_described_release(&st->produced);
+    Py_CLEAR(st->array);
+    ic_py_collect(false);
+    if (ic_py_weak_alive(st->array_ref))
+        ic_py_collect(true); /* a cycle through an older generation */
+    rec->lifetime_checked = true;
+    if (!ic_py_weak_alive(st->array_ref) || !ic_fresh_array_freed(st))
+        return;
+    ic_diag_add_side(&rec->lifetime, IC_SEV_ERROR, IC_RULE_EXCHANGE_OWNER_RELEASED,
+                     IC_SIDE_PRODUCER,
+                     "%s's array is still alive after the consumer let go of its import and "
+                     "the tester dropped its own references (a fresh array of the same kind is "
+                     "freed at once): what the producer keeps for the export holds it, and "
+                     "leaks it",
+                     st->c->producer);
+}
+
 static void ic_case_state_release(struct ic_case_state *st)
 {
     char err[200];
@@ -435,6 +489,7 @@ static void ic_case_state_release(struct ic_case_state *st)
     Py_CLEAR(st->export_obj);
     ic_described_release(&st->produced);
     Py_CLEAR(st->array);
+    Py_CLEAR(st->array_ref);
     Py_CLEAR(st->data);
     free(st->base);
     st->base = NULL;
@@ -483,6 +538,7 @@ int ic_exchange_run(struct ic_exchange_cache *cache, const struct ic_case *c,
      * renamed a capsule and then raised still owes the deleter call. */
     ic_case_state_release_imports(&st);
     ic_stage_finish(&st);
+    ic_stage_owner_released(&st);
     ic_judge_conclude(&st, res);
 
 done:

@@ -48,6 +48,7 @@ struct ic_case_state {
     PyObject *export_obj; /* what export() returned */
     PyObject *proxy;      /* what the consumer received (proxy, or export_obj itself) */
     PyObject *imported;   /* the consumer's array, or the reference consumer's handle */
+    PyObject *array_ref;  /* a weak reference to `array`, NULL where it takes none */
 
     struct ic_described produced;
     struct ic_described consumed;

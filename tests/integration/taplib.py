@@ -71,7 +71,7 @@ def check_reproduces(tap, binary, report_path, finding):
     """Runs a finding's reproducer: it must end REPRODUCED (`repro --run` exits 0 when it ran
     and reproduced)."""
     proc = run(binary, "repro", report_path, finding["id"], "--run", "--timeout", "120")
-    tap.ok(proc.returncode == 0 and "\nREPRODUCED" in proc.stdout,
+    tap.ok(proc.returncode == 0 and re.search(r"^REPRODUCED", proc.stdout, re.M) is not None,
            f"... its reproducer reproduces it ({finding['id']})",
            f"status {proc.returncode}\n{proc.stdout[-1500:]}\n{proc.stderr[-800:]}")
 
