@@ -66,11 +66,14 @@ LAYOUTS = (
     "empty",
     "unit_dims",
     "broadcast",
+    "unit_dims_odd",
+    "broadcast_inner",
+    "ndim32",
 )
 
 # The layouts a library without strided views can still build: the row-major ones (README.md:
 # such a library leaves the others out rather than returning a copy).
-DENSE_LAYOUTS = ("contiguous", "flat", "scalar", "empty")
+DENSE_LAYOUTS = ("contiguous", "flat", "scalar", "empty", "ndim32")
 
 
 def dtypes_except(*left_out):
@@ -289,22 +292,39 @@ def apply_ops(x, ops, xp=None, **hooks):
 
     Defaults: x.reshape(shape), x.transpose(perm), x[slices] and xp.broadcast_to(x, shape)
     (`xp` is the library's namespace). A probe passes its own primitive for an op as a keyword
-    named after the op: `reshape=`, `permute=`, `slice=`, `broadcast=`; each takes (x, arg).
+    named after the op: `reshape=`, `permute=`, `slice=`, `broadcast=`, `unit_stride=`; each
+    takes (x, arg). `unit_stride` ([dimension, stride in bytes]: a size-1 dimension restrided)
+    has no default: only a library with byte strides can express it (numpy_unit_stride).
     Passing None for an op says the library cannot express it as a view.
     """
     for name, arg in ops:
-        if name not in ("reshape", "permute", "slice", "broadcast"):
+        if name not in ("reshape", "permute", "slice", "broadcast", "unit_stride"):
             raise ValueError(f"unknown layout op {name!r}")
         if name in hooks:
             fn = hooks[name]
         elif name == "broadcast":
             fn = None if xp is None else lambda y, shape: xp.broadcast_to(y, tuple(shape))
         else:
-            fn = _DEFAULT_HOOKS[name]
+            fn = _DEFAULT_HOOKS.get(name)
         if fn is None:
             raise NotImplementedError(f"this library cannot express the op {name!r} as a view")
         x = fn(x, arg)
     return x
+
+
+def numpy_unit_stride(x, arg):
+    """The unit_stride op for a NumPy array: the same elements, with the size-1 dimension
+    arg[0] given the stride arg[1] in bytes (which no element is read through)."""
+    import numpy
+
+    dim, stride = arg
+    strides = x.strides[:dim] + (stride,) + x.strides[dim + 1:]
+    return numpy.lib.stride_tricks.as_strided(x, x.shape, strides, writeable=x.flags.writeable)
+
+
+# A layout whose size-1 dimension has a byte stride that is no multiple of the itemsize, which
+# a library whose strides count elements cannot build
+UNIT_STRIDE_NOTE = "its strides count elements: a stride of 3 bytes cannot be expressed"
 
 
 def slice_text(triples):
@@ -328,6 +348,8 @@ def op_fields(name, arg):
     for the others."""
     if name == "slice":
         return {"slices": slice_text(arg)}
+    if name == "unit_stride":
+        return {"dim": int(arg[0]), "stride": int(arg[1])}
     text = _tuple_text(arg)
     return {"shape": text, "perm": text, "shape_list": list(arg), "perm_list": list(arg)}
 
@@ -339,6 +361,8 @@ OP_LINES = {
     "permute": "{x} = {x}.transpose({perm})",
     "slice": "{x} = {x}[{slices}]",
     "broadcast": "{x} = {ns}.broadcast_to({x}, {shape})",
+    "unit_stride": ("{x} = {ns}.lib.stride_tricks.as_strided({x}, {x}.shape, "
+                    "{x}.strides[:{dim}] + ({stride},) + {x}.strides[{dim} + 1:])"),
 }
 
 
@@ -447,6 +471,11 @@ class Strided:
 
     def broadcast(self, shape):
         return Strided(shape, broadcast_strides(shape, self.shape, self.strides), self.offset)
+
+    def unit_stride(self, arg):
+        dim, stride = arg
+        return Strided(self.shape, self.strides[:dim] + (stride,) + self.strides[dim + 1:],
+                       self.offset)
 
 
 def pointer_description(data, shape, strides, dtype, readonly, device=None):

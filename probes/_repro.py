@@ -214,7 +214,8 @@ class _View:
         self.layout = _probekit.Strided([len(values)], [1])
 
     def apply(self, ops):
-        self.layout = _probekit.apply_ops(self.layout, ops, broadcast=_probekit.Strided.broadcast)
+        self.layout = _probekit.apply_ops(self.layout, ops, broadcast=_probekit.Strided.broadcast,
+                                          unit_stride=_probekit.Strided.unit_stride)
         return self
 
     @property
@@ -627,6 +628,10 @@ def consumer_copy_keyword(s):
     """from_dlpack(x, copy=True) that hands back the producer's memory, or copy=False that hands
     back other memory: the two addresses, as the libraries report them."""
     ours, theirs = s.producer.expr("pointer", "x"), s.consumer.expr("pointer", "y")
+    if not ours and s.protocol == "dlpack":
+        # a producer without a pointer API: the address its own export of x gives
+        s.need("dlpack")
+        ours = '(lambda i: i["data"] + i["byte_offset"])(capsule_info(x.__dlpack__()))'
     if not ours or not theirs:
         raise NotImplementedError("the producer or the consumer has no pointer in its REPRO")
     asked = FROM_KEYWORDS[s.variant]

@@ -43,7 +43,8 @@ def load():
     xp = _xp
     return _probekit.load_info(
         xp.__version__,
-        missing=dict.fromkeys(("float16", "bfloat16"), "not an Array API dtype"),
+        missing=dict.fromkeys(("float16", "bfloat16"), "not an Array API dtype")
+        | {"unit_dims_odd": "the Array API has no way to set strides"},
         exports=_probekit.exports("dlpack", "buffer"),
         # asarray is documented as a wrapper of numpy.asarray (see its docstring)
         imports=_probekit.numpy_asarray_imports("array_api_strict.from_dlpack(obj)",

@@ -42,7 +42,7 @@ def load():
     return _probekit.load_info(
         cupy.__version__,
         devices=devices,
-        missing=notes,
+        missing=notes | {"unit_dims_odd": "not built by this probe: untested without a GPU"},
         exports=_probekit.exports("dlpack", "cuda_array_interface", devices=["cuda"]),
         # from_dlpack and asarray of a CUDA array interface share memory (CuPy docs)
         imports=_probekit.imports(

@@ -51,7 +51,8 @@ def load():
     mx = _mx
     return _probekit.load_info(
         mx.__version__,
-        missing={"complex128": "MLX has no complex128"},
+        missing={"complex128": "MLX has no complex128",
+                 "unit_dims_odd": "mlx.core.as_strided " + _probekit.UNIT_STRIDE_NOTE},
         # MLX's documentation says NumPy float64 arrays become float32 arrays on import
         deviations=[
             {

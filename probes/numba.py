@@ -52,6 +52,8 @@ def load():
         missing=notes | {
             "bfloat16": "numba device arrays take NumPy dtypes; NumPy has no native bfloat16",
             "broadcast": "DeviceNDArray has no zero-stride view (broadcasting copies)",
+            "broadcast_inner": "DeviceNDArray has no zero-stride view (broadcasting copies)",
+            "unit_dims_odd": "not built by this probe: untested without a GPU",
         },
         exports=_probekit.exports("cuda_array_interface", devices=["cuda"]),
         # as_cuda_array wraps the exporter's memory and keeps a reference to it

@@ -56,7 +56,8 @@ def load():
 
 
 def build(data, dtype, ops, readonly=False):
-    x = _probekit.apply_ops(_probekit.numpy_from_bytes(np, data, dtype), ops, xp=np)
+    x = _probekit.apply_ops(_probekit.numpy_from_bytes(np, data, dtype), ops, xp=np,
+                            unit_stride=_probekit.numpy_unit_stride)
     if readonly:
         x.setflags(write=False)
     return x

@@ -83,6 +83,10 @@ def load():
             "uint32": no_uint,
             "uint64": no_uint,
             "broadcast": "paddle.broadcast_to and Tensor.expand copy instead of a zero stride",
+            "broadcast_inner": "paddle.broadcast_to and Tensor.expand copy instead of a zero "
+                               "stride",
+            "unit_dims_odd": "paddle.as_strided " + _probekit.UNIT_STRIDE_NOTE,
+            "ndim32": "paddle tensors have at most 9 dimensions",
         }
         | gpu_notes,
         exports=_probekit.exports("dlpack", dlpack_capsule="paddle.utils.dlpack.to_dlpack(x)")

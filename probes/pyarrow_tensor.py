@@ -64,7 +64,8 @@ def load():
 
 def build(data, dtype, ops, readonly=False):
     buf = _probekit.arrow_copy(pa, data)
-    view = _probekit.apply_ops(np.frombuffer(buf, dtype=dtype), ops, xp=np)
+    view = _probekit.apply_ops(np.frombuffer(buf, dtype=dtype), ops, xp=np,
+                               unit_stride=_probekit.numpy_unit_stride)
     if readonly:
         view.setflags(write=False)
     return pa.Tensor.from_numpy(view)

@@ -127,7 +127,8 @@ def load():
     return _probekit.load_info(
         dlpack.__version__,
         missing={
-            "bfloat16": "pydlpack reads dtypes from a typestr or buffer format: none has bfloat16"
+            "bfloat16": "pydlpack reads dtypes from a typestr or buffer format: none has bfloat16",
+            "unit_dims_odd": "a DLPack tensor's " + _probekit.UNIT_STRIDE_NOTE,
         },
         exports=_probekit.exports("dlpack"),
         # asdlpack exists to expose the object's memory without copying, whatever protocol

@@ -47,7 +47,8 @@ def load():
     return _probekit.load_info(
         torch.__version__,
         devices=devices,
-        missing={"reversed": "torch slicing refuses negative steps; torch.flip copies"}
+        missing={"reversed": "torch slicing refuses negative steps; torch.flip copies",
+                 "unit_dims_odd": "torch.as_strided " + _probekit.UNIT_STRIDE_NOTE}
         | gpu_notes,
         exports=_probekit.exports("dlpack", dlpack_capsule="torch.utils.dlpack.to_dlpack(x)")
         # __array__ calls .numpy(), which CUDA tensors refuse

@@ -68,6 +68,7 @@ def load():
             "bfloat16": "built through NumPy, which cannot export bfloat16 over DLPack",
             "complex64": no_complex,
             "complex128": no_complex,
+            "unit_dims_odd": "a DLPack tensor's " + _probekit.UNIT_STRIDE_NOTE,
         },
         exports=_probekit.exports("dlpack"),
         # from_dlpack's docstring: "A TVM FFI Tensor that references the same memory."

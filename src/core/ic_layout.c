@@ -19,6 +19,7 @@
     {.kind = IC_OP_BROADCAST,                                                                      \
      .n = sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t),                                      \
      .dims = {__VA_ARGS__}}
+#define UNIT_STRIDE(dim, bytes) {.kind = IC_OP_UNIT_STRIDE, .n = 2, .dims = {(dim), (bytes)}}
 #define SLICE1(start, stop, step)                                                                  \
     {.kind = IC_OP_SLICE, .n = 1, .slice = {{(start), (stop), (step)}}}
 
@@ -40,6 +41,12 @@ static const struct ic_layout_info ic_layout_table[IC_LAYOUT_COUNT] = {
                              {RESHAPE(2, 6, 1), PERMUTE(0, 2, 1)}},
     [IC_LAYOUT_BROADCAST] = {IC_LAYOUT_BROADCAST, "broadcast", "a (1, 4) row broadcast to (3, 4): a zero stride", 4, 2,
                              {RESHAPE(1, 4), BROADCAST(3, 4)}},
+    [IC_LAYOUT_UNIT_DIMS_ODD] = {IC_LAYOUT_UNIT_DIMS_ODD, "unit_dims_odd", "shape (2, 1, 6) whose size-1 dimension has a stride of 3 bytes: a multiple of no itemsize above 1", 12, 2,
+                                 {RESHAPE(2, 1, 6), UNIT_STRIDE(1, 3)}},
+    [IC_LAYOUT_BROADCAST_INNER] = {IC_LAYOUT_BROADCAST_INNER, "broadcast_inner", "a (3, 1) column broadcast to (3, 4): a zero stride in the last dimension", 3, 2,
+                                   {RESHAPE(3, 1), BROADCAST(3, 4)}},
+    [IC_LAYOUT_NDIM32] = {IC_LAYOUT_NDIM32, "ndim32", "32 dimensions: (2, 3, 4) and 29 of size 1, in C order", 24, 1,
+                          {RESHAPE(2, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1)}},
 };
 
 const struct ic_layout_info *ic_layout_info(enum ic_layout layout)
@@ -163,12 +170,23 @@ static int ic_apply_broadcast(const struct ic_layout_op *op, struct ic_view *vie
     return 0;
 }
 
+/* Only a size-1 dimension may take any stride: its one element is reached through none. */
+static int ic_apply_unit_stride(const struct ic_layout_op *op, struct ic_view *view)
+{
+    int64_t dim = op->dims[0];
+    if (op->n != 2 || dim < 0 || dim >= view->ndim || view->shape[dim] != 1)
+        return IC_EINVAL;
+    view->strides[dim] = op->dims[1];
+    return 0;
+}
+
 static int (*const ic_layout_op_apply[IC_OP_COUNT])(const struct ic_layout_op *,
                                                     struct ic_view *) = {
     [IC_OP_RESHAPE] = ic_apply_reshape,
     [IC_OP_PERMUTE] = ic_apply_permute,
     [IC_OP_SLICE] = ic_apply_slice,
     [IC_OP_BROADCAST] = ic_apply_broadcast,
+    [IC_OP_UNIT_STRIDE] = ic_apply_unit_stride,
 };
 
 int ic_layout_apply(const struct ic_layout_info *layout, const struct ic_view *base,

@@ -18,7 +18,7 @@
 #include "ic_view.h"
 
 #define IC_LAYOUT_MAX_OPS 3
-#define IC_LAYOUT_MAX_RANK 4
+#define IC_LAYOUT_MAX_RANK 32
 /* A missing slice bound (Python's None). */
 #define IC_SLICE_NONE INT64_MIN
 
@@ -27,13 +27,14 @@ enum ic_layout_op_kind {
     IC_OP_PERMUTE,
     IC_OP_SLICE,
     IC_OP_BROADCAST,
+    IC_OP_UNIT_STRIDE, /* dims = {dimension, stride in bytes}: restrides a size-1 dimension */
     IC_OP_COUNT
 };
 
 struct ic_layout_op {
     enum ic_layout_op_kind kind;
     int n;                               /* number of dims (reshape/permute/broadcast) or slices */
-    int64_t dims[IC_LAYOUT_MAX_RANK];    /* reshape/broadcast shape, permute order */
+    int64_t dims[IC_LAYOUT_MAX_RANK];    /* reshape/broadcast shape, permute order, unit stride */
     int64_t slice[IC_LAYOUT_MAX_RANK][3]; /* start, stop, step; IC_SLICE_NONE for a missing bound */
 };
 
@@ -50,6 +51,9 @@ enum ic_layout {
     IC_LAYOUT_EMPTY,
     IC_LAYOUT_UNIT_DIMS,
     IC_LAYOUT_BROADCAST,
+    IC_LAYOUT_UNIT_DIMS_ODD,
+    IC_LAYOUT_BROADCAST_INNER,
+    IC_LAYOUT_NDIM32,
     IC_LAYOUT_COUNT
 };
 

@@ -281,9 +281,10 @@ static struct ic_group *ic_group_find(struct ic_groups *groups, const struct ic_
  * dtype first. */
 static int ic_example_score(const cJSON *c)
 {
-    static const char *const layouts[] = {"contiguous", "flat",    "strided",    "offset",
-                                          "reversed",   "fortran", "transposed", "unit_dims",
-                                          "broadcast",  "scalar",  "empty"};
+    static const char *const layouts[] = {"contiguous", "flat",      "strided",       "offset",
+                                          "reversed",   "fortran",   "transposed",    "unit_dims",
+                                          "broadcast",  "scalar",    "empty",         "ndim32",
+                                          "unit_dims_odd", "broadcast_inner"};
     static const char *const dtypes[] = {"float32", "int32", "float64", "int64",
                                          "int16",   "uint8", "int8"};
     int score = 0;

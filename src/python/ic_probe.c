@@ -289,6 +289,7 @@ static const char *const ic_op_names[] = {
     [IC_OP_PERMUTE] = "permute",
     [IC_OP_SLICE] = "slice",
     [IC_OP_BROADCAST] = "broadcast",
+    [IC_OP_UNIT_STRIDE] = "unit_stride",
 };
 
 PyObject *ic_layout_ops_to_python(const struct ic_layout_info *layout)

@@ -66,6 +66,9 @@ LAYOUTS = {
     "empty": (0, []),
     "unit_dims": (12, [("reshape", [2, 6, 1]), ("permute", [0, 2, 1])]),
     "broadcast": (4, [("reshape", [1, 4]), ("broadcast", [3, 4])]),
+    "unit_dims_odd": (12, [("reshape", [2, 1, 6]), ("unit_stride", [1, 3])]),
+    "broadcast_inner": (3, [("reshape", [3, 1]), ("broadcast", [3, 4])]),
+    "ndim32": (24, [("reshape", [2, 3, 4] + [1] * 29)]),
 }
 
 def registry_protocols():

@@ -15,8 +15,8 @@
 static const struct {
     enum ic_layout layout;
     int ndim;
-    int64_t shape[3];
-    int64_t strides[3];
+    int64_t shape[32];
+    int64_t strides[32];
     int64_t offset;
 } expected[] = {
     {IC_LAYOUT_CONTIGUOUS, 3, {2, 3, 4}, {48, 16, 4}, 0},
@@ -30,6 +30,15 @@ static const struct {
     {IC_LAYOUT_EMPTY, 1, {0}, {4}, 0},
     {IC_LAYOUT_UNIT_DIMS, 3, {2, 1, 6}, {24, 4, 4}, 0},
     {IC_LAYOUT_BROADCAST, 2, {3, 4}, {0, 4}, 0},
+    {IC_LAYOUT_UNIT_DIMS_ODD, 3, {2, 1, 6}, {24, 3, 4}, 0},
+    {IC_LAYOUT_BROADCAST_INNER, 2, {3, 4}, {4, 0}, 0},
+    /* (2, 3, 4) and 29 dimensions of size 1: C strides, the unit dimensions at the itemsize */
+    {IC_LAYOUT_NDIM32, 32,
+     {2, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+      1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+     {48, 16, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+      4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4},
+     0},
 };
 
 static void test_layouts(void)
