@@ -69,11 +69,19 @@ LAYOUTS = (
     "unit_dims_odd",
     "broadcast_inner",
     "ndim32",
+    "neg_view",
+    "conj_view",
 )
 
 # The layouts a library without strided views can still build: the row-major ones (README.md:
 # such a library leaves the others out rather than returning a copy).
 DENSE_LAYOUTS = ("contiguous", "flat", "scalar", "empty", "ndim32")
+
+# Layouts of lazy value views (memory holding the negated or conjugated elements, under a flag
+# that says so): only a library with such views builds them, and says so with
+# load_info(lazy_views=True); every other probe leaves them out with LAZY_VIEW_NOTE.
+LAZY_VIEW_LAYOUTS = ("neg_view", "conj_view")
+LAZY_VIEW_NOTE = "no lazy negation or conjugation views (torch's negative and conjugate bits)"
 
 
 def dtypes_except(*left_out):
@@ -176,7 +184,7 @@ def _in_driver_order(names, known, what):
 
 def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtypes=None,
               layouts=None, dtype_note=None, layout_note=None, readonly=False, deviations=None,
-              compute=None, from_dlpack_keywords=()):
+              compute=None, from_dlpack_keywords=(), lazy_views=False):
     """load()'s dict (README.md, "load()").
 
     `missing` maps what the library lacks to why: dtypes, layouts and "cuda" (load()'s notes).
@@ -185,9 +193,12 @@ def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtyp
     left out that `missing` does not name. Both lists come out in the driver's order.
     `compute` is the "compute" entry of a probe with compute() (compute_info()).
     `from_dlpack_keywords` names the keywords ("copy", "device") the library's DLPack import
-    takes, as from_dlpack does: consume() is then also called with them.
+    takes, as from_dlpack does: consume() is then also called with them. `lazy_views` says the
+    library builds LAZY_VIEW_LAYOUTS; without it they are left out, with LAZY_VIEW_NOTE.
     """
     missing = dict(missing or {})
+    if not lazy_views:
+        missing = dict.fromkeys(LAZY_VIEW_LAYOUTS, LAZY_VIEW_NOTE) | missing
     notes = {}
     if dtypes is None:
         dtypes = [d for d in DTYPES if d not in missing]
@@ -298,7 +309,8 @@ def apply_ops(x, ops, xp=None, **hooks):
     Passing None for an op says the library cannot express it as a view.
     """
     for name, arg in ops:
-        if name not in ("reshape", "permute", "slice", "broadcast", "unit_stride"):
+        if name not in ("reshape", "permute", "slice", "broadcast", "unit_stride", "neg_view",
+                        "conj_view"):
             raise ValueError(f"unknown layout op {name!r}")
         if name in hooks:
             fn = hooks[name]
@@ -471,6 +483,10 @@ class Strided:
 
     def broadcast(self, shape):
         return Strided(shape, broadcast_strides(shape, self.shape, self.strides), self.offset)
+
+    def value_view(self, arg):
+        """neg_view and conj_view: the values are the array's, at the same places."""
+        return self
 
     def unit_stride(self, arg):
         dim, stride = arg

@@ -214,8 +214,11 @@ class _View:
         self.layout = _probekit.Strided([len(values)], [1])
 
     def apply(self, ops):
-        self.layout = _probekit.apply_ops(self.layout, ops, broadcast=_probekit.Strided.broadcast,
-                                          unit_stride=_probekit.Strided.unit_stride)
+        strided = _probekit.Strided
+        self.layout = _probekit.apply_ops(self.layout, ops, broadcast=strided.broadcast,
+                                          unit_stride=strided.unit_stride,
+                                          neg_view=strided.value_view,
+                                          conj_view=strided.value_view)
         return self
 
     @property
@@ -996,6 +999,33 @@ def array_result(s):
                f'not_reproduced("the result is {s.dtype}")')
 
 
+def export_contents(s):
+    """A DLPack export that holds other values than the producer's array: the export read by
+    NumPy, a third library, next to the values the array holds."""
+    if s.protocol not in ("dlpack", "dlpack_capsule") or s.device != "cpu":
+        raise NotImplementedError(f"no reproducer reads a {s.protocol} export on {s.device} yet")
+    s.line("import numpy as np", *s.expected_lines())
+    if s.protocol == "dlpack":
+        s.line("seen = np.from_dlpack(x).tolist()")
+    else:
+        s.line(f"capsule = {s.export_expr()}", "",
+               "class Holder:  # hands NumPy the capsule to_dlpack made",
+               "    def __dlpack__(self, **kwargs):",
+               "        return capsule",
+               "",
+               "    def __dlpack_device__(self):",
+               "        return (1, 0)",
+               "",
+               "",
+               "seen = np.from_dlpack(Holder()).tolist()")
+    s.line('print("the array holds:", expected)',
+           'print("its export holds:", seen)',
+           "if seen != expected:",
+           f'    reproduced("{s.producer_name}\'s {s.protocol} export holds other values than '
+           'the array")',
+           'not_reproduced("the export holds the array\'s values")')
+
+
 def import_property(s):
     """A fault of the consumer's import: its contents, dtype, shape or where it lives."""
     check, rule = s.f.get("check"), s.f.get("rule")
@@ -1084,6 +1114,8 @@ def _choose(s):
         return array_result
     if side == "consumer" and check in ("contents", "dtype", "shape"):
         return import_property
+    if side == "producer" and check == "contents":
+        return export_contents
     if side == "consumer" and check == "readonly":
         return readonly_import
     raise NotImplementedError(f"no reproducer is written for {rule} ({side}, {check}) yet")

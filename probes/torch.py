@@ -22,6 +22,8 @@ REPRO = {
     "build": "torch.tensor(values, dtype={dtype})",
     "permute": "{x} = {x}.permute{perm}",
     "broadcast": "{x} = {x}.expand{shape}",
+    "neg_view": "{x} = torch._neg_view(-{x}) if {x}.is_signed() else {x}",
+    "conj_view": "{x} = {x}.conj_physical().conj() if {x}.is_complex() else {x}",
     "export": {"dlpack_capsule": "torch.utils.dlpack.to_dlpack(x)"},
     "consume": {
         "dlpack": "torch.from_dlpack({obj})",
@@ -46,6 +48,7 @@ def load():
     shares = {"zero_copy": True, "readonly": False}
     return _probekit.load_info(
         torch.__version__,
+        lazy_views=True,
         devices=devices,
         missing={"reversed": "torch slicing refuses negative steps; torch.flip copies",
                  "unit_dims_odd": "torch.as_strided " + _probekit.UNIT_STRIDE_NOTE}
@@ -87,7 +90,20 @@ def build(data, dtype, ops, readonly=False, device="cpu"):
         ops,
         permute=lambda x, perm: x.permute(*perm),
         broadcast=lambda x, shape: x.expand(*shape),
+        neg_view=_neg_view,
+        conj_view=_conj_view,
     )
+
+
+# The lazy views: memory that holds the negated (conjugated) elements under torch's negative
+# (conjugate) bit, so that the tensor's values are x's. A dtype without a negation (bool, the
+# unsigned ones) and a real dtype without a conjugation stay as they are.
+def _neg_view(x, _):
+    return torch._neg_view(-x) if x.is_signed() else x
+
+
+def _conj_view(x, _):
+    return x.conj_physical().conj() if x.is_complex() else x
 
 
 def describe(x):

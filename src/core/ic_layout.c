@@ -20,6 +20,8 @@
      .n = sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t),                                      \
      .dims = {__VA_ARGS__}}
 #define UNIT_STRIDE(dim, bytes) {.kind = IC_OP_UNIT_STRIDE, .n = 2, .dims = {(dim), (bytes)}}
+#define NEG_VIEW {.kind = IC_OP_NEG_VIEW, .n = 0}
+#define CONJ_VIEW {.kind = IC_OP_CONJ_VIEW, .n = 0}
 #define SLICE1(start, stop, step)                                                                  \
     {.kind = IC_OP_SLICE, .n = 1, .slice = {{(start), (stop), (step)}}}
 
@@ -47,11 +49,24 @@ static const struct ic_layout_info ic_layout_table[IC_LAYOUT_COUNT] = {
                                    {RESHAPE(3, 1), BROADCAST(3, 4)}},
     [IC_LAYOUT_NDIM32] = {IC_LAYOUT_NDIM32, "ndim32", "32 dimensions: (2, 3, 4) and 29 of size 1, in C order", 24, 1,
                           {RESHAPE(2, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1)}},
+    [IC_LAYOUT_NEG_VIEW] = {IC_LAYOUT_NEG_VIEW, "neg_view", "(2, 3, 4) under a lazy negation: the memory holds the negated elements (torch's negative bit; dtypes without a negation as they are)", 24, 2,
+                            {RESHAPE(2, 3, 4), NEG_VIEW}},
+    [IC_LAYOUT_CONJ_VIEW] = {IC_LAYOUT_CONJ_VIEW, "conj_view", "(2, 3, 4) under a lazy conjugation: the memory holds the conjugated elements (torch's conjugate bit; real dtypes as they are)", 24, 2,
+                             {RESHAPE(2, 3, 4), CONJ_VIEW}},
 };
 
 const struct ic_layout_info *ic_layout_info(enum ic_layout layout)
 {
     return IC_TABLE_ROW(ic_layout_table, layout, IC_LAYOUT_COUNT);
+}
+
+bool ic_layout_is_value_view(const struct ic_layout_info *layout)
+{
+    for (int i = 0; i < layout->nops; i++) {
+        if (layout->ops[i].kind == IC_OP_NEG_VIEW || layout->ops[i].kind == IC_OP_CONJ_VIEW)
+            return true;
+    }
+    return false;
 }
 
 const char *ic_layout_name(enum ic_layout layout)
@@ -180,6 +195,13 @@ static int ic_apply_unit_stride(const struct ic_layout_op *op, struct ic_view *v
     return 0;
 }
 
+/* The lazy views keep the values, which is all the expected view describes. */
+static int ic_apply_value_view(const struct ic_layout_op *op, struct ic_view *view)
+{
+    (void)view;
+    return op->n == 0 ? 0 : IC_EINVAL;
+}
+
 static int (*const ic_layout_op_apply[IC_OP_COUNT])(const struct ic_layout_op *,
                                                     struct ic_view *) = {
     [IC_OP_RESHAPE] = ic_apply_reshape,
@@ -187,6 +209,8 @@ static int (*const ic_layout_op_apply[IC_OP_COUNT])(const struct ic_layout_op *,
     [IC_OP_SLICE] = ic_apply_slice,
     [IC_OP_BROADCAST] = ic_apply_broadcast,
     [IC_OP_UNIT_STRIDE] = ic_apply_unit_stride,
+    [IC_OP_NEG_VIEW] = ic_apply_value_view,
+    [IC_OP_CONJ_VIEW] = ic_apply_value_view,
 };
 
 int ic_layout_apply(const struct ic_layout_info *layout, const struct ic_view *base,

@@ -28,6 +28,11 @@ enum ic_layout_op_kind {
     IC_OP_SLICE,
     IC_OP_BROADCAST,
     IC_OP_UNIT_STRIDE, /* dims = {dimension, stride in bytes}: restrides a size-1 dimension */
+    /* A lazy negation or conjugation over memory that holds the negated or conjugated
+     * elements (torch's negative and conjugate bits): the array's values, and so its expected
+     * view, are those of the array before the op. */
+    IC_OP_NEG_VIEW,
+    IC_OP_CONJ_VIEW,
     IC_OP_COUNT
 };
 
@@ -54,6 +59,8 @@ enum ic_layout {
     IC_LAYOUT_UNIT_DIMS_ODD,
     IC_LAYOUT_BROADCAST_INNER,
     IC_LAYOUT_NDIM32,
+    IC_LAYOUT_NEG_VIEW,
+    IC_LAYOUT_CONJ_VIEW,
     IC_LAYOUT_COUNT
 };
 
@@ -67,6 +74,10 @@ struct ic_layout_info {
 };
 
 const struct ic_layout_info *ic_layout_info(enum ic_layout layout);
+
+/* True when the layout ends in a lazy value view (IC_OP_NEG_VIEW, IC_OP_CONJ_VIEW): the
+ * array's memory then holds other bytes than its values, by construction. */
+bool ic_layout_is_value_view(const struct ic_layout_info *layout);
 const char *ic_layout_name(enum ic_layout layout);
 int ic_layout_from_name(const char *name, enum ic_layout *ret);
 

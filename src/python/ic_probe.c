@@ -290,6 +290,8 @@ static const char *const ic_op_names[] = {
     [IC_OP_SLICE] = "slice",
     [IC_OP_BROADCAST] = "broadcast",
     [IC_OP_UNIT_STRIDE] = "unit_stride",
+    [IC_OP_NEG_VIEW] = "neg_view",
+    [IC_OP_CONJ_VIEW] = "conj_view",
 };
 
 PyObject *ic_layout_ops_to_python(const struct ic_layout_info *layout)

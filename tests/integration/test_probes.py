@@ -69,6 +69,8 @@ LAYOUTS = {
     "unit_dims_odd": (12, [("reshape", [2, 1, 6]), ("unit_stride", [1, 3])]),
     "broadcast_inner": (3, [("reshape", [3, 1]), ("broadcast", [3, 4])]),
     "ndim32": (24, [("reshape", [2, 3, 4] + [1] * 29)]),
+    "neg_view": (24, [("reshape", [2, 3, 4]), ("neg_view", [])]),
+    "conj_view": (24, [("reshape", [2, 3, 4]), ("conj_view", [])]),
 }
 
 def registry_protocols():

@@ -39,6 +39,8 @@ static const struct {
      {48, 16, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
       4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4},
      0},
+    {IC_LAYOUT_NEG_VIEW, 3, {2, 3, 4}, {48, 16, 4}, 0},
+    {IC_LAYOUT_CONJ_VIEW, 3, {2, 3, 4}, {48, 16, 4}, 0},
 };
 
 static void test_layouts(void)

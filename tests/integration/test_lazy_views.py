@@ -1,0 +1,53 @@
+"""Integration test: the lazy value-view layouts (neg_view, conj_view).
+
+A test library whose neg_view arrays keep the negated elements in memory under a flag
+(tests/probes/lazylib.py) fails exchange.contents, charged to it as the producer, where its
+DLPack export loses the flag (float32), and passes where it resolves the flag into a copy it
+flags (float64); the reproducer reproduces. Probes that do not build lazy views leave both
+layouts out with the kit's reason.
+Usage: test_lazy_views.py INTEROPCHECK_BINARY
+"""
+import os
+import tempfile
+
+import taplib
+
+SELECTION = ("--producer", "lazylib,numpy", "--consumer", "numpy,interopcheck", "--protocol",
+             "dlpack", "--dtype", "float32,float64", "--layout", "contiguous,neg_view,conj_view")
+
+
+def check_cases(tap, cases, expect):
+    for consumer in ("numpy", "interopcheck"):
+        prefix = f"dlpack.lazylib.{consumer}.cpu"
+        expect(f"{prefix}.float32.neg_view", "fail",
+               f"an export that loses the negation flag fails ({consumer})",
+               rule="exchange.contents", text="the export: 24 of 24 elements differ")
+        case = cases.get(f"{prefix}.float32.neg_view", {})
+        tap.ok(case.get("side") == "producer" and case.get("severity") == "harmful",
+               "... charged to the producer, harmful", case)
+        expect(f"{prefix}.float64.neg_view", "pass",
+               f"an export that resolves the flag into a flagged copy passes ({consumer})",
+               checks={"contents": "pass"})
+    expect("dlpack.lazylib.interopcheck.cpu.float64.neg_view.legacy", "unsupported",
+           "a legacy request it cannot answer without an unflagged copy is refused")
+    case = cases.get("dlpack.numpy.numpy.cpu.float32.neg_view", {})
+    tap.ok(case.get("outcome") == "unsupported" and
+           "no lazy negation or conjugation views" in case.get("diagnostic", ""),
+           "a library without lazy views leaves the layout out, saying why", case)
+
+
+def main(tap, args):
+    with tempfile.TemporaryDirectory() as workdir:
+        out = os.path.join(workdir, "lazy.json")
+        report, cases, expect = taplib.run_failing_selection(
+            tap, args[0], out, "an export lost its negation flag", *SELECTION)
+        check_cases(tap, cases, expect)
+        findings = [f for f in report["findings"] if f["culprit"] == "lazylib"]
+        tap.ok([f["rule"] for f in findings] == ["exchange.contents"],
+               "one finding of lazylib: exchange.contents", findings)
+        for finding in findings:
+            taplib.check_reproduces(tap, args[0], out, finding)
+
+
+if __name__ == "__main__":
+    taplib.main(main)
