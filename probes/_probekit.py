@@ -135,6 +135,13 @@ def exports(*protocols, devices=None, **calls):
     return entries
 
 
+def dlpack_c_api(cls):
+    """The flag of load()'s dlpack export entry (`"c_api"`) for a library whose array type
+    `cls` publishes the DLPack C exchange API (__dlpack_c_exchange_api__), which interopcheck's
+    consumer then also imports through (the c_api variant); {} for one that does not."""
+    return {"c_api": True} if hasattr(cls, "__dlpack_c_exchange_api__") else {}
+
+
 def imports(calls, *, zero_copy, readonly, typed=True, devices=None):
     """load()'s import entries: each protocol of `calls` ({protocol: call}) with the same flags
     (README.md, "load()"). `devices` defaults to the CPU there; merge entries with `|` where the

@@ -675,6 +675,66 @@ def owner_released(s):
            'not_reproduced("the array was freed")')
 
 
+C_API_TABLE = """
+class ExchangeAPI(ctypes.Structure):  # DLPackExchangeAPI: the header, five function pointers
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32),
+                ("prev_api", ctypes.c_void_p), ("allocator", ctypes.c_void_p),
+                ("from_py_object", ctypes.c_void_p), ("to_py_object", ctypes.c_void_p),
+                ("dltensor_from_py_object", ctypes.c_void_p),
+                ("current_work_stream", ctypes.c_void_p)]
+
+
+FROM_PY_OBJECT = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object,
+                                   ctypes.POINTER(ctypes.c_void_p))
+"""
+
+
+def c_api(s):
+    """The DLPack C exchange API of type(x): its table, and what its export holds next to what
+    __dlpack__ exports for the same array."""
+    s.need("dlpack")
+    s.line(*C_API_TABLE.strip("\n").splitlines(), "",
+           "table = type(x).__dlpack_c_exchange_api__",
+           "name = _name(table) if type(table).__name__ == 'PyCapsule' else None",
+           'print("type(x).__dlpack_c_exchange_api__:", type(table).__name__, name)',
+           'if name != b"dlpack_exchange_api":',
+           '    reproduced("the table is not a PyCapsule named dlpack_exchange_api")',
+           "api = ExchangeAPI.from_address(_pointer(table, name))",
+           'print("table version:", (api.major, api.minor))')
+    if s.f.get("rule") == "dlpack.c_api_table":
+        s.line("if api.major != 1 or not all((api.allocator, api.from_py_object, "
+               "api.to_py_object, api.current_work_stream)):",
+               '    reproduced("a DLPack 1 consumer must not use this table (its major version, '
+               'or a required function left NULL)")',
+               'not_reproduced("the table is a version 1 table with its functions set")')
+        return
+    if s.f.get("rule") == "dlpack.c_api_stream":
+        device = {"cpu": "1, 0", "cuda": "2, 0"}.get(s.device, "1, 0")
+        s.line("STREAM = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int32, "
+               "ctypes.POINTER(ctypes.c_void_p))",
+               "stream = ctypes.c_void_p()",
+               f"rc = STREAM(api.current_work_stream)({device}, ctypes.byref(stream))",
+               f'print("current_work_stream({device}) returned", rc, "stream", stream.value)',
+               "if rc != 0:",
+               '    reproduced("current_work_stream fails for the device of an array the table '
+               'exports")',
+               'not_reproduced("current_work_stream answers")')
+        return
+    s.line("out = ctypes.c_void_p()",
+           "if FROM_PY_OBJECT(api.from_py_object)(x, ctypes.byref(out)) != 0:",
+           '    not_reproduced("managed_tensor_from_py_object_no_sync refused the array")',
+           "managed = DLManagedTensorVersioned.from_address(out.value)",
+           "ours = managed.dl_tensor.data + managed.dl_tensor.byte_offset",
+           "info = capsule_info(x.__dlpack__(max_version=(1, 3)))",
+           'theirs = info["data"] + info["byte_offset"]',
+           'print(f"the C API exports the first element at {ours:#x}, __dlpack__ at {theirs:#x}")',
+           "ctypes.CFUNCTYPE(None, ctypes.c_void_p)(managed.deleter)(out.value)",
+           "if ours != theirs:",
+           '    reproduced("the C exchange API and __dlpack__ export different memory for one '
+           'array")',
+           'not_reproduced("both export the same memory")')
+
+
 def timeout(s):
     s.line('print("importing; a hang stops here", flush=True)')
     _show_exchange(s)
@@ -1085,6 +1145,9 @@ RULES = {
     "exchange.write_through": write_through,
     "exchange.consumer_copy": consumer_copy_keyword,
     "exchange.owner_released": owner_released,
+    "dlpack.c_api_table": c_api,
+    "dlpack.c_api_agrees": c_api,
+    "dlpack.c_api_stream": c_api,
     "exchange.consumer_no_copy": consumer_copy_keyword,
     "dlpack.device_tuple": device_tuple,
     "dlpack.copy_flag": dlpack_request_flags,

@@ -54,6 +54,9 @@ def load():
                  "unit_dims_odd": "torch.as_strided " + _probekit.UNIT_STRIDE_NOTE}
         | gpu_notes,
         exports=_probekit.exports("dlpack", dlpack_capsule="torch.utils.dlpack.to_dlpack(x)")
+        # torch.Tensor publishes the DLPack C exchange API (torch 2.10 and later)
+        | {"dlpack": {"call": _probekit.EXPORT_CALLS["dlpack"],
+                      **_probekit.dlpack_c_api(torch.Tensor)}}
         # __array__ calls .numpy(), which CUDA tensors refuse
         | _probekit.exports("array", devices=["cpu"])
         | _probekit.exports("cuda_array_interface", devices=["cuda"]),

@@ -109,6 +109,8 @@ enum ic_protocol {
       true, "the producer's kernel still writes the array when the consumer imports it")           \
     X(CAI_STREAM_ORDER, "stream_order", IC_PROTOCOL_CAI, IC_APPLIES_ANY, IC_ON_CUDA, false, true,  \
       "the producer's kernel still writes the array when the consumer imports it")                 \
+    X(DL_C_API, "c_api", IC_PROTOCOL_DLPACK, IC_APPLIES_C_API, IC_ON_ANY, true, true,              \
+      "type(x).__dlpack_c_exchange_api__: its table, its export, agreement with __dlpack__")       \
     X(FROM_COPY, "from_copy", -1, IC_APPLIES_COPY_KEYWORD, IC_ON_ANY, false, false,                \
       "the import called with copy=True (from_dlpack(x, copy=True)): memory of its own")           \
     X(FROM_NO_COPY, "from_no_copy", -1, IC_APPLIES_COPY_KEYWORD, IC_ON_ANY, false, false,          \
@@ -132,6 +134,7 @@ enum ic_applies {
     IC_APPLIES_REFERENCE,
     IC_APPLIES_COPY_KEYWORD,   /* library consumers whose import takes copy= */
     IC_APPLIES_DEVICE_KEYWORD, /* library consumers whose import takes device= */
+    IC_APPLIES_C_API, /* interopcheck's consumer, of producers whose export says "c_api" */
 };
 
 enum ic_variant {

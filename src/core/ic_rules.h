@@ -193,6 +193,15 @@ enum ic_severity_class {
     X(DLPACK_DEVICE_POINTER, "dlpack.device_pointer", P, HARMFUL,                                  \
       "A device pointer is memory of the device type and id the tensor names, and every "          \
       "addressed byte lies inside one allocation.")                                                \
+    X(DLPACK_C_API_TABLE, "dlpack.c_api_table", P, NONCONFORMANT,                                  \
+      "type(x).__dlpack_c_exchange_api__ is a PyCapsule named dlpack_exchange_api whose "          \
+      "DLPackExchangeAPI has major version 1 and every required function set.")                    \
+    X(DLPACK_C_API_AGREES, "dlpack.c_api_agrees", P, HARMFUL,                                      \
+      "The C exchange API exports what __dlpack__ exports for the same array: the same first "     \
+      "element, dtype, device, shape and strides.")                                                \
+    X(DLPACK_C_API_STREAM, "dlpack.c_api_stream", P, NONCONFORMANT,                                \
+      "The table's current_work_stream answers (returns 0) for the device of an array it "         \
+      "exports.")                                                                                  \
     /* --- The buffer protocol (PEP 3118) ---------------------------------------------- */        \
     X(BUFFER_FIELDS, "buffer.fields", P, HARMFUL,                                                  \
       "After a successful get, obj, buf, len, itemsize and ndim are valid whatever was asked, "    \

@@ -273,6 +273,13 @@ const char *ic_library_call(const struct ic_library *lib, bool import, enum ic_p
     return cJSON_IsString(call) ? call->valuestring : NULL;
 }
 
+bool ic_library_export_flag(const struct ic_library *lib, enum ic_protocol protocol,
+                            const char *key)
+{
+    return cJSON_IsTrue(
+        cJSON_GetObjectItemCaseSensitive(ic_library_entry(lib, false, protocol), key));
+}
+
 bool ic_library_import_flag(const struct ic_library *lib, enum ic_protocol protocol,
                             const char *key)
 {

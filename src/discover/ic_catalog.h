@@ -92,6 +92,10 @@ const char *ic_library_call(const struct ic_library *lib, bool import, enum ic_p
 bool ic_library_import_takes(const struct ic_library *lib, enum ic_protocol protocol,
                              const char *keyword);
 
+/* True for the export entry's boolean `key` ("c_api": the DLPack C exchange API). */
+bool ic_library_export_flag(const struct ic_library *lib, enum ic_protocol protocol,
+                            const char *key);
+
 /* True for the import entry's boolean `key` ("zero_copy", "typed"). */
 bool ic_library_import_flag(const struct ic_library *lib, enum ic_protocol protocol,
                             const char *key);

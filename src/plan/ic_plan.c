@@ -38,6 +38,7 @@ static int ic_plan_push(struct ic_plan *plan, const struct ic_planned *item)
 
 /* `consumer` is NULL for interopcheck's own consumer. */
 static bool ic_variant_applies(const struct ic_variant_info *variant, enum ic_protocol protocol,
+                               const struct ic_library *producer,
                                const struct ic_library *consumer, enum ic_device_kind device)
 {
     if (variant->protocol != -1 && variant->protocol != (int)protocol)
@@ -54,6 +55,8 @@ static bool ic_variant_applies(const struct ic_variant_info *variant, enum ic_pr
         return consumer && ic_library_import_takes(consumer, protocol, "copy");
     case IC_APPLIES_DEVICE_KEYWORD:
         return consumer && ic_library_import_takes(consumer, protocol, "device");
+    case IC_APPLIES_C_API:
+        return !consumer && ic_library_export_flag(producer, protocol, "c_api");
     }
     return false;
 }
@@ -93,7 +96,7 @@ static int ic_plan_pair(const struct ic_library *producer, const struct ic_libra
     const char *consumer_name = consumer ? consumer->name : IC_REFERENCE_CONSUMER;
     for (int v = 0; v < IC_VARIANT_COUNT; v++) {
         const struct ic_variant_info *variant = ic_variant_info((enum ic_variant)v);
-        if (!ic_variant_applies(variant, protocol, consumer, device))
+        if (!ic_variant_applies(variant, protocol, producer, consumer, device))
             continue;
         for (int d = IC_DTYPE_FIRST; d < IC_DTYPE_END; d++) {
             if (!(filter->dtypes & (1u << d)) || (!variant->all_dtypes && d != IC_DTYPE_FLOAT32))

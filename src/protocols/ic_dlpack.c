@@ -1641,6 +1641,8 @@ static int ic_dlpack_reference_consume(PyObject *export_obj, struct ic_export_re
     int rc = 0;
 
     *ret_handle = NULL;
+    if (rec->variant == IC_VARIANT_DL_C_API)
+        return ic_dlpack_c_api_consume(export_obj, rec, ret_handle);
     /* from_dlpack asks for the device first. */
     device = ic_dlpack_call_producer(export_obj, "__dlpack_device__", NULL, NULL);
     if (!device) {
@@ -1735,8 +1737,13 @@ static int ic_dlpack_capsule_inspect(PyObject *capsule, struct ic_export_record 
     return 0;
 }
 
-static int ic_dlpack_capsule_reference_consume(PyObject *capsule, struct ic_export_record *rec,
-                                               PyObject **ret_handle)
+/* Validates, watches and takes the capsule; `to_dlpack` notes a versioned capsule from a
+ * to_dlpack function (consumers of bare capsules may expect a legacy one). */
+static int ic_dlpack_take(PyObject *capsule, const struct ic_dlpack_capsule *info, int watch,
+                          struct ic_export_record *rec, PyObject **ret_handle);
+
+static int ic_dlpack_take_as(PyObject *capsule, struct ic_export_record *rec, bool to_dlpack,
+                             PyObject **ret_handle)
 {
     struct ic_dlpack_capsule info;
     int watch = -1;
@@ -1745,11 +1752,23 @@ static int ic_dlpack_capsule_reference_consume(PyObject *capsule, struct ic_expo
     rec->export_calls++;
     snprintf(rec->request, sizeof(rec->request), "capsule");
     ic_dlpack_after_export(capsule, NULL, NULL, rec, &info, &watch);
-    ic_dlpack_capsule_note_versioned(&info, rec);
+    if (to_dlpack)
+        ic_dlpack_capsule_note_versioned(&info, rec);
     if (info.readable)
         return ic_dlpack_take(capsule, &info, watch, rec, ret_handle);
     *ret_handle = Py_NewRef(capsule);
     return 0;
+}
+
+int ic_dlpack_take_capsule(PyObject *capsule, struct ic_export_record *rec, PyObject **ret_handle)
+{
+    return ic_dlpack_take_as(capsule, rec, false, ret_handle);
+}
+
+static int ic_dlpack_capsule_reference_consume(PyObject *capsule, struct ic_export_record *rec,
+                                               PyObject **ret_handle)
+{
+    return ic_dlpack_take_as(capsule, rec, true, ret_handle);
 }
 
 /* A CPU array asked for a stream must refuse (rule dlpack.cpu_stream). */

@@ -154,4 +154,17 @@ void ic_dlpack_watch_release(int id);
  * forwarded). */
 int ic_dlpack_watch_unmatched(void);
 
+/* interopcheck's consumer as a bare capsule's taker: validates the capsule and its tensor,
+ * watches the deleter, takes it (renames it used_*) and returns the import handle, whose
+ * release calls the deleter. Findings go to rec. */
+int ic_dlpack_take_capsule(PyObject *capsule, struct ic_export_record *rec, PyObject **ret_handle);
+
+/* interopcheck's consumer of the c_api variant (ic_dlpack_c_api.c): the table of
+ * type(target).__dlpack_c_exchange_api__ validated, the array exported through its
+ * managed_tensor_from_py_object_no_sync and taken as a versioned capsule is
+ * (ic_dlpack_take_capsule), compared with what __dlpack__ exports, and current_work_stream
+ * asked. A refusal is recorded as the producer's (rec). IC_EPYTHON, with an exception set,
+ * where this build's DLPack header predates the C exchange API. */
+int ic_dlpack_c_api_consume(PyObject *target, struct ic_export_record *rec, PyObject **ret_handle);
+
 #endif

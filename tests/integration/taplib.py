@@ -67,6 +67,17 @@ def run_failing_selection(tap, binary, out, why, *args):
     return report, cases, case_expecter(tap, cases)
 
 
+def check_findings(tap, binary, report_path, report, culprit, rules, side):
+    """The findings of `culprit` under `rules` are exactly those, all charged to `side`, and
+    each one's reproducer reproduces."""
+    findings = [f for f in report["findings"] if f["culprit"] == culprit and f["rule"] in rules]
+    tap.ok(sorted(f["rule"] for f in findings) == sorted(rules) and
+           all(f["side"] == side for f in findings),
+           f"the findings of {culprit}: {', '.join(sorted(rules))}, the {side}'s", findings)
+    for finding in findings:
+        check_reproduces(tap, binary, report_path, finding)
+
+
 def check_reproduces(tap, binary, report_path, finding):
     """Runs a finding's reproducer: it must end REPRODUCED (`repro --run` exits 0 when it ran
     and reproduced)."""

@@ -1,0 +1,64 @@
+"""Integration test: the DLPack C exchange API (the dlpack protocol's c_api variant).
+
+interopcheck's own consumer imports through type(x).__dlpack_c_exchange_api__ of producers
+whose probe says they publish it. A test library's table (tests/probes/capilib.py) that exports
+what __dlpack__ exports passes (float32); one whose export is other memory fails
+dlpack.c_api_agrees (int32); a table of major version 2 fails dlpack.c_api_table (int16); one
+whose current_work_stream fails for the CPU fails dlpack.c_api_stream (uint8); all
+charged to the producer, with reproducers that reproduce. Where torch publishes the table, its
+c_api cases are run and pass on plain layouts.
+Usage: test_c_api.py INTEROPCHECK_BINARY
+"""
+import os
+import tempfile
+
+import taplib
+
+SELECTION = ("--producer", "capilib,torch,numpy", "--consumer", "interopcheck", "--protocol",
+             "dlpack", "--layout", "contiguous,flat", "--dtype", "float32,int32,int16,uint8")
+
+
+def check_cases(tap, cases, expect):
+    for layout in ("contiguous", "flat"):
+        prefix = "dlpack.capilib.interopcheck.cpu"
+        expect(f"{prefix}.float32.{layout}.c_api", "pass",
+               f"a table whose export agrees with __dlpack__ passes ({layout})",
+               checks={"contents": "pass", "lifetime": "pass"})
+        expect(f"{prefix}.int32.{layout}.c_api", "fail",
+               f"an export of other memory than __dlpack__'s fails ({layout})",
+               rule="dlpack.c_api_agrees", text="differ in the first element's address")
+        expect(f"{prefix}.int16.{layout}.c_api", "fail",
+               f"a table of major version 2 fails ({layout})", rule="dlpack.c_api_table",
+               text="the table's version is 2.0")
+        expect(f"{prefix}.uint8.{layout}.c_api", "fail",
+               f"a current_work_stream that fails for the array's device fails ({layout})",
+               rule="dlpack.c_api_stream", text="current_work_stream(1, 0) returned -1")
+    tap.ok(not any(c["id"].startswith("dlpack.numpy.") and c.get("variant") == "c_api"
+                   for c in cases.values()),
+           "a producer whose probe does not say it has the table gets no c_api cases")
+    torch_cases = [c for c in cases.values()
+                   if c["id"].startswith("dlpack.torch.") and c.get("variant") == "c_api"]
+    if torch_cases:
+        tap.ok(all(c["outcome"] == "pass" for c in torch_cases),
+               f"torch's {len(torch_cases)} c_api cases pass on plain layouts",
+               [c for c in torch_cases if c["outcome"] != "pass"][:2])
+    else:
+        tap.skip("this torch publishes no __dlpack_c_exchange_api__")
+
+
+def main(tap, args):
+    # capilib's reproducers make its arrays through the probe file itself
+    root = taplib.source_root()
+    os.environ["CAPILIB_DIR"] = os.path.join(root, "tests", "probes")
+    os.environ["CAPILIB_KIT"] = os.path.join(root, "probes")
+    with tempfile.TemporaryDirectory() as workdir:
+        out = os.path.join(workdir, "c_api.json")
+        report, cases, expect = taplib.run_failing_selection(
+            tap, args[0], out, "a C exchange API table broke its rules", *SELECTION)
+        check_cases(tap, cases, expect)
+        taplib.check_findings(tap, args[0], out, report, "capilib",
+                              ["dlpack.c_api_agrees", "dlpack.c_api_stream", "dlpack.c_api_table"],
+                              "producer")
+
+if __name__ == "__main__":
+    taplib.main(main)
