@@ -142,6 +142,46 @@ def dlpack_c_api(cls):
     return {"c_api": True} if hasattr(cls, "__dlpack_c_exchange_api__") else {}
 
 
+def c_api_import(cls, obj):
+    """Imports `obj` through the DLPack C exchange API of `cls` (the consumer library's array
+    type): a versioned capsule from obj.__dlpack__, taken (renamed used_*) and handed to the
+    table's managed_tensor_to_py_object_no_sync, which owns the tensor from then on. A legacy
+    capsule is refused with BufferError: the C API takes DLManagedTensorVersioned only."""
+    import ctypes
+
+    api = ctypes.pythonapi
+    get_name = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.py_object)(("PyCapsule_GetName", api))
+    get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+        ("PyCapsule_GetPointer", api))
+    set_name = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
+        ("PyCapsule_SetName", api))
+    dec_ref = ctypes.PYFUNCTYPE(None, ctypes.c_void_p)(("Py_DecRef", api))
+    to_py = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p))
+
+    table = cls.__dlpack_c_exchange_api__
+    functions = ctypes.cast(get_pointer(table, b"dlpack_exchange_api"),
+                            ctypes.POINTER(ctypes.c_void_p))
+    # header (version: two uint32, prev_api: a pointer), allocator, from_py_object, to_py_object
+    to_py_object = to_py(functions[4])
+    try:
+        capsule = obj.__dlpack__(max_version=(1, 3))
+    except TypeError:  # a producer older than max_version: the spec's retry
+        capsule = obj.__dlpack__()
+    if get_name(capsule) != b"dltensor_versioned":
+        raise BufferError("the DLPack C exchange API imports DLManagedTensorVersioned only; the "
+                          "producer answered with a legacy capsule")
+    managed = get_pointer(capsule, b"dltensor_versioned")
+    set_name(capsule, b"used_dltensor_versioned")
+    out = ctypes.c_void_p()
+    rc = to_py_object(managed, ctypes.byref(out))  # a failure raises the exception it set
+    if rc != 0 or not out.value:
+        raise RuntimeError(f"managed_tensor_to_py_object_no_sync returned {rc} and no array, "
+                           "with no exception set")
+    array = ctypes.cast(out, ctypes.py_object).value
+    dec_ref(out.value)  # the table's new reference; `array` holds its own
+    return array
+
+
 def imports(calls, *, zero_copy, readonly, typed=True, devices=None):
     """load()'s import entries: each protocol of `calls` ({protocol: call}) with the same flags
     (README.md, "load()"). `devices` defaults to the CPU there; merge entries with `|` where the
@@ -200,7 +240,8 @@ def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtyp
     left out that `missing` does not name. Both lists come out in the driver's order.
     `compute` is the "compute" entry of a probe with compute() (compute_info()).
     `from_dlpack_keywords` names the keywords ("copy", "device") the library's DLPack import
-    takes, as from_dlpack does: consume() is then also called with them. `lazy_views` says the
+    takes, as from_dlpack does: consume() is then also called with them; "c_api" says it also
+    imports through its own DLPack C exchange API (consume(..., c_api=True): c_api_import). `lazy_views` says the
     library builds LAZY_VIEW_LAYOUTS; without it they are left out, with LAZY_VIEW_NOTE.
     """
     missing = dict(missing or {})

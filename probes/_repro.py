@@ -12,6 +12,7 @@ A generated script prints what it sees, then ends with one line and an exit stat
 `interopcheck repro --run` relies on that line. The script never needs interopcheck.
 """
 
+import inspect
 import json
 import re
 
@@ -452,6 +453,12 @@ class Script:
     def consume_expr(self, obj="obj"):
         """The consumer's import, with the keyword the case's variant passed (from_copy and
         the like; the device as the probe's REPRO `device` spells it, "cpu" by default)."""
+        if self.variant == "from_c_api":
+            cls = self.consumer.get("c_api_type")
+            if not cls:
+                raise NotImplementedError(f"{self.consumer_name} has no c_api_type in its REPRO")
+            self.need("c_api")
+            return f"c_api_import({cls}, {obj})"
         keyword = FROM_KEYWORDS.get(self.variant)
         if self.variant == "from_device":
             keyword = f"device={self.consumer.get('device', repr(self.device))}"
@@ -496,6 +503,9 @@ class Script:
             blocks.append(DLPACK_HELPER.strip("\n"))
         if "deleter" in self.helpers:
             blocks.append(DELETER_HELPER.strip("\n"))
+        if "c_api" in self.helpers:
+            # the import through a library's own table, as the probe kit runs it
+            blocks.append(inspect.getsource(_probekit.c_api_import).strip("\n"))
         blocks.append("\n".join(self.build_lines() + self.body))
         return "\n\n\n".join(blocks[:3]) + "\n\n\n" + "\n\n\n".join(blocks[3:]) + "\n"
 

@@ -31,6 +31,7 @@ REPRO = {
         "buffer": "torch.frombuffer({obj}, dtype={dtype})",
     },
     "pointer": "{y}.data_ptr()",
+    "c_api_type": "torch.Tensor",
     "compute": _probekit.scalar_identity_repro,
     **_probekit.ITEM_REPRO,
 }
@@ -71,7 +72,8 @@ def load():
         | _probekit.imports({"buffer": "torch.frombuffer(obj, dtype=dtype)"}, **shares,
                             typed=False),
         compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
-        from_dlpack_keywords=("copy", "device"),
+        from_dlpack_keywords=("copy", "device")
+        + (("c_api",) if hasattr(torch.Tensor, "__dlpack_c_exchange_api__") else ()),
     )
 
 
@@ -130,6 +132,8 @@ def export(x, protocol):
 
 
 def consume(obj, protocol, dtype, **keywords):
+    if keywords.pop("c_api", False):
+        return _probekit.c_api_import(torch.Tensor, obj)
     if protocol == "buffer":
         return torch.frombuffer(obj, dtype=getattr(torch, dtype))
     if protocol == "cuda_array_interface":

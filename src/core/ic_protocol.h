@@ -111,6 +111,8 @@ enum ic_protocol {
       "the producer's kernel still writes the array when the consumer imports it")                 \
     X(DL_C_API, "c_api", IC_PROTOCOL_DLPACK, IC_APPLIES_C_API, IC_ON_ANY, true, true,              \
       "type(x).__dlpack_c_exchange_api__: its table, its export, agreement with __dlpack__")       \
+    X(FROM_C_API, "from_c_api", IC_PROTOCOL_DLPACK, IC_APPLIES_C_API_KEYWORD, IC_ON_ANY, false,    \
+      true, "the consumer imports a versioned capsule through its own C exchange API table")       \
     X(FROM_COPY, "from_copy", -1, IC_APPLIES_COPY_KEYWORD, IC_ON_ANY, false, false,                \
       "the import called with copy=True (from_dlpack(x, copy=True)): memory of its own")           \
     X(FROM_NO_COPY, "from_no_copy", -1, IC_APPLIES_COPY_KEYWORD, IC_ON_ANY, false, false,          \
@@ -135,6 +137,7 @@ enum ic_applies {
     IC_APPLIES_COPY_KEYWORD,   /* library consumers whose import takes copy= */
     IC_APPLIES_DEVICE_KEYWORD, /* library consumers whose import takes device= */
     IC_APPLIES_C_API, /* interopcheck's consumer, of producers whose export says "c_api" */
+    IC_APPLIES_C_API_KEYWORD, /* library consumers whose import takes c_api=True */
 };
 
 enum ic_variant {

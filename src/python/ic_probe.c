@@ -604,6 +604,8 @@ static PyObject *ic_consume_keywords(const struct ic_case *c)
         return Py_BuildValue("{s:O}", "copy", Py_False);
     case IC_VARIANT_FROM_COPY_NONE:
         return Py_BuildValue("{s:O}", "copy", Py_None);
+    case IC_VARIANT_FROM_C_API:
+        return Py_BuildValue("{s:O}", "c_api", Py_True);
     case IC_VARIANT_FROM_DEVICE:
         if (c->device.kind == IC_KIND_CPU)
             snprintf(device, sizeof(device), "cpu");

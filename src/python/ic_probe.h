@@ -114,7 +114,8 @@ PyObject *ic_probe_export(struct ic_probe *probe, PyObject *array, enum ic_proto
 
 /* consume(obj, protocol, dtype, **keywords): the consumer's import of `obj` for case `c`; a
  * consumer-keyword variant (from_copy, from_no_copy, from_copy_none, from_device) passes
- * copy= or device= as from_dlpack takes them (probes/README.md). New reference, or NULL with
+ * copy= or device= as from_dlpack takes them, and from_c_api passes c_api=True: import
+ * through the library's own DLPack C exchange API table (probes/README.md). New reference, or NULL with
  * what it raised in exc. */
 PyObject *ic_probe_consume(struct ic_probe *probe, PyObject *obj, const struct ic_case *c,
                            struct ic_py_exc *exc);

@@ -6,7 +6,10 @@ what __dlpack__ exports passes (float32); one whose export is other memory fails
 dlpack.c_api_agrees (int32); a table of major version 2 fails dlpack.c_api_table (int16); one
 whose current_work_stream fails for the CPU fails dlpack.c_api_stream (uint8); all
 charged to the producer, with reproducers that reproduce. Where torch publishes the table, its
-c_api cases are run and pass on plain layouts.
+c_api cases are run and pass on plain layouts. As a consumer (the from_c_api variant), a
+library imports through its own table's managed_tensor_to_py_object_no_sync: capilib's
+releases float32 tensors and leaks int32 ones (dlpack.deleter_once, the consumer's); torch's
+imports of NumPy's arrays pass.
 Usage: test_c_api.py INTEROPCHECK_BINARY
 """
 import os
@@ -14,8 +17,9 @@ import tempfile
 
 import taplib
 
-SELECTION = ("--producer", "capilib,torch,numpy", "--consumer", "interopcheck", "--protocol",
-             "dlpack", "--layout", "contiguous,flat", "--dtype", "float32,int32,int16,uint8")
+SELECTION = ("--producer", "capilib,torch,numpy", "--consumer", "interopcheck,capilib,torch",
+             "--protocol", "dlpack", "--layout", "contiguous,flat", "--dtype",
+             "float32,int32,int16,uint8")
 
 
 def check_cases(tap, cases, expect):
@@ -33,14 +37,24 @@ def check_cases(tap, cases, expect):
         expect(f"{prefix}.uint8.{layout}.c_api", "fail",
                f"a current_work_stream that fails for the array's device fails ({layout})",
                rule="dlpack.c_api_stream", text="current_work_stream(1, 0) returned -1")
+    expect("dlpack.numpy.capilib.cpu.float32.flat.from_c_api", "pass",
+           "a consumer's own table that takes the tensor and releases it passes",
+           checks={"contents": "pass", "lifetime": "pass"})
+    expect("dlpack.numpy.capilib.cpu.int32.flat.from_c_api", "fail",
+           "a consumer's table that never releases the tensor leaks it: dlpack.deleter_once",
+           rule="dlpack.deleter_once", text="its deleter was never called")
     tap.ok(not any(c["id"].startswith("dlpack.numpy.") and c.get("variant") == "c_api"
                    for c in cases.values()),
            "a producer whose probe does not say it has the table gets no c_api cases")
     torch_cases = [c for c in cases.values()
-                   if c["id"].startswith("dlpack.torch.") and c.get("variant") == "c_api"]
+                   if (c["id"].startswith("dlpack.torch.interopcheck.") and
+                       c.get("variant") == "c_api") or
+                   (c["id"].startswith("dlpack.numpy.torch.") and
+                    c.get("variant") == "from_c_api")]
     if torch_cases:
         tap.ok(all(c["outcome"] == "pass" for c in torch_cases),
-               f"torch's {len(torch_cases)} c_api cases pass on plain layouts",
+               f"torch's {len(torch_cases)} cases through its table pass (as the producer, and "
+               "as the consumer of NumPy's arrays)",
                [c for c in torch_cases if c["outcome"] != "pass"][:2])
     else:
         tap.skip("this torch publishes no __dlpack_c_exchange_api__")
@@ -59,6 +73,10 @@ def main(tap, args):
         taplib.check_findings(tap, args[0], out, report, "capilib",
                               ["dlpack.c_api_agrees", "dlpack.c_api_stream", "dlpack.c_api_table"],
                               "producer")
+        imports = {"findings": [f for f in report["findings"]
+                                if ".from_c_api" in f.get("example", "")]}
+        taplib.check_findings(tap, args[0], out, imports, "capilib", ["dlpack.deleter_once"],
+                              "consumer")
 
 if __name__ == "__main__":
     taplib.main(main)

@@ -10,6 +10,11 @@ takes NumPy's own versioned export. What the table does, by dtype:
   int16     arrays of another type, whose table says version 2.0        -> fail (dlpack.c_api_table)
   uint8     arrays of a type whose current_work_stream returns -1       -> fail (dlpack.c_api_stream)
 
+As a consumer it imports through its own table (the from_c_api variant): its
+managed_tensor_to_py_object_no_sync hands the tensor to NumPy, which calls the deleter when done;
+for int32 it copies the values out and never releases the tensor (dlpack.deleter_once, a leak,
+the consumer's).
+
 It is loaded only with --probe-dir tests/probes; the built-in probe set never sees it.
 """
 
@@ -35,6 +40,7 @@ class Table(ctypes.Structure):
 
 
 _FROM_PY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p))
+_TO_PY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p))
 _STREAM = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int32,
                            ctypes.POINTER(ctypes.c_void_p))
 _UNUSED = ctypes.CFUNCTYPE(ctypes.c_int)
@@ -51,6 +57,37 @@ def _from_py_object(py_object, out):
     capsule = source.__dlpack__(max_version=(1, 3))
     out[0] = _testkit.capsule_pointer(capsule, b"dltensor_versioned")
     _testkit.capsule_rename(capsule, b"used_dltensor_versioned")  # the managed tensor is ours
+    return 0
+
+
+class _Holder:
+    """Hands NumPy the capsule made around the tensor the table was given."""
+
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack__(self, **kwargs):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+@_TO_PY
+def _to_py_object(managed, out):
+    tensor = _testkit.DLManagedTensorVersioned.from_address(managed).dl_tensor
+    if tensor.dtype.code == 0 and tensor.dtype.bits == 32:
+        # the bug, for int32: the values copied out, the tensor never released
+        count = 1
+        for i in range(tensor.ndim):
+            count *= tensor.shape[i]
+        data = ctypes.string_at(tensor.data + tensor.byte_offset, 4 * count)
+        array = _testkit.np.frombuffer(data, dtype="int32").copy()
+    else:
+        capsule = _testkit.capsule_new(managed, b"dltensor_versioned", None)
+        array = _testkit.np.from_dlpack(_Holder(capsule))
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(array))  # the new reference `out` hands over
+    out[0] = id(array)
     return 0
 
 
@@ -73,7 +110,7 @@ def _unused():
 def _table(major, stream=_current_work_stream):
     table = Table(Version(major, 0), None, ctypes.cast(_unused, ctypes.c_void_p),
                   ctypes.cast(_from_py_object, ctypes.c_void_p),
-                  ctypes.cast(_unused, ctypes.c_void_p), None,
+                  ctypes.cast(_to_py_object, ctypes.c_void_p), None,
                   ctypes.cast(stream, ctypes.c_void_p))
     _kept.append(table)
     return _testkit.capsule_new(ctypes.addressof(table), b"dlpack_exchange_api", None)
@@ -98,6 +135,7 @@ def load():
     info = _testkit.load_numpy_dlpack("CapiArray.__dlpack__", dtypes=["float32", "int32", "int16", "uint8"],
                                       layouts=["contiguous", "flat"])
     info["exports"]["dlpack"]["c_api"] = True
+    info["imports"]["dlpack"] = dict(info["imports"]["dlpack"], keywords=["c_api"])
     return info
 
 
@@ -109,7 +147,9 @@ def build(data, dtype, ops, readonly=False):
 describe = _testkit.describe
 
 
-def consume(obj, protocol, dtype):
+def consume(obj, protocol, dtype, c_api=False):
+    if c_api:
+        return _probekit.c_api_import(CapiArray, obj)
     return _testkit.np.from_dlpack(obj)
 
 
@@ -121,4 +161,6 @@ REPRO = {
     "ns": "np",
     "build": lambda dtype, ops, readonly: [
         f"x = capilib.build(np.array(values, dtype=np.{dtype}).tobytes(), {dtype!r}, {ops!r})"],
+    "consume": {"dlpack": "np.from_dlpack({obj})"},
+    "c_api_type": "capilib.CapiArray",
 }
