@@ -794,8 +794,22 @@ def _escape(text):
     return text.replace("{", "{{").replace("}", "}}").replace('"', "'")
 
 
+# What a producer of another era answers, in the legacy_only and versioned_only variants
+_ERA_LINES = {
+    "legacy_only": [
+        "        newer = [k for k in (\"max_version\", \"dl_device\", \"copy\") if k in kwargs]",
+        "        if newer:  # a producer older than max_version",
+        "            raise TypeError(f\"__dlpack__() got an unexpected keyword argument "
+        "'{newer[0]}'\")"],
+    "versioned_only": [
+        "        if \"max_version\" not in kwargs:  # a producer of versioned capsules only",
+        "            raise BufferError(\"this producer exports versioned capsules only\")"],
+}
+
+
 def _spy(s):
-    """A stand-in for the producer's array that records the consumer's __dlpack__ calls."""
+    """A stand-in for the producer's array that records the consumer's __dlpack__ calls (and
+    answers as a producer of another era would, in the variants that play one)."""
     s.line("calls = []",
            "",
            "",
@@ -807,6 +821,7 @@ def _spy(s):
            "",
            "    def __dlpack__(self, **kwargs):",
            "        calls.append(kwargs)",
+           *_ERA_LINES.get(s.variant, []),
            "        return x.__dlpack__(**kwargs)",
            "",
            "")

@@ -113,6 +113,10 @@ enum ic_protocol {
       "type(x).__dlpack_c_exchange_api__: its table, its export, agreement with __dlpack__")       \
     X(FROM_C_API, "from_c_api", IC_PROTOCOL_DLPACK, IC_APPLIES_C_API_KEYWORD, IC_ON_ANY, false,    \
       true, "the consumer imports a versioned capsule through its own C exchange API table")       \
+    X(DL_LEGACY_ONLY, "legacy_only", IC_PROTOCOL_DLPACK, IC_APPLIES_LIBRARY, IC_ON_ANY, false,     \
+      true, "a producer older than max_version: any keyword raises TypeError, a retry works")      \
+    X(DL_VERSIONED_ONLY, "versioned_only", IC_PROTOCOL_DLPACK, IC_APPLIES_LIBRARY, IC_ON_ANY,      \
+      false, true, "a producer of versioned capsules only: __dlpack__() raises BufferError")       \
     X(FROM_COPY, "from_copy", -1, IC_APPLIES_COPY_KEYWORD, IC_ON_ANY, false, false,                \
       "the import called with copy=True (from_dlpack(x, copy=True)): memory of its own")           \
     X(FROM_NO_COPY, "from_no_copy", -1, IC_APPLIES_COPY_KEYWORD, IC_ON_ANY, false, false,          \
@@ -138,6 +142,7 @@ enum ic_applies {
     IC_APPLIES_DEVICE_KEYWORD, /* library consumers whose import takes device= */
     IC_APPLIES_C_API, /* interopcheck's consumer, of producers whose export says "c_api" */
     IC_APPLIES_C_API_KEYWORD, /* library consumers whose import takes c_api=True */
+    IC_APPLIES_LIBRARY,       /* every library consumer (a producer the proxy plays) */
 };
 
 enum ic_variant {

@@ -59,6 +59,8 @@ static bool ic_variant_applies(const struct ic_variant_info *variant, enum ic_pr
         return !consumer && ic_library_export_flag(producer, protocol, "c_api");
     case IC_APPLIES_C_API_KEYWORD:
         return consumer && ic_library_import_takes(consumer, protocol, "c_api");
+    case IC_APPLIES_LIBRARY:
+        return consumer != NULL;
     }
     return false;
 }

@@ -1205,6 +1205,33 @@ static PyObject *ic_dlpack_call_producer(PyObject *target, const char *name, PyO
     return result;
 }
 
+/* The legacy_only and versioned_only variants: the proxy answers as a producer of another
+ * era would, before the real producer is asked. True, with the exception set, when it
+ * refused: a producer that predates max_version rejects the keywords DLPack 1.0 added
+ * (max_version, dl_device, copy; stream is older) with TypeError, and the consumer is to
+ * retry without them; one that has dropped legacy capsules refuses a request without
+ * max_version with BufferError (allowed since DLPack's 2025 revision). */
+static bool ic_dlpack_proxy_plays_old(const struct ic_export_record *rec, PyObject *kwargs,
+                                      bool asks_max_version)
+{
+    static const char *const newer[] = {"max_version", "dl_device", "copy"};
+    for (size_t i = 0; rec->variant == IC_VARIANT_DL_LEGACY_ONLY && kwargs &&
+                       PyDict_Check(kwargs) && i < sizeof(newer) / sizeof(newer[0]);
+         i++) {
+        if (PyDict_GetItemString(kwargs, newer[i])) {
+            PyErr_Format(PyExc_TypeError,
+                         "__dlpack__() got an unexpected keyword argument '%s'", newer[i]);
+            return true;
+        }
+    }
+    if (rec->variant == IC_VARIANT_DL_VERSIONED_ONLY && !asks_max_version) {
+        PyErr_SetString(PyExc_BufferError,
+                        "this producer exports versioned capsules only: ask with max_version");
+        return true;
+    }
+    return false;
+}
+
 static PyObject *ic_dlpack_proxy_dlpack(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     struct ic_proxy *proxy = (struct ic_proxy *)self;
@@ -1222,6 +1249,13 @@ static PyObject *ic_dlpack_proxy_dlpack(PyObject *self, PyObject *args, PyObject
         else if (rec->dl_max_version_refused)
             rec->dl_retried = true;
         ic_dlpack_note_taken(proxy->last_export, rec);
+    }
+    if (rec && ic_dlpack_proxy_plays_old(rec, kwargs, asks_max_version)) {
+        if (ic_py_peek(&exc)) {
+            ic_export_producer_raised(rec, &exc);
+            rec->dl_max_version_refused = asks_max_version && exc.type_error;
+        }
+        return NULL;
     }
     struct ic_dlpack_request req;
     struct ic_dlpack_device reported = {0};

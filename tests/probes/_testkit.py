@@ -85,6 +85,19 @@ class RefusingArray(CpuArray):
         return self.array.__dlpack__(stream=stream, max_version=max_version)
 
 
+class CapsuleHolder:
+    """Hands NumPy's from_dlpack a capsule the test library holds, as a CPU export."""
+
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack__(self, **kwargs):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
 def build(data, dtype, ops, readonly=False):
     """build() of a library whose arrays are NumPy's own."""
     return numpy_array(data, dtype, ops)

@@ -60,19 +60,6 @@ def _from_py_object(py_object, out):
     return 0
 
 
-class _Holder:
-    """Hands NumPy the capsule made around the tensor the table was given."""
-
-    def __init__(self, capsule):
-        self.capsule = capsule
-
-    def __dlpack__(self, **kwargs):
-        return self.capsule
-
-    def __dlpack_device__(self):
-        return (1, 0)
-
-
 @_TO_PY
 def _to_py_object(managed, out):
     tensor = _testkit.DLManagedTensorVersioned.from_address(managed).dl_tensor
@@ -85,7 +72,7 @@ def _to_py_object(managed, out):
         array = _testkit.np.frombuffer(data, dtype="int32").copy()
     else:
         capsule = _testkit.capsule_new(managed, b"dltensor_versioned", None)
-        array = _testkit.np.from_dlpack(_Holder(capsule))
+        array = _testkit.np.from_dlpack(_testkit.CapsuleHolder(capsule))
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(array))  # the new reference `out` hands over
     out[0] = id(array)
     return 0
