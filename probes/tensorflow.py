@@ -39,7 +39,6 @@ REPRO = {
     "export": {"dlpack_capsule": "tf.experimental.dlpack.to_dlpack(x)"},
     "consume": {
         "dlpack_capsule": "tf.experimental.dlpack.from_dlpack({obj})",
-        "dlpack": "tf.experimental.dlpack.from_dlpack({obj}.__dlpack__())",
         "array_interface": "tf.constant({obj})",
         "array": "tf.constant({obj})",
     },
@@ -68,11 +67,8 @@ def load():
         exports=_probekit.exports("dlpack", dlpack_capsule="tf.experimental.dlpack.to_dlpack(x)")
         | _probekit.exports("buffer", "array", devices=["cpu"]),
         # Its docstring: "The returned tensor uses the memory shared by dlpack capsules".
-        # from_dlpack takes capsules only, and legacy ones only ("dltensor"): another library's
-        # array reaches it as a TensorFlow user passes it, obj.__dlpack__() without max_version
         imports=_probekit.imports(
-            {"dlpack_capsule": "tf.experimental.dlpack.from_dlpack(capsule)",
-             "dlpack": "tf.experimental.dlpack.from_dlpack(obj.__dlpack__())"},
+            {"dlpack_capsule": "tf.experimental.dlpack.from_dlpack(capsule)"},
             zero_copy=True, readonly="always", devices=devices)
         # tf.constant reads the interfaces into a new tensor
         | _probekit.imports({"array_interface": "tf.constant(obj)", "array": "tf.constant(obj)"},
@@ -123,8 +119,6 @@ def export(x, protocol):
 def consume(obj, protocol, dtype):
     if protocol == "dlpack_capsule":
         return tf.experimental.dlpack.from_dlpack(obj)
-    if protocol == "dlpack":
-        return tf.experimental.dlpack.from_dlpack(obj.__dlpack__())
     return tf.constant(obj)
 
 
