@@ -164,6 +164,8 @@ def check_lifetime_second_look(tap, binary, probes, workdir):
                "hostile_memory", "--protocol", "dlpack", "--dtype", "bool", "--layout",
                "contiguous,flat", "-o", out, "-q")
     for case in taplib.load_report(out)["cases"]:
+        if case.get("variant") in ("legacy_only", "versioned_only"):
+            continue  # a producer of another era: the consumer's own request fails first
         note = case.get("checks", {}).get("lifetime", {}).get("note", "")
         tap.ok(case["outcome"] == "fail" and case.get("side") == "consumer" and
                "called 2 times" in note and "never called" in note,

@@ -554,6 +554,14 @@ def check_edited_report(tap, binary, browser, run_json, workdir):
     tap.diag(f"edited report drawn in {time.monotonic() - started:.2f} s")
     browser.click(cell_button("dlpack", "numpy", "torch"))
     selector = '#panel details.case[data-id="dlpack.numpy.torch.cpu.float32.flat"]'
+    # the cell's cases come a page at a time: show pages until the case is there
+    browser.js(f"""(() => {{
+        for (let i = 0; i < 100 && !document.querySelector({json.dumps(selector)}); i++) {{
+            const more = document.querySelector('#panel button.more');
+            if (!more) break;
+            more.click();
+        }}
+    }})()""")
     browser.click(selector + " > summary")
     state = browser.js(f"""(() => {{
         const d = document.querySelector({json.dumps(selector)});

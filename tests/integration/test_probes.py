@@ -483,22 +483,47 @@ def check_description(d, dtype, shape_expected):
     return problems
 
 
-def check_memory(mem, shape, base_indices, data, itemsize, source_range):
-    """Elements of mem against the base pattern; returns problems."""
+def _flip_sign(element, at):
+    """The element with the sign bit of its little-endian float at byte `at` (its last byte)
+    flipped: the negation of an IEEE float or bfloat16, NaN patterns aside."""
+    raw = bytearray(element)
+    raw[at] ^= 0x80
+    return bytes(raw)
+
+
+def value_view_bytes(dtype, element, op):
+    """What a neg_view or conj_view array's memory holds for a base element: its negation
+    (conjugation); dtypes without one (bool, the unsigned ones; real dtypes for conj) as is."""
+    n = len(element)
+    if dtype.startswith("complex"):
+        half = n // 2
+        if op == "conj_view":
+            return element[:half] + _flip_sign(element[half:], half - 1)
+        return _flip_sign(element[:half], half - 1) + _flip_sign(element[half:], half - 1)
+    if op == "conj_view" or dtype == "bool" or dtype.startswith("uint"):
+        return element
+    if dtype.startswith("int"):
+        value = int.from_bytes(element, "little", signed=True)
+        return ((-value) % (1 << (8 * n))).to_bytes(n, "little")
+    return _flip_sign(element, n - 1)
+
+
+def check_memory(mem, shape, base_indices, data, itemsize, source_range, held=None):
+    """Elements of mem against the base pattern (`held` maps a base element's bytes to what
+    the memory holds: lazy value views); returns problems."""
     problems = []
     if list(mem.shape) != list(shape):
         return [f"shape {list(mem.shape)}, expected {list(shape)}"]
     elements = mem.elements()
-    wrong = [
-        k for k, (_, got) in enumerate(elements)
-        if got != data[base_indices[k] * itemsize:(base_indices[k] + 1) * itemsize]
-    ]
+    held = held or (lambda element: element)
+    want = [held(data[i * itemsize:(i + 1) * itemsize]) for i in base_indices]
+    wrong = [k for k, (_, got) in enumerate(elements) if got != want[k]]
     if wrong:
         k = wrong[0]
         problems.append(
             f"{len(wrong)} of {len(elements)} elements differ; first at C index {k}: "
-            f"{elements[k][1].hex()} instead of base element {base_indices[k]} "
-            f"{data[base_indices[k] * itemsize:(base_indices[k] + 1) * itemsize].hex()}"
+            f"{elements[k][1].hex()} instead of {want[k].hex()} (base element "
+            f"{base_indices[k]})"
         )
     if mem.contents is None and elements:
         # A view of one base allocation puts base element i at base + i * itemsize.
@@ -536,7 +561,10 @@ def run_layout(probe, info, layout, results):
             try:
                 mem = Memory(d, itemsize)
                 found += mem.problems
-                found += check_memory(mem, shape, base_indices, data, itemsize, source_range)
+                view = ops[-1][0] if ops and ops[-1][0] in ("neg_view", "conj_view") else None
+                held = (lambda e, dt=dtype, op=view: value_view_bytes(dt, e, op)) if view else None
+                found += check_memory(mem, shape, base_indices, data, itemsize, source_range,
+                                      held)
                 if readonly and mem.readonly is not True:
                     found.append(f"built read-only but describes readonly={mem.readonly!r}")
             except Exception as e:

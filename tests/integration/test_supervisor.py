@@ -271,7 +271,7 @@ def check_many_probes(tap, binary, workdir):
                       "lib_000,lib_299", "--protocol", "dlpack", "--dtype", "float32",
                       "--layout", "flat", "-o", out, "-q")
     cases = case_ids(out) if os.path.exists(out) else {}
-    ran = [k for k, v in cases.items() if v == "pass"]
+    ran = [k for k, v in cases.items() if v == "pass" and k.count(".") == 5]  # no variant
     tap.ok(proc.returncode == 0 and len(ran) == 600 and
            all(f"dlpack.{n}.lib_299.cpu.float32.flat" in cases for n in names),
            f"a run naming all 300 as producers runs every pair ({len(ran)} passes)",
