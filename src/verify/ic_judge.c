@@ -561,6 +561,14 @@ static bool ic_check_export_contents(struct ic_case_state *st, struct ic_result 
                        "the exporter ignored the contiguity the request asks for; %s returned "
                        "bytes that are not the array in C order, though it has no strides (%s)",
                        rec->request, note);
+    else if (ic_layout_is_value_view(ic_layout_info(st->c->layout)))
+        /* The array's memory holds the negated (conjugated) elements under a flag: an export
+         * of that memory without resolving the flag hands out other values. */
+        ic_result_fail(res, IC_CHECK_CONTENTS, IC_RULE_EXCHANGE_CONTENTS, IC_SIDE_PRODUCER,
+                       "%s: the array is a lazy %s view, whose memory holds the %s elements "
+                       "under a flag, and the export carries that memory without resolving it",
+                       note, st->c->layout == IC_LAYOUT_NEG_VIEW ? "negation" : "conjugation",
+                       st->c->layout == IC_LAYOUT_NEG_VIEW ? "negated" : "conjugated");
     else
         ic_result_fail(res, IC_CHECK_CONTENTS, IC_RULE_EXCHANGE_CONTENTS, IC_SIDE_PRODUCER, "%s",
                        note);
