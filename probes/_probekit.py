@@ -6,7 +6,9 @@ staging arrays, pyarrow for Arrow buffers) is handed the module by the probe tha
 """
 
 import builtins
+import functools
 import sys
+import types
 
 
 def sibling(probe_file, name):
@@ -142,6 +144,23 @@ def dlpack_c_api(cls):
     return {"c_api": True} if hasattr(cls, "__dlpack_c_exchange_api__") else {}
 
 
+@functools.cache
+def _capsule_api():
+    """ctypes prototypes of the capsule API and Py_DecRef, made once: ctypes.pythonapi's own
+    functions are shared by every library in the process, so their argtypes are not ours."""
+    import ctypes
+
+    api = ctypes.pythonapi
+    return types.SimpleNamespace(
+        get_name=ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.py_object)(("PyCapsule_GetName", api)),
+        get_pointer=ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+            ("PyCapsule_GetPointer", api)),
+        set_name=ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
+            ("PyCapsule_SetName", api)),
+        dec_ref=ctypes.PYFUNCTYPE(None, ctypes.c_void_p)(("Py_DecRef", api)),
+        to_py=ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)))
+
+
 def c_api_import(cls, obj):
     """Imports `obj` through the DLPack C exchange API of `cls` (the consumer library's array
     type): a versioned capsule from obj.__dlpack__, taken (renamed used_*) and handed to the
@@ -149,14 +168,9 @@ def c_api_import(cls, obj):
     capsule is refused with BufferError: the C API takes DLManagedTensorVersioned only."""
     import ctypes
 
-    api = ctypes.pythonapi
-    get_name = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.py_object)(("PyCapsule_GetName", api))
-    get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
-        ("PyCapsule_GetPointer", api))
-    set_name = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
-        ("PyCapsule_SetName", api))
-    dec_ref = ctypes.PYFUNCTYPE(None, ctypes.c_void_p)(("Py_DecRef", api))
-    to_py = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p))
+    capi = _capsule_api()
+    get_name, get_pointer, set_name = capi.get_name, capi.get_pointer, capi.set_name
+    dec_ref, to_py = capi.dec_ref, capi.to_py
 
     table = cls.__dlpack_c_exchange_api__
     functions = ctypes.cast(get_pointer(table, b"dlpack_exchange_api"),

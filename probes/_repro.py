@@ -505,7 +505,9 @@ class Script:
             blocks.append(DELETER_HELPER.strip("\n"))
         if "c_api" in self.helpers:
             # the import through a library's own table, as the probe kit runs it
-            blocks.append(inspect.getsource(_probekit.c_api_import).strip("\n"))
+            blocks.append("import functools\nimport types\n\n\n" + "\n\n".join(
+                inspect.getsource(f).strip("\n")
+                for f in (_probekit._capsule_api, _probekit.c_api_import)))
         blocks.append("\n".join(self.build_lines() + self.body))
         return "\n\n\n".join(blocks[:3]) + "\n\n\n" + "\n\n\n".join(blocks[3:]) + "\n"
 

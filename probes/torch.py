@@ -47,6 +47,7 @@ def load():
         torch.cuda.is_available(),
         "torch.cuda.is_available() is False: no CUDA driver or device here")
     shares = {"zero_copy": True, "readonly": False}
+    c_api = _probekit.dlpack_c_api(torch.Tensor)
     return _probekit.load_info(
         torch.__version__,
         lazy_views=True,
@@ -56,8 +57,7 @@ def load():
         | gpu_notes,
         exports=_probekit.exports("dlpack", dlpack_capsule="torch.utils.dlpack.to_dlpack(x)")
         # torch.Tensor publishes the DLPack C exchange API (torch 2.10 and later)
-        | {"dlpack": {"call": _probekit.EXPORT_CALLS["dlpack"],
-                      **_probekit.dlpack_c_api(torch.Tensor)}}
+        | {"dlpack": {"call": _probekit.EXPORT_CALLS["dlpack"], **c_api}}
         # __array__ calls .numpy(), which CUDA tensors refuse
         | _probekit.exports("array", devices=["cpu"])
         | _probekit.exports("cuda_array_interface", devices=["cuda"]),
@@ -72,8 +72,7 @@ def load():
         | _probekit.imports({"buffer": "torch.frombuffer(obj, dtype=dtype)"}, **shares,
                             typed=False),
         compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
-        from_dlpack_keywords=("copy", "device")
-        + (("c_api",) if hasattr(torch.Tensor, "__dlpack_c_exchange_api__") else ()),
+        from_dlpack_keywords=("copy", "device") + (("c_api",) if c_api else ()),
     )
 
 

@@ -473,7 +473,9 @@ static void ic_stage_owner_released(struct ic_case_state *st)
     Py_CLEAR(st->export_obj);
     ic_described_release(&st->produced);
     Py_CLEAR(st->array);
-    ic_py_collect(false);
+    /* Most arrays go with their last reference: a collection only for one still alive. */
+    if (ic_py_weak_alive(st->array_ref))
+        ic_py_collect(false);
     if (ic_py_weak_alive(st->array_ref))
         ic_py_collect(true); /* a cycle through an older generation */
     rec->lifetime_checked = true;
