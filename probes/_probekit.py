@@ -118,6 +118,7 @@ EXPORT_CALLS = {
     "cuda_array_interface": "x.__cuda_array_interface__",
     "arrow": "x.__arrow_c_array__",
     "arrow_device": "x.__arrow_c_device_array__",
+    "arrow_stream": "x.__arrow_c_stream__",
 }
 
 # The protocols a NumPy-style asarray(obj) imports: the NumPy interfaces and the buffer protocol.
@@ -732,6 +733,38 @@ ARROW_MISSING = {
 # The layouts of a 1-D Arrow column (pyarrow.Array, a nanoarrow CArray, a polars Series): a
 # unit-step slice is a view with an offset; nothing else is.
 ARROW_COLUMN_LAYOUTS = ("flat", "offset", "empty")
+
+
+def column_slice(x, ops, length, what):
+    """build()'s layout ops for a 1-D column whose only view is a unit-step slice: `x` sliced
+    by `x.slice(start, length)` for each op (`length` is len of a column); any other op raises
+    NotImplementedError naming `what`."""
+    for name, arg in ops:
+        if name != "slice" or len(arg) != 1:
+            raise NotImplementedError(f"{what} cannot express {name} {arg} as a view")
+        start, stop, step = builtins.slice(*arg[0]).indices(length(x))
+        if step != 1:
+            raise NotImplementedError(f"{what} cannot slice with step {step} as a view")
+        x = x.slice(start, max(stop - start, 0))
+    return x
+
+
+def column_slice_repro(what):
+    """REPRO's `slice` line of a column whose one view is x.slice(offset, length)."""
+    def line(triples):
+        ((start, stop, step),) = triples
+        if step not in (None, 1) or start is None or stop is None or not 0 <= start <= stop:
+            raise NotImplementedError(f"{what} cannot express slice {triples} as a view")
+        return f"x = x.slice({start}, {stop - start})"
+    return line
+
+
+def arrow_bytes_description(values, dtype):
+    """describe() of an Arrow column with nothing to point at (bit-packed booleans, or several
+    chunks joined into a temporary copy), from the NumPy array of its elements that the
+    library's own API made: their bytes, in order."""
+    return {"bytes": values.tobytes(), "shape": [len(values)], "dtype": dtype,
+            "readonly": True, "device": list(CPU)}
 
 
 def arrow_column_info(version, *, column, missing=None, **rest):

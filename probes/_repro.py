@@ -181,6 +181,7 @@ ONLY_PROTOCOL = {
     "arrow": _only("__arrow_c_array__", _METHOD.format(name="__arrow_c_array__")),
     "arrow_device": _only("__arrow_c_device_array__",
                           _METHOD.format(name="__arrow_c_device_array__")),
+    "arrow_stream": _only("__arrow_c_stream__", _METHOD.format(name="__arrow_c_stream__")),
 }
 
 # --- Values the script builds its array from --------------------------------------------------
@@ -541,8 +542,9 @@ def _reference_request(s, result):
         s.line(f"{result} = x.__array__({args})")
     elif s.protocol == "dlpack_capsule":
         s.line(f"{result} = {s.export_expr()}")
-    elif s.protocol in ("arrow", "arrow_device"):
-        method = {"arrow": "__arrow_c_array__", "arrow_device": "__arrow_c_device_array__"}
+    elif s.protocol in ("arrow", "arrow_device", "arrow_stream"):
+        method = {"arrow": "__arrow_c_array__", "arrow_device": "__arrow_c_device_array__",
+                  "arrow_stream": "__arrow_c_stream__"}
         s.line(f"{result} = x.{method[s.protocol]}()")
     else:
         attr = {"array_interface": "__array_interface__", "array_struct": "__array_struct__",
@@ -1086,9 +1088,33 @@ def array_result(s):
                f'not_reproduced("the result is {s.dtype}")')
 
 
+def arrow_stream(s):
+    """An Arrow stream that cannot be read to its end: pyarrow, a third library, reads it."""
+    s.line("import pyarrow as pa",
+           f"obj = {s.export_expr()}",
+           "try:",
+           "    seen = pa.chunked_array(obj)  # get_schema, then get_next to the end",
+           "except Exception as exc:",
+           f'    reproduced(f"{s.producer_name}\'s Arrow stream could not be read: '
+           '{type(exc).__name__}: {exc}")',
+           'print("read:", seen.to_pylist())',
+           'not_reproduced("the stream was read to its end")')
+
+
 def export_contents(s):
     """A DLPack export that holds other values than the producer's array: the export read by
-    NumPy, a third library, next to the values the array holds."""
+    NumPy, a third library, next to the values the array holds; an Arrow stream read by
+    pyarrow."""
+    if s.protocol == "arrow_stream" and s.device == "cpu":
+        s.line("import pyarrow as pa", *s.expected_lines(),
+               f"seen = pa.chunked_array({s.export_expr()}).to_pylist()")
+        s.line('print("the array holds:", expected)',
+               'print("its stream holds:", seen)',
+               "if seen != expected:",
+               f'    reproduced("{s.producer_name}\'s Arrow stream holds other values than '
+               'the array")',
+               'not_reproduced("the stream holds the array\'s values")')
+        return
     if s.protocol not in ("dlpack", "dlpack_capsule") or s.device != "cpu":
         raise NotImplementedError(f"no reproducer reads a {s.protocol} export on {s.device} yet")
     s.line("import numpy as np", *s.expected_lines())
@@ -1188,6 +1214,7 @@ RULES = {
     "array.readonly": array_result,
     "array.copy_true": array_result,
     "array.no_copy": array_result,
+    "arrow.stream": arrow_stream,
 }
 
 

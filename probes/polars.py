@@ -1,8 +1,8 @@
-"""Polars Series, as a consumer of the Arrow PyCapsule interface.
+"""Polars Series, over the Arrow PyCapsule interface.
 
-Polars exports Arrow only as a stream (__arrow_c_stream__), which interopcheck does not test
-yet, so it is a consumer here: pl.Series(obj) imports an object that offers __arrow_c_array__
-and keeps the producer's buffers. A Series is one 1-D column (only the `flat`, `offset` and
+Polars exports Arrow as a stream (__arrow_c_stream__, the arrow_stream protocol), and
+pl.Series(obj) imports an object that offers __arrow_c_array__ or __arrow_c_stream__ and keeps
+the producer's buffers. A Series is one 1-D column (only the `flat`, `offset` and
 `empty` layouts) of no complex or bfloat16 type, and immutable (always read-only). build() makes
 a Series of its own copy, for the probe tests.
 """
@@ -20,7 +20,7 @@ REPRO = {
     "ns": "pl",
     "build": "pl.Series(np.array(values, dtype={dtype}))",
     **_probekit.NUMPY_DTYPES_REPRO,
-    "consume": {"arrow": "pl.Series({obj})"},
+    "consume": {"arrow": "pl.Series({obj})", "arrow_stream": "pl.Series({obj})"},
     "tolist": "{y}.to_list()",
     "dtype": "str({y}.to_numpy().dtype)",
     "shape": "({y}.len(),)",
@@ -36,10 +36,12 @@ def load():
     return _probekit.arrow_column_info(
         pl.__version__,
         column="a polars Series",
-        exports={},
-        # pl.Series takes __arrow_c_array__ objects and keeps their buffers (polars #17693)
-        imports=_probekit.imports({"arrow": "polars.Series(obj)"}, zero_copy=True,
-                                  readonly="always"),
+        exports=_probekit.exports("arrow_stream"),
+        # pl.Series takes __arrow_c_array__ and __arrow_c_stream__ objects and keeps their
+        # buffers (polars #17693)
+        imports=_probekit.imports({"arrow": "polars.Series(obj)",
+                                   "arrow_stream": "polars.Series(obj)"},
+                                  zero_copy=True, readonly="always"),
         # y * 1 is no operation to polars: it hands back the same buffer
         compute=_probekit.compute_info("y.reverse().reverse()"),
     )
@@ -49,20 +51,18 @@ def build(data, dtype, ops, readonly=False):
     import numpy as np
 
     x = pl.Series(_probekit.numpy_from_bytes(np, data, dtype).copy())
-    for name, arg in ops:
-        if name != "slice" or len(arg) != 1:
-            raise NotImplementedError(f"a Series cannot express {name} {arg} as a view")
-        start, stop, step = slice(*arg[0]).indices(x.len())
-        if step != 1:
-            raise NotImplementedError(f"a Series cannot slice with step {step} as a view")
-        x = x.slice(start, max(stop - start, 0))
-    return x
+    return _probekit.column_slice(x, ops, pl.Series.len, "a Series")
 
 
 def describe(x):
     # to_arrow() is the Series' own buffer (zero-copy for one chunk), with its offset
+    if x.n_chunks() > 1:
+        x = x.rechunk()  # a stream's several arrays: joined into one buffer the Series keeps
     arrow = x.to_arrow()
     dtype = _probekit.arrow_dtype_name(arrow.type)
+    if dtype == "bool":
+        # bit-packed: no byte per element to point at; the elements go over as bytes
+        return _probekit.arrow_bytes_description(x.to_numpy(), dtype)
     data = arrow.buffers()[1]
     address = data.address + arrow.offset * _probekit.ITEMSIZE[dtype] if len(arrow) else 0
     return _probekit.pointer_description(address, [len(arrow)], None, dtype, True)

@@ -18,14 +18,6 @@ pa = None
 DTYPES = _probekit.dtypes_except("bool", "bfloat16", "complex64", "complex128")
 
 
-def _repro_slice(triples):
-    """The reproducer's line for build()'s one view: Array.slice, offset and length."""
-    ((start, stop, step),) = triples
-    if step not in (None, 1) or start is None or stop is None or not 0 <= start <= stop:
-        raise NotImplementedError(f"pyarrow.Array cannot express slice {triples} as a view")
-    return f"x = x.slice({start}, {stop - start})"
-
-
 # How a reproducer spells pyarrow.Array (probes/README.md, "Reproducers"). pyarrow.array
 # copies the list into Arrow-allocated memory, as build() does with the bytes; the buffer import
 # types the exporter's memory with the dtype named, like consume().
@@ -34,19 +26,22 @@ REPRO = {
     "ns": "pa",
     "build": "pa.array(values, type={dtype})",
     "dtype_name": "{ns}.{dtype}()",
-    **_probekit.repro_views(slice=_repro_slice),
+    **_probekit.repro_views(slice=_probekit.column_slice_repro("pyarrow.Array")),
     "make_readonly": "# pyarrow arrays are immutable: x is read-only as it is",
     "consume": {
         "buffer": ("pa.Array.from_buffers({dtype}, (buf := pa.py_buffer({obj})).size // "
                    "{dtype}.byte_width, [None, buf])"),
         "arrow": "pa.array({obj})",
         "arrow_device": "pa.array({obj})",
+        "arrow_stream": "pa.chunked_array({obj})",
     },
+    "export": {"arrow_stream": "pa.chunked_array([x])"},
     "tolist": "{y}.to_pylist()",
     "dtype": _probekit.ARROW_DTYPE_REPRO,
     "shape": "(len({y}),)",
     "pointer": "{y}.buffers()[1].address + {y}.offset * {y}.type.byte_width",
-    "compute": "pc.multiply({y}, pa.scalar(1, {y}.type))",
+    "compute": lambda dtype: ("pc.or_({y}, pa.scalar(False))" if dtype == "bool"
+                              else "pc.multiply({y}, pa.scalar(1, {y}.type))"),
     "extra_imports": {"pc.": "import pyarrow.compute as pc"},
 }
 
@@ -65,7 +60,8 @@ def load():
             "reversed": "pyarrow.Array has no strides: a reversed slice copies (take)",
             "broadcast": "pyarrow.Array has no strides: no zero-stride broadcast",
         },
-        exports=_probekit.exports("dlpack", "array", "arrow", "arrow_device"),
+        exports=_probekit.exports("dlpack", "array", "arrow", "arrow_device",
+                                  arrow_stream="pyarrow.chunked_array([x]).__arrow_c_stream__"),
         # pyarrow.py_buffer wraps the exporter's memory without a copy (documented as
         # zero-copy); Array.from_buffers then types it with the dtype the caller names. An
         # Array is immutable whatever the buffer under it allows.
@@ -74,10 +70,11 @@ def load():
             zero_copy=True, typed=False, readonly="always")
         # pyarrow.array moves the C data interface's structs and wraps the producer's buffers
         # (pyarrow's docs on the PyCapsule interface)
-        | _probekit.imports({"arrow": "pyarrow.array(obj)", "arrow_device": "pyarrow.array(obj)"},
+        | _probekit.imports({"arrow": "pyarrow.array(obj)", "arrow_device": "pyarrow.array(obj)",
+                             "arrow_stream": "pyarrow.chunked_array(obj)"},
                             zero_copy=True, readonly="always"),
         compute=_probekit.compute_info(
-            "pyarrow.compute.multiply(y, pyarrow.scalar(1, y.type))",
+            "pyarrow.compute.multiply(y, pyarrow.scalar(1, y.type)) (or_(y, False) for bool)",
             missing={"float16": "pyarrow.compute has no kernels for halffloat"}),
     )
 
@@ -92,24 +89,32 @@ def build(data, dtype, ops, readonly=False):
     buf = _probekit.arrow_copy(pa, data)
     n = len(data) // _probekit.ITEMSIZE[dtype]
     x = pa.Array.from_buffers(_type(dtype), n, [None, buf])
-    for name, arg in ops:
-        if name != "slice" or len(arg) != 1:
-            raise NotImplementedError(f"pyarrow.Array cannot express {name} {arg} as a view")
-        start, stop, step = slice(*arg[0]).indices(len(x))
-        if step != 1:
-            raise NotImplementedError(f"pyarrow.Array cannot slice with step {step} as a view")
-        x = x.slice(start, max(stop - start, 0))
-    return x
+    return _probekit.column_slice(x, ops, len, "pyarrow.Array")
 
 
 def describe(x):
+    dtype = _probekit.arrow_dtype_name(x.type)
+    if isinstance(x, pa.ChunkedArray):
+        if x.num_chunks != 1:
+            # a stream's import of several arrays (or none): their elements, joined, as bytes
+            return _probekit.arrow_bytes_description(x.to_numpy(), dtype)
+        x = x.chunk(0)
+    if dtype == "bool":
+        # bit-packed: no byte per element to point at; the elements go over as bytes
+        return _probekit.arrow_bytes_description(x.to_numpy(zero_copy_only=False), dtype)
     data = x.buffers()[1]
     address = 0 if data is None else data.address + x.offset * x.type.byte_width
-    dtype = _probekit.arrow_dtype_name(x.type)
     return _probekit.pointer_description(address, [len(x)], None, dtype, True)
 
 
+def export(x, protocol):
+    # an Array offers no stream itself: a ChunkedArray of it, one chunk, does
+    return pa.chunked_array([x]) if protocol == "arrow_stream" else x
+
+
 def consume(obj, protocol, dtype):
+    if protocol == "arrow_stream":
+        return pa.chunked_array(obj)
     if protocol in ("arrow", "arrow_device"):
         return pa.array(obj)
     buf = pa.py_buffer(obj)
@@ -121,4 +126,6 @@ def compute(y):
     # make the integer kernels widen to int64
     import pyarrow.compute as pc
 
+    if pa.types.is_boolean(y.type):  # a stream's bit-packed booleans: the logical identity
+        return pc.or_(y, pa.scalar(False))
     return pc.multiply(y, pa.scalar(1, y.type))

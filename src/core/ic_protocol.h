@@ -48,7 +48,11 @@ typedef struct _object PyObject; /* no Python.h here: most of the tool is plain 
     X(ARROW_DEVICE, "arrow_device", "6.3",                                                         \
       "__arrow_c_device_array__: ArrowSchema and ArrowDeviceArray capsules (the C device data "    \
       "interface)",                                                                                \
-      ic_arrow_device_ops)
+      ic_arrow_device_ops)                                                                         \
+    X(ARROW_STREAM, "arrow_stream", "6",                                                           \
+      "__arrow_c_stream__: an ArrowArrayStream capsule, read to its end (the C stream "            \
+      "interface)",                                                                                \
+      ic_arrow_stream_ops)
 
 enum ic_protocol {
 #define IC_PROTOCOL_ENUM(e, id, section, summary, ops) IC_PROTOCOL_##e,
@@ -181,9 +185,12 @@ struct ic_export_record {
 
     /* DLPack requests of a library consumer: whether some __dlpack__ call passed max_version,
      * whether such a call was refused with TypeError, and whether a call without max_version
-     * followed that refusal (the spec's fallback for old producers). */
+     * followed that refusal (the spec's fallback for old producers). A refused call that also
+     * passed copy or dl_device (not None) carried a request of the consumer's user, which a
+     * call without keywords cannot honour: raising then is the consumer's choice (NumPy's). */
     bool dl_max_version_asked;
     bool dl_max_version_refused;
+    bool dl_refused_with_user_keywords;
     bool dl_retried;
 
     /* The consumer broke the C API while asking (it requested an export with a Python
@@ -191,6 +198,11 @@ struct ic_export_record {
      * producer's code then runs in a broken state, and what follows is the consumer's fault. */
     bool consumer_misuse;
     char consumer_misuse_text[200];
+
+    /* The producer the case's variant has the proxy play cannot be played over this one (a
+     * producer that predates max_version cannot answer with versioned capsules only): why,
+     * which makes the case unsupported, charged to no side. Empty otherwise. */
+    char unplayable[240];
 
     /* The first export, as parsed and validated in C. */
     bool have_view;

@@ -314,6 +314,10 @@ enum ic_severity_class {
       "Each struct is released exactly once: a consumer moves it out of its capsule and calls "    \
       "release when done, the capsule releases only what nobody moved, and the producer's "        \
       "release marks the struct released.")                                                        \
+    X(ARROW_STREAM, "arrow.stream", P, HARMFUL,                                                    \
+      "__arrow_c_stream__ returns a capsule named arrow_array_stream holding a live "              \
+      "ArrowArrayStream: get_schema and get_next succeed, get_next ends the stream with a "        \
+      "released array, and the stream's release marks it released.")                              \
     X(ARROW_DEVICE, "arrow.device", P, NONCONFORMANT,                                              \
       "An ArrowDeviceArray names a known device type and a device id >= 0 off the CPU; its "       \
       "reserved bytes are zero (non-zero ones are a warning).")                                    \
@@ -351,7 +355,8 @@ enum ic_severity_class {
       "requested_schema raises, of any type")                                                      \
     X("arrow_device", NULL, NULL, NULL,                                                            \
       "as for arrow; an unknown keyword is refused with NotImplementedError "                      \
-      "(arrow.device_keywords)")
+      "(arrow.device_keywords)")                                                                   \
+    X("arrow_stream", NULL, NULL, NULL, "as for arrow")
 
 struct ic_refusal_policy {
     const char *protocol;

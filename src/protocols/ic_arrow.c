@@ -27,7 +27,7 @@
 
 /* The dtype whose Arrow format (the dtype table's column) is `format`; INVALID for any other
  * type ("b" is Arrow's bit-packed boolean). */
-static enum ic_dtype ic_arrow_format_dtype(const char *format)
+enum ic_dtype ic_arrow_format_dtype(const char *format)
 {
     for (int d = IC_DTYPE_FIRST; d < IC_DTYPE_END; d++) {
         const char *spelled = ic_dtype_info((enum ic_dtype)d)->arrow;

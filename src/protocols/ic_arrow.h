@@ -77,6 +77,10 @@ int ic_arrow_check_device_structs(const void *schema_addr, const void *device_ad
                                   struct ic_view *ret_view, bool *ret_have_view, char *detail,
                                   size_t detail_size);
 
+/* The dtype whose Arrow format string is `format` (ic_dtype.h's arrow column); INVALID for
+ * any other type, such as "b", Arrow's bit-packed boolean. */
+enum ic_dtype ic_arrow_format_dtype(const char *format);
+
 /* Instruments the release callback of the struct at `addr` (an ArrowSchema when `is_schema`,
  * else an ArrowArray): *ret_id identifies its entry. IC_EFAULT when the struct cannot be read
  * or written, IC_EINVAL when it is released already (release is NULL), IC_ENOMEM. */

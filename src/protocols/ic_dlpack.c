@@ -1232,6 +1232,21 @@ static bool ic_dlpack_proxy_plays_old(const struct ic_export_record *rec, PyObje
     return false;
 }
 
+/* Whether a __dlpack__ call passed copy or dl_device with a value other than None: what the
+ * consumer's own user asked for, which a retry without keywords would drop. */
+static bool ic_dlpack_passes_user_keywords(PyObject *kwargs)
+{
+    static const char *const names[] = {"copy", "dl_device"};
+    if (!kwargs || !PyDict_Check(kwargs))
+        return false;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        PyObject *value = PyDict_GetItemString(kwargs, names[i]); /* borrowed */
+        if (value && value != Py_None)
+            return true;
+    }
+    return false;
+}
+
 static PyObject *ic_dlpack_proxy_dlpack(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     struct ic_proxy *proxy = (struct ic_proxy *)self;
@@ -1276,8 +1291,15 @@ static PyObject *ic_dlpack_proxy_dlpack(PyObject *self, PyObject *args, PyObject
     if (!capsule) {
         if (rec && ic_py_peek(&exc)) {
             ic_export_producer_raised(rec, &exc);
-            if (asks_max_version && exc.type_error)
+            if (asks_max_version && exc.type_error) {
                 rec->dl_max_version_refused = true;
+                rec->dl_refused_with_user_keywords = ic_dlpack_passes_user_keywords(kwargs);
+                if (rec->variant == IC_VARIANT_DL_VERSIONED_ONLY)
+                    snprintf(rec->unplayable, sizeof(rec->unplayable),
+                             "the producer predates max_version (%s: %s): it cannot play a "
+                             "producer of versioned capsules only",
+                             exc.type, exc.message);
+            }
         }
         goto cleanup; /* the producer's exception goes on to the consumer unchanged */
     }
@@ -1407,6 +1429,12 @@ static void ic_dlpack_observe_requests(struct ic_export_record *rec)
                       "the consumer called %s: without max_version a producer may only answer "
                       "with a legacy capsule",
                       rec->request);
+    else if (rec->dl_max_version_refused && !rec->dl_retried && rec->dl_refused_with_user_keywords)
+        ic_diag_warn(&rec->diag, IC_RULE_DLPACK_CONSUMER_RETRY,
+                     "the producer refused max_version with TypeError (%s: %s); the consumer "
+                     "did not call __dlpack__() again without it, which would have dropped the "
+                     "copy or dl_device its caller asked for: raising is its choice",
+                     rec->producer_exc_type, rec->producer_exc_message);
     else if (rec->dl_max_version_refused && !rec->dl_retried)
         ic_diag_error(&rec->diag, IC_RULE_DLPACK_CONSUMER_RETRY,
                       "the producer refused max_version with TypeError (%s: %s) and the consumer "

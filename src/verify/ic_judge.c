@@ -210,7 +210,13 @@ static void ic_judge_producer_refusal(struct ic_case_state *st, struct ic_result
                         exc.message, st->consumer_name);
         return;
     }
-    if (strcmp(rec->producer_exc_type, "TypeError") == 0 && keyword_variant && !st->consumer) {
+    /* A TypeError for a keyword the case's variant passes (our consumer's, or the user's copy
+     * or device a library consumer passed on) says the producer predates it: no refusal. A
+     * library consumer that could have asked again without max_version alone is charged. */
+    bool consumer_could_retry = st->consumer && rec->dl_max_version_refused && !rec->dl_retried &&
+                                !rec->dl_refused_with_user_keywords;
+    if (strcmp(rec->producer_exc_type, "TypeError") == 0 && keyword_variant &&
+        !consumer_could_retry) {
         ic_result_set(res, IC_OUTCOME_UNSUPPORTED,
                       "%s does not accept %s (%s: %s): it predates "
                       "these keywords",
@@ -471,6 +477,12 @@ static void ic_check_zero_copy(struct ic_case_state *st, struct ic_result *res)
     if (!st->produced.pointer_known || !e) {
         ic_result_check(res, IC_CHECK_ZERO_COPY, IC_CHECK_SKIP, "%s",
                         e ? "the producer has no pointer API" : "no export to locate");
+        return;
+    }
+    if (e->host_copy) {
+        ic_result_check(res, IC_CHECK_ZERO_COPY, IC_CHECK_SKIP,
+                        "the export is a copy the tester made of it (several Arrow arrays "
+                        "joined): where its elements lie is not known");
         return;
     }
     if (!ic_check_export_sharing(st, res, note, sizeof(note)))
@@ -1077,6 +1089,12 @@ static bool ic_unspellable(struct ic_case_state *st, struct ic_result *res)
 void ic_judge_exchange(struct ic_case_state *st, struct ic_result *res)
 {
     bool imported = st->imported != NULL;
+    if (st->rec.unplayable[0]) {
+        /* The variant's producer could not be played: nothing of this exchange is anyone's. */
+        ic_result_set(res, IC_OUTCOME_UNSUPPORTED, "%s", st->rec.unplayable);
+        st->refused = true;
+        return;
+    }
     if (imported && st->consumer && st->rec.producer_raised && !st->rec.have_view) {
         /* The producer refused every request, so whatever the consumer returned did not come
          * through the protocol (NumPy wraps such an object in a 0-d object array): the case

@@ -104,6 +104,7 @@ def main(tap, args):
         check_exit_statuses(tap, binary, probes, workdir)
         check_readonly(tap, binary, probes, workdir)
         check_arrow(tap, binary, probes, workdir)
+        check_arrow_stream(tap, binary, probes, workdir)
 
         # Two libraries that coexist only in one import order (as paddle and tensorflow do),
         # met by a fresh worker (after a crash) in the other order: the order is learned and
@@ -149,6 +150,17 @@ def check_readonly(tap, binary, probes, workdir):
     expect("array_interface.numpy.rolib.cpu.float64.flat", "pass")
 
 
+def _expecter(tap, cases):
+    """expect(case_id, outcome, rule, side, check): one TAP line on a case of `cases`."""
+    def expect(case_id, outcome, rule=None, side=None, check=None):
+        case = cases.get(case_id, {})
+        tap.ok(case.get("outcome") == outcome and case.get("rule") == rule and
+               case.get("side") == side and
+               (check is None or case.get("checks", {}).get(check, {}).get("status") == "fail"),
+               f"{case_id}: {outcome}{' under ' + rule + ' (' + side + ')' if rule else ''}", case)
+    return expect
+
+
 def check_arrow(tap, binary, probes, workdir):
     """The Arrow PyCapsule interface broken on each side (tests/probes/arrowlib.py), and
     pyarrow's own exchanges, which pass."""
@@ -160,12 +172,7 @@ def check_arrow(tap, binary, probes, workdir):
     tap.ok(proc.returncode == 1, "arrow: the broken exchanges fail: exit status 1", proc.stderr)
     cases = taplib.cases_by_id(taplib.load_report(out))
 
-    def expect(case_id, outcome, rule=None, side=None, check=None):
-        case = cases.get(case_id, {})
-        tap.ok(case.get("outcome") == outcome and case.get("rule") == rule and
-               case.get("side") == side and
-               (check is None or case.get("checks", {}).get(check, {}).get("status") == "fail"),
-               f"{case_id}: {outcome}{' under ' + rule + ' (' + side + ')' if rule else ''}", case)
+    expect = _expecter(tap, cases)
 
     for consumer in ("pyarrow", "interopcheck", "arrowlib"):
         expect(f"arrow.arrowlib.{consumer}.cpu.int32.flat", "fail", "arrow.buffers", "producer",
@@ -185,6 +192,46 @@ def check_arrow(tap, binary, probes, workdir):
     expect("arrow_device.arrowlib.interopcheck.cpu.float32.flat.unknown_keyword", "fail",
            "arrow.device_keywords", "producer", "export")
     expect("arrow_device.pyarrow.interopcheck.cpu.float32.flat.unknown_keyword", "pass")
+
+
+def check_arrow_stream(tap, binary, probes, workdir):
+    """Arrow streams broken on each side (tests/probes/streamlib.py), and pyarrow's and
+    polars' own, which pass; a failing stream's reproducer reproduces it."""
+    out = os.path.join(workdir, "arrow_stream.json")
+    os.environ["STREAMLIB_DIR"] = probes  # for the reproducer (streamlib's REPRO)
+    os.environ["STREAMLIB_KIT"] = os.path.join(os.path.dirname(os.path.dirname(probes)), "probes")
+    proc = taplib.run(binary, "--probe-dir", probes, "--producer", "streamlib,pyarrow,polars",
+                      "--consumer", "streamlib,pyarrow,polars,interopcheck", "--protocol",
+                      "arrow_stream", "--dtype", "float64,float32,int32,int16,uint8,uint16",
+                      "--layout", "flat", "-o", out, "-q")
+    tap.ok(proc.returncode == 1, "arrow_stream: the broken exchanges fail: exit status 1",
+           proc.stderr)
+    report = taplib.load_report(out)
+    taplib.record_rules(report)
+    cases = taplib.cases_by_id(report)
+
+    expect = _expecter(tap, cases)
+
+    for consumer in ("pyarrow", "polars", "interopcheck"):
+        expect(f"arrow_stream.streamlib.{consumer}.cpu.int32.flat", "fail", "arrow.stream",
+               "producer", "export")
+        expect(f"arrow_stream.streamlib.{consumer}.cpu.int16.flat", "fail", "exchange.contents",
+               "producer", "contents")
+        # 24 arrays of one element: joined and compared, their sharing not judged
+        expect(f"arrow_stream.streamlib.{consumer}.cpu.float32.flat", "pass")
+        expect(f"arrow_stream.streamlib.{consumer}.cpu.float64.flat", "pass")
+        for producer in ("pyarrow", "polars"):
+            expect(f"arrow_stream.{producer}.{consumer}.cpu.uint16.flat", "pass")
+            expect(f"arrow_stream.{producer}.{consumer}.cpu.uint8.flat", "pass")
+    expect("arrow_stream.pyarrow.streamlib.cpu.uint16.flat", "pass")
+    expect("arrow_stream.pyarrow.streamlib.cpu.uint8.flat", "fail", "arrow.release", "consumer",
+           "lifetime")
+    findings = {f["id"].rsplit(".", 1)[0]: f for f in report.get("findings", [])}
+    stream = findings.get("streamlib.arrow.stream")
+    tap.ok(stream is not None, "the failing stream is a finding: streamlib.arrow.stream",
+           sorted(findings))
+    if stream:
+        taplib.check_reproduces(tap, binary, out, stream)
 
 
 def check_exit_statuses(tap, binary, probes, workdir):

@@ -697,13 +697,27 @@ class OnlyArrowDevice(OnlyArrow):
 
 OnlyArrowDevice.__arrow_c_array__ = None  # offers the device method alone
 
+
+class OnlyArrowStream(_Only):
+    """The same elements as an Arrow stream of one array (a pyarrow ChunkedArray's), with no
+    __arrow_c_array__ for a consumer to take instead."""
+
+    def __init__(self, x):
+        import pyarrow
+
+        super().__init__(pyarrow.chunked_array([pyarrow.array(x.reshape(-1))]))
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        return self._x.__arrow_c_stream__(requested_schema)
+
 # The shape an import has, by protocol: Arrow arrays are 1-D.
-_SHAPES = {"arrow": [24], "arrow_device": [24]}
+_SHAPES = {"arrow": [24], "arrow_device": [24], "arrow_stream": [24]}
 
 # How the source array is offered to a consumer over each protocol ("array": any other)
 _OFFERS = {
     "arrow": OnlyArrow,
     "arrow_device": OnlyArrowDevice,
+    "arrow_stream": OnlyArrowStream,
     "dlpack": OnlyDLPack,
     "dlpack_capsule": lambda src: src.__dlpack__(),
     "array_interface": OnlyArrayInterface,
