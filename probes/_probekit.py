@@ -255,7 +255,8 @@ def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtyp
     left out that `missing` does not name. Both lists come out in the driver's order.
     `compute` is the "compute" entry of a probe with compute() (compute_info()).
     `from_dlpack_keywords` names the keywords ("copy", "device") the library's DLPack import
-    takes, as from_dlpack does: consume() is then also called with them; "c_api" says it also
+    takes, as from_dlpack does (keywords_taken() reads them from the function, so that an older
+    release is not called with keywords it predates): consume() is then also called with them; "c_api" says it also
     imports through its own DLPack C exchange API (consume(..., c_api=True): c_api_import). `lazy_views` says the
     library builds LAZY_VIEW_LAYOUTS; without it they are left out, with LAZY_VIEW_NOTE.
     """
@@ -286,6 +287,26 @@ def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtyp
     if from_dlpack_keywords:
         imports = imports | {"dlpack": imports["dlpack"] | {"keywords": list(from_dlpack_keywords)}}
     return info | {"exports": exports, "imports": imports}
+
+
+def keywords_taken(fn, names):
+    """The keywords of `names` that the function `fn` takes, in order: what a probe passes as
+    load_info()'s from_dlpack_keywords, so that an older release whose from_dlpack predates
+    copy= or device= is not called with them (and charged with the TypeError). Read from its
+    signature; one that takes **kwargs, or has no signature to read (a builtin), and whose
+    docstring does not show its parameters either, is taken to accept them all."""
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        head = (getattr(fn, "__doc__", None) or "").strip().split("\n", 1)[0]
+        if "(" not in head:
+            return tuple(names)
+        return tuple(n for n in names if f"{n}=" in head)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return tuple(names)
+    return tuple(n for n in names if n in params)
 
 
 # --- compute(): the consumer's own operation on an import (README.md, "compute(y)") -----------

@@ -853,6 +853,38 @@ def consumer_retry(s):
            'not_reproduced("the import succeeded")')
 
 
+def _capsule_holder(name, why):
+    """Lines of a class `name` whose __dlpack__ hands out the script's `capsule` (a CPU export),
+    with blank lines around it."""
+    return ["", "", f"class {name}:  # {why}", "    def __dlpack__(self, **kwargs):",
+            "        return capsule", "", "    def __dlpack_device__(self):",
+            "        return (1, 0)", "", ""]
+
+
+def consumer_used_capsule(s):
+    """The producer's capsule, renamed used_* as a consumer renames what it took, handed to the
+    consumer again: it must refuse it (another consumer owns the tensor)."""
+    s.line("import ctypes",
+           "try:",
+           "    capsule = x.__dlpack__(max_version=(1, 3))",
+           "except TypeError:  # a producer older than max_version",
+           "    capsule = x.__dlpack__()",
+           "get_name = ctypes.pythonapi.PyCapsule_GetName",
+           "get_name.argtypes, get_name.restype = [ctypes.py_object], ctypes.c_char_p",
+           "set_name = ctypes.pythonapi.PyCapsule_SetName",
+           "set_name.argtypes = [ctypes.py_object, ctypes.c_char_p]",
+           "used = b'used_' + get_name(capsule)",
+           "set_name(capsule, used)  # what a consumer does once it took the tensor",
+           *_capsule_holder("Exported", "hands the consumer the capsule a second time"),
+           "try:",
+           f"    y = {s.consume_expr('Exported()')}",
+           "except Exception as e:",
+           f'    not_reproduced(f"{s.consumer_name} refused the used capsule: '
+           '{type(e).__name__}: {e}")',
+           f'reproduced(f"{s.consumer_name} imported a capsule named {{used.decode()}}, which '
+           'another consumer owns")')
+
+
 def consumer_capsule_kind(s):
     _spy(s)
     s.need("dlpack")
@@ -1121,15 +1153,8 @@ def export_contents(s):
     if s.protocol == "dlpack":
         s.line("seen = np.from_dlpack(x).tolist()")
     else:
-        s.line(f"capsule = {s.export_expr()}", "",
-               "class Holder:  # hands NumPy the capsule to_dlpack made",
-               "    def __dlpack__(self, **kwargs):",
-               "        return capsule",
-               "",
-               "    def __dlpack_device__(self):",
-               "        return (1, 0)",
-               "",
-               "",
+        s.line(f"capsule = {s.export_expr()}",
+               *_capsule_holder("Holder", "hands NumPy the capsule to_dlpack made"),
                "seen = np.from_dlpack(Holder()).tolist()")
     s.line('print("the array holds:", expected)',
            'print("its export holds:", seen)',
@@ -1191,6 +1216,7 @@ RULES = {
     "dlpack.consumer_max_version": consumer_max_version,
     "dlpack.consumer_retry": consumer_retry,
     "dlpack.consumer_capsule_kind": consumer_capsule_kind,
+    "dlpack.consumer_used_capsule": consumer_used_capsule,
     "python.capi_exception": capi_exception,
     "dlpack.deleter_once": deleter_once,
     "exchange.compute": compute,

@@ -50,7 +50,7 @@ def load():
         imports=_probekit.numpy_asarray_imports("array_api_strict.from_dlpack(obj)",
                                                 "array_api_strict.asarray(obj)"),
         compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
-        from_dlpack_keywords=("copy", "device"),
+        from_dlpack_keywords=_probekit.keywords_taken(xp.from_dlpack, ("copy", "device")),
     )
 
 

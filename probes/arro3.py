@@ -3,12 +3,12 @@
 An arro3 Array is one 1-D column (only the `flat`, `offset` and `empty` layouts: slice() is a
 view), of Arrow's byte-per-element types (no bit-packed bool, no bfloat16 or complex), and
 immutable. It exports the Arrow PyCapsule interface (__arrow_c_array__) and __array__, and
-imports with Array.from_arrow(obj) (the C data interface, keeping the producer's buffers) and
-ChunkedArray.from_arrow(obj) (streams), Array.from_buffer(obj) (the buffer protocol, typed by the buffer's format; an N-D buffer becomes
-nested fixed-size lists, one per dimension). arro3 has no pointer
-API (Array.buffer() is not implemented for primitive arrays), so describe() hands over the
-elements' bytes: whether an import shares memory is then known from the export only. Its one
-kernel is take(), a gather, which compute() runs.
+imports with Array.from_arrow(obj) (the C data interface, keeping the producer's buffers),
+ChunkedArray.from_arrow(obj) (streams) and Array.from_buffer(obj) (the buffer protocol, typed by
+the buffer's format; an N-D buffer becomes nested fixed-size lists, one per dimension). arro3
+has no pointer API (Array.buffer() is not implemented for primitive arrays), so describe() hands
+over the elements' bytes: whether an import shares memory is then known from the export only.
+Its one kernel is take(), a gather, which compute() runs.
 """
 
 import _probekit

@@ -69,7 +69,7 @@ def load():
         | _probekit.imports(dict.fromkeys(_probekit.ASARRAY_PROTOCOLS, copied),
                             zero_copy=False, readonly="always"),
         compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
-        from_dlpack_keywords=("copy", "device"),
+        from_dlpack_keywords=_probekit.keywords_taken(jax.dlpack.from_dlpack, ("copy", "device")),
     )
 
 
@@ -93,13 +93,22 @@ def build(data, dtype, ops, readonly=False, device="cpu"):
     return x
 
 
+def _device_layout(x):
+    """x's device layout (major_to_minor, tiling), whichever JAX this is: x.format.layout since
+    JAX 0.6, x.layout.device_local_layout before (with the tiling as _tiling)."""
+    if hasattr(x, "format"):
+        layout = x.format.layout
+        return tuple(layout.major_to_minor), tuple(layout.tiling or ())
+    layout = x.layout.device_local_layout
+    return tuple(layout.major_to_minor), tuple(getattr(layout, "_tiling", None) or ())
+
+
 def describe(x):
     # An imported DLPack array can keep a non-row-major buffer (a transposed import), so the
     # strides come from the array's layout, not from its shape alone.
-    layout = x.format.layout
-    order = tuple(layout.major_to_minor)
-    if layout.tiling:
-        raise NotImplementedError(f"tiled layout {layout} has no strides")
+    order, tiling = _device_layout(x)
+    if tiling:
+        raise NotImplementedError(f"tiled layout {tiling} has no strides")
     strides = [0] * x.ndim
     step = x.dtype.itemsize
     for dim in reversed(order):

@@ -71,7 +71,7 @@ def load():
                                    "buffer": "mlx.core.asarray(obj)"},
                                   zero_copy=False, readonly=False),
         compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
-        from_dlpack_keywords=("copy",),
+        from_dlpack_keywords=_probekit.keywords_taken(mx.from_dlpack, ("copy",)),
     )
 
 

@@ -51,7 +51,7 @@ def load():
         exports=_probekit.exports("dlpack", "array_interface", "array_struct", "buffer", "array"),
         imports=_probekit.numpy_asarray_imports("numpy.from_dlpack(obj)", "numpy.asarray(obj)"),
         compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
-        from_dlpack_keywords=("copy", "device"),
+        from_dlpack_keywords=_probekit.keywords_taken(np.from_dlpack, ("copy", "device")),
     )
 
 

@@ -30,6 +30,10 @@ REPRO = {
         reshape="{x} = ort.OrtValue.ortvalue_from_numpy({x}.numpy().reshape({shape}))"),
     "consume": {"dlpack": "ort.OrtValue.from_dlpack({obj})",
                 "dlpack_capsule": "ort.OrtValue.from_dlpack({obj})"},
+    # x moved to 64-byte aligned memory, as build() makes it: some consumers copy otherwise
+    "align": ("_n = x.numpy(); _b = np.zeros(_n.nbytes + 64, np.uint8); "
+              "_a = _b[-_b.ctypes.data % 64:][:_n.nbytes].view(_n.dtype).reshape(_n.shape); "
+              "_a[...] = _n; x = ort.OrtValue.ortvalue_from_numpy(_a)"),
     "tolist": "{y}.numpy().tolist()",
     "dtype": "{y}.data_type()",
     "shape": "tuple({y}.shape())",

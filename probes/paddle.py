@@ -105,7 +105,7 @@ def load():
                                        missing=dict.fromkeys(("uint32", "uint64"), no_uint)),
         # No buffer import: paddle.to_tensor takes memoryview, bytes and NumPy arrays by
         # type, and refuses any other exporter of the buffer protocol with a TypeError.
-        from_dlpack_keywords=("copy", "device"),
+        from_dlpack_keywords=_probekit.keywords_taken(paddle.from_dlpack, ("copy", "device")),
     )
 
 

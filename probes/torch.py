@@ -72,7 +72,8 @@ def load():
         | _probekit.imports({"buffer": "torch.frombuffer(obj, dtype=dtype)"}, **shares,
                             typed=False),
         compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
-        from_dlpack_keywords=("copy", "device") + (("c_api",) if c_api else ()),
+        from_dlpack_keywords=_probekit.keywords_taken(torch.from_dlpack, ("copy", "device"))
+        + (("c_api",) if c_api else ()),
     )
 
 

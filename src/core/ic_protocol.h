@@ -121,6 +121,8 @@ enum ic_protocol {
       true, "a producer older than max_version: any keyword raises TypeError, a retry works")      \
     X(DL_VERSIONED_ONLY, "versioned_only", IC_PROTOCOL_DLPACK, IC_APPLIES_LIBRARY, IC_ON_ANY,      \
       false, true, "a producer of versioned capsules only: __dlpack__() raises BufferError")       \
+    X(DL_USED_CAPSULE, "used_capsule", IC_PROTOCOL_DLPACK, IC_APPLIES_LIBRARY, IC_ON_ANY, false,   \
+      false, "a capsule consumed already (named used_*), as if handed out twice: refused")         \
     X(FROM_COPY, "from_copy", -1, IC_APPLIES_COPY_KEYWORD, IC_ON_ANY, false, false,                \
       "the import called with copy=True (from_dlpack(x, copy=True)): memory of its own")           \
     X(FROM_NO_COPY, "from_no_copy", -1, IC_APPLIES_COPY_KEYWORD, IC_ON_ANY, false, false,          \
@@ -203,6 +205,12 @@ struct ic_export_record {
      * producer that predates max_version cannot answer with versioned capsules only): why,
      * which makes the case unsupported, charged to no side. Empty otherwise. */
     char unplayable[240];
+
+    /* The variant has the proxy hand the consumer an export it must refuse (a capsule used
+     * already): an import breaks consumer_refusal_rule, a refusal passes. */
+    bool consumer_refusal_required;
+    enum ic_rule consumer_refusal_rule;
+    char consumer_refusal_why[160];
 
     /* The first export, as parsed and validated in C. */
     bool have_view;

@@ -153,6 +153,9 @@ enum ic_severity_class {
       "__dlpack_device__() returns a 2-tuple of ints (device_type, device_id).")                   \
     X(DLPACK_DEVICE_MATCH, "dlpack.device_match", P, HARMFUL,                                      \
       "The tensor's device is __dlpack_device__(), or the dl_device the consumer asked for.")      \
+    X(DLPACK_CONSUMER_USED_CAPSULE, "dlpack.consumer_used_capsule", C, HARMFUL,                    \
+      "A consumer refuses a capsule named used_dltensor or used_dltensor_versioned: another "      \
+      "consumer owns that tensor and calls its deleter.")                                          \
     X(DLPACK_COPY_FLAG, "dlpack.copy_flag", P, NONCONFORMANT,                                      \
       "An export made by copying (copy=True) sets DLPACK_FLAG_BITMASK_IS_COPIED; one that shares " \
       "memory does not.")                                                                          \

@@ -1247,6 +1247,48 @@ static bool ic_dlpack_passes_user_keywords(PyObject *kwargs)
     return false;
 }
 
+/* The used_capsule variant: the proxy hands the consumer the producer's valid capsule, checked
+ * as the producer made it, renamed used_* as if another consumer had taken it already; the
+ * proxy then stands for that consumer and calls the deleter at finish if nobody did. */
+static void ic_dlpack_proxy_forges(PyObject *capsule, const struct ic_dlpack_capsule *info,
+                                   struct ic_export_record *rec)
+{
+    if (rec->variant != IC_VARIANT_DL_USED_CAPSULE || !info->usable || info->used)
+        return;
+    const char *used =
+        info->header.versioned ? IC_DLPACK_NAME_USED_VERSIONED : IC_DLPACK_NAME_USED_LEGACY;
+    if (PyCapsule_SetName(capsule, used) < 0) {
+        PyErr_Clear();
+        return;
+    }
+    rec->consumer_refusal_required = true;
+    rec->consumer_refusal_rule = IC_RULE_DLPACK_CONSUMER_USED_CAPSULE;
+    snprintf(rec->consumer_refusal_why, sizeof(rec->consumer_refusal_why),
+             "a capsule named %s (renamed by the tester, as if consumed already)", used);
+}
+
+/* used_capsule: the tester stands for the consumer that used the capsule, so it calls the
+ * deleter once the case is over, unless the consumer under test (wrongly) did. */
+static void ic_dlpack_release_forged_use(PyObject *capsule, struct ic_export_record *rec)
+{
+    const char *name = capsule && PyCapsule_CheckExact(capsule) ? PyCapsule_GetName(capsule)
+                                                               : NULL;
+    void *managed = name ? PyCapsule_GetPointer(capsule, name) : NULL;
+    struct ic_dlpack_watch_state state;
+    PyErr_Clear();
+    int id = managed ? ic_dlpack_watch_find(managed, rec->watch, rec->watch_count) : -1;
+    if (id < 0 || ic_dlpack_watch_state(id, &state) < 0 || state.calls > 0)
+        return;
+    bool versioned = strcmp(name, IC_DLPACK_NAME_USED_VERSIONED) == 0;
+    size_t at = versioned ? offsetof(DLManagedTensorVersioned, deleter)
+                          : offsetof(DLManagedTensor, deleter);
+    void (*deleter)(void *) = NULL;
+    if (ic_guard_copy(&deleter, (uintptr_t)managed + at, sizeof(deleter)) < 0 || !deleter)
+        return;
+    ic_dlpack_watch_mark_consumed(id);
+    deleter(managed);
+}
+
 static PyObject *ic_dlpack_proxy_dlpack(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     struct ic_proxy *proxy = (struct ic_proxy *)self;
@@ -1309,6 +1351,8 @@ static PyObject *ic_dlpack_proxy_dlpack(PyObject *self, PyObject *args, PyObject
         int watch;
         ic_dlpack_after_export(capsule, &req, &reported, rec, &info, &watch);
         withheld = info.unreadable;
+        if (!withheld)
+            ic_dlpack_proxy_forges(capsule, &info, rec);
     }
     /* Kept until finish(), so that an untaken capsule's destructor runs before the deleter
      * counts are read; a withheld one is only ever ours. */
@@ -1460,6 +1504,9 @@ static void ic_dlpack_finish(PyObject *obj, struct ic_export_record *rec)
         return;
     /* Let go of the last capsule, so that an unconsumed one is destroyed now and its
      * destructor's deleter call is counted below. */
+    if (ic_dlpack_is_proxy(obj) && rec->consumer_refusal_required &&
+        rec->consumer_refusal_rule == IC_RULE_DLPACK_CONSUMER_USED_CAPSULE)
+        ic_dlpack_release_forged_use(((struct ic_proxy *)obj)->last_export, rec);
     if (ic_dlpack_is_proxy(obj))
         Py_CLEAR(((struct ic_proxy *)obj)->last_export);
 

@@ -384,6 +384,14 @@ static bool ic_check_export_sharing(struct ic_case_state *st, struct ic_result *
             return false;
         }
         snprintf(note, size, "copied as asked");
+    } else if (export_shares && rec->copy_flagged && ic_facts(st)->silent_copy_rule) {
+        ic_result_fail(res, IC_CHECK_ZERO_COPY, ic_facts(st)->silent_copy_rule,
+                       IC_SIDE_PRODUCER,
+                       "the export says it is a copy (IS_COPIED) but points at the producer's "
+                       "data (0x%llx): a consumer that takes it for memory of its own writes "
+                       "into the producer's array",
+                       (unsigned long long)p->data);
+        return false;
     } else if (rec->no_copy_required && !export_shares) {
         ic_result_fail(res, IC_CHECK_ZERO_COPY, ic_facts(st)->no_copy_rule, IC_SIDE_PRODUCER,
                        "%s forbade a copy but the export is at 0x%llx, the producer's data at "
@@ -1086,6 +1094,23 @@ static bool ic_unspellable(struct ic_case_state *st, struct ic_result *res)
     return true;
 }
 
+/* The proxy handed the consumer an export it must refuse (ic_protocol.h): a refusal, of any
+ * exception, passes; an import breaks the record's rule. */
+static void ic_judge_required_consumer_refusal(struct ic_case_state *st, struct ic_result *res,
+                                               bool imported)
+{
+    const struct ic_export_record *rec = &st->rec;
+    if (imported)
+        ic_result_fail(res, IC_CHECK_IMPORT, rec->consumer_refusal_rule, IC_SIDE_CONSUMER,
+                       "%s imported %s, which it must refuse", st->consumer_name,
+                       rec->consumer_refusal_why);
+    else if (st->consumer_raised)
+        ic_result_check(res, IC_CHECK_IMPORT, IC_CHECK_PASS, "%s refused %s: %s: %s",
+                        st->consumer_name, rec->consumer_refusal_why, st->consumer_exc.type,
+                        st->consumer_exc.message);
+    st->refused = true;
+}
+
 void ic_judge_exchange(struct ic_case_state *st, struct ic_result *res)
 {
     bool imported = st->imported != NULL;
@@ -1110,6 +1135,10 @@ void ic_judge_exchange(struct ic_case_state *st, struct ic_result *res)
     ic_check_export(st, res);
     if (ic_unspellable(st, res))
         return;
+    if (st->rec.consumer_refusal_required && st->consumer) {
+        ic_judge_required_consumer_refusal(st, res, imported);
+        return;
+    }
     ic_check_import(st, res, imported);
     if (!imported)
         return;
