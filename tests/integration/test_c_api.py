@@ -63,8 +63,8 @@ def check_cases(tap, cases, expect):
 def main(tap, args):
     # capilib's reproducers make its arrays through the probe file itself
     root = taplib.source_root()
-    os.environ["CAPILIB_DIR"] = os.path.join(root, "tests", "probes")
-    os.environ["CAPILIB_KIT"] = os.path.join(root, "probes")
+    os.environ["TESTLIB_DIR"] = os.path.join(root, "tests", "probes")
+    os.environ["TESTLIB_KIT"] = os.path.join(root, "probes")
     with tempfile.TemporaryDirectory() as workdir:
         out = os.path.join(workdir, "c_api.json")
         report, cases, expect = taplib.run_failing_selection(

@@ -16,8 +16,8 @@ import taplib
 
 def main(tap, args):
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    os.environ["NEGOLIB_DIR"] = os.path.join(root, "tests", "probes")  # for the reproducers
-    os.environ["NEGOLIB_KIT"] = os.path.join(root, "probes")
+    os.environ["TESTLIB_DIR"] = os.path.join(root, "tests", "probes")  # for the reproducers
+    os.environ["TESTLIB_KIT"] = os.path.join(root, "probes")
     with tempfile.TemporaryDirectory() as workdir:
         out = os.path.join(workdir, "negotiation.json")
         report, cases, expect = taplib.run_failing_selection(

@@ -198,8 +198,8 @@ def check_arrow_stream(tap, binary, probes, workdir):
     """Arrow streams broken on each side (tests/probes/streamlib.py), and pyarrow's and
     polars' own, which pass; a failing stream's reproducer reproduces it."""
     out = os.path.join(workdir, "arrow_stream.json")
-    os.environ["STREAMLIB_DIR"] = probes  # for the reproducer (streamlib's REPRO)
-    os.environ["STREAMLIB_KIT"] = os.path.join(os.path.dirname(os.path.dirname(probes)), "probes")
+    os.environ["TESTLIB_DIR"] = probes  # for the reproducer (streamlib's REPRO)
+    os.environ["TESTLIB_KIT"] = os.path.join(os.path.dirname(os.path.dirname(probes)), "probes")
     proc = taplib.run(binary, "--probe-dir", probes, "--producer", "streamlib,pyarrow,polars",
                       "--consumer", "streamlib,pyarrow,polars,interopcheck", "--protocol",
                       "arrow_stream", "--dtype", "float64,float32,int32,int16,uint8,uint16",

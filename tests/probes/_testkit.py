@@ -56,6 +56,31 @@ def numpy_array(data, dtype, ops):
     return _probekit.apply_ops(_probekit.numpy_from_bytes(np, data, dtype), ops)
 
 
+def self_repro(name, *imports):
+    """REPRO's import and build of a test library whose reproducers make arrays through the
+    library's own file: the script puts its directory and probes/ (for _probekit) on sys.path
+    from TESTLIB_DIR and TESTLIB_KIT, which the tests set, loads it, and builds with build()
+    from the case's values, as the case did. `imports` are further import lines."""
+    return {
+        "import": "\n".join(["import os", "import sys",
+                              "sys.path += [os.environ['TESTLIB_DIR'], os.environ['TESTLIB_KIT']]",
+                              f"import {name}", f"{name}.load()", "import numpy as np",
+                              *imports]),
+        "ns": "np",
+        "build": lambda dtype, ops, readonly: [
+            f"x = {name}.build(np.array(values, dtype=np.{dtype}).tobytes(), {dtype!r}, {ops!r})"],
+    }
+
+
+def pyarrow_flat(pa, data, dtype, ops, library):
+    """build() of a test library over pyarrow: a flat pyarrow array of its own copy of the
+    bytes (`library` names it in the refusal of any other layout)."""
+    if ops:
+        raise NotImplementedError(f"{library} builds flat arrays only")
+    return pa.Array.from_buffers(getattr(pa, dtype)(), len(data) // _probekit.ITEMSIZE[dtype],
+                                 [None, _probekit.arrow_copy(pa, data)])
+
+
 class Array:
     """An array of a test library: a NumPy array underneath (`array`), which a probe's subclass
     exports over its protocols, breaking them as the probe says."""

@@ -75,11 +75,7 @@ def load():
 
 
 def build(data, dtype, ops, readonly=False):
-    x = pa.Array.from_buffers(getattr(pa, dtype)(), len(data) // _probekit.ITEMSIZE[dtype],
-                              [None, _probekit.arrow_copy(pa, data)])
-    if ops:
-        raise NotImplementedError(f"arrowlib builds flat arrays only, not {ops}")
-    return Array(x)
+    return Array(_testkit.pyarrow_flat(pa, data, dtype, ops, "arrowlib"))
 
 
 def describe(x):

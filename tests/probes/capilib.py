@@ -141,13 +141,9 @@ def consume(obj, protocol, dtype, c_api=False):
 
 
 # How a reproducer spells capilib: the table is what its arrays' type publishes, so the script
-# makes them through this very file (its directory, given as CAPILIB_DIR, on sys.path).
+# makes them through this very file (_testkit.self_repro).
 REPRO = {
-    "import": "import os\nimport sys\nsys.path += [os.environ['CAPILIB_DIR'], "
-              "os.environ['CAPILIB_KIT']]\nimport capilib\ncapilib.load()\nimport numpy as np",
-    "ns": "np",
-    "build": lambda dtype, ops, readonly: [
-        f"x = capilib.build(np.array(values, dtype=np.{dtype}).tobytes(), {dtype!r}, {ops!r})"],
+    **_testkit.self_repro("capilib"),
     "consume": {"dlpack": "np.from_dlpack({obj})"},
     "c_api_type": "capilib.CapiArray",
 }

@@ -20,30 +20,11 @@ import _probekit
 
 _testkit = _probekit.sibling(__file__, "_testkit")
 
-# How a reproducer spells negolib: its import renames a used capsule back, as consume() does.
+# How a reproducer spells negolib: the test module itself (_testkit.self_repro), whose
+# consume() renames a used capsule back.
 REPRO = {
-    "import": "import ctypes\nimport numpy as np\n\n\n"
-              "NEGOLIB_FRESH = {b'used_dltensor_versioned': b'dltensor_versioned',\n"
-              "                 b'used_dltensor': b'dltensor'}\n\n\n"
-              "def negolib_from_dlpack(obj):\n"
-              "    capsule = obj.__dlpack__(max_version=(1, 3))\n"
-              "    set_name = ctypes.pythonapi.PyCapsule_SetName\n"
-              "    set_name.argtypes = [ctypes.py_object, ctypes.c_char_p]\n"
-              "    get_name = ctypes.pythonapi.PyCapsule_GetName\n"
-              "    get_name.argtypes, get_name.restype = [ctypes.py_object], ctypes.c_char_p\n"
-              "    fresh = NEGOLIB_FRESH.get(get_name(capsule))\n"
-              "    if fresh:  # a name that lives on: PyCapsule_SetName keeps the pointer\n"
-              "        set_name(capsule, fresh)\n"
-              "    holder = type('Holder', (), {'__dlpack__': lambda self, **kw: capsule,\n"
-              "                                 '__dlpack_device__': lambda self: (1, 0)})\n"
-              "    return np.from_dlpack(holder())",
-    "ns": "np",
-    "build": lambda dtype, ops, readonly: [
-        f"x = negolib.build(np.array(values, dtype=np.{dtype}).tobytes(), {dtype!r}, {ops!r})"],
-    "consume": {"dlpack": "negolib_from_dlpack({obj})"},
-    "extra_imports": {"negolib.": "import os\nimport sys\n"
-                      "sys.path += [os.environ['NEGOLIB_DIR'], os.environ['NEGOLIB_KIT']]\n"
-                      "import negolib\nnegolib.load()"},
+    **_testkit.self_repro("negolib"),
+    "consume": {"dlpack": "negolib.consume({obj}, 'dlpack', 'float32')"},
 }
 
 # The fresh name of each used one: module constants, since PyCapsule_SetName keeps the pointer

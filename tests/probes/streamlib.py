@@ -20,15 +20,9 @@ import _probekit
 
 _testkit = _probekit.sibling(__file__, "_testkit")
 
-# How a reproducer spells streamlib: the test module itself, found through STREAMLIB_DIR (this
-# directory) and STREAMLIB_KIT (probes/, for _probekit), which the test sets.
+# How a reproducer spells streamlib: the test module itself (_testkit.self_repro).
 REPRO = {
-    "import": "import os\nimport sys\nsys.path += [os.environ['STREAMLIB_DIR'], "
-              "os.environ['STREAMLIB_KIT']]\nimport streamlib\nstreamlib.load()\n"
-              "import numpy as np",
-    "ns": "np",
-    "build": lambda dtype, ops, readonly: [
-        f"x = streamlib.build(np.array(values, dtype=np.{dtype}).tobytes(), {dtype!r}, {ops!r})"],
+    **_testkit.self_repro("streamlib"),
     "consume": {"arrow_stream": "streamlib.consume({obj}, 'arrow_stream', None)"},
     "tolist": "{y}.to_pylist()",
 }
@@ -120,11 +114,7 @@ def load():
 
 
 def build(data, dtype, ops, readonly=False):
-    x = pa.Array.from_buffers(getattr(pa, dtype)(), len(data) // _probekit.ITEMSIZE[dtype],
-                              [None, _probekit.arrow_copy(pa, data)])
-    if ops:
-        raise NotImplementedError("streamlib builds flat arrays only")
-    return Array(x)
+    return Array(_testkit.pyarrow_flat(pa, data, dtype, ops, "streamlib"))
 
 
 def describe(x):
