@@ -1133,6 +1133,28 @@ def arrow_stream(s):
            'not_reproduced("the stream was read to its end")')
 
 
+def requested_schema(s):
+    """A producer that refuses its own schema as requested_schema: the schema comes from its
+    export made without one (or __arrow_c_schema__ for a stream), and is asked for."""
+    method = {"arrow": "__arrow_c_array__", "arrow_stream": "__arrow_c_stream__"}.get(s.protocol)
+    if not method:
+        raise NotImplementedError(f"no requested_schema reproducer for {s.protocol}")
+    s.line(f"obj = {s.export_expr()}")
+    if s.protocol == "arrow":
+        s.line(f"schema = obj.{method}()[0]  # the export's own schema")
+    else:
+        s.line("if not hasattr(obj, '__arrow_c_schema__'):",
+               '    not_reproduced("the stream has no __arrow_c_schema__ to take its schema '
+               'from")',
+               "schema = obj.__arrow_c_schema__()  # the stream's own schema")
+    s.line("try:",
+           f"    obj.{method}(requested_schema=schema)",
+           "except Exception as exc:",
+           f'    reproduced(f"{s.producer_name} refused its own schema as requested_schema: '
+           '{type(exc).__name__}: {exc}")',
+           'not_reproduced("the export was made in the requested schema or its own")')
+
+
 def export_contents(s):
     """A DLPack export that holds other values than the producer's array: the export read by
     NumPy, a third library, next to the values the array holds; an Arrow stream read by
@@ -1241,6 +1263,7 @@ RULES = {
     "array.copy_true": array_result,
     "array.no_copy": array_result,
     "arrow.stream": arrow_stream,
+    "arrow.requested_schema": requested_schema,
 }
 
 

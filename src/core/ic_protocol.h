@@ -131,6 +131,12 @@ enum ic_protocol {
       "the import called with copy=None spelled out: as the plain call")                           \
     X(FROM_DEVICE, "from_device", -1, IC_APPLIES_DEVICE_KEYWORD, IC_ON_ANY, false, false,          \
       "the import called with device= the array's own device: imported there")                     \
+    X(ARROW_REQUESTED_SCHEMA, "requested_schema", IC_PROTOCOL_ARROW, IC_APPLIES_REFERENCE,         \
+      IC_ON_ANY, false, true,                                                                      \
+      "__arrow_c_array__(requested_schema=) with the export's own schema: honoured, not refused")  \
+    X(ARROW_STREAM_REQUESTED_SCHEMA, "requested_schema", IC_PROTOCOL_ARROW_STREAM,                 \
+      IC_APPLIES_REFERENCE, IC_ON_ANY, false, true,                                                \
+      "__arrow_c_stream__(requested_schema=) with the stream's own schema: honoured, not refused") \
     X(ARROW_UNKNOWN_KEYWORD, "unknown_keyword", IC_PROTOCOL_ARROW_DEVICE, IC_APPLIES_REFERENCE,    \
       IC_ON_ANY, false, false,                                                                     \
       "__arrow_c_device_array__(interopcheck_unknown=True) must raise NotImplementedError")

@@ -321,6 +321,10 @@ enum ic_severity_class {
       "__arrow_c_stream__ returns a capsule named arrow_array_stream holding a live "              \
       "ArrowArrayStream: get_schema and get_next succeed, get_next ends the stream with a "        \
       "released array, and the stream's release marks it released.")                              \
+    X(ARROW_REQUESTED_SCHEMA, "arrow.requested_schema", P, NONCONFORMANT,                          \
+      "A producer asked for its own type as requested_schema answers with an export (in that "     \
+      "type, or in its default one); the spec has it raise only for a schema incompatible with "   \
+      "its data.")                                                                                 \
     X(ARROW_DEVICE, "arrow.device", P, NONCONFORMANT,                                              \
       "An ArrowDeviceArray names a known device type and a device id >= 0 off the CPU; its "       \
       "reserved bytes are zero (non-zero ones are a warning).")                                    \

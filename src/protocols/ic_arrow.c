@@ -786,21 +786,121 @@ static int ic_arrow_take(const struct ic_arrow_flavour *f, PyObject *result,
     return *ret_handle ? 0 : IC_ENOMEM;
 }
 
+/* --- requested_schema: interopcheck's consumer asks for the export's own type ------------ */
+
+static void ic_arrow_requested_release(struct ArrowSchema *schema)
+{
+    free(schema->private_data); /* the format string */
+    schema->private_data = NULL;
+    schema->release = NULL;
+}
+
+static void ic_arrow_requested_destructor(PyObject *capsule)
+{
+    struct ArrowSchema *schema = PyCapsule_GetPointer(capsule, IC_ARROW_SCHEMA_CAPSULE);
+    if (!schema) {
+        PyErr_Clear();
+        return;
+    }
+    if (schema->release) /* not moved out by the producer: released here */
+        schema->release(schema);
+    free(schema);
+}
+
+PyObject *ic_arrow_schema_capsule_new(const char *format)
+{
+    struct ArrowSchema *schema = calloc(1, sizeof(*schema));
+    size_t size = strlen(format) + 1;
+    char *copy = malloc(size);
+    if (!schema || !copy) {
+        free(schema);
+        free(copy);
+        return PyErr_NoMemory();
+    }
+    memcpy(copy, format, size);
+    schema->format = copy;
+    schema->name = "";
+    schema->flags = ARROW_FLAG_NULLABLE;
+    schema->release = ic_arrow_requested_release;
+    schema->private_data = copy;
+    PyObject *capsule =
+        PyCapsule_New(schema, IC_ARROW_SCHEMA_CAPSULE, ic_arrow_requested_destructor);
+    if (!capsule) {
+        ic_arrow_requested_release(schema);
+        free(schema);
+    }
+    return capsule;
+}
+
+int ic_arrow_schema_format(const void *schema_addr, char *format, size_t size)
+{
+    struct ArrowSchema schema;
+    if (!schema_addr || size < 2 ||
+        ic_guard_copy(&schema, (uintptr_t)schema_addr, sizeof(schema)) < 0 || !schema.format)
+        return IC_EFAULT;
+    memset(format, 0, size);
+    for (size_t i = 0; i + 1 < size; i++) {
+        if (ic_guard_copy(&format[i], (uintptr_t)schema.format + i, 1) < 0)
+            return IC_EFAULT;
+        if (!format[i])
+            break;
+    }
+    return format[0] ? 0 : IC_EINVAL;
+}
+
+/* The schema capsule of the producer's own type, for the requested_schema variant: read from
+ * an export made without it (then released), or NULL when there is none to read (the export
+ * fails as it will again, and the plain request judges it). */
+static PyObject *ic_arrow_own_schema(const char *method, PyObject *export_obj, char *format,
+                                     size_t size)
+{
+    PyObject *first = PyObject_CallMethod(export_obj, method, NULL);
+    PyObject *requested = NULL;
+    void *schema = first && PyTuple_Check(first) && PyTuple_GET_SIZE(first) == 2 &&
+                           PyCapsule_IsValid(PyTuple_GET_ITEM(first, 0), IC_ARROW_SCHEMA_CAPSULE)
+                       ? PyCapsule_GetPointer(PyTuple_GET_ITEM(first, 0), IC_ARROW_SCHEMA_CAPSULE)
+                       : NULL;
+    if (schema && ic_arrow_schema_format(schema, format, size) == 0)
+        requested = ic_arrow_schema_capsule_new(format);
+    PyErr_Clear();
+    Py_XDECREF(first); /* its capsules release what they hold */
+    return requested;
+}
+
 /* The keywords of the reference consumer's call: an unknown one for the unknown_keyword
- * variant, which the producer must refuse with NotImplementedError (rule 6.5.8). */
-static PyObject *ic_arrow_request_kwargs(struct ic_export_record *rec, const char *method)
+ * variant, which the producer must refuse with NotImplementedError (rule 6.5.8); the
+ * producer's own schema for requested_schema (`requested`, its format `format`), which it must
+ * not refuse (rule 6.5.9). */
+static PyObject *ic_arrow_request_kwargs(struct ic_export_record *rec, const char *method,
+                                         PyObject *requested, const char *format)
 {
     PyObject *kwargs = PyDict_New();
     bool unknown = rec->variant == IC_VARIANT_ARROW_UNKNOWN_KEYWORD;
     if (kwargs && unknown && PyDict_SetItemString(kwargs, "interopcheck_unknown", Py_True) < 0)
         Py_CLEAR(kwargs);
-    snprintf(rec->request, sizeof(rec->request), "%s(%s)", method,
-             unknown ? "interopcheck_unknown=True" : "");
+    if (kwargs && requested && PyDict_SetItemString(kwargs, "requested_schema", requested) < 0)
+        Py_CLEAR(kwargs);
+    if (requested)
+        snprintf(rec->request, sizeof(rec->request),
+                 "%s(requested_schema=its own schema, format \"%s\")", method, format);
+    else
+        snprintf(rec->request, sizeof(rec->request), "%s(%s)", method,
+                 unknown ? "interopcheck_unknown=True" : "");
     if (unknown) {
         rec->refusal_required = true;
         rec->refusal_rule = IC_RULE_ARROW_DEVICE_KEYWORDS;
     }
     return kwargs;
+}
+
+void ic_arrow_requested_refused(struct ic_export_record *rec, const char *format,
+                                const struct ic_py_exc *exc)
+{
+    rec->refusal_required = true; /* judged here: no other verdict on the refusal */
+    ic_diag_error(&rec->diag, IC_RULE_ARROW_REQUESTED_SCHEMA,
+                  "asked for its own type (format \"%s\") as requested_schema, the producer "
+                  "raised %s: %s",
+                  format, exc->type, exc->message);
 }
 
 static int ic_arrow_consume(const struct ic_arrow_flavour *f, PyObject *export_obj,
@@ -811,14 +911,20 @@ static int ic_arrow_consume(const struct ic_arrow_flavour *f, PyObject *export_o
     bool unreadable = false;
 
     *ret_handle = NULL;
+    char format[32] = "";
+    PyObject *requested = rec->variant == IC_VARIANT_ARROW_REQUESTED_SCHEMA
+                              ? ic_arrow_own_schema(f->method, export_obj, format, sizeof(format))
+                              : NULL;
     rec->export_calls++;
-    PyObject *kwargs = ic_arrow_request_kwargs(rec, f->method);
+    PyObject *kwargs = ic_arrow_request_kwargs(rec, f->method, requested, format);
     PyObject *no_args = PyTuple_New(0);
     PyObject *method = kwargs && no_args ? PyObject_GetAttrString(export_obj, f->method) : NULL;
     PyObject *result = method ? PyObject_Call(method, no_args, kwargs) : NULL;
     Py_XDECREF(method);
     Py_XDECREF(no_args);
     Py_XDECREF(kwargs);
+    bool asked_own_schema = requested != NULL;
+    Py_XDECREF(requested);
     if (!result) {
         ic_py_fetch(&exc);
         ic_export_producer_raised(rec, &exc);
@@ -826,6 +932,8 @@ static int ic_arrow_consume(const struct ic_arrow_flavour *f, PyObject *export_o
             ic_diag_error(&rec->diag, IC_RULE_ARROW_DEVICE_KEYWORDS,
                           "an unknown keyword was refused with %s (%s), not NotImplementedError",
                           exc.type, exc.message);
+        if (asked_own_schema)
+            ic_arrow_requested_refused(rec, format, &exc);
         return 0; /* a refusal; whether one was allowed is the driver's call */
     }
     ic_arrow_after_export(f, result, rec, &ex, &unreadable);

@@ -81,6 +81,22 @@ int ic_arrow_check_device_structs(const void *schema_addr, const void *device_ad
  * any other type, such as "b", Arrow's bit-packed boolean. */
 enum ic_dtype ic_arrow_format_dtype(const char *format);
 
+/* A PyCapsule named arrow_schema holding a new ArrowSchema of `format` (nullable, no name),
+ * which the capsule releases unless the one it is handed to moves it out: a requested_schema.
+ * New reference; NULL with an exception set. */
+PyObject *ic_arrow_schema_capsule_new(const char *format);
+
+/* The format string of the ArrowSchema at `schema_addr` (a producer's; read through the
+ * guard) into `format`. IC_EFAULT when it cannot be read, IC_EINVAL when empty. */
+int ic_arrow_schema_format(const void *schema_addr, char *format, size_t size);
+
+struct ic_py_exc;
+
+/* The producer refused its own type as requested_schema with `exc`: arrow.requested_schema
+ * against it (rule 6.5.9), the only verdict on that refusal. */
+void ic_arrow_requested_refused(struct ic_export_record *rec, const char *format,
+                                const struct ic_py_exc *exc);
+
 /* Instruments the release callback of the struct at `addr` (an ArrowSchema when `is_schema`,
  * else an ArrowArray): *ret_id identifies its entry. IC_EFAULT when the struct cannot be read
  * or written, IC_EINVAL when it is released already (release is NULL), IC_ENOMEM. */

@@ -470,17 +470,55 @@ static void ic_stream_handle_release(void *context)
     ic_stream_unref(context, true);
 }
 
+/* The schema capsule of the stream's own type, for the requested_schema variant: read from a
+ * stream made without it (get_schema called on the capsule's struct, then everything
+ * released), or NULL when there is none to read (the plain request then judges the export). */
+static PyObject *ic_stream_own_schema(PyObject *export_obj, char *format, size_t size)
+{
+    PyObject *first = PyObject_CallMethod(export_obj, "__arrow_c_stream__", NULL);
+    PyObject *requested = NULL;
+    struct ArrowArrayStream stream;
+    struct ArrowSchema schema = {0};
+    void *addr = first && PyCapsule_IsValid(first, IC_ARROW_STREAM_CAPSULE)
+                     ? PyCapsule_GetPointer(first, IC_ARROW_STREAM_CAPSULE)
+                     : NULL;
+    if (addr && ic_guard_copy(&stream, (uintptr_t)addr, sizeof(stream)) == 0 &&
+        stream.release && stream.get_schema && stream.get_schema(addr, &schema) == 0 &&
+        schema.release) {
+        if (ic_arrow_schema_format(&schema, format, size) == 0)
+            requested = ic_arrow_schema_capsule_new(format);
+        schema.release(&schema);
+    }
+    PyErr_Clear();
+    Py_XDECREF(first); /* its destructor releases the stream */
+    return requested;
+}
+
 static int ic_stream_reference_consume(PyObject *export_obj, struct ic_export_record *rec,
                                        PyObject **ret_handle)
 {
     struct ic_py_exc exc;
+    char format[32] = "";
     *ret_handle = NULL;
+    PyObject *requested = rec->variant == IC_VARIANT_ARROW_STREAM_REQUESTED_SCHEMA
+                              ? ic_stream_own_schema(export_obj, format, sizeof(format))
+                              : NULL;
     rec->export_calls++;
-    snprintf(rec->request, sizeof(rec->request), "__arrow_c_stream__()");
-    PyObject *capsule = PyObject_CallMethod(export_obj, "__arrow_c_stream__", NULL);
+    if (requested)
+        snprintf(rec->request, sizeof(rec->request),
+                 "__arrow_c_stream__(requested_schema=its own schema, format \"%s\")", format);
+    else
+        snprintf(rec->request, sizeof(rec->request), "__arrow_c_stream__()");
+    PyObject *capsule =
+        requested ? PyObject_CallMethod(export_obj, "__arrow_c_stream__", "O", requested)
+                  : PyObject_CallMethod(export_obj, "__arrow_c_stream__", NULL);
+    bool asked_own_schema = requested != NULL;
+    Py_XDECREF(requested);
     if (!capsule) {
         ic_py_fetch(&exc);
         ic_export_producer_raised(rec, &exc);
+        if (asked_own_schema)
+            ic_arrow_requested_refused(rec, format, &exc);
         return 0; /* a refusal; whether one was allowed is the driver's call */
     }
     struct ic_arrow_stream *s = ic_stream_take(capsule, rec);

@@ -192,6 +192,10 @@ def check_arrow(tap, binary, probes, workdir):
     expect("arrow_device.arrowlib.interopcheck.cpu.float32.flat.unknown_keyword", "fail",
            "arrow.device_keywords", "producer", "export")
     expect("arrow_device.pyarrow.interopcheck.cpu.float32.flat.unknown_keyword", "pass")
+    expect("arrow.arrowlib.interopcheck.cpu.uint8.flat.requested_schema", "fail",
+           "arrow.requested_schema", "producer", "export")
+    expect("arrow.arrowlib.interopcheck.cpu.uint8.flat", "pass")
+    expect("arrow.pyarrow.interopcheck.cpu.uint8.flat.requested_schema", "pass")
 
 
 def check_arrow_stream(tap, binary, probes, workdir):
@@ -224,6 +228,10 @@ def check_arrow_stream(tap, binary, probes, workdir):
             expect(f"arrow_stream.{producer}.{consumer}.cpu.uint16.flat", "pass")
             expect(f"arrow_stream.{producer}.{consumer}.cpu.uint8.flat", "pass")
     expect("arrow_stream.pyarrow.streamlib.cpu.uint16.flat", "pass")
+    expect("arrow_stream.streamlib.interopcheck.cpu.uint8.flat.requested_schema", "fail",
+           "arrow.requested_schema", "producer", "export")
+    for producer in ("pyarrow", "polars"):
+        expect(f"arrow_stream.{producer}.interopcheck.cpu.uint8.flat.requested_schema", "pass")
     expect("arrow_stream.pyarrow.streamlib.cpu.uint8.flat", "fail", "arrow.release", "consumer",
            "lifetime")
     findings = {f["id"].rsplit(".", 1)[0]: f for f in report.get("findings", [])}

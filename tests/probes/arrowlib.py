@@ -6,6 +6,8 @@ Its arrays are pyarrow arrays behind a class of its own. What goes wrong depends
     float64   exports pyarrow's own capsules                          -> pass
     int32     marks one element null, though the array has none       -> fail (arrow.buffers)
     int16     returns the capsules as (array, schema)                 -> fail (arrow.capsules)
+    uint8     refuses any requested_schema, its own type too           -> the requested_schema
+              variant fails (arrow.requested_schema)
   as a producer over __arrow_c_device_array__ (arrow_device):
     uint16    names device type 99, which does not exist              -> fail (arrow.device)
     float32   accepts an unknown keyword instead of raising
@@ -39,6 +41,8 @@ class Array:
 
     def __arrow_c_array__(self, requested_schema=None):
         name = str(self.array.type)
+        if name == "uint8" and requested_schema is not None:
+            raise NotImplementedError("arrowlib takes no requested_schema")
         if name == "int32":
             with_null = pa.array(self.array.to_pylist(), type=self.array.type,
                                  mask=[i == 0 for i in range(len(self.array))])

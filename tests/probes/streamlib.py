@@ -7,6 +7,8 @@ Its arrays are pyarrow arrays behind a class of its own. What happens depends on
     float32   the elements split into 24 arrays of one element          -> pass (joined)
     int32     get_next fails with EIO                                   -> fail (arrow.stream)
     int16     a stream of other values than the array's                 -> fail (exchange.contents)
+    uint8     refuses any requested_schema, its own type too            -> the requested_schema
+              variant fails (arrow.requested_schema)
   as a consumer (importing pyarrow's streams):
     uint16    imports with pyarrow.chunked_array                        -> pass
     uint8     imports, then takes a second stream and never releases it -> fail (arrow.release)
@@ -83,6 +85,8 @@ class Array:
 
     def __arrow_c_stream__(self, requested_schema=None):
         name = str(self.array.type)
+        if name == "uint8" and requested_schema is not None:
+            raise NotImplementedError("streamlib takes no requested_schema")
         if name == "float" and len(self.array):
             chunked = pa.chunked_array([self.array.slice(i, 1) for i in range(len(self.array))])
         elif name == "int16":
