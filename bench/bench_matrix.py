@@ -105,6 +105,8 @@ LAYOUTS = {
     "ndim32": (24, [["reshape", [2, 3, 4] + [1] * 29]]),
     "neg_view": (24, [["reshape", [2, 3, 4]], ["neg_view", []]]),
     "conj_view": (24, [["reshape", [2, 3, 4]], ["conj_view", []]]),
+    "requires_grad": (24, [["reshape", [2, 3, 4]], ["requires_grad", []]]),
+    "subclass": (24, [["reshape", [2, 3, 4]], ["subclass", []]]),
 }
 
 

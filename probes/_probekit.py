@@ -73,6 +73,8 @@ LAYOUTS = (
     "ndim32",
     "neg_view",
     "conj_view",
+    "requires_grad",
+    "subclass",
 )
 
 # The layouts a library without strided views can still build: the row-major ones (README.md:
@@ -84,6 +86,13 @@ DENSE_LAYOUTS = ("contiguous", "flat", "scalar", "empty", "ndim32")
 # load_info(lazy_views=True); every other probe leaves them out with LAZY_VIEW_NOTE.
 LAZY_VIEW_LAYOUTS = ("neg_view", "conj_view")
 LAZY_VIEW_NOTE = "no lazy negation or conjugation views (torch's negative and conjugate bits)"
+
+# Layouts of tensor variants (an array recording gradients, an instance of a subclass of the
+# array type: torch's requires_grad and torch.nn.Parameter): only a library with them builds
+# them, and says so with load_info(tensor_variants=True); every other probe leaves them out
+# with TENSOR_VARIANT_NOTE.
+TENSOR_VARIANT_LAYOUTS = ("requires_grad", "subclass")
+TENSOR_VARIANT_NOTE = "no gradient-recording arrays or array subclasses (torch's requires_grad, nn.Parameter)"
 
 
 def dtypes_except(*left_out):
@@ -246,7 +255,7 @@ def _in_driver_order(names, known, what):
 
 def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtypes=None,
               layouts=None, dtype_note=None, layout_note=None, readonly=False, deviations=None,
-              compute=None, from_dlpack_keywords=(), lazy_views=False):
+              compute=None, from_dlpack_keywords=(), lazy_views=False, tensor_variants=False):
     """load()'s dict (README.md, "load()").
 
     `missing` maps what the library lacks to why: dtypes, layouts and "cuda" (load()'s notes).
@@ -258,11 +267,14 @@ def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtyp
     takes, as from_dlpack does (keywords_taken() reads them from the function, so that an older
     release is not called with keywords it predates): consume() is then also called with them; "c_api" says it also
     imports through its own DLPack C exchange API (consume(..., c_api=True): c_api_import). `lazy_views` says the
-    library builds LAZY_VIEW_LAYOUTS; without it they are left out, with LAZY_VIEW_NOTE.
+    library builds LAZY_VIEW_LAYOUTS; without it they are left out, with LAZY_VIEW_NOTE; so
+    `tensor_variants` for TENSOR_VARIANT_LAYOUTS.
     """
     missing = dict(missing or {})
     if not lazy_views:
         missing = dict.fromkeys(LAZY_VIEW_LAYOUTS, LAZY_VIEW_NOTE) | missing
+    if not tensor_variants:
+        missing = dict.fromkeys(TENSOR_VARIANT_LAYOUTS, TENSOR_VARIANT_NOTE) | missing
     notes = {}
     if dtypes is None:
         dtypes = [d for d in DTYPES if d not in missing]
@@ -394,7 +406,7 @@ def apply_ops(x, ops, xp=None, **hooks):
     """
     for name, arg in ops:
         if name not in ("reshape", "permute", "slice", "broadcast", "unit_stride", "neg_view",
-                        "conj_view"):
+                        "conj_view", "requires_grad", "subclass"):
             raise ValueError(f"unknown layout op {name!r}")
         if name in hooks:
             fn = hooks[name]

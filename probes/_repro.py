@@ -220,7 +220,9 @@ class _View:
         self.layout = _probekit.apply_ops(self.layout, ops, broadcast=strided.broadcast,
                                           unit_stride=strided.unit_stride,
                                           neg_view=strided.value_view,
-                                          conj_view=strided.value_view)
+                                          conj_view=strided.value_view,
+                                          requires_grad=strided.value_view,
+                                          subclass=strided.value_view)
         return self
 
     @property

@@ -24,6 +24,9 @@ REPRO = {
     "broadcast": "{x} = {x}.expand{shape}",
     "neg_view": "{x} = torch._neg_view(-{x}) if {x}.is_signed() else {x}",
     "conj_view": "{x} = {x}.conj_physical().conj() if {x}.is_complex() else {x}",
+    "requires_grad": ("{x} = {x}.requires_grad_() if {x}.is_floating_point() or {x}.is_complex() "
+                      "else {x}"),
+    "subclass": "{x} = torch.nn.Parameter({x}, requires_grad=False)",
     "export": {"dlpack_capsule": "torch.utils.dlpack.to_dlpack(x)"},
     "consume": {
         "dlpack": "torch.from_dlpack({obj})",
@@ -51,6 +54,7 @@ def load():
     return _probekit.load_info(
         torch.__version__,
         lazy_views=True,
+        tensor_variants=True,
         devices=devices,
         missing={"reversed": "torch slicing refuses negative steps; torch.flip copies",
                  "unit_dims_odd": "torch.as_strided " + _probekit.UNIT_STRIDE_NOTE}
@@ -97,6 +101,8 @@ def build(data, dtype, ops, readonly=False, device="cpu"):
         broadcast=lambda x, shape: x.expand(*shape),
         neg_view=_neg_view,
         conj_view=_conj_view,
+        requires_grad=_requires_grad,
+        subclass=lambda x, _: torch.nn.Parameter(x, requires_grad=False),
     )
 
 
@@ -109,6 +115,14 @@ def _neg_view(x, _):
 
 def _conj_view(x, _):
     return x.conj_physical().conj() if x.is_complex() else x
+
+
+# A tensor recording gradients: autograd's leaf over the same memory. Only floating and complex
+# dtypes have gradients; the others stay as they are.
+def _requires_grad(x, _):
+    if not (x.is_floating_point() or x.is_complex()):
+        return x
+    return x.detach().requires_grad_()
 
 
 def describe(x):

@@ -22,6 +22,8 @@
 #define UNIT_STRIDE(dim, bytes) {.kind = IC_OP_UNIT_STRIDE, .n = 2, .dims = {(dim), (bytes)}}
 #define NEG_VIEW {.kind = IC_OP_NEG_VIEW, .n = 0}
 #define CONJ_VIEW {.kind = IC_OP_CONJ_VIEW, .n = 0}
+#define REQUIRES_GRAD {.kind = IC_OP_REQUIRES_GRAD, .n = 0}
+#define SUBCLASS {.kind = IC_OP_SUBCLASS, .n = 0}
 #define SLICE1(start, stop, step)                                                                  \
     {.kind = IC_OP_SLICE, .n = 1, .slice = {{(start), (stop), (step)}}}
 
@@ -53,6 +55,10 @@ static const struct ic_layout_info ic_layout_table[IC_LAYOUT_COUNT] = {
                             {RESHAPE(2, 3, 4), NEG_VIEW}},
     [IC_LAYOUT_CONJ_VIEW] = {IC_LAYOUT_CONJ_VIEW, "conj_view", "(2, 3, 4) under a lazy conjugation: the memory holds the conjugated elements (torch's conjugate bit; real dtypes as they are)", 24, 2,
                              {RESHAPE(2, 3, 4), CONJ_VIEW}},
+    [IC_LAYOUT_REQUIRES_GRAD] = {IC_LAYOUT_REQUIRES_GRAD, "requires_grad", "(2, 3, 4) recording gradients (torch's requires_grad; dtypes without gradients as they are)", 24, 2,
+                                 {RESHAPE(2, 3, 4), REQUIRES_GRAD}},
+    [IC_LAYOUT_SUBCLASS] = {IC_LAYOUT_SUBCLASS, "subclass", "(2, 3, 4) as an instance of a subclass of the library's array type (torch.nn.Parameter, not recording gradients)", 24, 2,
+                            {RESHAPE(2, 3, 4), SUBCLASS}},
 };
 
 const struct ic_layout_info *ic_layout_info(enum ic_layout layout)
@@ -211,6 +217,8 @@ static int (*const ic_layout_op_apply[IC_OP_COUNT])(const struct ic_layout_op *,
     [IC_OP_UNIT_STRIDE] = ic_apply_unit_stride,
     [IC_OP_NEG_VIEW] = ic_apply_value_view,
     [IC_OP_CONJ_VIEW] = ic_apply_value_view,
+    [IC_OP_REQUIRES_GRAD] = ic_apply_value_view,
+    [IC_OP_SUBCLASS] = ic_apply_value_view,
 };
 
 int ic_layout_apply(const struct ic_layout_info *layout, const struct ic_view *base,

@@ -33,6 +33,11 @@ enum ic_layout_op_kind {
      * view, are those of the array before the op. */
     IC_OP_NEG_VIEW,
     IC_OP_CONJ_VIEW,
+    /* The same array as a tensor that records gradients, or as an instance of a subclass of the
+     * library's array type (torch's requires_grad, torch.nn.Parameter): values and memory as
+     * before the op. */
+    IC_OP_REQUIRES_GRAD,
+    IC_OP_SUBCLASS,
     IC_OP_COUNT
 };
 
@@ -61,6 +66,8 @@ enum ic_layout {
     IC_LAYOUT_NDIM32,
     IC_LAYOUT_NEG_VIEW,
     IC_LAYOUT_CONJ_VIEW,
+    IC_LAYOUT_REQUIRES_GRAD,
+    IC_LAYOUT_SUBCLASS,
     IC_LAYOUT_COUNT
 };
 

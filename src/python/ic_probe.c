@@ -292,6 +292,8 @@ static const char *const ic_op_names[] = {
     [IC_OP_UNIT_STRIDE] = "unit_stride",
     [IC_OP_NEG_VIEW] = "neg_view",
     [IC_OP_CONJ_VIEW] = "conj_view",
+    [IC_OP_REQUIRES_GRAD] = "requires_grad",
+    [IC_OP_SUBCLASS] = "subclass",
 };
 
 PyObject *ic_layout_ops_to_python(const struct ic_layout_info *layout)

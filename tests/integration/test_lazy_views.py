@@ -1,10 +1,12 @@
-"""Integration test: the lazy value-view layouts (neg_view, conj_view).
+"""Integration test: the lazy value-view layouts (neg_view, conj_view), and torch's tensor
+variants (requires_grad, subclass).
 
 A test library whose neg_view arrays keep the negated elements in memory under a flag
 (tests/probes/lazylib.py) fails exchange.contents, charged to it as the producer, where its
 DLPack export loses the flag (float32), and passes where it resolves the flag into a copy it
 flags (float64); the reproducer reproduces. Probes that do not build lazy views leave both
-layouts out with the kit's reason.
+layouts out with the kit's reason. torch refuses to export a tensor that records gradients
+over DLPack with BufferError (unsupported, the spec's refusal), and an nn.Parameter passes.
 Usage: test_lazy_views.py INTEROPCHECK_BINARY
 """
 import os
@@ -44,6 +46,29 @@ def main(tap, args):
         check_cases(tap, cases, expect)
         taplib.check_findings(tap, args[0], out, report, "lazylib", ["exchange.contents"],
                               "producer")
+        check_tensor_variants(tap, args[0], os.path.join(workdir, "variants.json"))
+
+
+def check_tensor_variants(tap, binary, out):
+    proc = taplib.run(binary, "--producer", "torch,numpy", "--consumer", "numpy,interopcheck",
+                      "--protocol", "dlpack", "--dtype", "float32,int32", "--layout",
+                      "requires_grad,subclass", "-o", out, "-q")
+    tap.ok(proc.returncode in (0, 1), "torch's tensor variants ran", proc.stderr)
+    cases = taplib.cases_by_id(taplib.load_report(out))
+    for consumer in ("numpy", "interopcheck"):
+        case = cases.get(f"dlpack.torch.{consumer}.cpu.float32.requires_grad", {})
+        tap.ok(case.get("outcome") == "unsupported" and "BufferError" in
+               case.get("diagnostic", ""),
+               f"a tensor recording gradients is refused with BufferError ({consumer})", case)
+        for dtype in ("float32", "int32"):
+            case = cases.get(f"dlpack.torch.{consumer}.cpu.{dtype}.subclass", {})
+            tap.ok(case.get("outcome") == "pass" and
+                   case.get("checks", {}).get("contents", {}).get("status") == "pass",
+                   f"an nn.Parameter exports its elements ({consumer}, {dtype})", case)
+    case = cases.get("dlpack.numpy.numpy.cpu.float32.subclass", {})
+    tap.ok(case.get("outcome") == "unsupported" and
+           "no gradient-recording arrays or array subclasses" in case.get("diagnostic", ""),
+           "a library without them leaves the layouts out, saying why", case)
 
 
 if __name__ == "__main__":
