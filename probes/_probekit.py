@@ -51,9 +51,17 @@ ITEMSIZE = {
     "float64": 8,
     "complex64": 8,
     "complex128": 16,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
 }
 
 DTYPES = tuple(ITEMSIZE)
+
+# The OCP 8-bit floats (DLPack's kDLFloat8_e4m3fn and kDLFloat8_e5m2; ml_dtypes for NumPy): only
+# a library that has them builds them, and says so with load_info(float8=True); every other
+# probe leaves them out with FLOAT8_NOTE.
+FLOAT8_DTYPES = ("float8_e4m3fn", "float8_e5m2")
+FLOAT8_NOTE = "no 8-bit float types"
 
 # The layouts of the interface (see README.md for the ops of each).
 LAYOUTS = (
@@ -255,7 +263,8 @@ def _in_driver_order(names, known, what):
 
 def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtypes=None,
               layouts=None, dtype_note=None, layout_note=None, readonly=False, deviations=None,
-              compute=None, from_dlpack_keywords=(), lazy_views=False, tensor_variants=False):
+              compute=None, from_dlpack_keywords=(), lazy_views=False, tensor_variants=False,
+              float8=False):
     """load()'s dict (README.md, "load()").
 
     `missing` maps what the library lacks to why: dtypes, layouts and "cuda" (load()'s notes).
@@ -268,13 +277,17 @@ def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtyp
     release is not called with keywords it predates): consume() is then also called with them; "c_api" says it also
     imports through its own DLPack C exchange API (consume(..., c_api=True): c_api_import). `lazy_views` says the
     library builds LAZY_VIEW_LAYOUTS; without it they are left out, with LAZY_VIEW_NOTE; so
-    `tensor_variants` for TENSOR_VARIANT_LAYOUTS.
+    `tensor_variants` for TENSOR_VARIANT_LAYOUTS, and `float8` for FLOAT8_DTYPES.
     """
     missing = dict(missing or {})
     if not lazy_views:
         missing = dict.fromkeys(LAZY_VIEW_LAYOUTS, LAZY_VIEW_NOTE) | missing
     if not tensor_variants:
         missing = dict.fromkeys(TENSOR_VARIANT_LAYOUTS, TENSOR_VARIANT_NOTE) | missing
+    if not float8:
+        missing = dict.fromkeys(FLOAT8_DTYPES, FLOAT8_NOTE) | missing
+        if dtypes is not None:
+            dtypes = [d for d in dtypes if d not in FLOAT8_DTYPES]
     notes = {}
     if dtypes is None:
         dtypes = [d for d in DTYPES if d not in missing]
@@ -427,7 +440,11 @@ def numpy_unit_stride(x, arg):
 
     dim, stride = arg
     strides = x.strides[:dim] + (stride,) + x.strides[dim + 1:]
-    return numpy.lib.stride_tricks.as_strided(x, x.shape, strides, writeable=x.flags.writeable)
+    # as_strided goes through __array_interface__, which cannot spell every dtype (ml_dtypes'
+    # float8_e5m2 comes out as "<f1"): the view is made of raw elements of the same size
+    raw = x.view(numpy.dtype((numpy.void, x.itemsize)))
+    return numpy.lib.stride_tricks.as_strided(raw, x.shape, strides,
+                                              writeable=x.flags.writeable).view(x.dtype)
 
 
 # A layout whose size-1 dimension has a byte stride that is no multiple of the itemsize, which
@@ -489,8 +506,10 @@ def repro_views(**lines):
 
 def numpy_dtype_text(dtype):
     """How a reproducer names an interface dtype as NumPy's: np.float32, np.bool_, and
-    ml_dtypes.bfloat16 (NumPy has no bfloat16 of its own)."""
-    return {"bool": "np.bool_", "bfloat16": "ml_dtypes.bfloat16"}.get(dtype, f"np.{dtype}")
+    ml_dtypes.bfloat16 and ml_dtypes.float8_* (NumPy has none of its own)."""
+    if dtype == "bfloat16" or dtype in FLOAT8_DTYPES:
+        return f"ml_dtypes.{dtype}"
+    return {"bool": "np.bool_"}.get(dtype, f"np.{dtype}")
 
 
 # REPRO's `dtypes` and `extra_imports` of a library whose reproducers name dtypes as NumPy's
@@ -653,11 +672,11 @@ def numpy_like_description(x, readonly=None):
 
 def numpy_dtype(np, name):
     """The NumPy dtype for an interface dtype name (`np` is NumPy, which the probe imported);
-    bfloat16 comes from ml_dtypes."""
-    if name == "bfloat16":
+    bfloat16 and the float8 kinds come from ml_dtypes."""
+    if name == "bfloat16" or name in FLOAT8_DTYPES:
         import ml_dtypes
 
-        return np.dtype(ml_dtypes.bfloat16)
+        return np.dtype(getattr(ml_dtypes, name))
     return np.dtype(name)
 
 

@@ -1135,6 +1135,43 @@ def arrow_stream(s):
            'not_reproduced("the stream was read to its end")')
 
 
+# The sizes the array interface's typestr kinds can have (binary16/32/64 and x86's long double
+# layouts for floats), as interopcheck checks them
+_TYPESTR_SIZES = "{'b': (1,), 'i': (1, 2, 4, 8), 'u': (1, 2, 4, 8), 'f': (2, 4, 8, 10, 12, 16), 'c': (8, 16, 20, 24, 32)}"
+
+
+def element_type(s):
+    """An export whose element type has a kind with a size no such type has (a typestr "<f1",
+    a PyArrayInterface typekind 'f' of 1 byte): what the export says, next to the sizes."""
+    s.line(f"SIZES = {_TYPESTR_SIZES}")
+    if s.protocol == "array_interface":
+        s.line("typestr = x.__array_interface__['typestr']",
+               "kind, size = typestr[1], int(typestr[2:])",
+               'print("__array_interface__ typestr:", typestr)')
+    elif s.protocol == "array_struct":
+        s.line("import ctypes",
+               "",
+               "",
+               "class PyArrayInterface(ctypes.Structure):",
+               "    _fields_ = [('two', ctypes.c_int), ('nd', ctypes.c_int), "
+               "('typekind', ctypes.c_char), ('itemsize', ctypes.c_int)]",
+               "",
+               "",
+               "capsule = x.__array_struct__",
+               "get_pointer = ctypes.pythonapi.PyCapsule_GetPointer",
+               "get_pointer.argtypes, get_pointer.restype = [ctypes.py_object, ctypes.c_char_p], "
+               "ctypes.c_void_p",
+               "struct = PyArrayInterface.from_address(get_pointer(capsule, None))",
+               "kind, size = struct.typekind.decode(), struct.itemsize",
+               'print("__array_struct__ typekind:", kind, "itemsize:", size)')
+    else:
+        raise NotImplementedError(f"no element-type reproducer for {s.protocol}")
+    s.line("if kind in SIZES and size not in SIZES[kind]:",
+           f'    reproduced(f"{s.producer_name} exports elements of kind {{kind!r}} with {{size}} '
+           'bytes, a size no such type has")',
+           'not_reproduced("the element type is one the protocol can name")')
+
+
 def requested_schema(s):
     """A producer that refuses its own schema as requested_schema: the schema comes from its
     export made without one (or __arrow_c_schema__ for a stream), and is asked for."""
@@ -1265,6 +1302,8 @@ RULES = {
     "array.copy_true": array_result,
     "array.no_copy": array_result,
     "arrow.stream": arrow_stream,
+    "array_interface.typestr": element_type,
+    "array_struct.struct": element_type,
     "arrow.requested_schema": requested_schema,
 }
 

@@ -69,6 +69,7 @@ def load():
         | _probekit.imports(dict.fromkeys(_probekit.ASARRAY_PROTOCOLS, copied),
                             zero_copy=False, readonly="always"),
         compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
+        float8=True,
         from_dlpack_keywords=_probekit.keywords_taken(jax.dlpack.from_dlpack, ("copy", "device")),
     )
 

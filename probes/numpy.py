@@ -1,7 +1,8 @@
 """NumPy: the reference host library; every layout is a genuine view.
 
 Cannot: import raw DLPack capsules (numpy.from_dlpack wants an object with __dlpack__), and it
-has no to_dlpack function. bfloat16 exists only through ml_dtypes, and NumPy refuses to export it
+has no to_dlpack function. bfloat16 and the float8 kinds exist only through ml_dtypes, and NumPy
+refuses to export them
 over DLPack unless someone calls numpy.dtypes.register_dlpack_dtype, which NumPy documents as
 meant for dtype authors, not users, so the probe leaves it unregistered.
 """
@@ -44,6 +45,8 @@ def load():
         import ml_dtypes  # noqa: F401
     except ImportError:
         missing["bfloat16"] = "NumPy has bfloat16 only through ml_dtypes, which is not installed"
+        missing |= dict.fromkeys(_probekit.FLOAT8_DTYPES, "NumPy has 8-bit floats only through "
+                                 "ml_dtypes, which is not installed")
     return _probekit.load_info(
         np.__version__,
         missing=missing,
@@ -51,6 +54,7 @@ def load():
         exports=_probekit.exports("dlpack", "array_interface", "array_struct", "buffer", "array"),
         imports=_probekit.numpy_asarray_imports("numpy.from_dlpack(obj)", "numpy.asarray(obj)"),
         compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
+        float8=True,
         from_dlpack_keywords=_probekit.keywords_taken(np.from_dlpack, ("copy", "device")),
     )
 

@@ -18,7 +18,8 @@ ort = None
 np = None
 
 # OrtValue.data_type() names: "tensor(float)" and so on
-ORT_DTYPES = {"float": "float32", "double": "float64"}
+ORT_DTYPES = {"float": "float32", "double": "float64", "float8e4m3fn": "float8_e4m3fn",
+              "float8e5m2": "float8_e5m2"}
 
 REPRO = {
     "import": "import onnxruntime as ort\nimport numpy as np",

@@ -102,7 +102,9 @@ def load():
         | _probekit.imports({"cuda_array_interface": "paddle.to_tensor(obj)"}, **shares,
                             devices=["cuda"]),
         compute=_probekit.compute_info("y * 1 (paddle.logical_or(y, y) for bool)",
-                                       missing=dict.fromkeys(("uint32", "uint64"), no_uint)),
+                                       missing=dict.fromkeys(("uint32", "uint64"), no_uint)
+                                       | dict.fromkeys(_probekit.FLOAT8_DTYPES, "paddle has "
+                                                       "no CPU kernels for float8 arithmetic")),
         # No buffer import: paddle.to_tensor takes memoryview, bytes and NumPy arrays by
         # type, and refuses any other exporter of the buffer protocol with a TypeError.
         from_dlpack_keywords=_probekit.keywords_taken(paddle.from_dlpack, ("copy", "device")),

@@ -116,7 +116,8 @@ _KINDS = {"bool": "b", "int": "i", "uint": "u", "float": "f", "complex": "c"}
 # DLPack's type codes (dlpack.h: kDLInt, kDLUInt, kDLFloat, kDLBfloat, kDLComplex, kDLBool), and
 # the interface name of each (code, bits)
 _DL_CODES = {"int": 0, "uint": 1, "float": 2, "bfloat": 4, "complex": 5, "bool": 6}
-_FROM_DL = {(_DL_CODES[_kind(d)], 8 * size): d for d, size in _probekit.ITEMSIZE.items()}
+_FROM_DL = {(_DL_CODES[_kind(d)], 8 * size): d for d, size in _probekit.ITEMSIZE.items()
+            if d not in _probekit.FLOAT8_DTYPES}
 
 
 def load():

@@ -22,7 +22,8 @@ REPRO = {
     "build": "torch.tensor(values, dtype={dtype})",
     "permute": "{x} = {x}.permute{perm}",
     "broadcast": "{x} = {x}.expand{shape}",
-    "neg_view": "{x} = torch._neg_view(-{x}) if {x}.is_signed() else {x}",
+    "neg_view": ("{x} = torch._neg_view(-{x}) if {x}.is_signed() and not "
+                 "({x}.element_size() == 1 and {x}.is_floating_point()) else {x}"),
     "conj_view": "{x} = {x}.conj_physical().conj() if {x}.is_complex() else {x}",
     "requires_grad": ("{x} = {x}.requires_grad_() if {x}.is_floating_point() or {x}.is_complex() "
                       "else {x}"),
@@ -75,7 +76,11 @@ def load():
         # raw bytes, so the dtype comes from the caller.
         | _probekit.imports({"buffer": "torch.frombuffer(obj, dtype=dtype)"}, **shares,
                             typed=False),
-        compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
+        compute=_probekit.compute_info(
+            _probekit.SCALAR_IDENTITY_CALL,
+            missing=dict.fromkeys(_probekit.FLOAT8_DTYPES, "torch has no CPU arithmetic on its "
+                                  "float8 types (mul_cpu_reduced_float is not implemented)")),
+        float8=True,
         from_dlpack_keywords=_probekit.keywords_taken(torch.from_dlpack, ("copy", "device"))
         + (("c_api",) if c_api else ()),
     )
@@ -108,8 +113,10 @@ def build(data, dtype, ops, readonly=False, device="cpu"):
 
 # The lazy views: memory that holds the negated (conjugated) elements under torch's negative
 # (conjugate) bit, so that the tensor's values are x's. A dtype without a negation (bool, the
-# unsigned ones) and a real dtype without a conjugation stay as they are.
+# unsigned ones, the 8-bit floats) and a real dtype without a conjugation stay as they are.
 def _neg_view(x, _):
+    if x.element_size() == 1 and x.is_floating_point():
+        return x  # torch has no negation of its 8-bit floats: no lazy one can arise
     return torch._neg_view(-x) if x.is_signed() else x
 
 

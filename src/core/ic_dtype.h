@@ -26,6 +26,8 @@ enum ic_value_class {
     IC_VALUE_FLOAT,  /* IEEE binary16/32/64 */
     IC_VALUE_BFLOAT, /* bfloat16 */
     IC_VALUE_COMPLEX,
+    IC_VALUE_FLOAT8_E4M3FN, /* OCP FP8 E4M3 (finite only) */
+    IC_VALUE_FLOAT8_E5M2,   /* OCP FP8 E5M2 */
 };
 
 /* X(ENUM, name, itemsize, value class, DLPack code, DLPack bits, typestr kind, PEP 3118 format,
@@ -49,7 +51,9 @@ enum ic_value_class {
     X(FLOAT32, "float32", 4, IC_VALUE_FLOAT, 2, 32, 'f', "f", "f")                                 \
     X(FLOAT64, "float64", 8, IC_VALUE_FLOAT, 2, 64, 'f', "d", "g")                                 \
     X(COMPLEX64, "complex64", 8, IC_VALUE_COMPLEX, 5, 64, 'c', "Zf", NULL)                         \
-    X(COMPLEX128, "complex128", 16, IC_VALUE_COMPLEX, 5, 128, 'c', "Zd", NULL)
+    X(COMPLEX128, "complex128", 16, IC_VALUE_COMPLEX, 5, 128, 'c', "Zd", NULL)                     \
+    X(FLOAT8_E4M3FN, "float8_e4m3fn", 1, IC_VALUE_FLOAT8_E4M3FN, 10, 8, 0, NULL, NULL)             \
+    X(FLOAT8_E5M2, "float8_e5m2", 1, IC_VALUE_FLOAT8_E5M2, 12, 8, 0, NULL, NULL)
 
 enum ic_dtype {
     IC_DTYPE_INVALID = 0,

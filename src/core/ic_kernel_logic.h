@@ -30,6 +30,9 @@
 #define IC_LOGIC_FLOAT 3
 #define IC_LOGIC_BFLOAT 4
 #define IC_LOGIC_COMPLEX 5
+#define IC_LOGIC_FLOAT8_E4M3FN 6 /* 4 exponent bits, 3 mantissa bits, no infinities */
+#define IC_LOGIC_FLOAT8_E5M2 7   /* 5 exponent bits, 2 mantissa bits, IEEE-like */
+#define IC_LOGIC_LAST IC_LOGIC_FLOAT8_E5M2
 
 /* splitmix64's finaliser: well distributed, cheap, and the same everywhere. */
 IC_HD uint64_t ic_logic_mix(uint64_t x)
@@ -65,12 +68,43 @@ IC_HD uint64_t ic_logic_draw(uint64_t seed, int64_t index, int lane)
     return ic_logic_mix(seed ^ ic_logic_mix((uint64_t)index * 2 + (uint64_t)lane));
 }
 
+IC_HD uint64_t ic_logic_gcd(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* An 8-bit float with `exp_bits` exponent bits: the finite normal codes whose exponent lies
+ * within `spread` of the bias, walked from a random start in a random step prime to their
+ * number, so that neighbours (and any run shorter than that number) differ, as for the narrow
+ * integers: 256 codes leave random draws too likely to repeat. */
+IC_HD unsigned char ic_logic_float8(uint64_t seed, int64_t index, int exp_bits, int spread)
+{
+    int mant_bits = 7 - exp_bits;
+    uint64_t mantissas = 1ULL << mant_bits, exponents = (uint64_t)(2 * spread + 1);
+    uint64_t codes = 2 * mantissas * exponents;
+    uint64_t step = ic_logic_draw(seed, -2, 0) % codes | 1;
+    while (ic_logic_gcd(step, codes) != 1)
+        step += 2;
+    uint64_t k = (ic_logic_draw(seed, -1, 0) + (uint64_t)index * step) % codes;
+    uint64_t bias = (1ULL << (exp_bits - 1)) - 1;
+    uint64_t sign = k & 1, mantissa = (k >> 1) % mantissas;
+    uint64_t exponent = bias - (uint64_t)spread + (k >> 1) / mantissas;
+    return (unsigned char)((sign << 7) | (exponent << mant_bits) | mantissa);
+}
+
 /* Writes element `index` of the pattern of a base of `count` elements into `dst`.
  * - bool: random 0/1, except that the first element is 1 and the last 0, so the base is not
  *   a palindrome;
  * - 1- and 2-byte integers: an arithmetic sequence with an odd step from a random start, so
- *   neighbours (and any 256 / 65536 consecutive elements) differ;
- * - wider integers, floats (finite, normal, moderate exponents) and complex parts: random.
+ *   neighbours (and any 256 / 65536 consecutive elements) differ; 8-bit floats likewise over
+ *   their finite normal codes of moderate exponent;
+ * - wider integers, floats (finite, normal, moderate exponents; the float8 kinds too) and
+ *   complex parts: random.
  * The first and last elements differ for every dtype. */
 IC_HD void ic_logic_pattern_raw(unsigned char *dst, int value_class, int itemsize,
                                 uint64_t seed, int64_t index, int64_t count)
@@ -106,6 +140,13 @@ IC_HD void ic_logic_pattern_raw(unsigned char *dst, int value_class, int itemsiz
         break;
     case IC_LOGIC_BFLOAT:
         ic_logic_store(dst, ic_logic_float_bits(r, 16, 8, 40), 2);
+        break;
+    case IC_LOGIC_FLOAT8_E4M3FN:
+        /* exponents within 5 of the bias (7): never the all-ones one, whose top mantissa is NaN */
+        dst[0] = ic_logic_float8(seed, index, 4, 5);
+        break;
+    case IC_LOGIC_FLOAT8_E5M2:
+        dst[0] = ic_logic_float8(seed, index, 5, 10);
         break;
     default: { /* complex: two floats of half the size */
         uint64_t r2 = ic_logic_draw(seed, index, 1);

@@ -728,7 +728,7 @@ static int ic_cuda_pattern_args(const struct ic_view *view, const struct ic_patt
         }
     }
     if (ref->itemsize != view->itemsize || ref->itemsize < 1 || ref->itemsize > 16 ||
-        ref->value_class < IC_LOGIC_BOOL || ref->value_class > IC_LOGIC_COMPLEX) {
+        ref->value_class < IC_LOGIC_BOOL || ref->value_class > IC_LOGIC_LAST) {
         snprintf(err, err_size,
                  "the pattern (value class %d, %d bytes) does not fit the view's "
                  "%d-byte elements",

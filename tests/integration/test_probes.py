@@ -51,6 +51,8 @@ DTYPES = {
     "float64": (8, "float"),
     "complex64": (8, "complex"),
     "complex128": (16, "complex"),
+    "float8_e4m3fn": (1, "float8_e4m3fn"),
+    "float8_e5m2": (1, "float8_e5m2"),
 }
 
 # name -> (base length, ops), as in probes/README.md
@@ -100,6 +102,7 @@ def _float_bits(rng, mant_bits, exp_bias, total_bits):
 
 
 _FLOAT_LAYOUT = {2: (10, 15, 16, "H"), 4: (23, 127, 32, "I"), 8: (52, 1023, 64, "Q")}
+_FLOAT8_LAYOUT = {"float8_e4m3fn": (3, 7), "float8_e5m2": (2, 15)}
 
 
 def _element(rng, dtype):
@@ -113,6 +116,9 @@ def _element(rng, dtype):
         return struct.pack("=" + fmt, rng.getrandbits(8 * size) - (1 << (8 * size - 1)))
     if cls == "bfloat":
         return struct.pack("=H", _float_bits(rng, 7, 127, 16))
+    if cls in _FLOAT8_LAYOUT:  # exponents within 6 of the bias: never NaN or infinite
+        mant, bias = _FLOAT8_LAYOUT[cls]
+        return struct.pack("=B", _float_bits(rng, mant, bias, 8))
     if cls == "float":
         mant, bias, bits, fmt = _FLOAT_LAYOUT[size]
         return struct.pack("=" + fmt, _float_bits(rng, mant, bias, bits))
@@ -495,14 +501,15 @@ def _flip_sign(element, at):
 
 def value_view_bytes(dtype, element, op):
     """What a neg_view or conj_view array's memory holds for a base element: its negation
-    (conjugation); dtypes without one (bool, the unsigned ones; real dtypes for conj) as is."""
+    (conjugation); dtypes without one (bool, the unsigned ones, the 8-bit floats, which torch
+    cannot negate; real dtypes for conj) as is."""
     n = len(element)
     if dtype.startswith("complex"):
         half = n // 2
         if op == "conj_view":
             return element[:half] + _flip_sign(element[half:], half - 1)
         return _flip_sign(element[:half], half - 1) + _flip_sign(element[half:], half - 1)
-    if op == "conj_view" or dtype == "bool" or dtype.startswith("uint"):
+    if op == "conj_view" or dtype == "bool" or dtype.startswith(("uint", "float8")):
         return element
     if dtype.startswith("int"):
         value = int.from_bytes(element, "little", signed=True)
