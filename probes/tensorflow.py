@@ -73,7 +73,10 @@ def load():
         # tf.constant reads the interfaces into a new tensor
         | _probekit.imports({"array_interface": "tf.constant(obj)", "array": "tf.constant(obj)"},
                             zero_copy=False, readonly="always"),
-        compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
+        compute=_probekit.compute_info(
+            _probekit.SCALAR_IDENTITY_CALL,
+            missing=dict.fromkeys(_probekit.FLOAT8_DTYPES,
+                                  "TensorFlow has no arithmetic on its 8-bit floats")),
     )
 
 
@@ -105,6 +108,11 @@ def describe(x):
         host = tf.bitcast(x, tf.uint16) if dtype == "bfloat16" else x
         return {"bytes": host.numpy().tobytes(), "shape": list(x.shape), "dtype": dtype,
                 "readonly": True, "device": ["cuda", ordinal]}
+    if dtype in _probekit.FLOAT8_DTYPES:
+        # no memoryview (no PEP 3118 code) and no tf.bitcast of 8-bit floats: the contents,
+        # copied to the host in C order
+        return {"bytes": x.numpy().tobytes(), "shape": list(x.shape), "dtype": dtype,
+                "readonly": True, "device": list(_probekit.CPU)}
     if dtype == "bfloat16":
         # memoryview() of a bfloat16 tensor raises (no PEP 3118 code); tf.bitcast to uint16
         # shares the tensor's buffer, so its memoryview shows the same memory.
