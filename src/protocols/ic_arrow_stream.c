@@ -365,7 +365,9 @@ static PyObject *ic_replay_capsule(struct ic_arrow_stream *s, struct ic_export_r
     return capsule;
 }
 
-/* The proxy's owner reference: a capsule of our own in proxy->last_export, until finish(). */
+/* The proxy's owner references: capsules of our own, one per stream handed out, in a list in
+ * proxy->last_export until finish() (a consumer may ask again, as DuckDB does for each scan,
+ * while the record's view still points into the first stream's arrays). */
 static void ic_stream_owner_destructor(PyObject *owner)
 {
     struct ic_arrow_stream *s = PyCapsule_GetPointer(owner, "interopcheck.arrow_stream");
@@ -392,8 +394,13 @@ static PyObject *ic_stream_proxy_stream(PyObject *self, PyObject *args, PyObject
         ic_stream_unref(s, true);
         return NULL;
     }
-    Py_XSETREF(proxy->last_export, owner);
-    return ic_replay_capsule(s, rec);
+    if (!proxy->last_export && !(proxy->last_export = PyList_New(0))) {
+        Py_DECREF(owner);
+        return NULL;
+    }
+    int appended = PyList_Append(proxy->last_export, owner);
+    Py_DECREF(owner);
+    return appended < 0 ? NULL : ic_replay_capsule(s, rec);
 }
 
 IC_METHOD_PROTOCOL(ic_stream, "__arrow_c_stream__", ic_stream_proxy_stream,
@@ -410,35 +417,55 @@ static struct ic_arrow_stream *ic_stream_of(PyObject *owner)
     return PyCapsule_GetPointer(owner, "interopcheck.arrow_stream");
 }
 
+/* The streams a proxy handed out: its list of owners (NULL: none, or no proxy). */
+static PyObject *ic_stream_owners(PyObject *obj)
+{
+    PyObject *owners = ic_stream_is_proxy(obj) ? ((struct ic_proxy *)obj)->last_export : NULL;
+    return owners && PyList_Check(owners) ? owners : NULL;
+}
+
 static void ic_stream_observe(PyObject *obj, struct ic_export_record *rec)
 {
-    struct ic_arrow_stream *s =
-        ic_stream_is_proxy(obj) ? ic_stream_of(((struct ic_proxy *)obj)->last_export) : NULL;
-    if (rec && s)
-        rec->consumed = s->next > 0 || atomic_load(&s->replay_releases) > 0;
+    PyObject *owners = ic_stream_owners(obj);
+    for (Py_ssize_t i = 0; rec && owners && i < PyList_GET_SIZE(owners); i++) {
+        struct ic_arrow_stream *s = ic_stream_of(PyList_GET_ITEM(owners, i));
+        if (s && (s->next > 0 || atomic_load(&s->replay_releases) > 0))
+            rec->consumed = true;
+    }
+}
+
+/* The verdict on one replay's release and the producer's, once the case is over. */
+static void ic_stream_judge_release(const struct ic_arrow_stream *s, Py_ssize_t index,
+                                    struct ic_export_record *rec)
+{
+    int calls = atomic_load(&s->replay_releases);
+    if (calls != 1) {
+        ic_diag_add_side(&rec->lifetime, IC_SEV_ERROR, IC_RULE_ARROW_RELEASE, IC_SIDE_CONSUMER,
+                         "stream %zd: the ArrowArrayStream's release was called %d times: the "
+                         "consumer that moved it out must call it exactly once%s",
+                         index + 1, calls, calls ? "" : " (it leaks the producer's stream)");
+        if (calls == 0)
+            rec->lifetime.items[rec->lifetime.count - 1].provisional = true;
+    }
+    if (calls >= 1 && s->producer_left_set)
+        ic_diag_add_side(&rec->lifetime, IC_SEV_ERROR, IC_RULE_ARROW_STREAM, IC_SIDE_PRODUCER,
+                         "stream %zd: the producer's release of the ArrowArrayStream returned "
+                         "without setting release to NULL",
+                         index + 1);
 }
 
 static void ic_stream_finish(PyObject *obj, struct ic_export_record *rec)
 {
     if (!rec)
         return;
-    struct ic_arrow_stream *s =
-        ic_stream_is_proxy(obj) ? ic_stream_of(((struct ic_proxy *)obj)->last_export) : NULL;
-    if (s) {
-        int calls = atomic_load(&s->replay_releases);
-        if (calls != 1)
-            ic_diag_add_side(&rec->lifetime, IC_SEV_ERROR, IC_RULE_ARROW_RELEASE, IC_SIDE_CONSUMER,
-                             "the ArrowArrayStream's release was called %d times: the consumer "
-                             "that moved it out must call it exactly once%s",
-                             calls, calls ? "" : " (it leaks the producer's stream)");
-        if (calls == 0 && rec->lifetime.count > 0)
-            rec->lifetime.items[rec->lifetime.count - 1].provisional = true;
-        if (calls >= 1 && s->producer_left_set)
-            ic_diag_add_side(&rec->lifetime, IC_SEV_ERROR, IC_RULE_ARROW_STREAM, IC_SIDE_PRODUCER,
-                             "the producer's release of the ArrowArrayStream returned without "
-                             "setting release to NULL");
-        Py_CLEAR(((struct ic_proxy *)obj)->last_export);
+    PyObject *owners = ic_stream_owners(obj);
+    for (Py_ssize_t i = 0; owners && i < PyList_GET_SIZE(owners); i++) {
+        const struct ic_arrow_stream *s = ic_stream_of(PyList_GET_ITEM(owners, i));
+        if (s)
+            ic_stream_judge_release(s, i, rec);
     }
+    if (ic_stream_is_proxy(obj))
+        Py_CLEAR(((struct ic_proxy *)obj)->last_export);
     for (int i = 0; i < rec->watch_count; i++) {
         struct ic_arrow_watch_state state;
         if (ic_arrow_watch_state(rec->watch[i], &state) < 0)

@@ -205,7 +205,7 @@ def check_arrow_stream(tap, binary, probes, workdir):
     os.environ["TESTLIB_DIR"] = probes  # for the reproducer (streamlib's REPRO)
     os.environ["TESTLIB_KIT"] = os.path.join(os.path.dirname(os.path.dirname(probes)), "probes")
     proc = taplib.run(binary, "--probe-dir", probes, "--producer", "streamlib,pyarrow,polars",
-                      "--consumer", "streamlib,pyarrow,polars,interopcheck", "--protocol",
+                      "--consumer", "streamlib,pyarrow,polars,duckdb,interopcheck", "--protocol",
                       "arrow_stream", "--dtype", "float64,float32,int32,int16,uint8,uint16",
                       "--layout", "flat", "-o", out, "-q")
     tap.ok(proc.returncode == 1, "arrow_stream: the broken exchanges fail: exit status 1",
@@ -228,6 +228,9 @@ def check_arrow_stream(tap, binary, probes, workdir):
             expect(f"arrow_stream.{producer}.{consumer}.cpu.uint16.flat", "pass")
             expect(f"arrow_stream.{producer}.{consumer}.cpu.uint8.flat", "pass")
     expect("arrow_stream.pyarrow.streamlib.cpu.uint16.flat", "pass")
+    # DuckDB asks for a stream on each scan: every one is followed, the first one's view kept
+    for producer in ("pyarrow", "polars"):
+        expect(f"arrow_stream.{producer}.duckdb.cpu.uint16.flat", "pass")
     expect("arrow_stream.streamlib.interopcheck.cpu.uint8.flat.requested_schema", "fail",
            "arrow.requested_schema", "producer", "export")
     for producer in ("pyarrow", "polars"):
