@@ -80,6 +80,20 @@ cJSON *ic_report_libraries(const struct ic_catalog *catalog)
                 if (lib->layouts & (1u << l))
                     cJSON_AddItemToArray(layouts, cJSON_CreateString(ic_layout_name(l)));
             }
+            /* Where it builds arrays, and why not on a device it lacks (a GPU library on a
+             * machine without one says so here, not as an import error). */
+            cJSON *devices = cJSON_AddArrayToObject(item, "devices");
+            cJSON *device_notes = cJSON_AddObjectToObject(item, "device_notes");
+            if (!devices || !device_notes)
+                goto fail;
+            for (int k = 0; k < IC_KIND_COUNT; k++) {
+                const char *kind = ic_device_kind_name((enum ic_device_kind)k);
+                const char *note = ic_library_note(lib, kind);
+                if (lib->devices & (1u << k))
+                    cJSON_AddItemToArray(devices, cJSON_CreateString(kind));
+                else if (note)
+                    cJSON_AddStringToObject(device_notes, kind, note);
+            }
             cJSON *calls = cJSON_AddObjectToObject(item, "calls");
             for (int p = 0; calls && p < IC_PROTOCOL_COUNT; p++) {
                 const char *exp = ic_library_call(lib, false, p);

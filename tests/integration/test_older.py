@@ -1,7 +1,7 @@
 """Integration test: older releases are tested, not charged with the probes' mistakes.
 
 Each older release set of tests/older/*.txt has its own environment (.venv-older/NAME, made by
-scripts/setup-older with the Python interopcheck embeds). A reduced matrix of NumPy, PyTorch and
+scripts/setup-envs with the Python interopcheck embeds). A reduced matrix of NumPy, PyTorch and
 JAX runs in each and in the pinned environment; every library loads at the version its file pins,
 is exercised both ways, and no case is an error (a probe that assumed today's API would show as
 one, or as a library failure that the same case does not show today: each such failure is
@@ -56,7 +56,7 @@ def main(tap, args):
             name = os.path.basename(requirements)[:-len(".txt")]
             python = os.path.join(ROOT, ".venv-older", name, "bin", "python")
             if not tap.ok(os.access(python, os.X_OK), f"{name}: its environment exists "
-                          "(scripts/setup-older)", python):
+                          "(scripts/setup-envs)", python):
                 continue
             out = os.path.join(workdir, f"{name}.json")
             report = run_set(tap, binary, name, python, out)

@@ -176,6 +176,13 @@ def real_runs(steps):
          [binary, "--producer", "badlib", "--consumer", "numpy,interopcheck",
           "--dtype", "int16,uint8,float32", "--layout", "contiguous,strided", "-o", bad_json],
          (1,), env=env)
+    # The Arrow protocols' C side: streams read, replayed and released (streamlib breaks them),
+    # requested schemas made and released, DuckDB's repeated scans.
+    step(steps, "Arrow arrays and streams under ASan + UBSan",
+         [binary, "--producer", "streamlib,arrowlib,pyarrow,polars",
+          "--consumer", "streamlib,pyarrow,polars,duckdb,interopcheck", "--protocol",
+          "arrow,arrow_stream", "--dtype", "float64,float32,int32,int16,uint8,uint16",
+          "--layout", "flat,offset,empty", "-o", os.path.join(OUT, "arrow.json")], (1,), env=env)
     if not (os.path.exists(run_json) and os.path.exists(bad_json)):
         steps.check(False, "the views, diff, merge and repro (no reports to read)")
         return
