@@ -811,6 +811,16 @@ def column_slice_repro(what):
     return line
 
 
+def pack_bools(data):
+    """Byte booleans (build()'s bytes of a bool array) as Arrow's bit-packed values buffer:
+    element i in bit i % 8 of byte i // 8, a new bytearray."""
+    packed = bytearray((len(data) + 7) // 8)
+    for i, byte in enumerate(data):
+        if byte:
+            packed[i // 8] |= 1 << (i % 8)
+    return packed
+
+
 def arrow_bytes_description(values, dtype):
     """describe() of an Arrow column with nothing to point at (bit-packed booleans, or several
     chunks joined into a temporary copy), from the NumPy array of its elements that the
@@ -821,15 +831,13 @@ def arrow_bytes_description(values, dtype):
 
 def arrow_column_info(version, *, column, missing=None, **rest):
     """load()'s dict of a library whose arrays are 1-D Arrow columns (`column` names them in
-    the notes): Arrow's dtypes without the bit-packed bool, the column layouts, immutable. The
-    rest is load_info()'s."""
+    the notes): Arrow's dtypes (its booleans bit-packed, which the driver unpacks to compare),
+    the column layouts, immutable. The rest is load_info()'s."""
     return load_info(
         version,
         layouts=ARROW_COLUMN_LAYOUTS,
         layout_note=f"{column} is 1-D, and only a unit-step slice is a view",
-        missing={**ARROW_MISSING,
-                 "bool": "Arrow booleans are bit-packed, not a byte per element",
-                 **(missing or {})},
+        missing={**ARROW_MISSING, **(missing or {})},
         readonly=True,
         **rest,
     )
@@ -844,7 +852,7 @@ ARROW_DTYPE_REPRO = ('{{"halffloat": "float16", "float": "float32", "double": "f
 
 # The C data interface's format strings of the interface's dtypes that Arrow has a primitive of
 # a byte or more for (a CArray or a raw ArrowSchema names its type this way).
-ARROW_FORMAT_DTYPES = {"c": "int8", "s": "int16", "i": "int32", "l": "int64", "C": "uint8",
+ARROW_FORMAT_DTYPES = {"b": "bool", "c": "int8", "s": "int16", "i": "int32", "l": "int64", "C": "uint8",
                        "S": "uint16", "I": "uint32", "L": "uint64", "e": "float16", "f": "float32",
                        "g": "float64"}
 

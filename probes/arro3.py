@@ -1,7 +1,7 @@
 """arro3: a small Arrow library in Rust (arro3-core), with Arrow arrays as its Python objects.
 
 An arro3 Array is one 1-D column (only the `flat`, `offset` and `empty` layouts: slice() is a
-view), of Arrow's byte-per-element types (no bit-packed bool, no bfloat16 or complex), and
+view), of Arrow's primitive types (booleans bit-packed; no bfloat16 or complex), and
 immutable. It exports the Arrow PyCapsule interface (__arrow_c_array__) and __array__, and
 imports with Array.from_arrow(obj) (the C data interface, keeping the producer's buffers),
 ChunkedArray.from_arrow(obj) (streams) and Array.from_buffer(obj) (the buffer protocol, typed by
@@ -18,8 +18,8 @@ NAME = "arro3"
 a3 = None
 np = None
 
-# Arrow's primitive types of a byte or more per element
-DTYPES = _probekit.dtypes_except("bool", "bfloat16", "complex64", "complex128")
+# Arrow's primitive types (booleans bit-packed)
+DTYPES = _probekit.dtypes_except("bfloat16", "complex64", "complex128")
 
 
 REPRO = {
@@ -65,7 +65,7 @@ def load():
 
 def build(data, dtype, ops, readonly=False):
     if dtype not in DTYPES:
-        raise TypeError(f"arro3 has no byte-per-element {dtype} type")
+        raise TypeError(f"arro3 has no {dtype} type")
     x = a3.Array.from_numpy(_probekit.numpy_from_bytes(np, data, dtype))
     return _probekit.column_slice(x, ops, len, "an arro3 Array")
 

@@ -1,8 +1,8 @@
 """nanoarrow: the Arrow project's small C library, in Python (nanoarrow.c_array, CArray).
 
 Cannot: be anything but 1-D (only the `flat`, `offset` and `empty` layouts: slicing a CArray
-with a unit step is a view with an offset), hold bool as a byte per element (Arrow booleans are
-bit-packed), complex or bfloat16, or offer the buffer protocol or the NumPy interfaces. Arrays
+with a unit step is a view with an offset), hold complex or bfloat16, or offer the buffer
+protocol or the NumPy interfaces. Its booleans are bit-packed. Arrays
 are immutable (always read-only). It exports the Arrow PyCapsule interface (__arrow_c_array__)
 and imports it with nanoarrow.c_array(obj), which wraps the producer's buffers.
 """
@@ -13,8 +13,8 @@ NAME = "nanoarrow"
 
 na = None
 
-# Arrow's primitive types of a byte or more per element
-DTYPES = _probekit.dtypes_except("bool", "bfloat16", "complex64", "complex128")
+# Arrow's primitive types (booleans bit-packed)
+DTYPES = _probekit.dtypes_except("bfloat16", "complex64", "complex128")
 
 # How a reproducer spells nanoarrow (probes/README.md, "Reproducers"): c_array from the values,
 # sliced as build() slices; imports read back through nanoarrow.Array.
@@ -23,6 +23,7 @@ REPRO = {
     "ns": "na",
     "build": "na.c_array(values, {dtype})",
     "dtype_name": "{ns}.{dtype}()",
+    "dtypes": {"bool": "na.bool_()"},
     "make_readonly": "# nanoarrow arrays are immutable: x is read-only as it is",
     "consume": {"arrow": "na.c_array({obj})"},
     "tolist": "na.Array({y}).to_pylist()",
@@ -50,10 +51,13 @@ def load():
 
 def build(data, dtype, ops, readonly=False):
     if dtype not in DTYPES:
-        raise TypeError(f"nanoarrow has no byte-per-element {dtype} type")
+        raise TypeError(f"nanoarrow has no {dtype} type")
     n = len(data) // _probekit.ITEMSIZE[dtype]
     # a copy of its own: bytes(data) would be `data` itself, which the driver still owns
-    x = na.c_array_from_buffers(getattr(na, dtype)(), n, [None, bytearray(data)])
+    if dtype == "bool":
+        x = na.c_array_from_buffers(na.bool_(), n, [None, _probekit.pack_bools(data)])
+    else:
+        x = na.c_array_from_buffers(getattr(na, dtype)(), n, [None, bytearray(data)])
     for name, arg in ops:
         if name != "slice" or len(arg) != 1:
             raise NotImplementedError(f"a nanoarrow CArray cannot express {name} {arg} as a view")
@@ -66,6 +70,11 @@ def build(data, dtype, ops, readonly=False):
 
 def describe(x):
     dtype = _probekit.ARROW_FORMAT_DTYPES.get(x.schema.format, x.schema.format)
+    if dtype == "bool":
+        # bit-packed: no byte per element to point at; the elements go over as bytes
+        values = bytes(int(v) for v in na.Array(x).to_pylist())
+        return {"bytes": values, "shape": [x.length], "dtype": dtype, "readonly": True,
+                "device": list(_probekit.CPU)}
     address = x.buffers[1] + x.offset * _probekit.ITEMSIZE[dtype] if x.length else 0
     return _probekit.pointer_description(address, [x.length], None, dtype, True)
 

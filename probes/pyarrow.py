@@ -1,9 +1,9 @@
 """PyArrow arrays (pyarrow.Array of a primitive type, no nulls).
 
 Cannot: be anything but 1-D (only the `flat`, `offset` and `empty` layouts: Array.slice is a view with
-an offset, while step or reversed slicing copies through take), hold bool as a byte per element
-(Arrow booleans are bit-packed), complex or bfloat16, or export the buffer protocol or the
-NumPy interfaces itself. Arrays are immutable (always read-only). pyarrow.Tensor is covered by
+an offset, while step or reversed slicing copies through take), hold complex or bfloat16, or
+export the buffer protocol or the NumPy interfaces itself. Its booleans are bit-packed (a slice
+of them starts at a bit offset), and its buffer import cannot read byte booleans. Arrays are immutable (always read-only). pyarrow.Tensor is covered by
 the pyarrow_tensor probe.
 """
 
@@ -13,9 +13,8 @@ NAME = "pyarrow"
 
 pa = None
 
-# Arrow's primitive types of a byte or more per element: its booleans are bit-packed, and it
-# has no bfloat16 or complex type
-DTYPES = _probekit.dtypes_except("bool", "bfloat16", "complex64", "complex128")
+# Arrow's primitive types (no bfloat16 or complex type); booleans are bit-packed
+DTYPES = _probekit.dtypes_except("bfloat16", "complex64", "complex128")
 
 
 # How a reproducer spells pyarrow.Array (probes/README.md, "Reproducers"). pyarrow.array
@@ -26,6 +25,7 @@ REPRO = {
     "ns": "pa",
     "build": "pa.array(values, type={dtype})",
     "dtype_name": "{ns}.{dtype}()",
+    "dtypes": {"bool": "pa.bool_()"},
     **_probekit.repro_views(slice=_probekit.column_slice_repro("pyarrow.Array")),
     "make_readonly": "# pyarrow arrays are immutable: x is read-only as it is",
     "consume": {
@@ -80,15 +80,19 @@ def load():
 
 
 def _type(dtype):
-    if dtype not in DTYPES:
+    """The Arrow type of a byte-per-element dtype (the buffer import's: Arrow's booleans are
+    bits, so byte booleans have none)."""
+    if dtype not in DTYPES or dtype == "bool":
         raise TypeError(f"pyarrow has no byte-per-element {dtype} type")
     return getattr(pa, dtype)()
 
 
 def build(data, dtype, ops, readonly=False):
-    buf = _probekit.arrow_copy(pa, data)
     n = len(data) // _probekit.ITEMSIZE[dtype]
-    x = pa.Array.from_buffers(_type(dtype), n, [None, buf])
+    if dtype == "bool":
+        x = pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(_probekit.pack_bools(data))])
+    else:
+        x = pa.Array.from_buffers(_type(dtype), n, [None, _probekit.arrow_copy(pa, data)])
     return _probekit.column_slice(x, ops, len, "pyarrow.Array")
 
 

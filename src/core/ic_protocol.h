@@ -218,6 +218,10 @@ struct ic_export_record {
     enum ic_rule consumer_refusal_rule;
     char consumer_refusal_why[160];
 
+    /* An object of the tester's that the view points into (bit-packed booleans unpacked, a
+     * byte each), released with the case; NULL when the view is the producer's memory. */
+    PyObject *owned;
+
     /* The first export, as parsed and validated in C. */
     bool have_view;
     struct ic_view view;

@@ -29,21 +29,37 @@ bool ic_array_method_is_ndarray(PyObject *obj)
     return false;
 }
 
+/* dict["typestr"] = text; 0, or -1 with no exception left set. */
+static int ic_am_set_typestr(PyObject *dict, const char *text)
+{
+    PyObject *value = PyUnicode_FromString(text);
+    int rc = value ? PyDict_SetItemString(dict, "typestr", value) : -1;
+    Py_XDECREF(value);
+    if (rc < 0)
+        PyErr_Clear();
+    return rc;
+}
+
 /* An ndarray's elements through its __array_interface__, typed by its dtype's name. NumPy is
- * not the library under test here, so its interface's own findings are not reported. */
+ * not the library under test here, so its interface's own findings are not reported; its
+ * typestr is read as raw elements of the dtype's size (a dtype of another package may have
+ * none that says what it is: ml_dtypes' float8_e5m2 writes "<f1"). */
 static int ic_array_method_locate(PyObject *array, struct ic_view *ret_view, bool *ret_have_view)
 {
-    PyObject *interface = PyObject_GetAttrString(array, "__array_interface__");
+    PyObject *given = PyObject_GetAttrString(array, "__array_interface__");
     PyObject *dtype = PyObject_GetAttrString(array, "dtype");
     PyObject *name = dtype ? PyObject_GetAttrString(dtype, "name") : NULL;
+    PyObject *interface = given && PyDict_Check(given) ? PyDict_Copy(given) : NULL;
     struct ic_diag ignored;
-    char text[32];
+    char text[32], raw[16];
     enum ic_dtype value;
     int rc = IC_EINVAL;
 
     ic_diag_init(&ignored);
     if (interface && name && ic_py_str_copy(name, text, sizeof(text)) == 0 &&
         ic_dtype_from_name(text, &value) == 0 &&
+        snprintf(raw, sizeof(raw), "|V%d", ic_dtype_info(value)->itemsize) > 0 &&
+        ic_am_set_typestr(interface, raw) == 0 &&
         ic_array_interface_check(interface, array, &ignored, ret_view, ret_have_view) == 0 &&
         *ret_have_view && ret_view->itemsize == ic_dtype_info(value)->itemsize) {
         ret_view->dtype = value;
@@ -53,6 +69,7 @@ static int ic_array_method_locate(PyObject *array, struct ic_view *ret_view, boo
     }
     PyErr_Clear();
     Py_XDECREF(interface);
+    Py_XDECREF(given);
     Py_XDECREF(dtype);
     Py_XDECREF(name);
     return rc;

@@ -248,13 +248,52 @@ int ic_arrow_check_structs(const void *schema_addr, const void *array_addr, stru
     if (!ic_arrow_check_validity(ret, diag))
         return 0;
     if (dtype == IC_DTYPE_BOOL) {
-        ic_diag_warn(diag, IC_RULE_ARROW_SCHEMA,
-                     "bit-packed booleans (format \"b\") are validated but not compared: the "
-                     "matrix's booleans are a byte each");
+        /* Bit-packed: no byte per element to view in place; ic_arrow_unpack_bools makes them
+         * bytes once the bitmap is known to be readable. */
+        int64_t end = ret->array.offset + ret->array.length;
+        uintptr_t bits = (uintptr_t)ret->buffers[1], bad = 0;
+        if (ret->array.length > 0 &&
+            (!bits || ic_guard_span(bits, (size_t)((end + 7) / 8), &bad) < 0)) {
+            ic_diag_error(diag, IC_RULE_ARROW_BUFFERS,
+                          "the values bitmap at 0x%llx does not hold offset + length = %lld bits "
+                          "of readable memory",
+                          (unsigned long long)bits, (long long)end);
+            return 0;
+        }
+        ret->bools = true;
         return 0;
     }
     *ret_have_view = ic_arrow_view_values(ret, dtype, diag, ret_view);
     return 0;
+}
+
+int ic_arrow_unpack_bools(const struct ic_arrow_export *ex, unsigned char *out)
+{
+    if (!ex || !ex->bools || (!out && ex->array.length > 0))
+        return IC_EINVAL;
+    int64_t offset = ex->array.offset;
+    for (int64_t i = 0; i < ex->array.length; i++) {
+        unsigned char byte;
+        int64_t bit = offset + i;
+        if (ic_guard_copy(&byte, (uintptr_t)ex->buffers[1] + (uintptr_t)(bit / 8), 1) < 0)
+            return IC_EFAULT;
+        out[i] = (unsigned char)((byte >> (bit % 8)) & 1);
+    }
+    return 0;
+}
+
+void ic_arrow_bool_view(const unsigned char *bytes, int64_t length, struct ic_view *view)
+{
+    memset(view, 0, sizeof(*view));
+    view->data = length > 0 ? (uintptr_t)bytes : 0;
+    view->device_type = IC_DEVICE_CPU;
+    view->dtype = IC_DTYPE_BOOL;
+    view->itemsize = 1;
+    view->ndim = 1;
+    view->shape[0] = length;
+    view->strides[0] = 1;
+    view->readonly = true;
+    view->host_copy = true; /* the tester's unpacking of the bits: its address says nothing */
 }
 
 /* The device types of the C device data interface (protocols.md §6.3). */
@@ -560,6 +599,26 @@ static const struct ic_arrow_flavour ic_arrow_device = {"__arrow_c_device_array_
                                                         IC_ARROW_DEVICE_ARRAY_CAPSULE,
                                                         sizeof(struct ArrowDeviceArray), true};
 
+/* A boolean export's elements, unpacked into a bytes object the record keeps, as the
+ * reading's view (the first export's only: the record keeps the first view). */
+static void ic_arrow_keep_bools(const struct ic_arrow_export *ex, struct ic_export_record *rec,
+                                struct ic_export_reading *r)
+{
+    PyObject *bytes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)ex->array.length);
+    if (!bytes) {
+        PyErr_Clear();
+        return;
+    }
+    if (ic_arrow_unpack_bools(ex, (unsigned char *)PyBytes_AS_STRING(bytes)) < 0) {
+        Py_DECREF(bytes);
+        return;
+    }
+    ic_arrow_bool_view((const unsigned char *)PyBytes_AS_STRING(bytes), ex->array.length,
+                       &r->view);
+    r->have_view = true;
+    rec->owned = bytes;
+}
+
 /* Checks the result of the flavour's method, records it, and watches its release callbacks.
  * *ret_unreadable: the export points at memory that cannot be read. */
 static void ic_arrow_after_export(const struct ic_arrow_flavour *f, PyObject *result,
@@ -584,6 +643,8 @@ static void ic_arrow_after_export(const struct ic_arrow_flavour *f, PyObject *re
     if (schema && array) {
         (f->device ? ic_arrow_check_device_structs : ic_arrow_check_structs)(
             schema, array, &r.diag, ret, &r.view, &r.have_view, r.detail, sizeof(r.detail));
+        if (ret->bools && !rec->owned)
+            ic_arrow_keep_bools(ret, rec, &r);
         *ret_unreadable = ic_export_diag_has_error(&r.diag, IC_RULE_ARROW_STRUCTS) ||
                           ic_export_diag_has_error(&r.diag, IC_RULE_ARROW_BUFFERS);
         if (ret->structs_read && ret->schema.release && ret->array.release) {

@@ -13,8 +13,9 @@
  *   finding against the producer (arrow.structs, arrow.buffers), never a fault.
  * - Scope: 1-D arrays of the fixed-width primitive formats that interopcheck's dtypes have
  *   (int8..int64, uint8..uint64, float16/32/64), without nulls. A valid Arrow export of
- *   another type is a dtype that did not survive (exchange.dtype); bit-packed booleans ("b")
- *   are validated but give no view (a warning says so), as the matrix has byte booleans.
+ *   another type is a dtype that did not survive (exchange.dtype). Bit-packed booleans ("b")
+ *   give no view in place: the protocol modules unpack them (ic_arrow_unpack_bools) into a
+ *   byte each, in memory the case keeps (the record's `owned`), and compare that copy.
  * - The release watch: ic_arrow_watch replaces a struct's release callback and private_data
  *   with a counting callback and the entry's id, and records the originals in a process-wide
  *   table (mutex-protected: Arrow lets release run on any thread, also after the case that
@@ -58,6 +59,7 @@ struct ic_arrow_export {
     char format[32];        /* the schema's format string, as far as it could be read */
     const void *buffers[2]; /* the first two entries of array.buffers, when readable */
     bool structs_read;      /* both structs were read */
+    bool bools; /* bit-packed booleans, checked and readable: ic_arrow_unpack_bools reads them */
 };
 
 /* Validates the schema and array at `schema_addr` and `array_addr` (a producer's pointers,
@@ -76,6 +78,14 @@ int ic_arrow_check_device_structs(const void *schema_addr, const void *device_ad
                                   struct ic_diag *diag, struct ic_arrow_export *ret,
                                   struct ic_view *ret_view, bool *ret_have_view, char *detail,
                                   size_t detail_size);
+
+/* The elements of a bit-packed boolean export (`ex->bools`), one byte each (0 or 1), into
+ * `out` (ex->array.length bytes). IC_EINVAL when `ex` is no such export, IC_EFAULT when the
+ * bitmap cannot be read after all. */
+int ic_arrow_unpack_bools(const struct ic_arrow_export *ex, unsigned char *out);
+
+/* The view of `length` unpacked booleans at `bytes`: a host copy, read-only. */
+void ic_arrow_bool_view(const unsigned char *bytes, int64_t length, struct ic_view *view);
 
 /* The dtype whose Arrow format string is `format` (ic_dtype.h's arrow column); INVALID for
  * any other type, such as "b", Arrow's bit-packed boolean. */

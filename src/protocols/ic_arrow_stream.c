@@ -108,25 +108,28 @@ static bool ic_stream_column(const struct ArrowSchema *schema, const struct Arro
     return true;
 }
 
-/* Validates every array read, and makes the export's one view of them (`views`: room for
- * one view per array, at least one). */
+/* Validates every array read, and makes the export's one view of them (`views` and `exs`:
+ * room for one per array, at least one). */
 static void ic_stream_view_of(struct ic_arrow_stream *s, struct ic_view *views,
-                              struct ic_export_reading *r)
+                              struct ic_arrow_export *exs, struct ic_export_reading *r)
 {
     int64_t total = 0;
+    bool bools = false;
     for (int i = 0; i < s->chunk_count; i++) {
         const void *schema = NULL, *array = NULL;
-        struct ic_arrow_export ex;
         bool have = false;
         if (!ic_stream_column(&s->schema, &s->chunks[i], &schema, &array, &r->diag))
             return;
-        ic_arrow_check_structs(schema, array, &r->diag, &ex, &views[i], &have, r->detail,
+        ic_arrow_check_structs(schema, array, &r->diag, &exs[i], &views[i], &have, r->detail,
                                sizeof(r->detail));
-        if (!have)
+        if (exs[i].bools) /* bit-packed: unpacked into the joined copy below */
+            ic_arrow_bool_view(NULL, exs[i].array.length, &views[i]);
+        else if (!have)
             return;
+        bools = bools || exs[i].bools;
         total += views[i].shape[0];
     }
-    if (s->chunk_count == 1) {
+    if (s->chunk_count == 1 && !bools) {
         r->view = views[0];
         r->have_view = true;
         return;
@@ -154,7 +157,8 @@ static void ic_stream_view_of(struct ic_arrow_stream *s, struct ic_view *views,
         views[0].device_type = IC_DEVICE_CPU;
         views[0].readonly = true;
     } else {
-        /* Several arrays: their elements joined, in order, into one copy. */
+        /* Several arrays, or bit-packed booleans: their elements joined, in order, into one
+         * copy, a byte per boolean. */
         int itemsize = views[0].itemsize;
         s->joined = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(total * itemsize));
         if (!s->joined) {
@@ -164,8 +168,10 @@ static void ic_stream_view_of(struct ic_arrow_stream *s, struct ic_view *views,
         char *to = PyBytes_AS_STRING(s->joined);
         for (int i = 0; i < s->chunk_count; i++) {
             size_t bytes = (size_t)(views[i].shape[0] * itemsize);
-            if (views[i].dtype != views[0].dtype ||
-                (bytes && ic_guard_copy(to, views[i].data, bytes) < 0))
+            if (views[i].dtype != views[0].dtype)
+                return;
+            if (exs[i].bools ? ic_arrow_unpack_bools(&exs[i], (unsigned char *)to) < 0
+                             : bytes && ic_guard_copy(to, views[i].data, bytes) < 0)
                 return;
             to += bytes;
         }
@@ -184,12 +190,19 @@ static void ic_stream_view_of(struct ic_arrow_stream *s, struct ic_view *views,
 static void ic_stream_view(struct ic_arrow_stream *s, struct ic_export_reading *r)
 {
     struct ic_view views_on_stack[8];
+    struct ic_arrow_export exs_on_stack[8];
     struct ic_view *views = views_on_stack;
-    if (s->chunk_count > 8 && !(views = calloc((size_t)s->chunk_count, sizeof(*views))))
-        return;
-    ic_stream_view_of(s, views, r);
+    struct ic_arrow_export *exs = exs_on_stack;
+    if (s->chunk_count > 8) {
+        views = calloc((size_t)s->chunk_count, sizeof(*views));
+        exs = calloc((size_t)s->chunk_count, sizeof(*exs));
+    }
+    if (views && exs)
+        ic_stream_view_of(s, views, exs, r);
     if (views != views_on_stack)
         free(views);
+    if (exs != exs_on_stack)
+        free(exs);
 }
 
 /* Calls get_schema, then get_next until the stream ends; findings go into r->diag. */

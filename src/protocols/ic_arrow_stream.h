@@ -12,9 +12,10 @@
  *   records that case as the producer's crash.
  * - Scope: the arrow protocol's (1-D primitive arrays, no nulls). A struct type of one field
  *   (a one-column table or record batch) stands for that field. The stream's arrays, in order,
- *   are the export: one array is viewed where it lies; several are joined into one copy (a
- *   bytes object the stream keeps), so their contents are compared but whether they share the
- *   producer's memory is not; no array is an empty export of the schema's type.
+ *   are the export: one array is viewed where it lies; several, or bit-packed booleans, are
+ *   joined into one copy (a bytes object the stream keeps, a byte per boolean), so their
+ *   contents are compared but whether they share the producer's memory is not; no array is
+ *   an empty export of the schema's type.
  * - A library consumer gets a replay: a stream of interopcheck's whose get_schema asks the
  *   producer's stream again and whose get_next hands out the arrays read before, each with an
  *   instrumented release callback (ic_arrow_watch). The replay's own release is counted (it

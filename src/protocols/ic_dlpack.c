@@ -1232,6 +1232,16 @@ static bool ic_dlpack_proxy_plays_old(const struct ic_export_record *rec, PyObje
     return false;
 }
 
+/* Whether the producer's exception is the spec's signal of a producer older than the keywords
+ * asked with: a TypeError that names a keyword (Python's "unexpected keyword argument", or the
+ * keyword itself). A TypeError of another meaning (pyarrow's ArrowTypeError for a dtype DLPack
+ * cannot carry) is a refusal, after which a consumer has nothing to retry. */
+static bool ic_dlpack_keyword_refusal(const struct ic_py_exc *exc)
+{
+    return exc->type_error &&
+           (strstr(exc->message, "keyword") || strstr(exc->message, "max_version"));
+}
+
 /* Whether a __dlpack__ call passed copy or dl_device with a value other than None: what the
  * consumer's own user asked for, which a retry without keywords would drop. */
 static bool ic_dlpack_passes_user_keywords(PyObject *kwargs)
@@ -1271,8 +1281,8 @@ static void ic_dlpack_proxy_forges(PyObject *capsule, const struct ic_dlpack_cap
  * deleter once the case is over, unless the consumer under test (wrongly) did. */
 static void ic_dlpack_release_forged_use(PyObject *capsule, struct ic_export_record *rec)
 {
-    const char *name = capsule && PyCapsule_CheckExact(capsule) ? PyCapsule_GetName(capsule)
-                                                               : NULL;
+    const char *name =
+        capsule && PyCapsule_CheckExact(capsule) ? PyCapsule_GetName(capsule) : NULL;
     void *managed = name ? PyCapsule_GetPointer(capsule, name) : NULL;
     struct ic_dlpack_watch_state state;
     PyErr_Clear();
@@ -1310,7 +1320,7 @@ static PyObject *ic_dlpack_proxy_dlpack(PyObject *self, PyObject *args, PyObject
     if (rec && ic_dlpack_proxy_plays_old(rec, kwargs, asks_max_version)) {
         if (ic_py_peek(&exc)) {
             ic_export_producer_raised(rec, &exc);
-            rec->dl_max_version_refused = asks_max_version && exc.type_error;
+            rec->dl_max_version_refused = asks_max_version && ic_dlpack_keyword_refusal(&exc);
         }
         return NULL;
     }
@@ -1333,7 +1343,7 @@ static PyObject *ic_dlpack_proxy_dlpack(PyObject *self, PyObject *args, PyObject
     if (!capsule) {
         if (rec && ic_py_peek(&exc)) {
             ic_export_producer_raised(rec, &exc);
-            if (asks_max_version && exc.type_error) {
+            if (asks_max_version && ic_dlpack_keyword_refusal(&exc)) {
                 rec->dl_max_version_refused = true;
                 rec->dl_refused_with_user_keywords = ic_dlpack_passes_user_keywords(kwargs);
                 if (rec->variant == IC_VARIANT_DL_VERSIONED_ONLY)

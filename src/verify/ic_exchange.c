@@ -499,6 +499,7 @@ static void ic_case_state_release(struct ic_case_state *st)
     ic_case_state_release_imports(st);
     ic_proxy_detach(st->proxy);
     Py_CLEAR(st->proxy);
+    Py_CLEAR(st->rec.owned);
     Py_CLEAR(st->export_obj);
     ic_described_release(&st->produced);
     Py_CLEAR(st->array);

@@ -489,8 +489,8 @@ static void ic_check_zero_copy(struct ic_case_state *st, struct ic_result *res)
     }
     if (e->host_copy) {
         ic_result_check(res, IC_CHECK_ZERO_COPY, IC_CHECK_SKIP,
-                        "the export is a copy the tester made of it (several Arrow arrays "
-                        "joined): where its elements lie is not known");
+                        "the export is a copy the tester made of it (Arrow booleans unpacked, "
+                        "or several arrays joined): where its elements lie is not known");
         return;
     }
     if (!ic_check_export_sharing(st, res, note, sizeof(note)))

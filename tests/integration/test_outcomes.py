@@ -105,6 +105,7 @@ def main(tap, args):
         check_readonly(tap, binary, probes, workdir)
         check_arrow(tap, binary, probes, workdir)
         check_arrow_stream(tap, binary, probes, workdir)
+        check_arrow_bools(tap, binary, workdir)
 
         # Two libraries that coexist only in one import order (as paddle and tensorflow do),
         # met by a fresh worker (after a crash) in the other order: the order is learned and
@@ -243,6 +244,27 @@ def check_arrow_stream(tap, binary, probes, workdir):
            sorted(findings))
     if stream:
         taplib.check_reproduces(tap, binary, out, stream)
+
+
+def check_arrow_bools(tap, binary, workdir):
+    """Arrow's bit-packed booleans, unpacked in C and compared, also from a bit offset (the
+    offset layout's slice starts at bit 5)."""
+    out = os.path.join(workdir, "arrow_bools.json")
+    proc = taplib.run(binary, "--producer", "pyarrow,nanoarrow,polars", "--consumer",
+                      "pyarrow,polars,interopcheck", "--protocol", "arrow,arrow_stream",
+                      "--dtype", "bool", "--layout", "flat,offset", "-o", out, "-q")
+    tap.ok(proc.returncode in (0, 1), "Arrow booleans: the run completes", proc.stderr)
+    cases = [c for c in taplib.load_report(out)["cases"] if c["outcome"] != "unsupported"
+             and not c.get("variant")]
+    compared = [c for c in cases if c["outcome"] == "pass" and
+                c.get("checks", {}).get("contents", {}).get("status") == "pass"]
+    tap.ok(len(cases) >= 20 and len(compared) == len(cases),
+           f"Arrow booleans are compared element by element ({len(compared)} of {len(cases)} "
+           "cases pass their contents check)",
+           [(c["id"], c["outcome"], c.get("diagnostic")) for c in cases if c not in compared])
+    offset = [c for c in compared if c["layout"] == "offset" and c["protocol"] == "arrow"]
+    tap.ok(any("offset 5" in (c.get("exported") or "") for c in offset),
+           "... also from a bit offset (offset 5)", [c.get("exported") for c in offset])
 
 
 def check_exit_statuses(tap, binary, probes, workdir):

@@ -154,9 +154,20 @@ static void test_rules(void)
 
     good_pair(&p);
     p.schema.format = "b";
+    unsigned char bits[2] = {0xb4, 0x03}; /* bits 2..9, LSB first: 1 0 1 1 0 1 1 1 */
+    p.buffers[1] = bits;
     c = check_pair(&p);
-    TAP_OK(has_warning(&c.diag, IC_RULE_ARROW_SCHEMA) && c.diag.errors == 0 && !c.have_view,
-           "bit-packed booleans are validated and said not compared");
+    unsigned char unpacked[8] = {0};
+    const unsigned char want[8] = {1, 0, 1, 1, 0, 1, 1, 1};
+    TAP_OK(c.diag.count == 0 && !c.have_view && c.ex.bools &&
+               ic_arrow_unpack_bools(&c.ex, unpacked) == 0 &&
+               memcmp(unpacked, want, sizeof(want)) == 0,
+           "bit-packed booleans are validated and unpacked from their bit offset, a byte each");
+    p.array.length = 20; /* 22 bits: the third byte is not there */
+    p.buffers[1] = (void *)(uintptr_t)0x10; /* and neither is the first */
+    c = check_pair(&p);
+    TAP_OK(has_error(&c.diag, IC_RULE_ARROW_BUFFERS) && !c.ex.bools,
+           "a values bitmap that cannot be read is arrow.buffers");
     good_pair(&p);
     p.array.length = 0;
     p.buffers[1] = NULL;
