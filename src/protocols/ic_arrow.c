@@ -271,11 +271,12 @@ int ic_arrow_unpack_bools(const struct ic_arrow_export *ex, unsigned char *out)
 {
     if (!ex || !ex->bools || (!out && ex->array.length > 0))
         return IC_EINVAL;
-    int64_t offset = ex->array.offset;
+    unsigned char byte = 0;
     for (int64_t i = 0; i < ex->array.length; i++) {
-        unsigned char byte;
-        int64_t bit = offset + i;
-        if (ic_guard_copy(&byte, (uintptr_t)ex->buffers[1] + (uintptr_t)(bit / 8), 1) < 0)
+        int64_t bit = ex->array.offset + i;
+        /* each byte of the bitmap read once, as its first bit comes */
+        if ((i == 0 || bit % 8 == 0) &&
+            ic_guard_copy(&byte, (uintptr_t)ex->buffers[1] + (uintptr_t)(bit / 8), 1) < 0)
             return IC_EFAULT;
         out[i] = (unsigned char)((byte >> (bit % 8)) & 1);
     }

@@ -26,7 +26,6 @@ struct ic_arrow_stream {
     atomic_int replay_releases;   /* calls of the replay's release */
     bool producer_left_set;       /* the producer's stream release returned with release set */
     PyObject *joined;             /* several arrays' elements, joined; or NULL */
-    struct ArrowArrayStream *out; /* the replay in its capsule (the consumer may move it) */
 };
 
 static void ic_stream_release_contents(struct ic_arrow_stream *s)
@@ -369,7 +368,6 @@ static PyObject *ic_replay_capsule(struct ic_arrow_stream *s, struct ic_export_r
     out->release = ic_replay_release;
     out->private_data = s;
     atomic_fetch_add(&s->owners, 1);
-    s->out = out;
     PyObject *capsule = PyCapsule_New(out, IC_ARROW_STREAM_CAPSULE, ic_replay_capsule_destructor);
     if (!capsule) {
         ic_replay_release(out);

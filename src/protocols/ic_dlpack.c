@@ -1289,14 +1289,20 @@ static void ic_dlpack_release_forged_use(PyObject *capsule, struct ic_export_rec
     int id = managed ? ic_dlpack_watch_find(managed, rec->watch, rec->watch_count) : -1;
     if (id < 0 || ic_dlpack_watch_state(id, &state) < 0 || state.calls > 0)
         return;
-    bool versioned = strcmp(name, IC_DLPACK_NAME_USED_VERSIONED) == 0;
-    size_t at = versioned ? offsetof(DLManagedTensorVersioned, deleter)
-                          : offsetof(DLManagedTensor, deleter);
-    void (*deleter)(void *) = NULL;
-    if (ic_guard_copy(&deleter, (uintptr_t)managed + at, sizeof(deleter)) < 0 || !deleter)
-        return;
-    ic_dlpack_watch_mark_consumed(id);
-    deleter(managed);
+    /* each struct's deleter called through its own type */
+    if (strcmp(name, IC_DLPACK_NAME_USED_VERSIONED) == 0) {
+        DLManagedTensorVersioned copy;
+        if (ic_guard_copy(&copy, (uintptr_t)managed, sizeof(copy)) < 0 || !copy.deleter)
+            return;
+        ic_dlpack_watch_mark_consumed(id);
+        copy.deleter(managed);
+    } else {
+        DLManagedTensor copy;
+        if (ic_guard_copy(&copy, (uintptr_t)managed, sizeof(copy)) < 0 || !copy.deleter)
+            return;
+        ic_dlpack_watch_mark_consumed(id);
+        copy.deleter(managed);
+    }
 }
 
 static PyObject *ic_dlpack_proxy_dlpack(PyObject *self, PyObject *args, PyObject *kwargs)

@@ -72,6 +72,24 @@ def self_repro(name, *imports):
     }
 
 
+def load_pyarrow_plan(library, exports, imports):
+    """Imports pyarrow (the library underneath) and returns it with load()'s dict of a test
+    library over it: the six dtypes and the flat layout of the Arrow tests' plan, read-only,
+    with `exports` and `imports`."""
+    import pyarrow
+
+    return pyarrow, _probekit.load_info(
+        pyarrow.__version__,
+        dtypes=["float64", "float32", "int32", "int16", "uint8", "uint16"],
+        dtype_note=f"{library} has only the dtypes of its test plan",
+        layouts=["flat"],
+        layout_note=f"{library} has only the layout of its test plan",
+        readonly=True,
+        exports=exports,
+        imports=imports,
+    )
+
+
 def pyarrow_flat(pa, data, dtype, ops, library):
     """build() of a test library over pyarrow: a flat pyarrow array of its own copy of the
     bytes (`library` names it in the refusal of any other layout)."""

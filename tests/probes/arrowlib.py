@@ -61,21 +61,12 @@ class Array:
 
 def load():
     global pa
-    import pyarrow
-
-    pa = pyarrow
-    return _probekit.load_info(
-        pa.__version__,
-        dtypes=["float64", "float32", "int32", "int16", "uint8", "uint16"],
-        dtype_note="arrowlib has only the dtypes of its test plan",
-        layouts=["flat"],
-        layout_note="arrowlib has only the layout of its test plan",
-        readonly=True,
-        exports={"arrow": {"call": "Array.__arrow_c_array__"},
-                 "arrow_device": {"call": "Array.__arrow_c_device_array__"}},
+    pa, info = _testkit.load_pyarrow_plan(
+        "arrowlib", exports={"arrow": {"call": "Array.__arrow_c_array__"},
+                             "arrow_device": {"call": "Array.__arrow_c_device_array__"}},
         imports=_probekit.imports({"arrow": "arrowlib.consume(obj)"}, zero_copy=True,
-                                  readonly="always"),
-    )
+                                  readonly="always"))
+    return info
 
 
 def build(data, dtype, ops, readonly=False):

@@ -101,20 +101,11 @@ class Array:
 
 def load():
     global pa
-    import pyarrow
-
-    pa = pyarrow
-    return _probekit.load_info(
-        pa.__version__,
-        dtypes=["float64", "float32", "int32", "int16", "uint8", "uint16"],
-        dtype_note="streamlib has only the dtypes of its test plan",
-        layouts=["flat"],
-        layout_note="streamlib has only the layout of its test plan",
-        readonly=True,
-        exports={"arrow_stream": {"call": "Array.__arrow_c_stream__"}},
+    pa, info = _testkit.load_pyarrow_plan(
+        "streamlib", exports={"arrow_stream": {"call": "Array.__arrow_c_stream__"}},
         imports=_probekit.imports({"arrow_stream": "streamlib.consume(obj)"}, zero_copy=True,
-                                  readonly="always"),
-    )
+                                  readonly="always"))
+    return info
 
 
 def build(data, dtype, ops, readonly=False):
