@@ -40,24 +40,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "ic_cuda.h"
 #include "ic_dtype.h"
 #include "ic_error.h"
 
 #define EXIT_SKIP 77
-
-static double now_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* Median seconds of `runs` compares of a and b, after one warm-up; -1 on a failure. */
 static double time_compare(struct ic_cuda *cuda, const struct ic_view *a, const struct ic_view *b,
@@ -75,15 +63,14 @@ static double time_compare(struct ic_cuda *cuda, const struct ic_view *a, const 
         goto out;
     }
     for (int i = 0; i < runs; i++) {
-        double start = now_seconds();
+        double start = bench_now_s();
         if (ic_cuda_compare(cuda, a, b, stream, &res, err, sizeof(err)) < 0) {
             fprintf(stderr, "bench_gpu_compare: compare failed: %s\n", err);
             goto out;
         }
-        seconds[i] = now_seconds() - start;
+        seconds[i] = bench_now_s() - start;
     }
-    qsort(seconds, (size_t)runs, sizeof(double), compare_doubles);
-    median = seconds[runs / 2];
+    median = bench_median(seconds, (size_t)runs);
 out:
     free(seconds);
     return median;

@@ -67,7 +67,7 @@ for case in cases:
     itemsize = {"bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "float16": 2,
                 "bfloat16": 2, "int32": 4, "uint32": 4, "float32": 4, "int64": 8, "uint64": 8,
                 "float64": 8, "complex64": 8, "complex128": 16, "float8_e4m3fn": 1,
-                "float8_e5m2": 1}[case["dtype"]]
+                "float8_e5m2": 1, "int4": 1, "uint4": 1}[case["dtype"]]
     data = bytes(base_len * itemsize)
     if case["dtype"] == "bool":
         data = bytes(base_len)

@@ -53,6 +53,8 @@ ITEMSIZE = {
     "complex128": 16,
     "float8_e4m3fn": 1,
     "float8_e5m2": 1,
+    "int4": 1,
+    "uint4": 1,
 }
 
 DTYPES = tuple(ITEMSIZE)
@@ -62,6 +64,11 @@ DTYPES = tuple(ITEMSIZE)
 # probe leaves them out with FLOAT8_NOTE.
 FLOAT8_DTYPES = ("float8_e4m3fn", "float8_e5m2")
 FLOAT8_NOTE = "no 8-bit float types"
+
+# The 4-bit integers, one a byte in its low half (ml_dtypes' int4 and uint4 for NumPy, torch's
+# int4 and uint4): only a library that has them builds them, load_info(int4=True).
+INT4_DTYPES = ("int4", "uint4")
+INT4_NOTE = "no 4-bit integer types"
 
 # The layouts of the interface (see README.md for the ops of each).
 LAYOUTS = (
@@ -264,7 +271,7 @@ def _in_driver_order(names, known, what):
 def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtypes=None,
               layouts=None, dtype_note=None, layout_note=None, readonly=False, deviations=None,
               compute=None, from_dlpack_keywords=(), lazy_views=False, tensor_variants=False,
-              float8=False):
+              float8=False, int4=False):
     """load()'s dict (README.md, "load()").
 
     `missing` maps what the library lacks to why: dtypes, layouts and "cuda" (load()'s notes).
@@ -277,17 +284,20 @@ def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtyp
     release is not called with keywords it predates): consume() is then also called with them; "c_api" says it also
     imports through its own DLPack C exchange API (consume(..., c_api=True): c_api_import). `lazy_views` says the
     library builds LAZY_VIEW_LAYOUTS; without it they are left out, with LAZY_VIEW_NOTE; so
-    `tensor_variants` for TENSOR_VARIANT_LAYOUTS, and `float8` for FLOAT8_DTYPES.
+    `tensor_variants` for TENSOR_VARIANT_LAYOUTS, `float8` for FLOAT8_DTYPES and `int4` for
+    INT4_DTYPES.
     """
     missing = dict(missing or {})
     if not lazy_views:
         missing = dict.fromkeys(LAZY_VIEW_LAYOUTS, LAZY_VIEW_NOTE) | missing
     if not tensor_variants:
         missing = dict.fromkeys(TENSOR_VARIANT_LAYOUTS, TENSOR_VARIANT_NOTE) | missing
-    if not float8:
-        missing = dict.fromkeys(FLOAT8_DTYPES, FLOAT8_NOTE) | missing
+    for wanted, kinds, note in ((float8, FLOAT8_DTYPES, FLOAT8_NOTE), (int4, INT4_DTYPES, INT4_NOTE)):
+        if wanted:
+            continue
+        missing = dict.fromkeys(kinds, note) | missing
         if dtypes is not None:
-            dtypes = [d for d in dtypes if d not in FLOAT8_DTYPES]
+            dtypes = [d for d in dtypes if d not in kinds]
     notes = {}
     if dtypes is None:
         dtypes = [d for d in DTYPES if d not in missing]
@@ -346,7 +356,7 @@ def compute_info(call, missing=None):
 
 
 # The operation of scalar_identity(), as compute_info()'s call and as REPRO's `compute`.
-SCALAR_IDENTITY_CALL = "y * 1 (y | False for bool)"
+SCALAR_IDENTITY_CALL = "y * 1 (y | False for bool, y * y.dtype.type(1) for int4 and uint4)"
 
 
 # read() and write() of a library whose arrays take NumPy's indexing, spelled for a reproducer:
@@ -356,6 +366,8 @@ ITEM_REPRO = {"read": "{y}[{index}].item()", "write": "{y}[{index}] = {value}"}
 
 def scalar_identity_repro(dtype):
     """REPRO's `compute` of a probe whose compute() is scalar_identity()."""
+    if dtype in INT4_DTYPES:
+        return "{y} * {y}.dtype.type(1)"
     return "{y} | False" if dtype == "bool" else "{y} * 1"
 
 
@@ -366,9 +378,13 @@ def scalar_identity(y, dtype=None):
     elementwise kernels, make a new array of y's dtype, and give back exactly y's values for
     every value of the driver's pattern: floats there are finite and normal, never NaN, -0 or
     subnormal (which a kernel flushing to zero would change). A probe calls it from its own
-    compute(), so that a crash in it shows a frame of the probe's file (which names the side)."""
-    if (dtype or dtype_name(y.dtype)) == "bool":
+    compute(), so that a crash in it shows a frame of the probe's file (which names the side).
+    A Python int makes ml_dtypes' 4-bit integers int8, so they are multiplied by their own 1."""
+    dtype = dtype or dtype_name(y.dtype)
+    if dtype == "bool":
         return y | False
+    if dtype in INT4_DTYPES:
+        return y * y.dtype.type(1)
     return y * 1
 
 
@@ -506,8 +522,8 @@ def repro_views(**lines):
 
 def numpy_dtype_text(dtype):
     """How a reproducer names an interface dtype as NumPy's: np.float32, np.bool_, and
-    ml_dtypes.bfloat16 and ml_dtypes.float8_* (NumPy has none of its own)."""
-    if dtype == "bfloat16" or dtype in FLOAT8_DTYPES:
+    ml_dtypes.bfloat16, ml_dtypes.float8_* and ml_dtypes.int4/uint4 (NumPy has none of its own)."""
+    if dtype == "bfloat16" or dtype in FLOAT8_DTYPES or dtype in INT4_DTYPES:
         return f"ml_dtypes.{dtype}"
     return {"bool": "np.bool_"}.get(dtype, f"np.{dtype}")
 
@@ -672,8 +688,8 @@ def numpy_like_description(x, readonly=None):
 
 def numpy_dtype(np, name):
     """The NumPy dtype for an interface dtype name (`np` is NumPy, which the probe imported);
-    bfloat16 and the float8 kinds come from ml_dtypes."""
-    if name == "bfloat16" or name in FLOAT8_DTYPES:
+    bfloat16, the float8 kinds and the 4-bit integers come from ml_dtypes."""
+    if name == "bfloat16" or name in FLOAT8_DTYPES or name in INT4_DTYPES:
         import ml_dtypes
 
         return np.dtype(getattr(ml_dtypes, name))
@@ -821,12 +837,17 @@ def pack_bools(data):
     return packed
 
 
+def contents_description(values, dtype):
+    """describe() of an array with nothing to point at, from the NumPy array of its elements that
+    the library's own API made: their bytes in C order, and its shape."""
+    return {"bytes": values.tobytes(), "shape": list(values.shape), "dtype": dtype,
+            "readonly": True, "device": list(CPU)}
+
+
 def arrow_bytes_description(values, dtype):
     """describe() of an Arrow column with nothing to point at (bit-packed booleans, or several
-    chunks joined into a temporary copy), from the NumPy array of its elements that the
-    library's own API made: their bytes, in order."""
-    return {"bytes": values.tobytes(), "shape": [len(values)], "dtype": dtype,
-            "readonly": True, "device": list(CPU)}
+    chunks joined into a temporary copy): contents_description of its 1-D elements."""
+    return contents_description(values, dtype)
 
 
 def arrow_column_info(version, *, column, missing=None, **rest):

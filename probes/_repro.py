@@ -190,6 +190,8 @@ ONLY_PROTOCOL = {
 def _value(dtype, i):
     if dtype == "bool":
         return i % 3 == 0
+    if dtype in _probekit.INT4_DTYPES:
+        return i % 16 - (8 if dtype == "int4" and i % 16 >= 8 else 0)
     if dtype.startswith(("int", "uint")):
         return i
     if dtype.startswith("complex"):
@@ -315,6 +317,8 @@ class Library:
     def build(self, dtype, ops, readonly):
         """Lines that make `x` from `values` (the base, 1-D), with the layout's ops."""
         make = self.get("build")
+        if isinstance(make, dict):  # a template for some dtypes, "default" for the others
+            make = make.get(dtype, make["default"])
         if callable(make):
             return make(dtype, ops, readonly)
         lines = [f"x = {make.format(ns=self.get('ns', ''), dtype=self.dtype(dtype))}"]
@@ -1225,6 +1229,34 @@ def export_contents(s):
            'not_reproduced("the export holds the array\'s values")')
 
 
+# DLPack's (type code, bits) of each interface dtype (kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4,
+# kDLComplex 5, kDLBool 6, kDLFloat8_e4m3fn 10, kDLFloat8_e5m2 12): what an export must say
+DLPACK_DTYPES = {
+    "bool": (6, 8), "int8": (0, 8), "int16": (0, 16), "int32": (0, 32), "int64": (0, 64),
+    "uint8": (1, 8), "uint16": (1, 16), "uint32": (1, 32), "uint64": (1, 64),
+    "float16": (2, 16), "bfloat16": (4, 16), "float32": (2, 32), "float64": (2, 64),
+    "complex64": (5, 64), "complex128": (5, 128), "float8_e4m3fn": (10, 8),
+    "float8_e5m2": (12, 8), "int4": (0, 4), "uint4": (1, 4),
+}
+
+
+def export_dtype(s):
+    """A DLPack export whose dtype is not the array's: the capsule's (code, bits) read with
+    ctypes, next to what DLPack calls the array's dtype."""
+    if s.protocol not in ("dlpack", "dlpack_capsule"):
+        raise NotImplementedError(f"no reproducer reads the dtype of a {s.protocol} export yet")
+    s.need("dlpack")
+    capsule = ("x.__dlpack__(max_version=(1, 0))" if s.protocol == "dlpack"
+               else s.export_expr())
+    code, bits = DLPACK_DTYPES[s.dtype]
+    s.line(f"info = capsule_info({capsule})",
+           'print("the export says (code, bits, lanes):", info["dtype"])',
+           f"if info[\"dtype\"][:2] != ({code}, {bits}):",
+           f'    reproduced(f"{s.producer_name} exports a {s.dtype} array as DLPack dtype '
+           f'{{info[\'dtype\'][:2]}}, not ({code}, {bits})")',
+           f'not_reproduced("the export says ({code}, {bits}), DLPack\'s {s.dtype}")')
+
+
 def import_property(s):
     """A fault of the consumer's import: its contents, dtype, shape or where it lives."""
     check, rule = s.f.get("check"), s.f.get("rule")
@@ -1323,6 +1355,8 @@ def _choose(s):
         return import_property
     if side == "producer" and check == "contents":
         return export_contents
+    if side == "producer" and check == "dtype" and rule == "exchange.dtype":
+        return export_dtype
     if side == "consumer" and check == "readonly":
         return readonly_import
     raise NotImplementedError(f"no reproducer is written for {rule} ({side}, {check}) yet")

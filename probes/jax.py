@@ -70,6 +70,7 @@ def load():
                             zero_copy=False, readonly="always"),
         compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
         float8=True,
+        int4=True,
         from_dlpack_keywords=_probekit.keywords_taken(jax.dlpack.from_dlpack, ("copy", "device")),
     )
 
@@ -107,6 +108,12 @@ def _device_layout(x):
 def describe(x):
     # An imported DLPack array can keep a non-row-major buffer (a transposed import), so the
     # strides come from the array's layout, not from its shape alone.
+    if _probekit.dtype_name(x.dtype) in _probekit.INT4_DTYPES:
+        # XLA packs 4-bit integers two to a byte: there are no byte-sized elements to point
+        # at, so the contents go over as NumPy's (ml_dtypes') one a byte
+        import numpy
+
+        return _probekit.contents_description(numpy.asarray(x), _probekit.dtype_name(x.dtype))
     order, tiling = _device_layout(x)
     if tiling:
         raise NotImplementedError(f"tiled layout {tiling} has no strides")

@@ -1,8 +1,8 @@
 """NumPy: the reference host library; every layout is a genuine view.
 
 Cannot: import raw DLPack capsules (numpy.from_dlpack wants an object with __dlpack__), and it
-has no to_dlpack function. bfloat16 and the float8 kinds exist only through ml_dtypes, and NumPy
-refuses to export them
+has no to_dlpack function. bfloat16, the float8 kinds and int4/uint4 exist only through
+ml_dtypes, and NumPy refuses to export them
 over DLPack unless someone calls numpy.dtypes.register_dlpack_dtype, which NumPy documents as
 meant for dtype authors, not users, so the probe leaves it unregistered.
 """
@@ -47,6 +47,8 @@ def load():
         missing["bfloat16"] = "NumPy has bfloat16 only through ml_dtypes, which is not installed"
         missing |= dict.fromkeys(_probekit.FLOAT8_DTYPES, "NumPy has 8-bit floats only through "
                                  "ml_dtypes, which is not installed")
+        missing |= dict.fromkeys(_probekit.INT4_DTYPES, "NumPy has 4-bit integers only through "
+                                 "ml_dtypes, which is not installed")
     return _probekit.load_info(
         np.__version__,
         missing=missing,
@@ -55,6 +57,7 @@ def load():
         imports=_probekit.numpy_asarray_imports("numpy.from_dlpack(obj)", "numpy.asarray(obj)"),
         compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
         float8=True,
+        int4=True,
         from_dlpack_keywords=_probekit.keywords_taken(np.from_dlpack, ("copy", "device")),
     )
 

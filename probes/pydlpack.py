@@ -117,7 +117,7 @@ _KINDS = {"bool": "b", "int": "i", "uint": "u", "float": "f", "complex": "c"}
 # the interface name of each (code, bits)
 _DL_CODES = {"int": 0, "uint": 1, "float": 2, "bfloat": 4, "complex": 5, "bool": 6}
 _FROM_DL = {(_DL_CODES[_kind(d)], 8 * size): d for d, size in _probekit.ITEMSIZE.items()
-            if d not in _probekit.FLOAT8_DTYPES}
+            if d not in _probekit.FLOAT8_DTYPES and d not in _probekit.INT4_DTYPES}
 
 
 def load():

@@ -76,7 +76,9 @@ def load():
         compute=_probekit.compute_info(
             _probekit.SCALAR_IDENTITY_CALL,
             missing=dict.fromkeys(_probekit.FLOAT8_DTYPES,
-                                  "TensorFlow has no arithmetic on its 8-bit floats")),
+                                  "TensorFlow has no arithmetic on its 8-bit floats")
+            | dict.fromkeys(_probekit.INT4_DTYPES,
+                            "TensorFlow has no arithmetic on its 4-bit integers")),
     )
 
 
@@ -108,11 +110,10 @@ def describe(x):
         host = tf.bitcast(x, tf.uint16) if dtype == "bfloat16" else x
         return {"bytes": host.numpy().tobytes(), "shape": list(x.shape), "dtype": dtype,
                 "readonly": True, "device": ["cuda", ordinal]}
-    if dtype in _probekit.FLOAT8_DTYPES:
-        # no memoryview (no PEP 3118 code) and no tf.bitcast of 8-bit floats: the contents,
-        # copied to the host in C order
-        return {"bytes": x.numpy().tobytes(), "shape": list(x.shape), "dtype": dtype,
-                "readonly": True, "device": list(_probekit.CPU)}
+    if dtype in _probekit.FLOAT8_DTYPES or dtype in _probekit.INT4_DTYPES:
+        # no memoryview (no PEP 3118 code) and no tf.bitcast of 8-bit floats or 4-bit
+        # integers: the contents, copied to the host in C order
+        return _probekit.contents_description(x.numpy(), dtype)
     if dtype == "bfloat16":
         # memoryview() of a bfloat16 tensor raises (no PEP 3118 code); tf.bitcast to uint16
         # shares the tensor's buffer, so its memoryview shows the same memory.

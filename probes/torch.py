@@ -19,11 +19,15 @@ torch = None
 REPRO = {
     "import": "import torch\nimport torch.utils.dlpack",
     "ns": "torch",
-    "build": "torch.tensor(values, dtype={dtype})",
+    # torch.tensor cannot store into its 4-bit integers: they are viewed from 8-bit ones
+    "build": {"default": "torch.tensor(values, dtype={dtype})",
+              "int4": "torch.tensor(values, dtype=torch.int8).view(torch.int4)",
+              "uint4": "torch.tensor(values, dtype=torch.uint8).view(torch.uint4)"},
     "permute": "{x} = {x}.permute{perm}",
     "broadcast": "{x} = {x}.expand{shape}",
     "neg_view": ("{x} = torch._neg_view(-{x}) if {x}.is_signed() and not "
-                 "({x}.element_size() == 1 and {x}.is_floating_point()) else {x}"),
+                 "({x}.element_size() == 1 and {x}.is_floating_point()) "
+                 "and {x}.dtype not in (torch.int4, torch.uint4) else {x}"),
     "conj_view": "{x} = {x}.conj_physical().conj() if {x}.is_complex() else {x}",
     "requires_grad": ("{x} = {x}.requires_grad_() if {x}.is_floating_point() or {x}.is_complex() "
                       "else {x}"),
@@ -79,8 +83,11 @@ def load():
         compute=_probekit.compute_info(
             _probekit.SCALAR_IDENTITY_CALL,
             missing=dict.fromkeys(_probekit.FLOAT8_DTYPES, "torch has no CPU arithmetic on its "
-                                  "float8 types (mul_cpu_reduced_float is not implemented)")),
+                                  "float8 types (mul_cpu_reduced_float is not implemented)")
+            | dict.fromkeys(_probekit.INT4_DTYPES, "torch has no arithmetic on int4 and uint4 (they "
+                            "are shell dtypes: even a copy is not implemented)")),
         float8=True,
+        int4=True,
         from_dlpack_keywords=_probekit.keywords_taken(torch.from_dlpack, ("copy", "device"))
         + (("c_api",) if c_api else ()),
     )
@@ -88,11 +95,16 @@ def load():
 
 def _base(data, dtype):
     td = getattr(torch, dtype)
+    # torch cannot copy its 4-bit integers (they are shell dtypes): the bytes are copied as
+    # 8-bit ones and viewed as 4-bit, which is how torch users make them
+    staged = torch.uint8 if dtype in _probekit.INT4_DTYPES else td
     if not data:
         # torch.frombuffer refuses an empty buffer
-        return torch.empty(0, dtype=td)
-    # frombuffer shares the bytearray; clone() moves the data into torch's own memory
-    return torch.frombuffer(bytearray(data), dtype=td).clone()
+        base = torch.empty(0, dtype=staged)
+    else:
+        # frombuffer shares the bytearray; clone() moves the data into torch's own memory
+        base = torch.frombuffer(bytearray(data), dtype=staged).clone()
+    return base.view(td) if staged is not td else base
 
 
 def build(data, dtype, ops, readonly=False, device="cpu"):
@@ -115,8 +127,8 @@ def build(data, dtype, ops, readonly=False, device="cpu"):
 # (conjugate) bit, so that the tensor's values are x's. A dtype without a negation (bool, the
 # unsigned ones, the 8-bit floats) and a real dtype without a conjugation stay as they are.
 def _neg_view(x, _):
-    if x.element_size() == 1 and x.is_floating_point():
-        return x  # torch has no negation of its 8-bit floats: no lazy one can arise
+    if x.element_size() == 1 and x.is_floating_point() or x.dtype in (torch.int4, torch.uint4):
+        return x  # torch cannot negate its 8-bit floats or 4-bit integers: no lazy view arises
     return torch._neg_view(-x) if x.is_signed() else x
 
 

@@ -28,12 +28,15 @@ enum ic_value_class {
     IC_VALUE_COMPLEX,
     IC_VALUE_FLOAT8_E4M3FN, /* OCP FP8 E4M3 (finite only) */
     IC_VALUE_FLOAT8_E5M2,   /* OCP FP8 E5M2 */
+    IC_VALUE_NIBBLE,        /* 4-bit integers, one a byte in its low half (DLPack's padded) */
 };
 
 /* X(ENUM, name, itemsize, value class, DLPack code, DLPack bits, typestr kind, PEP 3118 format,
  *   Arrow format)
  * DLPack codes: kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLComplex 5, kDLBool 6.
- * A typestr kind of 0 means the array interface has no standard spelling (bfloat16). The Arrow
+ * A typestr kind of 0 means the array interface has no standard spelling (bfloat16). The 4-bit
+ * integers are stored one a byte (torch, ml_dtypes): DLPack's padded sub-byte layout, which
+ * only a versioned capsule can declare (DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED). The Arrow
  * format is the C data interface's (NULL: Arrow has no such primitive); Arrow's booleans ("b")
  * are bit-packed, not a byte each. */
 #define IC_DTYPE_LIST(X)                                                                           \
@@ -53,7 +56,9 @@ enum ic_value_class {
     X(COMPLEX64, "complex64", 8, IC_VALUE_COMPLEX, 5, 64, 'c', "Zf", NULL)                         \
     X(COMPLEX128, "complex128", 16, IC_VALUE_COMPLEX, 5, 128, 'c', "Zd", NULL)                     \
     X(FLOAT8_E4M3FN, "float8_e4m3fn", 1, IC_VALUE_FLOAT8_E4M3FN, 10, 8, 0, NULL, NULL)             \
-    X(FLOAT8_E5M2, "float8_e5m2", 1, IC_VALUE_FLOAT8_E5M2, 12, 8, 0, NULL, NULL)
+    X(FLOAT8_E5M2, "float8_e5m2", 1, IC_VALUE_FLOAT8_E5M2, 12, 8, 0, NULL, NULL)               \
+    X(INT4, "int4", 1, IC_VALUE_NIBBLE, 0, 4, 0, NULL, NULL)                                       \
+    X(UINT4, "uint4", 1, IC_VALUE_NIBBLE, 1, 4, 0, NULL, NULL)
 
 enum ic_dtype {
     IC_DTYPE_INVALID = 0,

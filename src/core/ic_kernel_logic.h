@@ -32,7 +32,15 @@
 #define IC_LOGIC_COMPLEX 5
 #define IC_LOGIC_FLOAT8_E4M3FN 6 /* 4 exponent bits, 3 mantissa bits, no infinities */
 #define IC_LOGIC_FLOAT8_E5M2 7   /* 5 exponent bits, 2 mantissa bits, IEEE-like */
-#define IC_LOGIC_LAST IC_LOGIC_FLOAT8_E5M2
+#define IC_LOGIC_NIBBLE 8        /* 4-bit integers (int4, uint4): one a byte, in its low half */
+#define IC_LOGIC_LAST IC_LOGIC_NIBBLE
+
+/* How two elements compare: their bytes; as truth values (any non-zero byte is a true bool);
+ * or by their low four bits, since a byte holding a 4-bit integer may carry anything in its
+ * high half (ml_dtypes leaves it zero, a torch int8 tensor viewed as int4 sign-extends). */
+#define IC_LOGIC_CMP_BYTES 0
+#define IC_LOGIC_CMP_TRUTH 1
+#define IC_LOGIC_CMP_NIBBLE 2
 
 /* splitmix64's finaliser: well distributed, cheap, and the same everywhere. */
 IC_HD uint64_t ic_logic_mix(uint64_t x)
@@ -101,7 +109,8 @@ IC_HD unsigned char ic_logic_float8(uint64_t seed, int64_t index, int exp_bits, 
  * - bool: random 0/1, except that the first element is 1 and the last 0, so the base is not
  *   a palindrome;
  * - 1- and 2-byte integers: an arithmetic sequence with an odd step from a random start, so
- *   neighbours (and any 256 / 65536 consecutive elements) differ; 8-bit floats likewise over
+ *   neighbours (and any 256 / 65536 consecutive elements) differ; 4-bit ones likewise modulo 16,
+ *   stored in the low half of a zero byte; 8-bit floats likewise over
  *   their finite normal codes of moderate exponent;
  * - wider integers, floats (finite, normal, moderate exponents; the float8 kinds too) and
  *   complex parts: random.
@@ -141,6 +150,13 @@ IC_HD void ic_logic_pattern_raw(unsigned char *dst, int value_class, int itemsiz
     case IC_LOGIC_BFLOAT:
         ic_logic_store(dst, ic_logic_float_bits(r, 16, 8, 40), 2);
         break;
+    case IC_LOGIC_NIBBLE: {
+        /* as the narrow integers, over the sixteen values of the low half */
+        uint64_t start = ic_logic_draw(seed, -1, 0);
+        uint64_t step = ic_logic_draw(seed, -2, 0) | 1;
+        dst[0] = (unsigned char)((start + (uint64_t)index * step) & 0xF);
+        break;
+    }
     case IC_LOGIC_FLOAT8_E4M3FN:
         /* exponents within 5 of the bias (7): never the all-ones one, whose top mantissa is NaN */
         dst[0] = ic_logic_float8(seed, index, 4, 5);
@@ -169,7 +185,7 @@ IC_HD void ic_logic_pattern(unsigned char *dst, int value_class, int itemsize, u
     /* Wide random values could in principle repeat end to end: flip the lowest bit (which
      * keeps a float finite and normal) so that the last element never equals the first. */
     if (count >= 2 && index == count - 1 && value_class != IC_LOGIC_BOOL &&
-        !(value_class <= IC_LOGIC_UINT && itemsize <= 2)) {
+        value_class != IC_LOGIC_NIBBLE && !(value_class <= IC_LOGIC_UINT && itemsize <= 2)) {
         unsigned char first[16];
         ic_logic_pattern_raw(first, value_class, itemsize, seed, 0, count);
         bool same = true;
@@ -193,12 +209,24 @@ IC_HD int64_t ic_logic_offset(int64_t index, int ndim, const int64_t *shape,
     return offset;
 }
 
-/* Element equality: bytes, or truth values for bools (any non-zero byte is a true bool). */
-IC_HD bool ic_logic_equal(const unsigned char *a, const unsigned char *b, int itemsize,
-                          bool as_bool)
+/* The way elements of two value classes compare (IC_LOGIC_CMP_*): truth values when both are
+ * bools, low halves when both are 4-bit integers, bytes otherwise. */
+IC_HD int ic_logic_compare_mode(int class_a, int class_b)
 {
-    if (as_bool)
+    if (class_a == IC_LOGIC_BOOL && class_b == IC_LOGIC_BOOL)
+        return IC_LOGIC_CMP_TRUTH;
+    if (class_a == IC_LOGIC_NIBBLE && class_b == IC_LOGIC_NIBBLE)
+        return IC_LOGIC_CMP_NIBBLE;
+    return IC_LOGIC_CMP_BYTES;
+}
+
+/* Element equality in one of the IC_LOGIC_CMP_* modes. */
+IC_HD bool ic_logic_equal(const unsigned char *a, const unsigned char *b, int itemsize, int mode)
+{
+    if (mode == IC_LOGIC_CMP_TRUTH)
         return (a[0] != 0) == (b[0] != 0);
+    if (mode == IC_LOGIC_CMP_NIBBLE)
+        return ((a[0] ^ b[0]) & 0xF) == 0;
     for (int i = 0; i < itemsize; i++) {
         if (a[i] != b[i])
             return false;

@@ -7,7 +7,8 @@ _Static_assert(IC_VALUE_BOOL == IC_LOGIC_BOOL && IC_VALUE_INT == IC_LOGIC_INT &&
                    IC_VALUE_UINT == IC_LOGIC_UINT && IC_VALUE_FLOAT == IC_LOGIC_FLOAT &&
                    IC_VALUE_BFLOAT == IC_LOGIC_BFLOAT && IC_VALUE_COMPLEX == IC_LOGIC_COMPLEX &&
                    IC_VALUE_FLOAT8_E4M3FN == IC_LOGIC_FLOAT8_E4M3FN &&
-                   IC_VALUE_FLOAT8_E5M2 == IC_LOGIC_FLOAT8_E5M2,
+                   IC_VALUE_FLOAT8_E5M2 == IC_LOGIC_FLOAT8_E5M2 &&
+                   IC_VALUE_NIBBLE == IC_LOGIC_NIBBLE,
                "ic_value_class and ic_kernel_logic.h disagree");
 
 uint64_t ic_pattern_seed(uint64_t run_seed, const char *case_id)

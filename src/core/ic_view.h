@@ -90,12 +90,29 @@ struct ic_compare_result {
 };
 
 /* Compares the bytes of every element of `a` and `b` in C order, each read through its own
- * strides. The views must have the same shape and itemsize (IC_EINVAL otherwise). Bool
- * elements compare as truth values, since any non-zero byte is a true bool. IC_EFAULT when
+ * strides. The views must have the same shape and itemsize (IC_EINVAL otherwise). Elements
+ * compare as ic_view_compare_mode says. Contiguous runs are compared by memcmp, strided ones a
+ * whole element (up to 8 bytes) at a time, so a large compare runs near memory speed. IC_EFAULT when
  * an element of either view cannot be read: nothing is compared, and `ret` says where (its
  * unreadable fields only). */
 int ic_view_compare(const struct ic_view *a, const struct ic_view *b,
                     struct ic_compare_result *ret);
+
+/* ic_view_compare without the guard: for views whose every element the caller has just found
+ * readable (ic_guard_view) and that nothing can unmap before it returns. */
+int ic_view_compare_elements(const struct ic_view *a, const struct ic_view *b,
+                             struct ic_compare_result *ret);
+
+/* How the elements of `a` and `b` compare (IC_LOGIC_CMP_* of ic_kernel_logic.h): as truth
+ * values when both are bools (any non-zero byte is true), by their low four bits when both are
+ * 4-bit integers, by their bytes otherwise. */
+int ic_view_compare_mode(const struct ic_view *a, const struct ic_view *b);
+
+/* Merges neighbouring dimensions that both stride sets walk as one (the outer stride is the
+ * inner stride times the inner extent) and drops dimensions of extent 1, in place. The C-order
+ * linear index of every element is unchanged, and a view contiguous in both becomes one
+ * dimension. Returns the new number of dimensions (0 when at most one element remains). */
+int ic_view_merge_dims(int ndim, int64_t *shape, int64_t *first, int64_t *second);
 
 /* Checks that the host can read every element of the view (ic_guard_view). IC_EFAULT with
  * `why` naming the first element that cannot be read and where; IC_ERANGE for a view whose

@@ -613,33 +613,6 @@ static int ic_cuda_run_check(struct ic_cuda *cuda, struct ic_cuda_device *dev,
     return 0;
 }
 
-/* Merges neighbouring dimensions that both stride sets walk as one (the outer stride is the
- * inner stride times the inner extent) and drops dimensions of extent 1. The C-order linear
- * index of every element is unchanged, and a contiguous view becomes one dimension, which the
- * kernels address without divisions. Returns the new number of dimensions. */
-static int ic_cuda_merge_dims(int ndim, int64_t *shape, int64_t *first, int64_t *second)
-{
-    int kept = 0;
-    for (int d = 0; d < ndim; d++) {
-        if (shape[d] == 1)
-            continue;
-        int64_t first_span, second_span;
-        if (kept > 0 && !__builtin_mul_overflow(first[d], shape[d], &first_span) &&
-            !__builtin_mul_overflow(second[d], shape[d], &second_span) &&
-            first[kept - 1] == first_span && second[kept - 1] == second_span) {
-            shape[kept - 1] *= shape[d];
-            first[kept - 1] = first[d];
-            second[kept - 1] = second[d];
-            continue;
-        }
-        shape[kept] = shape[d];
-        first[kept] = first[d];
-        second[kept] = second[d];
-        kept++;
-    }
-    return kept;
-}
-
 /* The widest of 8, 4, 2, 1 bytes that divides `width` (the width allowed so far), the address
  * and every stride: the kernels may then read each element in whole words of that size. */
 static int ic_cuda_load_width(int width, uintptr_t address, int ndim, const int64_t *strides)
@@ -686,7 +659,7 @@ static int ic_cuda_compare_unscoped(struct ic_cuda *cuda, const struct ic_view *
     memcpy(shape, a->shape, sizeof(shape));
     memcpy(a_strides, a->strides, sizeof(a_strides));
     memcpy(b_strides, b->strides, sizeof(b_strides));
-    int ndim = ic_cuda_merge_dims(a->ndim, shape, a_strides, b_strides);
+    int ndim = ic_view_merge_dims(a->ndim, shape, a_strides, b_strides);
     if (ndim > IC_CUDA_MAX_NDIM) {
         snprintf(err, err_size,
                  "the views have %d dimensions that cannot be merged, more than the %d the GPU "
@@ -701,7 +674,7 @@ static int ic_cuda_compare_unscoped(struct ic_cuda *cuda, const struct ic_view *
         .numel = numel,
         .ndim = ndim,
         .itemsize = a->itemsize,
-        .as_bool = a->dtype == IC_DTYPE_BOOL && b->dtype == IC_DTYPE_BOOL,
+        .compare_mode = ic_view_compare_mode(a, b),
     };
     memcpy(args.shape, shape, sizeof(args.shape));
     memcpy(args.a_strides, a_strides, sizeof(args.a_strides));
@@ -769,7 +742,7 @@ static int ic_cuda_pattern_args(const struct ic_view *view, const struct ic_patt
     memcpy(args->shape, ref->shape, sizeof(args->shape));
     memcpy(args->strides, view->strides, sizeof(args->strides));
     memcpy(args->element_strides, ref->element_strides, sizeof(args->element_strides));
-    args->ndim = ic_cuda_merge_dims(ref->ndim, args->shape, args->strides, args->element_strides);
+    args->ndim = ic_view_merge_dims(ref->ndim, args->shape, args->strides, args->element_strides);
     args->load_width = ic_cuda_load_width(ic_cuda_widest_word(ref->itemsize), view->data,
                                           args->ndim, args->strides);
     return 0;

@@ -108,10 +108,10 @@ static bool ic_dlpack_check_dtype(DLDataType dtype, struct ic_diag *diag)
     switch (dtype.code) {
     case IC_DL_INT:
     case IC_DL_UINT:
-        if (bits != 8 && bits != 16 && bits != 32 && bits != 64)
+        if (bits != 4 && bits != 8 && bits != 16 && bits != 32 && bits != 64)
             ic_diag_warn(diag, rule,
                          "%s with %u bits: legal for compilers, but Python array libraries only "
-                         "exchange 8, 16, 32 and 64 bits",
+                         "exchange 4, 8, 16, 32 and 64 bits",
                          name, bits);
         break;
     case IC_DL_FLOAT:

@@ -53,6 +53,8 @@ DTYPES = {
     "complex128": (16, "complex"),
     "float8_e4m3fn": (1, "float8_e4m3fn"),
     "float8_e5m2": (1, "float8_e5m2"),
+    "int4": (1, "nibble"),
+    "uint4": (1, "nibble"),
 }
 
 # name -> (base length, ops), as in probes/README.md
@@ -134,6 +136,9 @@ def pattern(dtype, n, seed):
         if n >= 2:
             bits[0], bits[-1] = 1, 0
         return bytes(bits)
+    if DTYPES[dtype][1] == "nibble":  # 16 values: an odd step, so that neighbours differ
+        start, step = rng.randrange(16), rng.randrange(1, 16, 2)
+        return bytes((start + i * step) % 16 for i in range(n))
     seen, out = set(), []
     while len(out) < n:
         e = _element(rng, dtype)
@@ -509,7 +514,7 @@ def value_view_bytes(dtype, element, op):
         if op == "conj_view":
             return element[:half] + _flip_sign(element[half:], half - 1)
         return _flip_sign(element[:half], half - 1) + _flip_sign(element[half:], half - 1)
-    if op == "conj_view" or dtype == "bool" or dtype.startswith(("uint", "float8")):
+    if op == "conj_view" or dtype in ("bool", "int4") or dtype.startswith(("uint", "float8")):
         return element
     if dtype.startswith("int"):
         value = int.from_bytes(element, "little", signed=True)

@@ -68,7 +68,9 @@ def self_repro(name, *imports):
                               *imports]),
         "ns": "np",
         "build": lambda dtype, ops, readonly: [
-            f"x = {name}.build(np.array(values, dtype=np.{dtype}).tobytes(), {dtype!r}, {ops!r})"],
+            f"x = {name}.build(np.array(values, dtype={_probekit.numpy_dtype_text(dtype)})"
+            f".tobytes(), {dtype!r}, {ops!r})"],
+        "extra_imports": {"ml_dtypes.": "import ml_dtypes"},
     }
 
 

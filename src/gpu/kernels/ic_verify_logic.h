@@ -63,7 +63,7 @@ struct ic_verify_compare_args {
     int64_t b_strides[IC_VERIFY_MAX_NDIM]; /* bytes */
     int32_t ndim;
     int32_t itemsize;
-    int32_t as_bool;    /* both views are bool: compare truth values */
+    int32_t compare_mode; /* IC_LOGIC_CMP_*: bytes, truth values (bools), low halves (4-bit) */
     int32_t load_width; /* 1, 2, 4 or 8, dividing the itemsize and every element address */
 };
 
@@ -175,15 +175,16 @@ IC_HD void ic_verify_load(unsigned char *dst, const unsigned char *src, int size
         ic_logic_store(dst + k, ic_verify_word(src + k, width), width);
 }
 
-/* Element equality as ic_logic_equal defines it: truth values for bools, bytes otherwise.
+/* Element equality as ic_logic_equal defines it: truth values for bools, low halves for 4-bit
+ * integers, bytes otherwise.
  * Equal bytes are equal words, so elements are compared a word of `width` bytes at a time
  * straight from memory: wide loads keep the GPU's memory transactions full, which is what lets
  * a compare run at memory speed, and nothing is staged in local memory. */
 IC_HD bool ic_verify_equal(const unsigned char *a, const unsigned char *b, int itemsize, int width,
-                           bool as_bool)
+                           int mode)
 {
-    if (as_bool)
-        return ic_logic_equal(a, b, 1, true);
+    if (mode != IC_LOGIC_CMP_BYTES)
+        return ic_logic_equal(a, b, 1, mode);
     for (int k = 0; k < itemsize; k += width) {
         if (ic_verify_word(a + k, width) != ic_verify_word(b + k, width))
             return false;
@@ -217,7 +218,7 @@ IC_HD void ic_verify_report(uint64_t counters, const struct ic_verify_tally *tal
 }
 
 IC_HD void ic_verify_compare_loop(const struct ic_verify_compare_args *args, int64_t thread,
-                                  int64_t thread_count, int itemsize, int width, bool as_bool)
+                                  int64_t thread_count, int itemsize, int width, int mode)
 {
     const unsigned char *a = (const unsigned char *)(uintptr_t)args->a;
     const unsigned char *b = (const unsigned char *)(uintptr_t)args->b;
@@ -225,7 +226,7 @@ IC_HD void ic_verify_compare_loop(const struct ic_verify_compare_args *args, int
     for (int64_t i = thread; i < args->numel; i += thread_count) {
         const unsigned char *ea = a + ic_verify_offset(i, args->ndim, args->shape, args->a_strides);
         const unsigned char *eb = b + ic_verify_offset(i, args->ndim, args->shape, args->b_strides);
-        ic_verify_tally_add(&tally, ic_verify_equal(ea, eb, itemsize, width, as_bool), i);
+        ic_verify_tally_add(&tally, ic_verify_equal(ea, eb, itemsize, width, mode), i);
     }
     ic_verify_report(args->counters, &tally);
 }
@@ -235,30 +236,30 @@ IC_HD void ic_verify_compare_thread(const struct ic_verify_compare_args *args, i
 {
     /* The common cases get literal sizes and no bool test in the loop, so that the compiler
      * unrolls it with the loads of several elements in flight at once. Only 1-byte elements
-     * can be bools. */
+     * can be bools or 4-bit integers. */
     int size = args->itemsize, width = args->load_width;
-    bool as_bool = args->as_bool != 0 && size == 1;
-    if (size == 1 && as_bool)
-        ic_verify_compare_loop(args, thread, thread_count, 1, 1, true);
+    int mode = size == 1 ? args->compare_mode : IC_LOGIC_CMP_BYTES;
+    if (size == 1 && mode != IC_LOGIC_CMP_BYTES)
+        ic_verify_compare_loop(args, thread, thread_count, 1, 1, mode);
     else if (size == 1)
-        ic_verify_compare_loop(args, thread, thread_count, 1, 1, false);
+        ic_verify_compare_loop(args, thread, thread_count, 1, 1, IC_LOGIC_CMP_BYTES);
     else if (size == 2 && width == 2)
-        ic_verify_compare_loop(args, thread, thread_count, 2, 2, false);
+        ic_verify_compare_loop(args, thread, thread_count, 2, 2, IC_LOGIC_CMP_BYTES);
     else if (size == 4 && width == 4)
-        ic_verify_compare_loop(args, thread, thread_count, 4, 4, false);
+        ic_verify_compare_loop(args, thread, thread_count, 4, 4, IC_LOGIC_CMP_BYTES);
     else if (size == 8 && width == 8)
-        ic_verify_compare_loop(args, thread, thread_count, 8, 8, false);
+        ic_verify_compare_loop(args, thread, thread_count, 8, 8, IC_LOGIC_CMP_BYTES);
     else if (size == 16 && width == 8)
-        ic_verify_compare_loop(args, thread, thread_count, 16, 8, false);
+        ic_verify_compare_loop(args, thread, thread_count, 16, 8, IC_LOGIC_CMP_BYTES);
     else
-        ic_verify_compare_loop(args, thread, thread_count, size, width, false);
+        ic_verify_compare_loop(args, thread, thread_count, size, width, IC_LOGIC_CMP_BYTES);
 }
 
 IC_HD void ic_verify_check_pattern_loop(const struct ic_verify_pattern_args *args, int64_t thread,
                                         int64_t thread_count, int itemsize, int width)
 {
     const unsigned char *data = (const unsigned char *)(uintptr_t)args->data;
-    bool as_bool = args->value_class == IC_LOGIC_BOOL;
+    int mode = ic_logic_compare_mode(args->value_class, args->value_class);
     struct ic_verify_tally tally = {0, ~0ULL};
     for (int64_t i = thread; i < args->numel; i += thread_count) {
         int64_t k =
@@ -267,7 +268,7 @@ IC_HD void ic_verify_check_pattern_loop(const struct ic_verify_pattern_args *arg
         ic_logic_pattern(expected, args->value_class, itemsize, args->seed, k, args->base_count);
         ic_verify_load(actual, data + ic_verify_offset(i, args->ndim, args->shape, args->strides),
                        itemsize, width);
-        ic_verify_tally_add(&tally, ic_logic_equal(actual, expected, itemsize, as_bool), i);
+        ic_verify_tally_add(&tally, ic_logic_equal(actual, expected, itemsize, mode), i);
     }
     ic_verify_report(args->counters, &tally);
 }

@@ -133,6 +133,8 @@ static void test_pattern(void)
                 valid = valid && ((e[0] >> 3) & 0xf) != 0 && ((e[0] >> 3) & 0xf) != 0xf;
             if (info->value_class == IC_VALUE_FLOAT8_E5M2)
                 valid = valid && ((e[0] >> 2) & 0x1f) != 0 && ((e[0] >> 2) & 0x1f) != 0x1f;
+            if (info->value_class == IC_VALUE_NIBBLE)
+                valid = valid && e[0] <= 0xF; /* the low half of a zero byte */
             if (info->value_class == IC_VALUE_BFLOAT) {
                 uint16_t h;
                 memcpy(&h, e, 2);

@@ -97,8 +97,72 @@ static void test_compare(void)
     TAP_OK(ic_view_compare(&vb1, &vb2, &res) == 0 && res.mismatches == 1,
            "the same bytes as uint8 differ");
 
+    /* 4-bit integers compare by their low halves: 0x0E (ml_dtypes' -2) and 0xFE (a torch int8
+     * tensor viewed as int4) are the same int4 */
+    unsigned char n1[3] = {0x0E, 0x07, 0x08}, n2[3] = {0xFE, 0x07, 0x18};
+    struct ic_view vn1 = view_1d(n1, 1, 3, 1), vn2 = view_1d(n2, 1, 3, 1);
+    vn1.dtype = vn2.dtype = IC_DTYPE_INT4;
+    TAP_OK(ic_view_compare(&vn1, &vn2, &res) == 0 && res.mismatches == 0,
+           "int4 elements compare by their low four bits");
+    n2[1] = 0x06;
+    TAP_OK(ic_view_compare(&vn1, &vn2, &res) == 0 && res.mismatches == 1 && res.first_mismatch == 1,
+           "a changed low half of an int4 is a mismatch");
+    vn2.dtype = IC_DTYPE_INT8;
+    TAP_OK(ic_view_compare(&vn1, &vn2, &res) == 0 && res.mismatches == 3,
+           "int4 against int8 compares bytes");
+
     struct ic_view other = view_1d(base, 2, 11, 2);
     TAP_OK(ic_view_compare(&rev, &other, &res) == IC_EINVAL, "shapes that differ are IC_EINVAL");
+}
+
+/* The fast paths of the compare: contiguous rows by memcmp, strided ones a word at a time, and
+ * the C-order index of a mismatch kept through merged dimensions. */
+static void test_compare_paths(void)
+{
+    static uint64_t a[2 * 3 * 40], b[2 * 3 * 40];
+    for (int i = 0; i < 240; i++)
+        a[i] = b[i] = 0x0101010101010101ULL * (uint64_t)(i % 251) + (uint64_t)i;
+    /* (2,3,40) contiguous in both: one merged row of 240 elements */
+    struct ic_view va = {.data = (uintptr_t)a, .itemsize = 8, .ndim = 3, .shape = {2, 3, 40}};
+    struct ic_view vb = va;
+    vb.data = (uintptr_t)b;
+    ic_view_set_c_strides(&va);
+    ic_view_set_c_strides(&vb);
+    struct ic_compare_result res;
+    TAP_OK(ic_view_compare(&va, &vb, &res) == 0 && res.mismatches == 0 && res.compared == 240,
+           "contiguous (2,3,40) uint64 views compare equal");
+    ((unsigned char *)&b[133])[5] ^= 0x40;
+    b[239] ^= 1;
+    TAP_OK(ic_view_compare(&va, &vb, &res) == 0 && res.mismatches == 2 &&
+               res.first_mismatch == 133,
+           "one changed byte of element 133 and the last element: 2 mismatches, first 133");
+
+    /* every other element of both, as (2,3,20) with strides (960,320,16): strided rows */
+    struct ic_view sa = {.data = (uintptr_t)a, .itemsize = 8, .ndim = 3, .shape = {2, 3, 20},
+                         .strides = {960, 320, 16}};
+    struct ic_view sb = sa;
+    sb.data = (uintptr_t)b;
+    TAP_OK(ic_view_compare(&sa, &sb, &res) == 0 && res.mismatches == 0,
+           "the even elements agree (133 and 239 are odd)");
+    b[134] ^= 1; /* element (1,0,7) of the strided view: index 60 + 7 = 67 */
+    TAP_OK(ic_view_compare(&sa, &sb, &res) == 0 && res.mismatches == 1 && res.first_mismatch == 67,
+           "a changed even element is found at its C-order index 67");
+
+    /* a 3-byte raw element: compared by memcmp element by element when strided */
+    unsigned char r1[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, r2[12];
+    memcpy(r2, r1, sizeof(r2));
+    r2[7] = 0; /* in the second element (bytes 6-8); bytes 3-5 and 9-11 are gaps */
+    struct ic_view ra = view_1d(r1, 3, 2, 6), rb = view_1d(r2, 3, 2, 6);
+    TAP_OK(ic_view_compare(&ra, &rb, &res) == 0 && res.mismatches == 1 && res.first_mismatch == 1,
+           "3-byte elements 6 bytes apart: the second differs");
+
+    int64_t shape[3] = {2, 1, 5}, s1[3] = {40, 4, 8}, s2[3] = {5, 99, 1};
+    TAP_OK(ic_view_merge_dims(3, shape, s1, s2) == 1 && shape[0] == 10 && s1[0] == 8 &&
+               s2[0] == 1,
+           "(2,1,5) with strides (40,_,8) and (5,_,1) merges into one dimension of 10");
+    int64_t shape2[2] = {2, 5}, t1[2] = {40, 8}, t2[2] = {6, 1};
+    TAP_OK(ic_view_merge_dims(2, shape2, t1, t2) == 2,
+           "strides (6,1) over extent 5 do not merge");
 }
 
 static void test_addresses(void)
@@ -127,6 +191,7 @@ int main(void)
 {
     test_span_and_contiguity();
     test_compare();
+    test_compare_paths();
     test_addresses();
     return tap_done();
 }

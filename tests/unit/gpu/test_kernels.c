@@ -45,7 +45,7 @@ static struct ic_verify_compare_args compare_args(const struct ic_view *a, const
         .b = b->data,
         .ndim = a->ndim,
         .itemsize = a->itemsize,
-        .as_bool = a->dtype == IC_DTYPE_BOOL && b->dtype == IC_DTYPE_BOOL,
+        .compare_mode = ic_view_compare_mode(a, b),
         .load_width = load_width,
     };
     ic_view_numel(a, &args.numel);
