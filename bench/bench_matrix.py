@@ -129,6 +129,26 @@ def import_floor(python, probes_dir, names, runs=3):
     return statistics.median(times)
 
 
+def phase_breakdown(report, wall):
+    """The report's run.timing as (label, value) lines: discovery, the cases' wall time and
+    what the workers spent it on, restarts, and the rest (planning, reports, stopping)."""
+    timing = report["run"].get("timing")
+    if not timing:
+        return []
+    rest = wall - timing["discovery_s"] - timing["cases_wall_s"]
+    return [
+        ("discovery (importing every library once, in a worker)", f"{timing['discovery_s']:.2f} s"),
+        ("running the cases (wall)", f"{timing['cases_wall_s']:.2f} s"),
+        ("  workers' first import of each library", f"{timing['import_s']:.2f} s"),
+        ("  re-imports in workers started after a crash or a stop", f"{timing['reimport_s']:.2f} s"),
+        ("  exchange work (case begin to end)", f"{timing['case_s']:.2f} s"),
+        ("  round trips and worker overhead between cases", f"{timing['wait_s']:.2f} s"),
+        ("  workers started / of them restarts", f"{timing['workers_started']} / {timing['restarts']}"),
+        ("  cases of crashing pairs run isolated", f"{timing['isolated_cases']}"),
+        ("planning, reports, reproducers and stopping (wall)", f"{rest:.2f} s"),
+    ]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("interopcheck")
@@ -182,10 +202,16 @@ def main():
     print(f"median case: {case_median * 1e3:.1f} us over {len(sample)} passing cases; "
           f"median bare exchange call of the same cases: {bare_median * 1e3:.1f} us")
     print(f"ratio 2, case / bare exchange call: {case_median / bare_median:.2f}")
+    phases = phase_breakdown(report, wall)
+    if phases:
+        print("where the wall time went (workers' seconds are summed over the workers):")
+        for label, value in phases:
+            print(f"  {label:<58} {value}")
     print(json.dumps({"import_floor_s": floor, "all_wall_s": wall, "ratio_wall_to_floor":
                       wall / floor, "case_median_ms": case_median, "bare_call_median_ms":
                       bare_median, "ratio_case_to_bare": case_median / bare_median,
-                      "cases": cases_total, "cases_run": cases_run, "jobs": jobs}))
+                      "cases": cases_total, "cases_run": cases_run, "jobs": jobs,
+                      "timing": report["run"].get("timing")}))
 
 
 if __name__ == "__main__":

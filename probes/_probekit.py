@@ -268,6 +268,24 @@ def _in_driver_order(names, known, what):
     return [name for name in known if name in names]
 
 
+def cache_dir(name):
+    """The directory where a probe keeps what its library compiled, `name` under the driver's
+    INTEROPCHECK_CACHE_DIR (made if missing), or None when there is no cache: a worker started
+    later, the other workers and the next run then load compiled code instead of compiling it
+    again."""
+    import os
+
+    root = os.environ.get("INTEROPCHECK_CACHE_DIR")
+    if not root:
+        return None
+    path = os.path.join(root, name)
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError:
+        return None
+    return path
+
+
 def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtypes=None,
               layouts=None, dtype_note=None, layout_note=None, readonly=False, deviations=None,
               compute=None, from_dlpack_keywords=(), lazy_views=False, tensor_variants=False,

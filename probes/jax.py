@@ -42,6 +42,7 @@ def load():
     # Without x64 mode JAX silently turns 64-bit dtypes into 32-bit ones; users who exchange
     # 64-bit data enable it.
     _jax.config.update("jax_enable_x64", True)
+    _use_compilation_cache(_jax)
     import jax.dlpack  # noqa: F401
     import jax.numpy as _jnp
 
@@ -73,6 +74,23 @@ def load():
         int4=True,
         from_dlpack_keywords=_probekit.keywords_taken(jax.dlpack.from_dlpack, ("copy", "device")),
     )
+
+
+def _use_compilation_cache(jax_module):
+    """JAX's persistent compilation cache in the driver's cache directory: every new shape and
+    dtype costs JAX a compile of its import and of compute() (~25 ms each on the CPU), which
+    each worker, a worker started after a crash and every run would otherwise pay again. Every
+    compile is kept, however quick. An option this JAX lacks is skipped (older releases)."""
+    path = _probekit.cache_dir("jax")
+    if path is None:
+        return
+    for option, value in (("jax_compilation_cache_dir", path),
+                          ("jax_persistent_cache_min_compile_time_secs", 0),
+                          ("jax_persistent_cache_min_entry_size_bytes", 0)):
+        try:
+            jax_module.config.update(option, value)
+        except (AttributeError, KeyError, ValueError):
+            pass
 
 
 def _gpus():

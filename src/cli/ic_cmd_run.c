@@ -691,7 +691,7 @@ struct ic_run_command {
     struct ic_run_policy policy;
     cJSON *tool, *run_json, *python, *report;
     char err[4096], output[PATH_MAX], stream_path[PATH_MAX + 8], started[64];
-    double start;
+    double start, discovery_s, cases_wall_s;
     bool interrupted, stream_kept;
 };
 
@@ -727,8 +727,10 @@ static int ic_run_command_plan(struct ic_run_command *cmd)
         return snprintf(cmd->err, sizeof(cmd->err), "out of memory"), IC_ENOMEM;
     if (!opts->consumers.count)
         ic_libset_fill(&cmd->wanted);
+    double discovery_start = ic_wall_s();
     if (ic_session_discover(session, &cmd->wanted) < 0)
         return snprintf(cmd->err, sizeof(cmd->err), "discovery failed"), IC_EENV;
+    cmd->discovery_s = ic_wall_s() - discovery_start;
     cmd->untested = ic_report_untested(&session->catalog, &cmd->wanted, opts);
     for (int k = 0; k < IC_KIND_COUNT; k++) {
         if ((cmd->filter.devices & (1u << k)) && !(session->devices.available & (1u << k)) &&
@@ -762,7 +764,9 @@ static int ic_run_command_execute(struct ic_run_command *cmd)
     run->plan = &cmd->plan;
     size_t to_run = ic_run_start_stream(run, &cmd->session, cmd->stream_path, cmd->tool,
                                         cmd->run_json, cmd->python);
+    double cases_start = ic_wall_s();
     int ran = ic_run_pool(run, &cmd->session, to_run);
+    cmd->cases_wall_s = ic_wall_s() - cases_start;
     cmd->interrupted = ran == IC_EINTR;
     if (ran < 0 && !cmd->interrupted) {
         snprintf(cmd->err, sizeof(cmd->err), "the worker processes could not be run");
@@ -782,6 +786,26 @@ static int ic_run_command_execute(struct ic_run_command *cmd)
     return 0;
 }
 
+/* run.timing: the phases of the run (struct ic_pool_stats), for bench/ and for anyone asking
+ * where a run's time went. */
+static int ic_run_timing_json(struct ic_run_command *cmd)
+{
+    struct ic_pool_stats stats;
+    ic_pool_stats(cmd->session.pool, &stats);
+    cJSON *timing = cJSON_AddObjectToObject(cmd->run_json, "timing");
+    if (!timing || !cJSON_AddNumberToObject(timing, "discovery_s", cmd->discovery_s) ||
+        !cJSON_AddNumberToObject(timing, "cases_wall_s", cmd->cases_wall_s) ||
+        !cJSON_AddNumberToObject(timing, "import_s", stats.import_s) ||
+        !cJSON_AddNumberToObject(timing, "reimport_s", stats.reimport_s) ||
+        !cJSON_AddNumberToObject(timing, "case_s", stats.case_s) ||
+        !cJSON_AddNumberToObject(timing, "wait_s", stats.wait_s) ||
+        !cJSON_AddNumberToObject(timing, "workers_started", stats.workers_started) ||
+        !cJSON_AddNumberToObject(timing, "restarts", stats.restarts) ||
+        !cJSON_AddNumberToObject(timing, "isolated_cases", stats.isolated_cases))
+        return IC_ENOMEM;
+    return 0;
+}
+
 /* The report: what ran, the expectations applied, findings with their reproducers (which
  * need workers, so an interrupted run leaves them to its resumption), written atomically. */
 static int ic_run_command_report(struct ic_run_command *cmd)
@@ -789,7 +813,8 @@ static int ic_run_command_report(struct ic_run_command *cmd)
     char finished[64];
     ic_utc_now(finished, sizeof(finished), "%Y-%m-%dT%H:%M:%SZ");
     if (!cJSON_AddStringToObject(cmd->run_json, "finished", finished) ||
-        !cJSON_AddNumberToObject(cmd->run_json, "duration_s", ic_wall_s() - cmd->start))
+        !cJSON_AddNumberToObject(cmd->run_json, "duration_s", ic_wall_s() - cmd->start) ||
+        ic_run_timing_json(cmd) < 0)
         return snprintf(cmd->err, sizeof(cmd->err), "out of memory"), IC_ENOMEM;
     cmd->report = ic_report_build(cmd->tool, cmd->run_json, cmd->python, &cmd->session.catalog,
                                   &cmd->plan, &cmd->session.devices);

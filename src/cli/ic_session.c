@@ -80,6 +80,26 @@ static int ic_add_dir(struct ic_session *session, const char *dir, char *err, si
     return 0;
 }
 
+/* INTEROPCHECK_CACHE_DIR, which the workers inherit: where probes keep what they compiled
+ * (JAX's compilation cache), so that a worker started after a crash, the other workers and the
+ * next run load it instead of compiling again. Set by the user (empty: no cache) it is left as
+ * it is; otherwise $XDG_CACHE_HOME/interopcheck, else ~/.cache/interopcheck. The probe makes
+ * the directory; without HOME there is no cache. */
+static void ic_session_set_cache_dir(void)
+{
+    char dir[PATH_MAX];
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (getenv("INTEROPCHECK_CACHE_DIR"))
+        return;
+    if (xdg && xdg[0] == '/')
+        snprintf(dir, sizeof(dir), "%s/interopcheck", xdg);
+    else if (home && home[0] == '/')
+        snprintf(dir, sizeof(dir), "%s/.cache/interopcheck", home);
+    else
+        return;
+    setenv("INTEROPCHECK_CACHE_DIR", dir, 0);
+}
+
 static void ic_session_find_devices(struct ic_devices *devices)
 {
     struct ic_cuda *cuda = ic_gpu();
@@ -137,6 +157,7 @@ int ic_session_open(struct ic_session *session, const struct ic_options *opts, c
         goto fail;
 
     ic_session_find_devices(&session->devices);
+    ic_session_set_cache_dir();
 
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     session->jobs = opts->jobs > 0 ? opts->jobs : (cpus > 0 ? (int)cpus : 1);

@@ -54,4 +54,11 @@ static inline const char *ic_json_string_or(const cJSON *object, const char *key
     return value ? value : fallback;
 }
 
+/* The number at `key`, or `fallback`. */
+static inline double ic_json_number_or(const cJSON *object, const char *key, double fallback)
+{
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, key);
+    return cJSON_IsNumber(item) ? item->valuedouble : fallback;
+}
+
 #endif

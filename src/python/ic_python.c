@@ -195,6 +195,19 @@ void ic_py_leave(void)
         PyGILState_Release(ic_py_gil_state);
 }
 
+pid_t ic_py_fork(void)
+{
+    ic_py_enter();
+    PyOS_BeforeFork();
+    pid_t pid = fork();
+    if (pid == 0)
+        PyOS_AfterFork_Child();
+    else
+        PyOS_AfterFork_Parent();
+    ic_py_leave();
+    return pid;
+}
+
 static void ic_py_type_name(PyObject *type, char *buf, size_t size)
 {
     PyObject *module = NULL, *qualname = NULL;

@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 typedef struct _object PyObject;
 
@@ -57,6 +58,11 @@ void ic_py_finalize(void);
 
 void ic_py_enter(void);
 void ic_py_leave(void);
+
+/* fork(2) with the interpreter told before and after (PyOS_BeforeFork and the AfterFork of
+ * each side), so that the child can run Python. Called without the GIL; returns fork's value
+ * (the child's pid, 0 in the child, -1 with errno). */
+pid_t ic_py_fork(void);
 
 /* A fetched Python exception. */
 struct ic_py_exc {

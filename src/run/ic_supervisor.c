@@ -47,6 +47,13 @@ struct ic_proc {
     int npending;
     pid_t child_pid; /* a child the current case started that died by a signal, or 0 */
     int child_signal;
+    /* Statistics (struct ic_pool_stats): the libraries this slot's processes ever imported,
+     * how many processes it started, and the current request's times. */
+    struct ic_libset ever_loaded;
+    unsigned spawns;
+    double sent_at, began_at, import_s;
+    bool ran_in_process; /* ran a case itself: no longer fit to fork isolated cases */
+    bool forked;         /* the failure being delivered is of a forked copy of the worker */
 };
 
 struct ic_pool {
@@ -57,6 +64,10 @@ struct ic_pool {
     struct pollfd *fds; /* 3 per worker: its socket, its output, its child events */
     int *owner;         /* the worker of each entry of fds */
     unsigned long long next_seq;
+    /* Pairs whose case crashed or hung over a protocol: a byte per (producer, consumer + 1,
+     * protocol), consumer -1 (index 0) being interopcheck's own; NULL until the first. */
+    unsigned char *isolated_pairs;
+    struct ic_pool_stats stats;
 };
 
 static double ic_clock_s(void)
@@ -160,9 +171,13 @@ static int ic_proc_spawn(struct ic_pool *pool, struct ic_proc *p)
     char fd_text[16], ev_text[16];
     int rc;
 
-    struct ic_libset loaded = p->loaded; /* its storage outlives the process */
+    /* The sets' storage and the slot's statistics outlive the process. */
+    struct ic_libset loaded = p->loaded, ever_loaded = p->ever_loaded;
+    unsigned spawns = p->spawns;
     memset(p, 0, sizeof(*p));
     p->loaded = loaded;
+    p->ever_loaded = ever_loaded;
+    p->spawns = spawns + 1;
     ic_libset_clear(&p->loaded);
     p->fd = p->out_fd = p->ev_fd = -1;
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 || pipe2(out, O_CLOEXEC) < 0 ||
@@ -454,7 +469,9 @@ void ic_pool_destroy(struct ic_pool *pool)
     for (int i = 0; i < pool->nprocs; i++) {
         ic_proc_stop(pool, &pool->procs[i]);
         ic_libset_release(&pool->procs[i].loaded);
+        ic_libset_release(&pool->procs[i].ever_loaded);
     }
+    free(pool->isolated_pairs);
     free(pool->procs);
     free(pool->fds);
     free(pool->owner);
@@ -818,7 +835,7 @@ int ic_pool_reproduce(struct ic_pool *pool, cJSON *const *requests, size_t count
 }
 
 static int ic_send_run(struct ic_pool *pool, struct ic_proc *p, const struct ic_case *c,
-                       const struct ic_needs *needed)
+                       const struct ic_needs *needed, bool fork_case)
 {
     char id[IC_CASE_ID_MAX], seed[32];
     int rc = IC_ENOMEM;
@@ -827,7 +844,9 @@ static int ic_send_run(struct ic_pool *pool, struct ic_proc *p, const struct ic_
     snprintf(seed, sizeof(seed), "%" PRIu64, pool->config.seed);
     cJSON *msg = ic_proc_request(pool, p, IC_MSG_RUN, id);
     if (!msg || !cJSON_AddStringToObject(msg, "case", id) ||
-        !cJSON_AddStringToObject(msg, "seed", seed) || ic_add_load_list(pool, p, msg, needed) < 0)
+        !cJSON_AddStringToObject(msg, "seed", seed) ||
+        ic_add_load_list(pool, p, msg, needed) < 0 ||
+        (fork_case && !cJSON_AddBoolToObject(msg, "fork", true)))
         goto done;
     rc = ic_ipc_send(p->fd, msg);
 done:
@@ -856,8 +875,13 @@ static void ic_deliver_failure(struct ic_pool *pool, struct ic_proc *p, const st
         what = child;
         outcome = IC_OUTCOME_CRASH;
     }
+    const char *aside = p->forked ? "; it was a copy of the worker forked for this case (its "
+                                    "pair crashed before), and the worker stays"
+                                  : "";
+    p->forked = false;
     if (outcome == IC_OUTCOME_ERROR) {
-        ic_result_set(&res, outcome, "%s%s%s", what, tail[0] ? "; last output: " : "", tail);
+        ic_result_set(&res, outcome, "%s%s%s%s", what, aside, tail[0] ? "; last output: " : "",
+                      tail);
     } else {
         int producer = ic_catalog_find(pool->catalog, c->producer);
         int consumer = ic_catalog_find(pool->catalog, c->consumer);
@@ -873,8 +897,8 @@ static void ic_deliver_failure(struct ic_pool *pool, struct ic_proc *p, const st
         ic_result_set_fault(&res, outcome,
                             outcome == IC_OUTCOME_CRASH ? IC_RULE_EXCHANGE_CRASH
                                                         : IC_RULE_EXCHANGE_TIMEOUT,
-                            site.side, "%s%s%s%s", what, where, tail[0] ? "; last output: " : "",
-                            tail);
+                            site.side, "%s%s%s%s%s", what, where, aside,
+                            tail[0] ? "; last output: " : "", tail);
     }
     on_result(context, p->case_index, &res);
     p->busy = false;
@@ -886,6 +910,14 @@ static bool ic_handle_message(struct ic_pool *pool, struct ic_proc *p, const cJS
 {
     if (kind == IC_MSG_LOADED) {
         int index = ic_catalog_find(pool->catalog, ic_json_string_or(msg, "probe", ""));
+        double seconds = ic_json_number_or(msg, "ms", 0) / 1000.0;
+        p->import_s += seconds;
+        if (index >= 0 && ic_libset_has(&p->ever_loaded, index))
+            pool->stats.reimport_s += seconds;
+        else
+            pool->stats.import_s += seconds;
+        if (index >= 0)
+            ic_libset_add(&p->ever_loaded, index); /* out of memory: counted as a first import */
         ic_proc_note_loaded(pool, p, msg);
         for (int i = 0; i < p->npending; i++) {
             if (p->pending[i] == index) {
@@ -901,6 +933,9 @@ static bool ic_handle_message(struct ic_pool *pool, struct ic_proc *p, const cJS
     if (kind == IC_MSG_BEGIN) {
         p->began = true;
         p->npending = 0;
+        p->began_at = ic_clock_s();
+        double wait = p->began_at - p->sent_at - p->import_s;
+        pool->stats.wait_s += wait > 0 ? wait : 0;
         p->deadline = ic_clock_s() + pool->config.case_timeout_s;
         return false;
     }
@@ -910,6 +945,7 @@ static bool ic_handle_message(struct ic_pool *pool, struct ic_proc *p, const cJS
         ic_result_set(&res, IC_OUTCOME_ERROR,
                       "worker protocol violation: the result of the \"end\" message is malformed");
     }
+    pool->stats.case_s += ic_clock_s() - p->began_at;
     on_result(context, p->case_index, &res);
     p->busy = false;
     return true;
@@ -956,9 +992,64 @@ struct ic_run_state {
     /* Cases to run again after an import-order conflict was learned (once each). */
     size_t *retry, nretry; /* at most one per worker */
     unsigned char *retried;
+    /* Cases of isolated pairs, set aside until the plan is through. */
+    size_t *deferred, ndeferred, deferred_next;
+    unsigned char *slot_used; /* per worker slot: it has run a case in this run */
     ic_result_fn on_result;
     void *context;
 };
+
+/* --- Isolated pairs ------------------------------------------------------------------------ */
+
+/* The byte of a case's pair and protocol in pool->isolated_pairs. */
+static size_t ic_pair_slot(const struct ic_pool *pool, const struct ic_case *c)
+{
+    size_t n = (size_t)pool->catalog->count;
+    int a = ic_catalog_find(pool->catalog, c->producer);
+    int b = ic_catalog_find(pool->catalog, c->consumer);
+    size_t pair = (size_t)(a < 0 ? 0 : a) * (n + 1) + (size_t)(b < 0 ? 0 : b + 1);
+    return pair * IC_PROTOCOL_COUNT + (size_t)c->protocol;
+}
+
+static bool ic_pair_isolated(const struct ic_pool *pool, const struct ic_case *c)
+{
+    return pool->isolated_pairs && pool->isolated_pairs[ic_pair_slot(pool, c)];
+}
+
+/* A case of this pair crashed or hung: its later cases run isolated. Out of memory: they do
+ * not, which costs time, not results. */
+static void ic_isolate_pair(struct ic_pool *pool, const struct ic_case *c)
+{
+    size_t n = (size_t)pool->catalog->count;
+    if (!pool->isolated_pairs)
+        pool->isolated_pairs = calloc(n * (n + 1) * IC_PROTOCOL_COUNT, 1);
+    if (pool->isolated_pairs)
+        pool->isolated_pairs[ic_pair_slot(pool, c)] = 1;
+}
+
+/* The next case for an idle worker: one to run again, else the plan's next (a case of an
+ * isolated pair is set aside instead), else, once the plan is through, one set aside. False
+ * when none is left to hand out. */
+static bool ic_next_case(const struct ic_pool *pool, struct ic_run_state *st, size_t *ret_index)
+{
+    if (st->nretry > 0) {
+        *ret_index = st->retry[--st->nretry];
+        return true;
+    }
+    while (st->next < st->count) {
+        size_t index = st->next++;
+        if (!ic_pair_isolated(pool, &st->cases[index])) {
+            *ret_index = index;
+            return true;
+        }
+        st->deferred[st->ndeferred++] = index;
+    }
+    if (st->deferred_next < st->ndeferred) {
+        *ret_index = st->deferred[st->deferred_next++];
+        return true;
+    }
+    return false;
+}
 
 static bool ic_pool_stopping(const struct ic_pool *pool)
 {
@@ -969,24 +1060,42 @@ static bool ic_pool_stopping(const struct ic_pool *pool)
 static int ic_pool_assign(struct ic_pool *pool, struct ic_run_state *st)
 {
     char how[256], what[400];
-    for (int j = 0; j < pool->nprocs && (st->next < st->count || st->nretry > 0); j++) {
+    size_t index;
+    for (int j = 0; j < pool->nprocs; j++) {
         struct ic_proc *p = &pool->procs[j];
         if (p->busy)
             continue;
-        size_t index = st->nretry > 0 ? st->retry[--st->nretry] : st->next++;
+        if (!ic_next_case(pool, st, &index))
+            break;
         const struct ic_case *c = &st->cases[index];
         struct ic_needs needed = ic_needed(pool, c->producer, c->consumer);
-        if (p->pid && ic_proc_conflicts(pool, p, &needed))
+        bool isolate = ic_pair_isolated(pool, c);
+        /* An isolated case is forked from a worker that never ran a case itself: a process
+         * that ran libraries' code may hold threads and locks a forked child cannot use.
+         * Imports alone are fine (the two libraries were imported together when the case
+         * crashed), so one such worker serves every isolated case. */
+        if (p->pid && (ic_proc_conflicts(pool, p, &needed) || (isolate && p->ran_in_process)))
             ic_proc_stop(pool, p);
-        if (p->pid == 0 && ic_proc_spawn(pool, p) < 0)
-            return IC_ECHILD;
+        if (p->pid == 0) {
+            if (ic_proc_spawn(pool, p) < 0)
+                return IC_ECHILD;
+            pool->stats.workers_started++;
+            if (st->slot_used[j])
+                pool->stats.restarts++;
+        }
+        st->slot_used[j] = 1;
+        if (isolate)
+            pool->stats.isolated_cases++;
+        p->ran_in_process = p->ran_in_process || !isolate;
+        p->sent_at = ic_clock_s();
+        p->import_s = 0;
         p->busy = true;
         p->began = false;
         p->child_pid = 0;
         p->child_signal = 0;
         p->case_index = index;
         p->deadline = ic_clock_s() + pool->config.load_timeout_s;
-        if (ic_send_run(pool, p, c, &needed) < 0) {
+        if (ic_send_run(pool, p, c, &needed, isolate) < 0) {
             ic_proc_reap(p, how, sizeof(how));
             snprintf(what, sizeof(what), "the worker ended (%s) before the case was sent", how);
             ic_deliver_failure(pool, p, c, IC_OUTCOME_ERROR, what, st->on_result, st->context);
@@ -1010,9 +1119,10 @@ static void ic_proc_died(struct ic_pool *pool, struct ic_proc *p, struct ic_run_
         ic_libset_clear(&p->loaded);
         return;
     }
-    if (p->began)
+    if (p->began) {
         snprintf(what, sizeof(what), "the worker died with %s during this case", how);
-    else
+        ic_isolate_pair(pool, &st->cases[p->case_index]);
+    } else
         snprintf(what, sizeof(what),
                  "the worker died with %s before the case began (importing %s)", how,
                  ic_proc_importing(pool, p));
@@ -1036,6 +1146,33 @@ static void ic_proc_violated(struct ic_pool *pool, struct ic_proc *p, struct ic_
     st->done++;
 }
 
+/* The forked process of an isolated case ended before its "end" ("lost"): the case is a crash
+ * (an error when it had not begun), and the worker, which kept its imports, runs the next. */
+static void ic_proc_lost(struct ic_pool *pool, struct ic_proc *p, struct ic_run_state *st,
+                         const cJSON *msg)
+{
+    char what[300], name[32];
+    const char *how = ic_json_string_or(msg, "how", "");
+    int number = 0;
+    ic_proc_drain_output(p); /* the child's last words are in the pipe already */
+    ic_proc_drain_events(p); /* and its death, when a signal killed it */
+    const cJSON *pid = cJSON_GetObjectItemCaseSensitive(msg, "pid");
+    if (p->child_pid && cJSON_IsNumber(pid) && (double)p->child_pid == pid->valuedouble)
+        p->child_pid = 0; /* the case's own process, not a child the case started */
+    /* Worded as a worker's death, which it is to the case: the finding's signature (the text
+     * before "; ") stays the one of the same crash in a worker that ran the case itself. */
+    if (sscanf(how, "signal %d", &number) == 1)
+        snprintf(what, sizeof(what), "the worker died with %s during this case",
+                 ic_signal_name(number, name, sizeof(name)));
+    else
+        snprintf(what, sizeof(what), "the worker died with %s during this case", how);
+    p->forked = true;
+    ic_deliver_failure(pool, p, &st->cases[p->case_index],
+                       p->began ? IC_OUTCOME_CRASH : IC_OUTCOME_ERROR, what, st->on_result,
+                       st->context);
+    st->done++;
+}
+
 /* Reads what worker `p` sent and handles every complete message. */
 static void ic_proc_read(struct ic_pool *pool, struct ic_proc *p, struct ic_run_state *st)
 {
@@ -1048,7 +1185,9 @@ static void ic_proc_read(struct ic_pool *pool, struct ic_proc *p, struct ic_run_
         if (!msg && !error)
             break;
         if (msg && ic_proc_accept(p, msg, &kind, why, sizeof(why)) == 0) {
-            if (ic_handle_message(pool, p, msg, kind, st->on_result, st->context))
+            if (kind == IC_MSG_LOST)
+                ic_proc_lost(pool, p, st, msg);
+            else if (ic_handle_message(pool, p, msg, kind, st->on_result, st->context))
                 st->done++;
             cJSON_Delete(msg);
             continue;
@@ -1131,10 +1270,11 @@ static void ic_pool_expire(struct ic_pool *pool, struct ic_run_state *st)
         ic_proc_drain_output(p);
         ic_proc_drain_events(p);
         ic_proc_kill(p);
-        if (p->began)
+        if (p->began) {
             snprintf(what, sizeof(what), "no result after %.0f s: the worker was killed",
                      pool->config.case_timeout_s);
-        else
+            ic_isolate_pair(pool, &st->cases[p->case_index]);
+        } else
             snprintf(what, sizeof(what), "importing %s took longer than %.0f s",
                      ic_proc_importing(pool, p), pool->config.load_timeout_s);
         ic_deliver_failure(pool, p, &st->cases[p->case_index],
@@ -1165,11 +1305,18 @@ int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
     int rc = 0;
     st.retried = calloc(count ? count : 1, 1);
     st.retry = calloc((size_t)pool->nprocs, sizeof(*st.retry));
-    if (!st.retried || !st.retry) {
+    st.deferred = calloc(count ? count : 1, sizeof(*st.deferred));
+    st.slot_used = calloc((size_t)pool->nprocs, 1);
+    if (!st.retried || !st.retry || !st.deferred || !st.slot_used) {
         free(st.retried);
         free(st.retry);
+        free(st.deferred);
+        free(st.slot_used);
         return IC_ENOMEM;
     }
+    /* What each slot's process already imported (in discovery) is no re-import. */
+    for (int j = 0; j < pool->nprocs; j++)
+        ic_libset_merge(&pool->procs[j].ever_loaded, &pool->procs[j].loaded);
     while (st.done < count && rc == 0) {
         if (ic_pool_stopping(pool)) {
             ic_pool_abandon(pool);
@@ -1184,5 +1331,12 @@ int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
     }
     free(st.retried);
     free(st.retry);
+    free(st.deferred);
+    free(st.slot_used);
     return rc;
+}
+
+void ic_pool_stats(const struct ic_pool *pool, struct ic_pool_stats *ret)
+{
+    *ret = pool->stats;
 }

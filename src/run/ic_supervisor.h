@@ -17,6 +17,11 @@
  *   error in the catalog. A library whose import crashes the worker is retried alone; if
  *   alone it imports, it is ordered before the libraries loaded earlier (some pairs of
  *   libraries only coexist in one order), and every later worker follows that order.
+ * - A pair of libraries whose case crashed or hung over a protocol is isolated for the rest of
+ *   the run: its later cases over that protocol wait until the others are done, then each runs
+ *   in a child forked by a worker that never ran a case itself ("fork" in the request). A
+ *   crash then costs the child: the worker keeps its imports (a crash no longer means
+ *   importing the pair again), and no state of another case is inherited.
  * - Results are delivered through the callback as they arrive, in completion order; the
  *   callback owns nothing it is given beyond the call.
  * - The pool owns its processes: ic_pool_destroy stops and reaps them all. The supervisor
@@ -46,7 +51,26 @@ struct ic_supervisor_config {
     const volatile sig_atomic_t *stop;
 };
 
+/* What running the cases cost (ic_pool_stats), for the report's run.timing and bench/.
+ * Seconds are summed over the workers: with N of them they can add up to N times the wall. */
+struct ic_pool_stats {
+    unsigned workers_started; /* processes started to run cases (discovery's not counted) */
+    unsigned restarts;        /* of those, the ones replacing a worker that crashed, hung, was
+                                 stopped for an import-order conflict or for an isolated pair */
+    unsigned isolated_cases;  /* cases run in a worker holding only their pair's libraries */
+    double import_s;   /* the first import of each library in each worker slot */
+    double reimport_s; /* imports of a library its slot had imported before, in an earlier
+                          process (the price of restarts) */
+    double case_s;     /* from a case's "begin" to its "end" */
+    double wait_s;     /* from a request sent to its "begin", less its imports: the round trip
+                          and the worker's own overhead between cases */
+};
+
+
 struct ic_pool;
+
+/* The statistics of the pool's ic_pool_run calls so far. */
+void ic_pool_stats(const struct ic_pool *pool, struct ic_pool_stats *ret);
 
 int ic_pool_create(const struct ic_supervisor_config *config, struct ic_catalog *catalog,
                    struct ic_pool **ret);

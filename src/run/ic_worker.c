@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -181,23 +182,75 @@ static int ic_worker_send_end(struct ic_worker *w, const char *id, const struct 
 
 static int ic_worker_load_list(struct ic_worker *w, const cJSON *load);
 
+static int ic_worker_run_case(struct ic_worker *w, const struct ic_case *cp, const char *id,
+                              const char *seed_text);
+
+/* The exit status of a forked case's child that sent its "end": any other end (a library's
+ * own exit, even with status 0) is a case that ended without its result. */
+#define IC_FORKED_CASE_DONE 113
+
+/* An isolated case (the request says "fork"): it runs in a child of the worker, so that a
+ * crash costs the child alone and the worker keeps its imports for the next case. The child
+ * answers as the worker would and leaves with _exit; the worker waits for it and, when it
+ * ended another way, says how ("lost": "signal N" or "exit status N"). Without a child (fork
+ * failed) the case runs in the worker. */
+static int ic_worker_run_forked(struct ic_worker *w, const struct ic_case *c, const char *id,
+                                const char *seed_text)
+{
+    fflush(NULL); /* nothing buffered is written twice */
+    pid_t pid = ic_py_fork();
+    if (pid < 0)
+        return ic_worker_run_case(w, c, id, seed_text);
+    if (pid == 0) {
+        int rc = ic_worker_run_case(w, c, id, seed_text);
+        fflush(NULL);
+        _exit(rc < 0 ? 70 : IC_FORKED_CASE_DONE);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR)
+            return IC_EIO;
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == IC_FORKED_CASE_DONE)
+        return 0;
+    char how[32];
+    if (WIFSIGNALED(status))
+        snprintf(how, sizeof(how), "signal %d", WTERMSIG(status));
+    else
+        snprintf(how, sizeof(how), "exit status %d",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    cJSON *lost = ic_message_new(IC_MSG_LOST, w->seq);
+    return ic_worker_send(w, lost,
+                          lost && cJSON_AddStringToObject(lost, "case", id) &&
+                              cJSON_AddStringToObject(lost, "how", how) &&
+                              cJSON_AddNumberToObject(lost, "pid", (double)pid));
+}
+
 static int ic_worker_run(struct ic_worker *w, const cJSON *msg)
 {
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "case");
     const cJSON *seed = cJSON_GetObjectItemCaseSensitive(msg, "seed");
     const cJSON *load = cJSON_GetObjectItemCaseSensitive(msg, "load");
     struct ic_case c;
-    struct ic_result res;
 
     if (ic_case_parse_id(id->valuestring, &c) < 0)
         return IC_EPROTO;
     int loaded = ic_worker_load_list(w, load);
     if (loaded < 0)
         return loaded;
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "fork")))
+        return ic_worker_run_forked(w, &c, id->valuestring, seed->valuestring);
+    return ic_worker_run_case(w, &c, id->valuestring, seed->valuestring);
+}
 
+/* Runs one case in this process: "begin", the exchange, "end". */
+static int ic_worker_run_case(struct ic_worker *w, const struct ic_case *cp, const char *id,
+                              const char *seed_text)
+{
+    struct ic_case c = *cp;
+    struct ic_result res;
     cJSON *begin = ic_message_new(IC_MSG_BEGIN, w->seq);
-    int rc =
-        ic_worker_send(w, begin, begin && cJSON_AddStringToObject(begin, "case", id->valuestring));
+    int rc = ic_worker_send(w, begin, begin && cJSON_AddStringToObject(begin, "case", id));
     if (rc < 0)
         return rc;
 
@@ -210,7 +263,7 @@ static int ic_worker_run(struct ic_worker *w, const cJSON *msg)
                       producer ? c.consumer : c.producer);
     } else {
         /* 64-bit seeds travel as strings: JSON numbers are doubles. */
-        uint64_t run_seed = strtoull(seed->valuestring, NULL, 10);
+        uint64_t run_seed = strtoull(seed_text, NULL, 10);
         ic_py_enter();
         ic_py_faulthandler_rearm(); /* a library may have taken the fatal signals since */
         rc = ic_exchange_run(&w->exchange, &c, producer, reference ? NULL : consumer, run_seed,
@@ -219,7 +272,7 @@ static int ic_worker_run(struct ic_worker *w, const cJSON *msg)
         if (rc < 0)
             return rc;
     }
-    return ic_worker_send_end(w, id->valuestring, &res);
+    return ic_worker_send_end(w, id, &res);
 }
 
 /* Loads the probes a request lists ("load": [{"probe", "path"}, ...]), answering each. */
