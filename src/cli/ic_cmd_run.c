@@ -553,6 +553,8 @@ static cJSON *ic_run_json(const struct ic_session *session, const struct ic_opti
     cJSON_AddStringToObject(run, "seed", seed);
     cJSON_AddNumberToObject(run, "jobs", session->jobs);
     cJSON_AddNumberToObject(run, "timeout_s", opts->timeout_s);
+    if (opts->size)
+        cJSON_AddNumberToObject(run, "size", (double)opts->size);
     cJSON *dirs = cJSON_AddArrayToObject(run, "probe_dirs");
     for (int i = 0; dirs && i < session->ndirs; i++)
         cJSON_AddItemToArray(dirs, cJSON_CreateString(session->dirs[i]));

@@ -3,9 +3,11 @@
  * worker loop, and is the only place the process exits from.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "ic_commands.h"
+#include "ic_layout.h"
 #include "ic_options.h"
 #include "ic_worker.h"
 
@@ -23,6 +25,12 @@ static const struct {
  * (ic_worker.h). */
 static void ic_run_worker(struct ic_options *opts)
 {
+    /* The run's --size, which the supervisor passes on (ic_session.c). */
+    const char *size = getenv("INTEROPCHECK_SIZE");
+    if (size && ic_layout_set_size(strtoll(size, NULL, 10)) < 0) {
+        fprintf(stderr, "interopcheck worker: INTEROPCHECK_SIZE=%s is no size\n", size);
+        _exit(IC_EXIT_USAGE);
+    }
     struct ic_worker_config config = {.fd = opts->worker_fd,
                                       .events_fd = opts->worker_events_fd,
                                       .python = opts->python,

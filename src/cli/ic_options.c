@@ -17,6 +17,7 @@
     X(PYTHON, "python", required_argument)                                                         \
     X(PROBE_DIR, "probe-dir", required_argument)                                                   \
     X(SEED, "seed", required_argument)                                                             \
+    X(SIZE, "size", required_argument)                                                             \
     X(TIMEOUT, "timeout", required_argument)                                                       \
     X(IMPORT_TIMEOUT, "import-timeout", required_argument)                                         \
     X(PRODUCER, "producer", required_argument)                                                     \
@@ -148,6 +149,9 @@ void ic_options_usage(FILE *out)
         "  --timeout SEC        a case running longer is recorded as timeout (default 60)\n"
         "  --import-timeout SEC importing one library may take this long (default 300)\n"
         "  --seed N             seed of the byte patterns (default 1; the report records it)\n"
+        "  --size N             the 1-D layouts (flat, reversed, strided) hold N elements\n"
+        "                       instead of 24, 12 and 10, so that cases move real volumes\n"
+        "                       (K, M, G: times 1024; e.g. --size 16M --layout flat)\n"
         "  -o, --output FILE    the JSON report (default reports/interopcheck-DATE-TIME.json);\n"
         "                       results also stream to FILE with .jsonl as they finish\n"
         "  -q, --quiet          no progress line and no summary table\n"
@@ -346,6 +350,32 @@ static int ic_parse_seed(const char *value, struct ic_options *opts, char *err, 
     return 0;
 }
 
+/* --size N[K|M|G]: elements of the 1-D layouts. */
+static int ic_parse_size(const char *value, int64_t *ret, char *err, size_t err_size)
+{
+    char *end = NULL;
+    errno = 0;
+    long long number = strtoll(value, &end, 10);
+    int64_t scale = 1;
+    if (end && *end && !end[1]) {
+        const char *units = "KMG";
+        const char *unit = strchr(units, *end);
+        if (unit) {
+            scale = INT64_C(1) << (10 * (unit - units + 1));
+            end++;
+        }
+    }
+    if (errno || !end || *end || end == value || number < 1 ||
+        number > IC_LAYOUT_SIZE_MAX / scale) {
+        snprintf(err, err_size,
+                 "--size takes a number of elements from 1 to 4G (K, M, G: times 1024), not '%s'",
+                 value);
+        return IC_EUSAGE;
+    }
+    *ret = number * scale;
+    return 0;
+}
+
 /* The options whose value is a number in a range. */
 static int ic_parse_numeric_option(int option, const char *value, struct ic_options *opts,
                                    char *err, size_t err_size)
@@ -354,6 +384,8 @@ static int ic_parse_numeric_option(int option, const char *value, struct ic_opti
     switch (option) {
     case OPT_SEED:
         return ic_parse_seed(value, opts, err, err_size);
+    case OPT_SIZE:
+        return ic_parse_size(value, &opts->size, err, err_size);
     case OPT_TIMEOUT:
     case OPT_IMPORT_TIMEOUT:
         if (ic_parse_number(value, 0.1, 86400, &number) < 0) {
@@ -401,6 +433,7 @@ static int ic_parse_option(int option, char **argv, struct ic_options *opts, cha
     case 0:
         break;
     case OPT_SEED:
+    case OPT_SIZE:
     case OPT_TIMEOUT:
     case OPT_IMPORT_TIMEOUT:
     case 'j':

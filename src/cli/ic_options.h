@@ -59,6 +59,7 @@ struct ic_options {
     int probe_dirs_capacity;
     const char *output;
     uint64_t seed;
+    int64_t size; /* --size: elements of the 1-D layouts; 0: their defaults */
     double timeout_s;
     double import_timeout_s;
     int jobs; /* 0: one per CPU */

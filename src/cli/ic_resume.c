@@ -58,6 +58,9 @@ static int ic_resume_options(struct ic_resume *resume, const cJSON *run, struct 
     }
     opts->all = true; /* no filter recorded means the whole matrix */
     opts->seed = strtoull(seed, &end, 10);
+    const cJSON *size = cJSON_GetObjectItemCaseSensitive(run, "size");
+    if (cJSON_IsNumber(size) && size->valuedouble >= 1)
+        opts->size = (int64_t)size->valuedouble;
     const cJSON *timeout = cJSON_GetObjectItemCaseSensitive(run, "timeout_s");
     if (cJSON_IsNumber(timeout) && timeout->valuedouble > 0)
         opts->timeout_s = timeout->valuedouble;

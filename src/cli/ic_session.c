@@ -10,6 +10,7 @@
 
 #include "ic_config.h"
 #include "ic_error.h"
+#include "ic_layout.h"
 #include "ic_gpu.h"
 #include "ic_python.h"
 
@@ -100,6 +101,22 @@ static void ic_session_set_cache_dir(void)
     setenv("INTEROPCHECK_CACHE_DIR", dir, 0);
 }
 
+/* --size: the layouts here and, through INTEROPCHECK_SIZE, in every worker (which reads it
+ * at start: ic_layout_size_from_env). Without --size the variable is removed, so that one a
+ * user left set cannot make the workers disagree with the supervisor. */
+static int ic_session_set_size(int64_t size, char *err, size_t err_size)
+{
+    char text[32];
+    if (size == 0)
+        return unsetenv("INTEROPCHECK_SIZE") < 0 ? IC_EENV : 0;
+    snprintf(text, sizeof(text), "%lld", (long long)size);
+    if (ic_layout_set_size(size) < 0 || setenv("INTEROPCHECK_SIZE", text, 1) < 0) {
+        snprintf(err, err_size, "--size %s cannot be used", text);
+        return IC_EUSAGE;
+    }
+    return 0;
+}
+
 static void ic_session_find_devices(struct ic_devices *devices)
 {
     struct ic_cuda *cuda = ic_gpu();
@@ -158,6 +175,9 @@ int ic_session_open(struct ic_session *session, const struct ic_options *opts, c
 
     ic_session_find_devices(&session->devices);
     ic_session_set_cache_dir();
+    rc = ic_session_set_size(opts->size, err, err_size);
+    if (rc < 0)
+        goto fail;
 
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     session->jobs = opts->jobs > 0 ? opts->jobs : (cpus > 0 ? (int)cpus : 1);

@@ -29,9 +29,9 @@
 
 /* The recipes are mirrored in probes/README.md; tests/integration/test_probes.py checks the
  * probes against the same numbers. */
-static const struct ic_layout_info ic_layout_table[IC_LAYOUT_COUNT] = {
+static struct ic_layout_info ic_layout_table[IC_LAYOUT_COUNT] = {
     [IC_LAYOUT_CONTIGUOUS] = {IC_LAYOUT_CONTIGUOUS, "contiguous", "C order, shape (2, 3, 4)", 24, 1, {RESHAPE(2, 3, 4)}},
-    [IC_LAYOUT_FLAT] = {IC_LAYOUT_FLAT, "flat", "1-D C order, 24 elements", 24, 0, {{0}}},
+    [IC_LAYOUT_FLAT] = {IC_LAYOUT_FLAT, "flat", "1-D C order, 24 elements (--size sets them)", 24, 0, {{0}}},
     [IC_LAYOUT_FORTRAN] = {IC_LAYOUT_FORTRAN, "fortran", "Fortran order, shape (2, 3, 4)", 24, 2,
                            {RESHAPE(4, 3, 2), PERMUTE(2, 1, 0)}},
     [IC_LAYOUT_TRANSPOSED] = {IC_LAYOUT_TRANSPOSED, "transposed", "axes (1, 0, 2) of a (2, 3, 4) array: neither C nor F order", 24, 2,
@@ -60,6 +60,16 @@ static const struct ic_layout_info ic_layout_table[IC_LAYOUT_COUNT] = {
     [IC_LAYOUT_SUBCLASS] = {IC_LAYOUT_SUBCLASS, "subclass", "(2, 3, 4) as an instance of a subclass of the library's array type (torch.nn.Parameter, not recording gradients)", 24, 2,
                             {RESHAPE(2, 3, 4), SUBCLASS}},
 };
+
+int ic_layout_set_size(int64_t elements)
+{
+    if (elements < 1 || elements > IC_LAYOUT_SIZE_MAX)
+        return IC_ERANGE;
+    ic_layout_table[IC_LAYOUT_FLAT].base_len = elements;
+    ic_layout_table[IC_LAYOUT_REVERSED].base_len = elements;
+    ic_layout_table[IC_LAYOUT_STRIDED].base_len = 3 * elements + 1;
+    return 0;
+}
 
 const struct ic_layout_info *ic_layout_info(enum ic_layout layout)
 {

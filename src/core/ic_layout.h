@@ -7,7 +7,9 @@
  *   (probes/README.md), and ic_layout_apply computes in C which base element every index of
  *   the result is: that is the expected view the exchange is checked against. The C side
  *   never asks a library what a layout should look like.
- * - The table is static; nothing here allocates or touches Python.
+ * - The table is static; nothing here allocates or touches Python. ic_layout_set_size (the
+ *   run's --size) changes the 1-D layouts' lengths once, before anything is planned or run;
+ *   the supervisor and every worker make the same call.
  */
 #ifndef IC_LAYOUT_H
 #define IC_LAYOUT_H
@@ -81,6 +83,15 @@ struct ic_layout_info {
 };
 
 const struct ic_layout_info *ic_layout_info(enum ic_layout layout);
+
+/* The largest --size: elements of the 1-D layouts. */
+#define IC_LAYOUT_SIZE_MAX (INT64_C(1) << 32)
+
+/* --size: the 1-D layouts hold `elements` elements: flat and reversed directly, strided as
+ * every third of 3 * elements + 1 (from index 1). The other layouts keep their small fixed
+ * shapes, which are about shape rules, not volume. IC_ERANGE outside 1..IC_LAYOUT_SIZE_MAX.
+ * Not thread-safe: call it before any case is planned or run. */
+int ic_layout_set_size(int64_t elements);
 
 /* True when the layout ends in a lazy value view (IC_OP_NEG_VIEW, IC_OP_CONJ_VIEW): the
  * array's memory then holds other bytes than its values, by construction. */

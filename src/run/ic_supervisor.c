@@ -54,6 +54,14 @@ struct ic_proc {
     double sent_at, began_at, import_s;
     bool ran_in_process; /* ran a case itself: no longer fit to fork isolated cases */
     bool forked;         /* the failure being delivered is of a forked copy of the worker */
+    bool current_forked; /* the case in flight runs in a forked copy */
+    /* Pipelining: the next case, sent while the current one runs, so that the worker starts
+     * it the moment the current one ends. It becomes current on the current's "end"; a
+     * worker that dies first hands it back to be run elsewhere. */
+    bool queued;
+    unsigned long long queued_seq;
+    char queued_id[IC_CASE_ID_MAX];
+    size_t queued_index;
 };
 
 struct ic_pool {
@@ -835,17 +843,27 @@ int ic_pool_reproduce(struct ic_pool *pool, cJSON *const *requests, size_t count
 }
 
 static int ic_send_run(struct ic_pool *pool, struct ic_proc *p, const struct ic_case *c,
-                       const struct ic_needs *needed, bool fork_case)
+                       const struct ic_needs *needed, bool fork_case, bool queued)
 {
     char id[IC_CASE_ID_MAX], seed[32];
     int rc = IC_ENOMEM;
     if (ic_case_format_id(c, id, sizeof(id)) < 0)
         return IC_EINVAL;
     snprintf(seed, sizeof(seed), "%" PRIu64, pool->config.seed);
-    cJSON *msg = ic_proc_request(pool, p, IC_MSG_RUN, id);
-    if (!msg || !cJSON_AddStringToObject(msg, "case", id) ||
+    cJSON *msg;
+    if (queued) { /* its libraries are loaded (ic_pool_queue): an empty load list */
+        p->queued_seq = ++pool->next_seq;
+        snprintf(p->queued_id, sizeof(p->queued_id), "%s", id);
+        msg = ic_message_new(IC_MSG_RUN, p->queued_seq);
+        if (!msg || !cJSON_AddArrayToObject(msg, "load"))
+            goto done;
+    } else {
+        msg = ic_proc_request(pool, p, IC_MSG_RUN, id);
+        if (!msg || ic_add_load_list(pool, p, msg, needed) < 0)
+            goto done;
+    }
+    if (!cJSON_AddStringToObject(msg, "case", id) ||
         !cJSON_AddStringToObject(msg, "seed", seed) ||
-        ic_add_load_list(pool, p, msg, needed) < 0 ||
         (fork_case && !cJSON_AddBoolToObject(msg, "fork", true)))
         goto done;
     rc = ic_ipc_send(p->fd, msg);
@@ -989,8 +1007,9 @@ static bool ic_learn_import_order(struct ic_pool *pool, const struct ic_proc *p)
 struct ic_run_state {
     const struct ic_case *cases;
     size_t count, next, done;
-    /* Cases to run again after an import-order conflict was learned (once each). */
-    size_t *retry, nretry; /* at most one per worker */
+    /* Cases to run again after an import-order conflict was learned (once each), and queued
+     * cases of workers that went before starting them. */
+    size_t *retry, nretry; /* at most two per worker */
     unsigned char *retried;
     /* Cases of isolated pairs, set aside until the plan is through. */
     size_t *deferred, ndeferred, deferred_next;
@@ -1027,6 +1046,21 @@ static void ic_isolate_pair(struct ic_pool *pool, const struct ic_case *c)
         pool->isolated_pairs[ic_pair_slot(pool, c)] = 1;
 }
 
+/* The plan's next case that is not isolated, without taking it (the isolated ones before it
+ * are set aside, as ic_next_case does). False when the plan is through. */
+static bool ic_peek_plan_case(const struct ic_pool *pool, struct ic_run_state *st,
+                              size_t *ret_index)
+{
+    while (st->next < st->count) {
+        if (!ic_pair_isolated(pool, &st->cases[st->next])) {
+            *ret_index = st->next;
+            return true;
+        }
+        st->deferred[st->ndeferred++] = st->next++;
+    }
+    return false;
+}
+
 /* The next case for an idle worker: one to run again, else the plan's next (a case of an
  * isolated pair is set aside instead), else, once the plan is through, one set aside. False
  * when none is left to hand out. */
@@ -1036,13 +1070,9 @@ static bool ic_next_case(const struct ic_pool *pool, struct ic_run_state *st, si
         *ret_index = st->retry[--st->nretry];
         return true;
     }
-    while (st->next < st->count) {
-        size_t index = st->next++;
-        if (!ic_pair_isolated(pool, &st->cases[index])) {
-            *ret_index = index;
-            return true;
-        }
-        st->deferred[st->ndeferred++] = index;
+    if (ic_peek_plan_case(pool, st, ret_index)) {
+        st->next++;
+        return true;
     }
     if (st->deferred_next < st->ndeferred) {
         *ret_index = st->deferred[st->deferred_next++];
@@ -1054,6 +1084,35 @@ static bool ic_next_case(const struct ic_pool *pool, struct ic_run_state *st, si
 static bool ic_pool_stopping(const struct ic_pool *pool)
 {
     return pool->config.stop && *pool->config.stop;
+}
+
+/* Pipelining: each worker running a case of its own process gets the plan's next case as
+ * well, when that case needs no import and is not isolated, so that it starts without a round
+ * trip. A worker running a forked case gets none: it must stay one that never ran a case. */
+static void ic_pool_queue(struct ic_pool *pool, struct ic_run_state *st)
+{
+    for (int j = 0; j < pool->nprocs && st->nretry == 0; j++) {
+        struct ic_proc *p = &pool->procs[j];
+        if (!p->busy || !p->began || p->queued || p->current_forked)
+            continue;
+        size_t index;
+        if (!ic_peek_plan_case(pool, st, &index))
+            return;
+        const struct ic_case *c = &st->cases[index];
+        struct ic_needs needed = ic_needed(pool, c->producer, c->consumer);
+        bool loaded = true;
+        for (int n = 0; n < needed.count; n++)
+            loaded = loaded && ic_libset_has(&p->loaded, needed.lib[n]);
+        if (!loaded)
+            continue;
+        st->next++;
+        p->queued = true;
+        p->queued_index = index;
+        if (ic_send_run(pool, p, c, &needed, false, true) < 0) {
+            p->queued = false; /* the worker is going: an idle one runs it */
+            st->retry[st->nretry++] = index;
+        }
+    }
 }
 
 /* Hands a case to every idle worker. IC_ECHILD when no worker process can be started. */
@@ -1087,6 +1146,7 @@ static int ic_pool_assign(struct ic_pool *pool, struct ic_run_state *st)
         if (isolate)
             pool->stats.isolated_cases++;
         p->ran_in_process = p->ran_in_process || !isolate;
+        p->current_forked = isolate;
         p->sent_at = ic_clock_s();
         p->import_s = 0;
         p->busy = true;
@@ -1095,14 +1155,44 @@ static int ic_pool_assign(struct ic_pool *pool, struct ic_run_state *st)
         p->child_signal = 0;
         p->case_index = index;
         p->deadline = ic_clock_s() + pool->config.load_timeout_s;
-        if (ic_send_run(pool, p, c, &needed, isolate) < 0) {
+        if (ic_send_run(pool, p, c, &needed, isolate, false) < 0) {
             ic_proc_reap(p, how, sizeof(how));
             snprintf(what, sizeof(what), "the worker ended (%s) before the case was sent", how);
             ic_deliver_failure(pool, p, c, IC_OUTCOME_ERROR, what, st->on_result, st->context);
             st->done++;
         }
     }
+    ic_pool_queue(pool, st);
     return 0;
+}
+
+/* The current case ended: the queued one, if any, becomes current. */
+static void ic_proc_promote(struct ic_pool *pool, struct ic_proc *p)
+{
+    if (!p->queued)
+        return;
+    p->queued = false;
+    p->seq = p->queued_seq;
+    snprintf(p->case_id, sizeof(p->case_id), "%s", p->queued_id);
+    p->case_index = p->queued_index;
+    p->busy = true;
+    p->began = false;
+    p->current_forked = false;
+    p->child_pid = 0;
+    p->child_signal = 0;
+    p->npending = 0;
+    p->sent_at = ic_clock_s();
+    p->import_s = 0;
+    p->deadline = p->sent_at + pool->config.load_timeout_s;
+}
+
+/* The worker is gone before its queued case began: that case runs elsewhere. */
+static void ic_proc_requeue(struct ic_proc *p, struct ic_run_state *st)
+{
+    if (!p->queued)
+        return;
+    p->queued = false;
+    st->retry[st->nretry++] = p->queued_index;
 }
 
 /* A busy worker ended (or closed its channel) before its case's end: a crash, an error
@@ -1117,8 +1207,10 @@ static void ic_proc_died(struct ic_pool *pool, struct ic_proc *p, struct ic_run_
         st->retry[st->nretry++] = p->case_index;
         p->busy = false;
         ic_libset_clear(&p->loaded);
+        ic_proc_requeue(p, st);
         return;
     }
+    ic_proc_requeue(p, st);
     if (p->began) {
         snprintf(what, sizeof(what), "the worker died with %s during this case", how);
         ic_isolate_pair(pool, &st->cases[p->case_index]);
@@ -1139,6 +1231,7 @@ static void ic_proc_violated(struct ic_pool *pool, struct ic_proc *p, struct ic_
 {
     char what[400];
     ic_proc_kill(p);
+    ic_proc_requeue(p, st);
     snprintf(what, sizeof(what), "worker protocol violation: %s", why);
     ic_deliver_failure(pool, p, &st->cases[p->case_index], IC_OUTCOME_ERROR, what, st->on_result,
                        st->context);
@@ -1185,10 +1278,13 @@ static void ic_proc_read(struct ic_pool *pool, struct ic_proc *p, struct ic_run_
         if (!msg && !error)
             break;
         if (msg && ic_proc_accept(p, msg, &kind, why, sizeof(why)) == 0) {
-            if (kind == IC_MSG_LOST)
+            if (kind == IC_MSG_LOST) {
                 ic_proc_lost(pool, p, st, msg);
-            else if (ic_handle_message(pool, p, msg, kind, st->on_result, st->context))
+                ic_proc_promote(pool, p);
+            } else if (ic_handle_message(pool, p, msg, kind, st->on_result, st->context)) {
                 st->done++;
+                ic_proc_promote(pool, p);
+            }
             cJSON_Delete(msg);
             continue;
         }
@@ -1270,6 +1366,7 @@ static void ic_pool_expire(struct ic_pool *pool, struct ic_run_state *st)
         ic_proc_drain_output(p);
         ic_proc_drain_events(p);
         ic_proc_kill(p);
+        ic_proc_requeue(p, st);
         if (p->began) {
             snprintf(what, sizeof(what), "no result after %.0f s: the worker was killed",
                      pool->config.case_timeout_s);
@@ -1293,6 +1390,7 @@ static void ic_pool_abandon(struct ic_pool *pool)
         if (p->pid)
             ic_proc_kill(p);
         p->busy = false;
+        p->queued = false;
         ic_libset_clear(&p->loaded);
     }
 }
@@ -1304,7 +1402,7 @@ int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
                               .context = context};
     int rc = 0;
     st.retried = calloc(count ? count : 1, 1);
-    st.retry = calloc((size_t)pool->nprocs, sizeof(*st.retry));
+    st.retry = calloc(2 * (size_t)pool->nprocs, sizeof(*st.retry));
     st.deferred = calloc(count ? count : 1, sizeof(*st.deferred));
     st.slot_used = calloc((size_t)pool->nprocs, 1);
     if (!st.retried || !st.retry || !st.deferred || !st.slot_used) {

@@ -28,6 +28,25 @@ def other_python(current_version):
     return None, None
 
 
+def check_size(tap, binary):
+    """--size 70K: the 1-D layouts move 71 680 elements (strided from 215 041), the report
+    says so, and the exchanges still pass."""
+    with tempfile.TemporaryDirectory() as workdir:
+        out = os.path.join(workdir, "size.json")
+        proc = taplib.run(binary, "--producer", "numpy", "--consumer", "interopcheck,numpy",
+                          "--protocol", "dlpack,buffer", "--dtype", "float64,int16",
+                          "--layout", "flat,strided,reversed", "--size", "70K", "-o", out, "-q")
+        report = taplib.load_report(out) if os.path.exists(out) else {"cases": [], "run": {}}
+        plain = [c for c in report["cases"] if c["variant"] is None]
+        tap.ok(proc.returncode == 0 and report["run"].get("size") == 71680 and len(plain) == 24
+               and all(c["outcome"] == "pass" for c in plain),
+               "--size 70K: 24 plain cases of 71 680 elements pass, run.size records it",
+               proc.stderr[-1500:] + str([(c["id"], c["outcome"]) for c in plain
+                                          if c["outcome"] != "pass"])[:1500])
+        errors = taplib.schema_errors(report) if report.get("schema") else ["no report"]
+        tap.ok(not errors, "... and its report validates", "\n".join(errors[:5]))
+
+
 def main(tap, args):
     binary = args[0]
 
@@ -52,6 +71,12 @@ def main(tap, args):
     tap.ok(proc.returncode == 2 and "no probe named 'no_such_library'" in proc.stderr
            and "numpy" in proc.stderr, "an unknown library is a usage error that lists probes",
            proc.stderr)
+
+    proc = taplib.run(binary, "--all", "--size", "0")
+    tap.ok(proc.returncode == 2 and "--size takes a number of elements" in proc.stderr,
+           "--size 0 is a usage error that says what --size takes", proc.stderr)
+
+    check_size(tap, binary)
 
     proc = taplib.run(binary, "--all", "--bogus")
     tap.ok(proc.returncode == 2 and "--bogus" in proc.stderr, "an unknown option is exit 2",
