@@ -55,6 +55,7 @@ struct ic_proc {
     bool ran_in_process; /* ran a case itself: no longer fit to fork isolated cases */
     bool forked;         /* the failure being delivered is of a forked copy of the worker */
     bool current_forked; /* the case in flight runs in a forked copy */
+    pid_t case_pid;      /* the process running the case in flight (its "begin"), or 0 */
     /* Pipelining: the next case, sent while the current one runs, so that the worker starts
      * it the moment the current one ends. It becomes current on the current's "end"; a
      * worker that dies first hands it back to be run elsewhere. */
@@ -147,7 +148,9 @@ static void ic_proc_drain_events(struct ic_proc *p)
             continue;
         if (n != (ssize_t)sizeof(record))
             break;
-        if (p->busy && p->began && p->child_pid == 0) {
+        /* The copy of the worker that runs the case is the case's own process, not a
+         * child the case started. */
+        if (p->busy && p->began && p->child_pid == 0 && record[0] != p->case_pid) {
             p->child_pid = record[0];
             p->child_signal = record[1];
         }
@@ -322,8 +325,10 @@ static void ic_proc_abort(struct ic_proc *p)
 {
     if (p->pid <= 0)
         return;
-    kill(p->pid, SIGABRT);
-    kill(p->pid, SIGCONT);
+    /* The process running the case: the worker, or the copy of it that serves its cases. */
+    pid_t target = p->case_pid > 0 ? p->case_pid : p->pid;
+    kill(target, SIGABRT);
+    kill(target, SIGCONT);
     double deadline = ic_clock_s() + 1.0;
     while (ic_clock_s() < deadline && !ic_proc_ended(p)) {
         struct pollfd out = {.fd = p->out_fd, .events = POLLIN};
@@ -950,6 +955,11 @@ static bool ic_handle_message(struct ic_pool *pool, struct ic_proc *p, const cJS
     }
     if (kind == IC_MSG_BEGIN) {
         p->began = true;
+        const cJSON *pid = cJSON_GetObjectItemCaseSensitive(msg, "pid");
+        /* Only a process of the worker's own group is ever signalled. */
+        p->case_pid = cJSON_IsNumber(pid) && getpgid((pid_t)pid->valuedouble) == p->pid
+                          ? (pid_t)pid->valuedouble
+                          : 0;
         p->npending = 0;
         p->began_at = ic_clock_s();
         double wait = p->began_at - p->sent_at - p->import_s;
@@ -1006,13 +1016,22 @@ static bool ic_learn_import_order(struct ic_pool *pool, const struct ic_proc *p)
 /* The state of one ic_pool_run. */
 struct ic_run_state {
     const struct ic_case *cases;
-    size_t count, next, done;
+    size_t count, done;
     /* Cases to run again after an import-order conflict was learned (once each), and queued
      * cases of workers that went before starting them. */
     size_t *retry, nretry; /* at most two per worker */
     unsigned char *retried;
     /* Cases of isolated pairs, set aside until the plan is through. */
     size_t *deferred, ndeferred, deferred_next;
+    /* The plan in library-set order: case indexes by (producer, consumer), each pair's in
+     * plan order; a group is one pair's run of it. A worker slot takes whole groups (and, when
+     * none is left, the second half of the largest one still running), so that a worker keeps
+     * its imports, a crashing pair's cases stay on one worker instead of crashing every worker
+     * in turn, and the next case's libraries are loaded when it is pipelined. */
+    size_t *order;
+    size_t *pair_key;          /* per case */
+    size_t *cursor, *group_end; /* per slot: its place in `order` and its group's end */
+    size_t claim;               /* where the first unclaimed group starts */
     unsigned char *slot_used; /* per worker slot: it has run a case in this run */
     ic_result_fn on_result;
     void *context;
@@ -1048,30 +1067,66 @@ static void ic_isolate_pair(struct ic_pool *pool, const struct ic_case *c)
 
 /* The plan's next case that is not isolated, without taking it (the isolated ones before it
  * are set aside, as ic_next_case does). False when the plan is through. */
-static bool ic_peek_plan_case(const struct ic_pool *pool, struct ic_run_state *st,
+static bool ic_claim_group(const struct ic_pool *pool, struct ic_run_state *st, int slot)
+{
+    if (st->claim < st->count) {
+        size_t start = st->claim, end = start + 1;
+        while (end < st->count && st->pair_key[st->order[end]] == st->pair_key[st->order[start]])
+            end++;
+        st->cursor[slot] = start;
+        st->group_end[slot] = end;
+        st->claim = end;
+        return true;
+    }
+    /* Nothing unclaimed: half of the largest remainder another slot still has. */
+    int victim = -1;
+    size_t most = 1;
+    for (int j = 0; j < pool->nprocs; j++) {
+        size_t left = st->group_end[j] - st->cursor[j];
+        if (j != slot && left > most) {
+            most = left;
+            victim = j;
+        }
+    }
+    if (victim < 0)
+        return false;
+    size_t middle = st->cursor[victim] + most / 2;
+    st->cursor[slot] = middle;
+    st->group_end[slot] = st->group_end[victim];
+    st->group_end[victim] = middle;
+    return true;
+}
+
+static bool ic_peek_plan_case(const struct ic_pool *pool, struct ic_run_state *st, int slot,
                               size_t *ret_index)
 {
-    while (st->next < st->count) {
-        if (!ic_pair_isolated(pool, &st->cases[st->next])) {
-            *ret_index = st->next;
-            return true;
+    for (;;) {
+        while (st->cursor[slot] < st->group_end[slot]) {
+            size_t index = st->order[st->cursor[slot]];
+            if (!ic_pair_isolated(pool, &st->cases[index])) {
+                *ret_index = index;
+                return true;
+            }
+            st->deferred[st->ndeferred++] = index;
+            st->cursor[slot]++;
         }
-        st->deferred[st->ndeferred++] = st->next++;
+        if (!ic_claim_group(pool, st, slot))
+            return false;
     }
-    return false;
 }
 
 /* The next case for an idle worker: one to run again, else the plan's next (a case of an
  * isolated pair is set aside instead), else, once the plan is through, one set aside. False
  * when none is left to hand out. */
-static bool ic_next_case(const struct ic_pool *pool, struct ic_run_state *st, size_t *ret_index)
+static bool ic_next_case(const struct ic_pool *pool, struct ic_run_state *st, int slot,
+                         size_t *ret_index)
 {
     if (st->nretry > 0) {
         *ret_index = st->retry[--st->nretry];
         return true;
     }
-    if (ic_peek_plan_case(pool, st, ret_index)) {
-        st->next++;
+    if (ic_peek_plan_case(pool, st, slot, ret_index)) {
+        st->cursor[slot]++;
         return true;
     }
     if (st->deferred_next < st->ndeferred) {
@@ -1096,8 +1151,8 @@ static void ic_pool_queue(struct ic_pool *pool, struct ic_run_state *st)
         if (!p->busy || !p->began || p->queued || p->current_forked)
             continue;
         size_t index;
-        if (!ic_peek_plan_case(pool, st, &index))
-            return;
+        if (!ic_peek_plan_case(pool, st, j, &index))
+            continue;
         const struct ic_case *c = &st->cases[index];
         struct ic_needs needed = ic_needed(pool, c->producer, c->consumer);
         bool loaded = true;
@@ -1105,7 +1160,7 @@ static void ic_pool_queue(struct ic_pool *pool, struct ic_run_state *st)
             loaded = loaded && ic_libset_has(&p->loaded, needed.lib[n]);
         if (!loaded)
             continue;
-        st->next++;
+        st->cursor[j]++;
         p->queued = true;
         p->queued_index = index;
         if (ic_send_run(pool, p, c, &needed, false, true) < 0) {
@@ -1124,7 +1179,7 @@ static int ic_pool_assign(struct ic_pool *pool, struct ic_run_state *st)
         struct ic_proc *p = &pool->procs[j];
         if (p->busy)
             continue;
-        if (!ic_next_case(pool, st, &index))
+        if (!ic_next_case(pool, st, j, &index))
             break;
         const struct ic_case *c = &st->cases[index];
         struct ic_needs needed = ic_needed(pool, c->producer, c->consumer);
@@ -1147,6 +1202,7 @@ static int ic_pool_assign(struct ic_pool *pool, struct ic_run_state *st)
             pool->stats.isolated_cases++;
         p->ran_in_process = p->ran_in_process || !isolate;
         p->current_forked = isolate;
+        p->case_pid = 0;
         p->sent_at = ic_clock_s();
         p->import_s = 0;
         p->busy = true;
@@ -1178,6 +1234,7 @@ static void ic_proc_promote(struct ic_pool *pool, struct ic_proc *p)
     p->busy = true;
     p->began = false;
     p->current_forked = false;
+    p->case_pid = 0;
     p->child_pid = 0;
     p->child_signal = 0;
     p->npending = 0;
@@ -1395,6 +1452,55 @@ static void ic_pool_abandon(struct ic_pool *pool)
     }
 }
 
+/* Sorts the plan into library-set order (struct ic_run_state): by pair, then plan order. */
+struct ic_keyed_case {
+    size_t key, index;
+};
+
+static int ic_keyed_compare(const void *a, const void *b)
+{
+    const struct ic_keyed_case *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+static int ic_order_by_pair(const struct ic_pool *pool, struct ic_run_state *st)
+{
+    size_t n = st->count ? st->count : 1;
+    struct ic_keyed_case *keyed = calloc(n, sizeof(*keyed));
+    st->order = calloc(n, sizeof(*st->order));
+    st->pair_key = calloc(n, sizeof(*st->pair_key));
+    if (!keyed || !st->order || !st->pair_key) {
+        free(keyed);
+        return IC_ENOMEM;
+    }
+    size_t libs = (size_t)pool->catalog->count + 1;
+    for (size_t i = 0; i < st->count; i++) {
+        int a = ic_catalog_find(pool->catalog, st->cases[i].producer);
+        int b = ic_catalog_find(pool->catalog, st->cases[i].consumer);
+        st->pair_key[i] = (size_t)(a + 1) * libs + (size_t)(b + 1);
+        keyed[i] = (struct ic_keyed_case){st->pair_key[i], i};
+    }
+    qsort(keyed, st->count, sizeof(*keyed), ic_keyed_compare);
+    for (size_t i = 0; i < st->count; i++)
+        st->order[i] = keyed[i].index;
+    free(keyed);
+    return 0;
+}
+
+static void ic_run_state_release(struct ic_run_state *st)
+{
+    free(st->retried);
+    free(st->retry);
+    free(st->deferred);
+    free(st->slot_used);
+    free(st->cursor);
+    free(st->group_end);
+    free(st->order);
+    free(st->pair_key);
+}
+
 int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
                 ic_result_fn on_result, void *context)
 {
@@ -1405,11 +1511,11 @@ int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
     st.retry = calloc(2 * (size_t)pool->nprocs, sizeof(*st.retry));
     st.deferred = calloc(count ? count : 1, sizeof(*st.deferred));
     st.slot_used = calloc((size_t)pool->nprocs, 1);
-    if (!st.retried || !st.retry || !st.deferred || !st.slot_used) {
-        free(st.retried);
-        free(st.retry);
-        free(st.deferred);
-        free(st.slot_used);
+    st.cursor = calloc((size_t)pool->nprocs, sizeof(*st.cursor));
+    st.group_end = calloc((size_t)pool->nprocs, sizeof(*st.group_end));
+    if (!st.retried || !st.retry || !st.deferred || !st.slot_used || !st.cursor ||
+        !st.group_end || ic_order_by_pair(pool, &st) < 0) {
+        ic_run_state_release(&st);
         return IC_ENOMEM;
     }
     /* What each slot's process already imported (in discovery) is no re-import. */
@@ -1427,10 +1533,7 @@ int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
         if (rc == 0)
             ic_pool_expire(pool, &st);
     }
-    free(st.retried);
-    free(st.retry);
-    free(st.deferred);
-    free(st.slot_used);
+    ic_run_state_release(&st);
     return rc;
 }
 

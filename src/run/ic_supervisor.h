@@ -22,6 +22,9 @@
  *   in a child forked by a worker that never ran a case itself ("fork" in the request). A
  *   crash then costs the child: the worker keeps its imports (a crash no longer means
  *   importing the pair again), and no state of another case is inherited.
+ * - Cases run in library-set order (by producer and consumer; each worker takes one pair's
+ *   cases at a time), and a worker running a case is sent the next one as well, so that it
+ *   keeps its imports and never waits for a round trip.
  * - Results are delivered through the callback as they arrive, in completion order; the
  *   callback owns nothing it is given beyond the call.
  * - The pool owns its processes: ic_pool_destroy stops and reaps them all. The supervisor

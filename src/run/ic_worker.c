@@ -250,7 +250,11 @@ static int ic_worker_run_case(struct ic_worker *w, const struct ic_case *cp, con
     struct ic_case c = *cp;
     struct ic_result res;
     cJSON *begin = ic_message_new(IC_MSG_BEGIN, w->seq);
-    int rc = ic_worker_send(w, begin, begin && cJSON_AddStringToObject(begin, "case", id));
+    /* The pid: a forked case's is not the worker's, and a hung case's Python stack is asked
+     * of the process that runs it. */
+    int rc = ic_worker_send(w, begin,
+                            begin && cJSON_AddStringToObject(begin, "case", id) &&
+                                cJSON_AddNumberToObject(begin, "pid", (double)getpid()));
     if (rc < 0)
         return rc;
 
