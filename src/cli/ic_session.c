@@ -102,7 +102,7 @@ static void ic_session_set_cache_dir(void)
 }
 
 /* --size: the layouts here and, through INTEROPCHECK_SIZE, in every worker (which reads it
- * at start: ic_layout_size_from_env). Without --size the variable is removed, so that one a
+ * at start, in ic_main.c). Without --size the variable is removed, so that one a
  * user left set cannot make the workers disagree with the supervisor. */
 static int ic_session_set_size(int64_t size, char *err, size_t err_size)
 {

@@ -1065,8 +1065,8 @@ static void ic_isolate_pair(struct ic_pool *pool, const struct ic_case *c)
         pool->isolated_pairs[ic_pair_slot(pool, c)] = 1;
 }
 
-/* The plan's next case that is not isolated, without taking it (the isolated ones before it
- * are set aside, as ic_next_case does). False when the plan is through. */
+/* Gives `slot` its next run of `order`: the next unclaimed pair's cases, or else the second
+ * half of the largest remainder another slot still has. False when nothing is left. */
 static bool ic_claim_group(const struct ic_pool *pool, struct ic_run_state *st, int slot)
 {
     if (st->claim < st->count) {
@@ -1097,6 +1097,8 @@ static bool ic_claim_group(const struct ic_pool *pool, struct ic_run_state *st, 
     return true;
 }
 
+/* The slot's next case of the plan that is not isolated, without taking it (the isolated ones
+ * before it are set aside). False when the plan is through for every slot. */
 static bool ic_peek_plan_case(const struct ic_pool *pool, struct ic_run_state *st, int slot,
                               size_t *ret_index)
 {
@@ -1180,7 +1182,7 @@ static int ic_pool_assign(struct ic_pool *pool, struct ic_run_state *st)
         if (p->busy)
             continue;
         if (!ic_next_case(pool, st, j, &index))
-            break;
+            continue; /* another idle slot may still hold cases of its own */
         const struct ic_case *c = &st->cases[index];
         struct ic_needs needed = ic_needed(pool, c->producer, c->consumer);
         bool isolate = ic_pair_isolated(pool, c);
