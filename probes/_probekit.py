@@ -862,12 +862,6 @@ def contents_description(values, dtype):
             "readonly": True, "device": list(CPU)}
 
 
-def arrow_bytes_description(values, dtype):
-    """describe() of an Arrow column with nothing to point at (bit-packed booleans, or several
-    chunks joined into a temporary copy): contents_description of its 1-D elements."""
-    return contents_description(values, dtype)
-
-
 def arrow_column_info(version, *, column, missing=None, **rest):
     """load()'s dict of a library whose arrays are 1-D Arrow columns (`column` names them in
     the notes): Arrow's dtypes (its booleans bit-packed, which the driver unpacks to compare),

@@ -62,7 +62,7 @@ def describe(x):
     dtype = _probekit.arrow_dtype_name(arrow.type)
     if dtype == "bool":
         # bit-packed: no byte per element to point at; the elements go over as bytes
-        return _probekit.arrow_bytes_description(x.to_numpy(), dtype)
+        return _probekit.contents_description(x.to_numpy(), dtype)
     data = arrow.buffers()[1]
     address = data.address + arrow.offset * _probekit.ITEMSIZE[dtype] if len(arrow) else 0
     return _probekit.pointer_description(address, [len(arrow)], None, dtype, True)

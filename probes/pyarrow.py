@@ -101,11 +101,11 @@ def describe(x):
     if isinstance(x, pa.ChunkedArray):
         if x.num_chunks != 1:
             # a stream's import of several arrays (or none): their elements, joined, as bytes
-            return _probekit.arrow_bytes_description(x.to_numpy(), dtype)
+            return _probekit.contents_description(x.to_numpy(), dtype)
         x = x.chunk(0)
     if dtype == "bool":
         # bit-packed: no byte per element to point at; the elements go over as bytes
-        return _probekit.arrow_bytes_description(x.to_numpy(zero_copy_only=False), dtype)
+        return _probekit.contents_description(x.to_numpy(zero_copy_only=False), dtype)
     data = x.buffers()[1]
     address = 0 if data is None else data.address + x.offset * x.type.byte_width
     return _probekit.pointer_description(address, [len(x)], None, dtype, True)

@@ -73,8 +73,8 @@ struct ic_pool {
     struct pollfd *fds; /* 3 per worker: its socket, its output, its child events */
     int *owner;         /* the worker of each entry of fds */
     unsigned long long next_seq;
-    /* Pairs whose case crashed or hung over a protocol: a byte per (producer, consumer + 1,
-     * protocol), consumer -1 (index 0) being interopcheck's own; NULL until the first. */
+    /* Pairs whose case crashed or hung over a protocol: a byte per (pair key, protocol), the
+     * key as ic_order_by_pair makes it; NULL until the first. */
     unsigned char *isolated_pairs;
     struct ic_pool_stats stats;
 };
@@ -1039,30 +1039,28 @@ struct ic_run_state {
 
 /* --- Isolated pairs ------------------------------------------------------------------------ */
 
-/* The byte of a case's pair and protocol in pool->isolated_pairs. */
-static size_t ic_pair_slot(const struct ic_pool *pool, const struct ic_case *c)
+/* The byte of case `index`'s pair and protocol in pool->isolated_pairs: its pair key (worked
+ * out once, when the plan was ordered) and its protocol. */
+static size_t ic_pair_slot(const struct ic_run_state *st, size_t index)
 {
-    size_t n = (size_t)pool->catalog->count;
-    int a = ic_catalog_find(pool->catalog, c->producer);
-    int b = ic_catalog_find(pool->catalog, c->consumer);
-    size_t pair = (size_t)(a < 0 ? 0 : a) * (n + 1) + (size_t)(b < 0 ? 0 : b + 1);
-    return pair * IC_PROTOCOL_COUNT + (size_t)c->protocol;
+    return st->pair_key[index] * IC_PROTOCOL_COUNT + (size_t)st->cases[index].protocol;
 }
 
-static bool ic_pair_isolated(const struct ic_pool *pool, const struct ic_case *c)
+static bool ic_pair_isolated(const struct ic_pool *pool, const struct ic_run_state *st,
+                             size_t index)
 {
-    return pool->isolated_pairs && pool->isolated_pairs[ic_pair_slot(pool, c)];
+    return pool->isolated_pairs && pool->isolated_pairs[ic_pair_slot(st, index)];
 }
 
 /* A case of this pair crashed or hung: its later cases run isolated. Out of memory: they do
  * not, which costs time, not results. */
-static void ic_isolate_pair(struct ic_pool *pool, const struct ic_case *c)
+static void ic_isolate_pair(struct ic_pool *pool, const struct ic_run_state *st, size_t index)
 {
-    size_t n = (size_t)pool->catalog->count;
+    size_t keys = (size_t)(pool->catalog->count + 1) * (size_t)(pool->catalog->count + 1);
     if (!pool->isolated_pairs)
-        pool->isolated_pairs = calloc(n * (n + 1) * IC_PROTOCOL_COUNT, 1);
+        pool->isolated_pairs = calloc(keys * IC_PROTOCOL_COUNT, 1);
     if (pool->isolated_pairs)
-        pool->isolated_pairs[ic_pair_slot(pool, c)] = 1;
+        pool->isolated_pairs[ic_pair_slot(st, index)] = 1;
 }
 
 /* Gives `slot` its next run of `order`: the next unclaimed pair's cases, or else the second
@@ -1105,7 +1103,7 @@ static bool ic_peek_plan_case(const struct ic_pool *pool, struct ic_run_state *s
     for (;;) {
         while (st->cursor[slot] < st->group_end[slot]) {
             size_t index = st->order[st->cursor[slot]];
-            if (!ic_pair_isolated(pool, &st->cases[index])) {
+            if (!ic_pair_isolated(pool, st, index)) {
                 *ret_index = index;
                 return true;
             }
@@ -1185,7 +1183,7 @@ static int ic_pool_assign(struct ic_pool *pool, struct ic_run_state *st)
             continue; /* another idle slot may still hold cases of its own */
         const struct ic_case *c = &st->cases[index];
         struct ic_needs needed = ic_needed(pool, c->producer, c->consumer);
-        bool isolate = ic_pair_isolated(pool, c);
+        bool isolate = ic_pair_isolated(pool, st, index);
         /* An isolated case is forked from a worker that never ran a case itself: a process
          * that ran libraries' code may hold threads and locks a forked child cannot use.
          * Imports alone are fine (the two libraries were imported together when the case
@@ -1272,7 +1270,7 @@ static void ic_proc_died(struct ic_pool *pool, struct ic_proc *p, struct ic_run_
     ic_proc_requeue(p, st);
     if (p->began) {
         snprintf(what, sizeof(what), "the worker died with %s during this case", how);
-        ic_isolate_pair(pool, &st->cases[p->case_index]);
+        ic_isolate_pair(pool, st, p->case_index);
     } else
         snprintf(what, sizeof(what),
                  "the worker died with %s before the case began (importing %s)", how,
@@ -1429,7 +1427,7 @@ static void ic_pool_expire(struct ic_pool *pool, struct ic_run_state *st)
         if (p->began) {
             snprintf(what, sizeof(what), "no result after %.0f s: the worker was killed",
                      pool->config.case_timeout_s);
-            ic_isolate_pair(pool, &st->cases[p->case_index]);
+            ic_isolate_pair(pool, st, p->case_index);
         } else
             snprintf(what, sizeof(what), "importing %s took longer than %.0f s",
                      ic_proc_importing(pool, p), pool->config.load_timeout_s);

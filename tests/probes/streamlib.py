@@ -117,7 +117,7 @@ def describe(x):
         x = x.array
     if isinstance(x, pa.ChunkedArray):
         if x.num_chunks != 1:
-            return _probekit.arrow_bytes_description(x.to_numpy(),
+            return _probekit.contents_description(x.to_numpy(),
                                                      _probekit.arrow_dtype_name(x.type))
         x = x.chunk(0)
     address = x.buffers()[1].address + x.offset * x.type.byte_width if len(x) else 0
