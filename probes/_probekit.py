@@ -289,7 +289,7 @@ def cache_dir(name):
 def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtypes=None,
               layouts=None, dtype_note=None, layout_note=None, readonly=False, deviations=None,
               compute=None, from_dlpack_keywords=(), lazy_views=False, tensor_variants=False,
-              float8=False, int4=False):
+              float8=False, int4=False, nulls=False):
     """load()'s dict (README.md, "load()").
 
     `missing` maps what the library lacks to why: dtypes, layouts and "cuda" (load()'s notes).
@@ -303,7 +303,7 @@ def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtyp
     imports through its own DLPack C exchange API (consume(..., c_api=True): c_api_import). `lazy_views` says the
     library builds LAZY_VIEW_LAYOUTS; without it they are left out, with LAZY_VIEW_NOTE; so
     `tensor_variants` for TENSOR_VARIANT_LAYOUTS, `float8` for FLOAT8_DTYPES and `int4` for
-    INT4_DTYPES.
+    INT4_DTYPES. `nulls` says build() takes valid= (the Arrow nulls variants: README.md, "Nulls").
     """
     missing = dict(missing or {})
     if not lazy_views:
@@ -332,6 +332,7 @@ def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtyp
         "layouts": _in_driver_order(layouts, LAYOUTS, "layouts"),
         "notes": notes | missing,
         "readonly": readonly,
+        "nulls": nulls,
     }
     if deviations:
         info["deviations"] = deviations
@@ -846,13 +847,21 @@ def column_slice_repro(what):
 
 
 def pack_bools(data):
-    """Byte booleans (build()'s bytes of a bool array) as Arrow's bit-packed values buffer:
-    element i in bit i % 8 of byte i // 8, a new bytearray."""
+    """Byte booleans (build()'s bytes of a bool array, or its valid=) as Arrow's bit-packed
+    values buffer (or validity bitmap): element i in bit i % 8 of byte i // 8, a new
+    bytearray."""
     packed = bytearray((len(data) + 7) // 8)
     for i, byte in enumerate(data):
         if byte:
             packed[i // 8] |= 1 << (i % 8)
     return packed
+
+
+def arrow_validity(array):
+    """describe()'s "validity" of a pyarrow.Array: its bitmap's address and the array's offset
+    (which the bitmap shares), or None where it has no bitmap, so no nulls."""
+    bitmap = array.buffers()[0]
+    return None if bitmap is None else (bitmap.address, array.offset)
 
 
 def contents_description(values, dtype):

@@ -314,9 +314,11 @@ class Library:
         return spelled if spelled else self.get("dtype_name", "{ns}.{dtype}").format(
             ns=self.get("ns", ""), dtype=name)
 
-    def build(self, dtype, ops, readonly):
-        """Lines that make `x` from `values` (the base, 1-D), with the layout's ops."""
-        make = self.get("build")
+    def build(self, dtype, ops, readonly, nulls=False):
+        """Lines that make `x` from `values` (the base, 1-D), with the layout's ops; with
+        `nulls`, `values` holds None for each null (REPRO `build_nulls`, else `build`, which
+        then takes None itself)."""
+        make = self.get("build_nulls") if nulls and self.get("build_nulls") else self.get("build")
         if isinstance(make, dict):  # a template for some dtypes, "default" for the others
             make = make.get(dtype, make["default"])
         if callable(make):
@@ -384,7 +386,7 @@ FROM_KEYWORDS = {"from_copy": "copy=True", "from_no_copy": "copy=False",
 
 
 class Script:
-    def __init__(self, failure, ops, base_len, producer, consumer):
+    def __init__(self, failure, ops, base_len, producer, consumer, valid=None):
         self.f = failure
         self.case = failure["case"]
         parts = self.case.split(".")
@@ -393,6 +395,8 @@ class Script:
         self.variant = parts[6] if len(parts) > 6 else ""
         self.ops = [(name, arg) for name, arg in ops]
         self.base = [_value(self.dtype, i) for i in range(base_len)]
+        if valid is not None:  # the nulls variants: None where the element is null
+            self.base = [v if ok else None for v, ok in zip(self.base, valid)]
         self.view = _View(list(self.base)).apply(self.ops)
         self.producer = Library(producer, self.producer_name)
         self.consumer = Library(consumer, self.consumer_name) if consumer is not None else None
@@ -414,7 +418,7 @@ class Script:
     def build_lines(self):
         readonly = self.variant == "readonly"
         return ([f"values = {_list_literal(self.base)}"] +
-                self.producer.build(self.dtype, self.ops, readonly))
+                self.producer.build(self.dtype, self.ops, readonly, nulls=self.variant == "nulls"))
 
     def request(self):
         return self.f.get("request", "")
@@ -1176,6 +1180,39 @@ def element_type(s):
            'not_reproduced("the element type is one the protocol can name")')
 
 
+def arrow_nulls(s):
+    """Nulls that do not survive an Arrow exchange. The producer's export read by pyarrow, a
+    third library: which elements are null, and its null_count; the consumer's import read by
+    its own library: which elements are null."""
+    if s.protocol not in ("arrow", "arrow_device") or s.variant != "nulls":
+        raise NotImplementedError(f"no nulls reproducer for {s.protocol} {s.variant or 'cases'}")
+    s.line(*s.expected_lines(), "want = [v is None for v in expected]")
+    if s.f.get("side") == "producer":
+        s.line("import pyarrow as pa",
+               f"seen = pa.array({s.export_expr()})  # pyarrow reads the export",
+               "got = [v is None for v in seen.to_pylist()]",
+               'print("null in the array: ", want)',
+               'print("null in its export:", got, "null_count:", seen.null_count)',
+               "if got != want:",
+               f'    reproduced("{s.producer_name}\'s Arrow export marks other elements null '
+               'than the array")',
+               "if seen.null_count != sum(got):",
+               f'    reproduced(f"{s.producer_name}\'s Arrow export says null_count '
+               '{seen.null_count}, its validity bitmap marks {sum(got)} elements null")',
+               'not_reproduced("the export marks the array\'s nulls")')
+        return
+    y = "y"
+    s.line(*s.exported(),
+           f"y = {s.consume_expr()}",
+           f"got = [v is None for v in {s.consumer.expr('tolist', y)}]",
+           'print("null in the array: ", want)',
+           'print("null in its import:", got)',
+           "if got != want:",
+           f'    reproduced("{s.consumer_name}\'s import marks other elements null than the '
+           'export")',
+           'not_reproduced("the import keeps the nulls")')
+
+
 def requested_schema(s):
     """A producer that refuses its own schema as requested_schema: the schema comes from its
     export made without one (or __arrow_c_schema__ for a stream), and is asked for."""
@@ -1337,6 +1374,7 @@ RULES = {
     "array_interface.typestr": element_type,
     "array_struct.struct": element_type,
     "arrow.requested_schema": requested_schema,
+    "arrow.nulls": arrow_nulls,
 }
 
 
@@ -1349,6 +1387,8 @@ def _choose(s):
         return consumer_refusal if side == "consumer" else producer_refusal
     if rule in RULES:
         return RULES[rule]
+    if rule == "arrow.buffers" and s.variant == "nulls" and side == "producer":
+        return arrow_nulls  # a null_count that disagrees with the bitmap
     if s.protocol == "array" and side == "producer":
         return array_result
     if side == "consumer" and check in ("contents", "dtype", "shape"):
@@ -1362,9 +1402,10 @@ def _choose(s):
     raise NotImplementedError(f"no reproducer is written for {rule} ({side}, {check}) yet")
 
 
-def generate(failure_json, ops, base_len, producer, consumer):
+def generate(failure_json, ops, base_len, producer, consumer, valid=None):
+    """The reproducer of one failure; `valid` is the nulls variants' valid= of build()."""
     failure = json.loads(failure_json)
-    s = Script(failure, ops, base_len, producer, consumer)
+    s = Script(failure, ops, base_len, producer, consumer, valid)
     _choose(s)(s)
     text = s.render()
     if "struct" in s.helpers or "_elements(" in text:

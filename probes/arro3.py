@@ -26,6 +26,10 @@ REPRO = {
     "import": "import arro3.core as a3\nimport numpy as np",
     "ns": "np",
     "build": "a3.Array.from_numpy(np.array(values, dtype={dtype}))",
+    # with None for each null: the Python-object constructor, which has no float16 of its own
+    "build_nulls": {
+        "float16": "a3.Array(values, a3.DataType.float32()).cast(a3.DataType.float16())",
+        "default": "a3.Array(values, a3.Array.from_numpy(np.zeros(0, dtype={dtype})).type)"},
     **_probekit.NUMPY_DTYPES_REPRO,
     **_probekit.repro_views(slice=_probekit.column_slice_repro("an arro3 Array")),
     "make_readonly": "# arro3 arrays are immutable: x is read-only as it is",
@@ -60,13 +64,23 @@ def load():
                                    "arrow_stream": "arro3.core.ChunkedArray.from_arrow(obj)"},
                                   zero_copy=True, readonly="always"),
         compute=_probekit.compute_info("y.take(indices 0..n-1)"),
+        nulls=True,
     )
 
 
-def build(data, dtype, ops, readonly=False):
+def build(data, dtype, ops, readonly=False, valid=None):
     if dtype not in DTYPES:
         raise TypeError(f"arro3 has no {dtype} type")
-    x = a3.Array.from_numpy(_probekit.numpy_from_bytes(np, data, dtype))
+    values = _probekit.numpy_from_bytes(np, data, dtype)
+    x = a3.Array.from_numpy(values)
+    if valid is not None:
+        # the nulls variants: from_numpy takes no mask, the Python-object constructor takes
+        # None for a null (arro3 then fills the slot itself)
+        items = [v if ok else None for v, ok in zip(values.tolist(), valid)]
+        if dtype == "float16":  # no float16 constructor: float32 holds each value exactly
+            x = a3.Array(items, a3.DataType.float32()).cast(x.type)
+        else:
+            x = a3.Array(items, x.type)
     return _probekit.column_slice(x, ops, len, "an arro3 Array")
 
 
@@ -89,10 +103,18 @@ def describe(x):
     while a3.DataType.is_fixed_size_list(x.type):
         shape.append(x.type.list_size)
         x = a3.list_flatten(x)
-    values = x.to_numpy()
+    if x.null_count:
+        # to_numpy() refuses nulls: which elements are null comes from to_pylist(), and a
+        # null's slot goes over as a zero (only the valid elements are compared)
+        items = x.to_pylist()
+        validity = bytes(v is not None for v in items)
+        dtype = x.slice(0, 0).to_numpy().dtype  # an empty slice has no nulls to refuse
+        values = np.array([0 if v is None else v for v in items], dtype=dtype)
+    else:
+        validity, values = None, x.to_numpy()
     return {"bytes": values.tobytes(), "shape": shape,
             "dtype": _probekit.dtype_name(values.dtype), "readonly": True,
-            "device": list(_probekit.CPU)}
+            "device": list(_probekit.CPU), "validity": validity}
 
 
 def export(x, protocol):

@@ -46,18 +46,20 @@ def load():
         # buffers (nanoarrow's documentation of c_array)
         imports=_probekit.imports({"arrow": "nanoarrow.c_array(obj)"}, zero_copy=True,
                                   readonly="always"),
+        nulls=True,
     )
 
 
-def build(data, dtype, ops, readonly=False):
+def build(data, dtype, ops, readonly=False, valid=None):
     if dtype not in DTYPES:
         raise TypeError(f"nanoarrow has no {dtype} type")
     n = len(data) // _probekit.ITEMSIZE[dtype]
+    bitmap = None if valid is None else _probekit.pack_bools(valid)  # the nulls variants'
     # a copy of its own: bytes(data) would be `data` itself, which the driver still owns
     if dtype == "bool":
-        x = na.c_array_from_buffers(na.bool_(), n, [None, _probekit.pack_bools(data)])
+        x = na.c_array_from_buffers(na.bool_(), n, [bitmap, _probekit.pack_bools(data)])
     else:
-        x = na.c_array_from_buffers(getattr(na, dtype)(), n, [None, bytearray(data)])
+        x = na.c_array_from_buffers(getattr(na, dtype)(), n, [bitmap, bytearray(data)])
     for name, arg in ops:
         if name != "slice" or len(arg) != 1:
             raise NotImplementedError(f"a nanoarrow CArray cannot express {name} {arg} as a view")
@@ -70,13 +72,17 @@ def build(data, dtype, ops, readonly=False):
 
 def describe(x):
     dtype = _probekit.ARROW_FORMAT_DTYPES.get(x.schema.format, x.schema.format)
+    # the validity bitmap shares the array's offset; none, no nulls
+    validity = (x.buffers[0], x.offset) if x.buffers[0] else None
     if dtype == "bool":
-        # bit-packed: no byte per element to point at; the elements go over as bytes
-        values = bytes(int(v) for v in na.Array(x).to_pylist())
+        # bit-packed: no byte per element to point at; the elements go over as bytes (a null
+        # as 0: only the valid ones are compared)
+        values = bytes(int(v or 0) for v in na.Array(x).to_pylist())
         return {"bytes": values, "shape": [x.length], "dtype": dtype, "readonly": True,
-                "device": list(_probekit.CPU)}
+                "device": list(_probekit.CPU), "validity": validity}
     address = x.buffers[1] + x.offset * _probekit.ITEMSIZE[dtype] if x.length else 0
-    return _probekit.pointer_description(address, [x.length], None, dtype, True)
+    return _probekit.pointer_description(address, [x.length], None, dtype, True) | {
+        "validity": validity}
 
 
 def consume(obj, protocol, dtype):

@@ -60,12 +60,17 @@ def describe(x):
         x = x.rechunk()  # a stream's several arrays: joined into one buffer the Series keeps
     arrow = x.to_arrow()
     dtype = _probekit.arrow_dtype_name(arrow.type)
+    # the Series' own validity bitmap, through the same zero-copy to_arrow()
+    validity = _probekit.arrow_validity(arrow)
     if dtype == "bool":
-        # bit-packed: no byte per element to point at; the elements go over as bytes
-        return _probekit.contents_description(x.to_numpy(), dtype)
+        # bit-packed: no byte per element to point at; the elements go over as bytes (a null
+        # as False: only the valid ones are compared)
+        return _probekit.contents_description(x.fill_null(False).to_numpy(), dtype) | {
+            "validity": validity}
     data = arrow.buffers()[1]
     address = data.address + arrow.offset * _probekit.ITEMSIZE[dtype] if len(arrow) else 0
-    return _probekit.pointer_description(address, [len(arrow)], None, dtype, True)
+    return _probekit.pointer_description(address, [len(arrow)], None, dtype, True) | {
+        "validity": validity}
 
 
 def consume(obj, protocol, dtype):

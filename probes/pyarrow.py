@@ -73,6 +73,7 @@ def load():
         | _probekit.imports({"arrow": "pyarrow.array(obj)", "arrow_device": "pyarrow.array(obj)",
                              "arrow_stream": "pyarrow.chunked_array(obj)"},
                             zero_copy=True, readonly="always"),
+        nulls=True,
         compute=_probekit.compute_info(
             "pyarrow.compute.multiply(y, pyarrow.scalar(1, y.type)) (or_(y, False) for bool)",
             missing={"float16": "pyarrow.compute has no kernels for halffloat"}),
@@ -87,12 +88,15 @@ def _type(dtype):
     return getattr(pa, dtype)()
 
 
-def build(data, dtype, ops, readonly=False):
+def build(data, dtype, ops, readonly=False, valid=None):
     n = len(data) // _probekit.ITEMSIZE[dtype]
+    # valid=: the nulls variants' validity, as a bitmap beside the values (the values under a
+    # null stay the pattern's, which Arrow leaves undefined)
+    bitmap = None if valid is None else pa.py_buffer(_probekit.pack_bools(valid))
     if dtype == "bool":
-        x = pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(_probekit.pack_bools(data))])
+        x = pa.Array.from_buffers(pa.bool_(), n, [bitmap, pa.py_buffer(_probekit.pack_bools(data))])
     else:
-        x = pa.Array.from_buffers(_type(dtype), n, [None, _probekit.arrow_copy(pa, data)])
+        x = pa.Array.from_buffers(_type(dtype), n, [bitmap, _probekit.arrow_copy(pa, data)])
     return _probekit.column_slice(x, ops, len, "pyarrow.Array")
 
 
@@ -104,11 +108,15 @@ def describe(x):
             return _probekit.contents_description(x.to_numpy(), dtype)
         x = x.chunk(0)
     if dtype == "bool":
-        # bit-packed: no byte per element to point at; the elements go over as bytes
-        return _probekit.contents_description(x.to_numpy(zero_copy_only=False), dtype)
+        # bit-packed: no byte per element to point at; the elements go over as bytes (a null
+        # as False: only the valid ones are compared)
+        values = x.fill_null(False).to_numpy(zero_copy_only=False)
+        return _probekit.contents_description(values, dtype) | {
+            "validity": _probekit.arrow_validity(x)}
     data = x.buffers()[1]
     address = 0 if data is None else data.address + x.offset * x.type.byte_width
-    return _probekit.pointer_description(address, [len(x)], None, dtype, True)
+    return _probekit.pointer_description(address, [len(x)], None, dtype, True) | {
+        "validity": _probekit.arrow_validity(x)}
 
 
 def export(x, protocol):

@@ -18,6 +18,7 @@
 #ifndef IC_PATTERN_H
 #define IC_PATTERN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "ic_dtype.h"
@@ -25,5 +26,13 @@
 void ic_pattern_fill(void *buf, int64_t count, enum ic_dtype dtype, uint64_t seed);
 
 uint64_t ic_pattern_seed(uint64_t run_seed, const char *case_id);
+
+/* The nulls of the Arrow `nulls` variant: the base element at `base_index` is null when this
+ * is true (every third one, from index 1), whatever the dtype and layout; the probes are told
+ * which through build(valid=...), so the rule lives here alone. */
+static inline bool ic_pattern_is_null(int64_t base_index)
+{
+    return base_index % 3 == 1;
+}
 
 #endif

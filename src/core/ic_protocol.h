@@ -139,7 +139,14 @@ enum ic_protocol {
       "__arrow_c_stream__(requested_schema=) with the stream's own schema: honoured, not refused") \
     X(ARROW_UNKNOWN_KEYWORD, "unknown_keyword", IC_PROTOCOL_ARROW_DEVICE, IC_APPLIES_REFERENCE,    \
       IC_ON_ANY, false, false,                                                                     \
-      "__arrow_c_device_array__(interopcheck_unknown=True) must raise NotImplementedError")
+      "__arrow_c_device_array__(interopcheck_unknown=True) must raise NotImplementedError")        \
+    X(ARROW_NULLS, "nulls", IC_PROTOCOL_ARROW, IC_APPLIES_ANY, IC_ON_CPU, true, true,              \
+      "the array has nulls (base elements 1, 4, 7, ...): the export's validity bitmap and the "    \
+      "import mark exactly those, and the other elements compare")                                 \
+    X(ARROW_DEVICE_NULLS, "nulls", IC_PROTOCOL_ARROW_DEVICE, IC_APPLIES_ANY, IC_ON_CPU, true,      \
+      true,                                                                                        \
+      "the array has nulls (base elements 1, 4, 7, ...): the export's validity bitmap and the "    \
+      "import mark exactly those, and the other elements compare")
 
 enum ic_on_device {
     IC_ON_ANY,
@@ -381,6 +388,12 @@ int ic_protocol_from_id(const char *id, enum ic_protocol *ret);
 const struct ic_variant_info *ic_variant_info(enum ic_variant variant);
 /* Variant by id within a protocol ("" is NONE). IC_ENOTFOUND if the protocol has none such. */
 int ic_variant_from_id(enum ic_protocol protocol, const char *id, enum ic_variant *ret);
+
+/* True for the variants whose producer builds its array with nulls (ic_pattern_is_null). */
+static inline bool ic_variant_has_nulls(enum ic_variant variant)
+{
+    return variant == IC_VARIANT_ARROW_NULLS || variant == IC_VARIANT_ARROW_DEVICE_NULLS;
+}
 
 /* The ops of the protocol modules, named in IC_PROTOCOL_LIST. */
 #define IC_PROTOCOL_OPS_DECLARE(e, id, section, summary, ops)                                      \

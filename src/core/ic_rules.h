@@ -330,7 +330,10 @@ enum ic_severity_class {
       "reserved bytes are zero (non-zero ones are a warning).")                                    \
     X(ARROW_DEVICE_KEYWORDS, "arrow.device_keywords", P, NONCONFORMANT,                            \
       "__arrow_c_device_array__ raises NotImplementedError for a keyword it does not know, "       \
-      "passed with a value other than None.")
+      "passed with a value other than None.")                                                      \
+    X(ARROW_NULLS, "arrow.nulls", E, HARMFUL,                                                      \
+      "Nulls survive the exchange: the export's validity bitmap marks exactly the array's null "   \
+      "elements, and so does the import; a null read as a value is a wrong value.")
 
 /* The refusal policy, one row per protocol (by its id), applied to both sides alike: a side
  * that refuses with the exception its column names gets `unsupported` with its reason; a

@@ -50,6 +50,19 @@ struct ic_view {
     /* data is a host copy of the elements, which live on device_type: a library with no
      * pointer API handed over its contents only. Compare on the host; addresses mean nothing. */
     bool host_copy;
+    /* Nulls of a 1-D Arrow array: which elements hold no value (those values are undefined).
+     * UNKNOWN where the source cannot say (every protocol but Arrow's), NONE where it says
+     * every element is valid, BITMAP where the host bitmap at `validity` marks element i valid
+     * by its bit validity_bit + i (Arrow's order: least significant bit first), BYTES where
+     * the byte at validity + i is 0 for a null (a probe's copy, from the library's own API). */
+    enum ic_validity_kind {
+        IC_VALIDITY_UNKNOWN,
+        IC_VALIDITY_NONE,
+        IC_VALIDITY_BITMAP,
+        IC_VALIDITY_BYTES,
+    } validity_kind;
+    uintptr_t validity;
+    int64_t validity_bit;
 };
 
 /* Fill `view` with C-contiguous strides for its shape and itemsize. IC_ERANGE on overflow. */

@@ -241,6 +241,7 @@ void ic_library_set_info(struct ic_library *lib, cJSON *info)
         ic_protocol_sets(cJSON_GetObjectItemCaseSensitive(info, "imports"), 1u << IC_KIND_CPU,
                          &lib->imports, lib->imports_on, &ok);
         lib->readonly = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(info, "readonly"));
+        lib->nulls = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(info, "nulls"));
     }
     if (!ok) {
         lib->state = IC_LIBRARY_INVALID;

@@ -52,6 +52,7 @@ struct ic_library {
     uint32_t imports_on[IC_KIND_COUNT];
     uint32_t devices; /* bit (1 << ic_device_kind): where build() makes arrays now */
     bool readonly;    /* build(readonly=True) works */
+    bool nulls;       /* build(valid=...) makes arrays with nulls (the Arrow nulls variants) */
     /* Libraries this one must be imported before, found when importing them first crashed
      * it (catalog indexes). */
     struct ic_libset load_before;

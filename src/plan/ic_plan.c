@@ -88,6 +88,10 @@ static void ic_plan_decide(const struct ic_library *producer, struct ic_planned 
         ic_result_set(&item->result, IC_OUTCOME_UNSUPPORTED, "%s cannot make read-only arrays",
                       producer->name);
         item->run = false;
+    } else if (ic_variant_has_nulls(c->variant) && !producer->nulls) {
+        ic_result_set(&item->result, IC_OUTCOME_UNSUPPORTED, "%s cannot make arrays with nulls",
+                      producer->name);
+        item->run = false;
     }
     item->done = !item->run;
 }

@@ -149,8 +149,11 @@ static int ic_arrow_count_nulls(const void *bitmap, int64_t offset, int64_t leng
     return rc;
 }
 
-/* The validity bitmap against null_count, and against the array, which has no nulls. */
-static bool ic_arrow_check_validity(const struct ic_arrow_export *ex, struct ic_diag *diag)
+/* The validity bitmap against null_count, and, unless the case built nulls into the array
+ * (`nulls_expected`: the judge then checks which elements they are), against the array, which
+ * has none. */
+static bool ic_arrow_check_validity(const struct ic_arrow_export *ex, bool nulls_expected,
+                                    struct ic_diag *diag)
 {
     const struct ArrowArray *a = &ex->array;
     if (!ex->buffers[0]) {
@@ -179,7 +182,7 @@ static bool ic_arrow_check_validity(const struct ic_arrow_export *ex, struct ic_
                       (long long)a->null_count, (long long)nulls);
         return false;
     }
-    if (nulls > 0) {
+    if (nulls > 0 && !nulls_expected) {
         ic_diag_error(diag, IC_RULE_ARROW_BUFFERS,
                       "%lld of %lld elements are exported as null, but the array has no nulls",
                       (long long)nulls, (long long)a->length);
@@ -223,9 +226,19 @@ static bool ic_arrow_view_values(const struct ic_arrow_export *ex, enum ic_dtype
     return true;
 }
 
-int ic_arrow_check_structs(const void *schema_addr, const void *array_addr, struct ic_diag *diag,
-                           struct ic_arrow_export *ret, struct ic_view *ret_view,
-                           bool *ret_have_view, char *detail, size_t detail_size)
+/* The validity bitmap as the view's: element i valid by bit offset + i (Arrow's offset applies
+ * to the bitmap too); no bitmap, no nulls. */
+static void ic_arrow_view_validity(const struct ic_arrow_export *ex, struct ic_view *view)
+{
+    view->validity_kind = ex->buffers[0] ? IC_VALIDITY_BITMAP : IC_VALIDITY_NONE;
+    view->validity = (uintptr_t)ex->buffers[0];
+    view->validity_bit = ex->array.offset;
+}
+
+int ic_arrow_check_structs(const void *schema_addr, const void *array_addr, bool nulls_expected,
+                           struct ic_diag *diag, struct ic_arrow_export *ret,
+                           struct ic_view *ret_view, bool *ret_have_view, char *detail,
+                           size_t detail_size)
 {
     enum ic_dtype dtype = IC_DTYPE_INVALID;
     if (!diag || !ret || !ret_view || !ret_have_view || !detail || detail_size == 0)
@@ -245,7 +258,7 @@ int ic_arrow_check_structs(const void *schema_addr, const void *array_addr, stru
                       (void *)ret->array.buffers);
         return 0;
     }
-    if (!ic_arrow_check_validity(ret, diag))
+    if (!ic_arrow_check_validity(ret, nulls_expected, diag))
         return 0;
     if (dtype == IC_DTYPE_BOOL) {
         /* Bit-packed: no byte per element to view in place; ic_arrow_unpack_bools makes them
@@ -264,6 +277,8 @@ int ic_arrow_check_structs(const void *schema_addr, const void *array_addr, stru
         return 0;
     }
     *ret_have_view = ic_arrow_view_values(ret, dtype, diag, ret_view);
+    if (*ret_have_view)
+        ic_arrow_view_validity(ret, ret_view);
     return 0;
 }
 
@@ -353,9 +368,9 @@ static bool ic_arrow_check_device(const struct ArrowDeviceArray *d, struct ic_di
 }
 
 int ic_arrow_check_device_structs(const void *schema_addr, const void *device_addr,
-                                  struct ic_diag *diag, struct ic_arrow_export *ret,
-                                  struct ic_view *ret_view, bool *ret_have_view, char *detail,
-                                  size_t detail_size)
+                                  bool nulls_expected, struct ic_diag *diag,
+                                  struct ic_arrow_export *ret, struct ic_view *ret_view,
+                                  bool *ret_have_view, char *detail, size_t detail_size)
 {
     struct ArrowDeviceArray device;
     if (!diag || !ret || !ret_view || !ret_have_view || !detail || detail_size == 0)
@@ -374,8 +389,8 @@ int ic_arrow_check_device_structs(const void *schema_addr, const void *device_ad
         return 0;
     }
     /* The ArrowArray is the device array's first member; a CPU array's view is a host view. */
-    return ic_arrow_check_structs(schema_addr, device_addr, diag, ret, ret_view, ret_have_view,
-                                  detail, detail_size);
+    return ic_arrow_check_structs(schema_addr, device_addr, nulls_expected, diag, ret, ret_view,
+                                  ret_have_view, detail, detail_size);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -616,6 +631,7 @@ static void ic_arrow_keep_bools(const struct ic_arrow_export *ex, struct ic_expo
     }
     ic_arrow_bool_view((const unsigned char *)PyBytes_AS_STRING(bytes), ex->array.length,
                        &r->view);
+    ic_arrow_view_validity(ex, &r->view);
     r->have_view = true;
     rec->owned = bytes;
 }
@@ -643,7 +659,8 @@ static void ic_arrow_after_export(const struct ic_arrow_flavour *f, PyObject *re
     void *array = ic_arrow_capsule_pointer(PyTuple_GET_ITEM(result, 1), f->array_capsule, &r.diag);
     if (schema && array) {
         (f->device ? ic_arrow_check_device_structs : ic_arrow_check_structs)(
-            schema, array, &r.diag, ret, &r.view, &r.have_view, r.detail, sizeof(r.detail));
+            schema, array, ic_variant_has_nulls(rec->variant), &r.diag, ret, &r.view, &r.have_view,
+            r.detail, sizeof(r.detail));
         if (ret->bools && !rec->owned)
             ic_arrow_keep_bools(ret, rec, &r);
         *ret_unreadable = ic_export_diag_has_error(&r.diag, IC_RULE_ARROW_STRUCTS) ||

@@ -12,10 +12,13 @@
  *   buffers array, the validity bitmap and the data buffer. Memory that cannot be read is a
  *   finding against the producer (arrow.structs, arrow.buffers), never a fault.
  * - Scope: 1-D arrays of the fixed-width primitive formats that interopcheck's dtypes have
- *   (int8..int64, uint8..uint64, float16/32/64), without nulls. A valid Arrow export of
- *   another type is a dtype that did not survive (exchange.dtype). Bit-packed booleans ("b")
- *   give no view in place: the protocol modules unpack them (ic_arrow_unpack_bools) into a
- *   byte each, in memory the case keeps (the record's `owned`), and compare that copy.
+ *   (int8..int64, uint8..uint64, float16/32/64, bool). Nulls are an error unless the case
+ *   built them (`nulls_expected`, the nulls variants); the view then carries the validity
+ *   bitmap (ic_view's validity fields) and the judge checks which elements are null. A valid
+ *   Arrow export of another type is a dtype that did not survive (exchange.dtype). Bit-packed
+ *   booleans ("b") give no view in place: the protocol modules unpack them
+ *   (ic_arrow_unpack_bools) into a byte each, in memory the case keeps (the record's `owned`),
+ *   and compare that copy.
  * - The release watch: ic_arrow_watch replaces a struct's release callback and private_data
  *   with a counting callback and the entry's id, and records the originals in a process-wide
  *   table (mutex-protected: Arrow lets release run on any thread, also after the case that
@@ -66,18 +69,19 @@ struct ic_arrow_export {
  * read through the guard), filling `ret` with what was read and, when the export can be
  * compared, `ret_view` (*ret_have_view true). Writes findings into `diag` and a one-line
  * description into `detail`. Returns 0, or IC_EINVAL for NULL arguments. */
-int ic_arrow_check_structs(const void *schema_addr, const void *array_addr, struct ic_diag *diag,
-                           struct ic_arrow_export *ret, struct ic_view *ret_view,
-                           bool *ret_have_view, char *detail, size_t detail_size);
+int ic_arrow_check_structs(const void *schema_addr, const void *array_addr, bool nulls_expected,
+                           struct ic_diag *diag, struct ic_arrow_export *ret,
+                           struct ic_view *ret_view, bool *ret_have_view, char *detail,
+                           size_t detail_size);
 
 /* The same for the C device data interface: the ArrowDeviceArray at `device_addr` (whose
  * first member is the ArrowArray). Its device fields are validated (rule 6.5.6); a CPU array
  * is then validated and viewed as above, another device's is not (a warning says so, and
  * there is no view). */
 int ic_arrow_check_device_structs(const void *schema_addr, const void *device_addr,
-                                  struct ic_diag *diag, struct ic_arrow_export *ret,
-                                  struct ic_view *ret_view, bool *ret_have_view, char *detail,
-                                  size_t detail_size);
+                                  bool nulls_expected, struct ic_diag *diag,
+                                  struct ic_arrow_export *ret, struct ic_view *ret_view,
+                                  bool *ret_have_view, char *detail, size_t detail_size);
 
 /* The elements of a bit-packed boolean export (`ex->bools`), one byte each (0 or 1), into
  * `out` (ex->array.length bytes). IC_EINVAL when `ex` is no such export, IC_EFAULT when the

@@ -119,7 +119,7 @@ static void ic_stream_view_of(struct ic_arrow_stream *s, struct ic_view *views,
         bool have = false;
         if (!ic_stream_column(&s->schema, &s->chunks[i], &schema, &array, &r->diag))
             return;
-        ic_arrow_check_structs(schema, array, &r->diag, &exs[i], &views[i], &have, r->detail,
+        ic_arrow_check_structs(schema, array, false, &r->diag, &exs[i], &views[i], &have, r->detail,
                                sizeof(r->detail));
         if (exs[i].bools) /* bit-packed: unpacked into the joined copy below */
             ic_arrow_bool_view(NULL, exs[i].array.length, &views[i]);

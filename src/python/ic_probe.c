@@ -6,6 +6,7 @@
 
 #include "ic_error.h"
 #include "ic_guard.h"
+#include "ic_pattern.h"
 #include "ic_text.h"
 
 /* Imports the Python file at `path` as module `module_name` and registers it in sys.modules
@@ -69,7 +70,7 @@ char *ic_probe_reproducer(const char *kit_path, const char *failure_json, const 
                           struct ic_probe *producer, struct ic_probe *consumer,
                           struct ic_py_exc *exc)
 {
-    PyObject *repro = NULL, *ops = NULL, *script = NULL;
+    PyObject *repro = NULL, *ops = NULL, *script = NULL, *valid = NULL;
     char path[1100], *text = NULL;
     const struct ic_layout_info *layout = ic_layout_info(c->layout);
 
@@ -83,10 +84,13 @@ char *ic_probe_reproducer(const char *kit_path, const char *failure_json, const 
         repro = ic_import_file("_repro", path);
     }
     ops = repro ? ic_layout_ops_to_python(layout) : NULL;
-    if (ops)
-        script = PyObject_CallMethod(repro, "generate", "sOnOO", failure_json, ops,
+    /* the nulls variants' valid=, as build() had it, or None */
+    valid = ops && ic_variant_has_nulls(c->variant) ? ic_probe_valid_bytes(layout)
+                                                    : Py_XNewRef(ops ? Py_None : NULL);
+    if (valid)
+        script = PyObject_CallMethod(repro, "generate", "sOnOOO", failure_json, ops,
                                      (Py_ssize_t)layout->base_len, producer->module,
-                                     consumer ? consumer->module : Py_None);
+                                     consumer ? consumer->module : Py_None, valid);
     if (script && !PyUnicode_Check(script))
         PyErr_SetString(PyExc_TypeError, "_repro.generate() must return a str");
     else if (script) {
@@ -107,9 +111,21 @@ char *ic_probe_reproducer(const char *kit_path, const char *failure_json, const 
     if (!text)
         ic_py_fetch(exc);
     Py_XDECREF(script);
+    Py_XDECREF(valid);
     Py_XDECREF(ops);
     Py_XDECREF(repro);
     return text;
+}
+
+PyObject *ic_probe_valid_bytes(const struct ic_layout_info *layout)
+{
+    PyObject *valid = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)layout->base_len);
+    if (!valid)
+        return NULL;
+    char *bytes = PyBytes_AS_STRING(valid);
+    for (int64_t i = 0; i < layout->base_len; i++)
+        bytes[i] = ic_pattern_is_null(i) ? 0 : 1;
+    return valid;
 }
 
 /* True when the pending exception is ModuleNotFoundError for the probe's library itself
@@ -328,23 +344,28 @@ PyObject *ic_layout_ops_to_python(const struct ic_layout_info *layout)
 }
 
 PyObject *ic_probe_build(struct ic_probe *probe, PyObject *data, enum ic_dtype dtype,
-                         const struct ic_layout_info *layout, bool readonly, const char *device,
-                         struct ic_py_exc *exc)
+                         const struct ic_layout_info *layout, bool readonly, PyObject *valid,
+                         const char *device, struct ic_py_exc *exc)
 {
     PyObject *ops = NULL, *array = NULL, *build = NULL, *args = NULL, *kwargs = NULL;
 
     ops = ic_layout_ops_to_python(layout);
     build = PyObject_GetAttrString(probe->module, "build");
-    if (!ops || !build)
+    kwargs = PyDict_New();
+    if (!ops || !build || !kwargs)
         goto done;
     args = Py_BuildValue("(OsOO)", data, ic_dtype_name(dtype), ops, readonly ? Py_True : Py_False);
     if (!args)
         goto done;
     if (strcmp(device, "cpu") != 0) {
-        kwargs = Py_BuildValue("{s:s}", "device", device);
-        if (!kwargs)
+        PyObject *name = PyUnicode_FromString(device);
+        int rc = name ? PyDict_SetItemString(kwargs, "device", name) : -1;
+        Py_XDECREF(name);
+        if (rc < 0)
             goto done;
     }
+    if (valid && PyDict_SetItemString(kwargs, "valid", valid) < 0)
+        goto done;
     array = PyObject_Call(build, args, kwargs);
 
 done:
@@ -484,6 +505,53 @@ static int ic_describe_from_bytes(PyObject *bytes, struct ic_described *out)
     return 0;
 }
 
+/* describe()'s "validity" (probes/README.md): absent, nobody can say; None, no element is
+ * null; bytes, one per element (0 for a null), copied into `out`; (address, bit offset) of
+ * the library's validity bitmap. */
+static int ic_parse_validity(PyObject *value, struct ic_described *out)
+{
+    struct ic_view *view = &out->view;
+    unsigned long long address = 0;
+    long long bit = 0;
+    view->validity_kind = IC_VALIDITY_UNKNOWN;
+    if (!value)
+        return 0;
+    if (value == Py_None) {
+        view->validity_kind = IC_VALIDITY_NONE;
+        return 0;
+    }
+    if (PyBytes_Check(value)) {
+        Py_ssize_t size = PyBytes_GET_SIZE(value);
+        int64_t numel = -1;
+        if (ic_view_numel(view, &numel) < 0 || numel != (int64_t)size) {
+            PyErr_SetString(PyExc_ValueError,
+                            "describe(): 'validity' as bytes has one byte per element");
+            return IC_EPROBE;
+        }
+        out->validity_bytes = malloc(size > 0 ? (size_t)size : 1);
+        if (!out->validity_bytes) {
+            PyErr_NoMemory();
+            return IC_EPROBE;
+        }
+        memcpy(out->validity_bytes, PyBytes_AS_STRING(value), (size_t)size);
+        view->validity_kind = IC_VALIDITY_BYTES;
+        view->validity = (uintptr_t)out->validity_bytes;
+        return 0;
+    }
+    if (!PyTuple_Check(value) || !PyArg_ParseTuple(value, "KL", &address, &bit) || bit < 0 ||
+        address == 0) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_ValueError,
+                        "describe(): 'validity' must be None, bytes (one per element) or "
+                        "(address, bit offset), a non-zero address and an offset >= 0");
+        return IC_EPROBE;
+    }
+    view->validity_kind = IC_VALIDITY_BITMAP;
+    view->validity = (uintptr_t)address;
+    view->validity_bit = (int64_t)bit;
+    return 0;
+}
+
 int ic_probe_describe(struct ic_probe *probe, PyObject *array, struct ic_described *ret,
                       struct ic_py_exc *exc)
 {
@@ -557,6 +625,8 @@ int ic_probe_describe(struct ic_probe *probe, PyObject *array, struct ic_describ
         }
     }
     out.view.readonly_known = out.readonly_known;
+    if (ic_parse_validity(PyDict_GetItemString(desc, "validity"), &out) < 0)
+        goto done;
     *ret = out;
     memset(&out, 0, sizeof(out));
     rc = 0;
@@ -577,6 +647,8 @@ void ic_described_release(struct ic_described *described)
     }
     free(described->bytes);
     described->bytes = NULL;
+    free(described->validity_bytes);
+    described->validity_bytes = NULL;
 }
 
 PyObject *ic_probe_export(struct ic_probe *probe, PyObject *array, enum ic_protocol protocol,

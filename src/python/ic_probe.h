@@ -60,6 +60,7 @@ struct ic_described {
     bool holds_buffer;
     Py_buffer buffer;      /* held while the view points into it */
     unsigned char *bytes;  /* malloc'd contents when the probe gave bytes */
+    unsigned char *validity_bytes; /* malloc'd, when the probe gave its nulls as bytes */
 };
 
 /* Loads `_probekit.py` from `path` as the module `_probekit`. */
@@ -95,10 +96,16 @@ bool ic_probe_deviation(const struct ic_probe *probe, enum ic_rule rule, enum ic
 /* build(data, dtype, ops, readonly): an array of `dtype` from the bytes of `data` (the
  * layout's base), with the layout's ops applied. */
 /* `device` is the case's device kind ("cpu", "cuda"); it is passed as device=... only when
- * it is not the CPU, so CPU-only probes need not know the keyword. */
+ * it is not the CPU, so CPU-only probes need not know the keyword. `valid` (NULL: none) is
+ * passed as valid=...: one byte per base element, 0 where the element is to be null. */
 PyObject *ic_probe_build(struct ic_probe *probe, PyObject *data, enum ic_dtype dtype,
-                         const struct ic_layout_info *layout, bool readonly, const char *device,
-                         struct ic_py_exc *exc);
+                         const struct ic_layout_info *layout, bool readonly, PyObject *valid,
+                         const char *device, struct ic_py_exc *exc);
+
+/* The nulls variants' valid= (build(), and the reproducer's generate()): a byte per base
+ * element of `layout`, 0 for the nulls ic_pattern_is_null picks. New reference, or NULL with
+ * an exception set. */
+PyObject *ic_probe_valid_bytes(const struct ic_layout_info *layout);
 
 /* stream(x): the stream the library uses for x. IC_ENOTFOUND when the probe has no stream()
  * (no exception is left); IC_EPROBE when it raised (in exc). */

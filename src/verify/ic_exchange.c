@@ -54,8 +54,13 @@ static int ic_stage_build(struct ic_case_state *st, uint64_t run_seed, struct ic
         ic_result_set(res, IC_OUTCOME_ERROR, "out of memory");
         return IC_ENOMEM;
     }
+    if (ic_variant_has_nulls(c->variant) && !(st->valid = ic_probe_valid_bytes(layout))) {
+        ic_py_fetch(&st->exc);
+        ic_result_set(res, IC_OUTCOME_ERROR, "out of memory");
+        return IC_ENOMEM;
+    }
     bool readonly = c->variant == IC_VARIANT_READONLY;
-    st->array = ic_probe_build(st->producer, st->data, c->dtype, layout, readonly,
+    st->array = ic_probe_build(st->producer, st->data, c->dtype, layout, readonly, st->valid,
                                ic_device_kind_name(c->device.kind), &st->exc);
     if (!st->array) {
         char text[IC_DIAGNOSTIC_MAX];
@@ -443,7 +448,7 @@ static bool ic_fresh_array_freed(struct ic_case_state *st)
     struct ic_py_exc exc = {0};
     const struct ic_case *c = st->c;
     PyObject *fresh = ic_probe_build(st->producer, st->data, c->dtype, ic_layout_info(c->layout),
-                                     c->variant == IC_VARIANT_READONLY,
+                                     c->variant == IC_VARIANT_READONLY, st->valid,
                                      ic_device_kind_name(c->device.kind), &exc);
     PyObject *ref = ic_py_weak_ref(fresh);
     Py_XDECREF(fresh);
@@ -505,6 +510,7 @@ static void ic_case_state_release(struct ic_case_state *st)
     Py_CLEAR(st->array);
     Py_CLEAR(st->array_ref);
     Py_CLEAR(st->data);
+    Py_CLEAR(st->valid);
     free(st->base);
     st->base = NULL;
 }

@@ -44,6 +44,7 @@ struct ic_case_state {
     bool queued;
 
     PyObject *data;       /* bytes of `base` handed to build() */
+    PyObject *valid;      /* the nulls variants' build(valid=...): a byte per base element */
     PyObject *array;      /* the producer's array */
     PyObject *export_obj; /* what export() returned */
     PyObject *proxy;      /* what the consumer received (proxy, or export_obj itself) */
@@ -67,7 +68,8 @@ struct ic_case_state {
     struct ic_py_exc exc;          /* the last exception fetched from a probe */
     struct ic_py_exc consumer_exc; /* what the consumer raised, when it raised */
     bool consumer_raised;
-    bool refused; /* the judge found an allowed refusal and set the outcome (unsupported) */
+    bool refused;         /* the judge found an allowed refusal and set the outcome (unsupported) */
+    char nulls_note[200]; /* the nulls variants: what the contents check's pass covered */
 };
 
 /* The GPU's description of the expected view's elements: the pattern of `seed` over the
@@ -83,6 +85,13 @@ int ic_expected_pattern(const struct ic_case_state *st, uint64_t seed, struct ic
  * note ("the import"). */
 int ic_pattern_compare(const struct ic_case_state *st, const struct ic_view *got, uintptr_t stream,
                        const char *who, char *note, size_t size);
+/* In the nulls variants (ic_variant_has_nulls) the elements the case made null hold undefined
+ * values: ic_pattern_compare compares the others only, and ic_nulls_compare checks that `got`
+ * marks exactly those null. 1: it does; 0: it does not, or has no nulls (note says which
+ * element); IC_ENOTFOUND: `got` cannot say (its validity is unknown); IC_EFAULT: its bitmap
+ * cannot be read. */
+int ic_nulls_compare(const struct ic_case_state *st, const struct ic_view *got, const char *who,
+                     char *note, size_t size);
 
 /* Judges an exchange whose consumer imported something, or raised: every check but lifetime,
  * and the outcome of a refusal. */

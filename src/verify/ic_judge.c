@@ -536,6 +536,52 @@ static void ic_check_zero_copy(struct ic_case_state *st, struct ic_result *res)
 
 /* The export's own contents. An export without dtype or shape (a buffer got without a format
  * or a shape) promises C-ordered bytes, read as such. Returns false when it failed. */
+/* The nulls variants: the export marks exactly the elements the case made null. */
+static bool ic_check_export_nulls(struct ic_case_state *st, struct ic_result *res,
+                                  const struct ic_view *got)
+{
+    char note[IC_NOTE_MAX];
+    if (!ic_variant_has_nulls(st->c->variant))
+        return true;
+    int rc = ic_nulls_compare(st, got, "the export", note, sizeof(note));
+    if (rc > 0)
+        return true;
+    if (rc == IC_ENOTFOUND || rc == IC_ENOMEM)
+        ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_SKIP, "%s", note);
+    else
+        ic_result_fail(res, IC_CHECK_CONTENTS,
+                       rc == IC_EFAULT ? IC_RULE_ARROW_BUFFERS : IC_RULE_ARROW_NULLS,
+                       IC_SIDE_PRODUCER, "%s", note);
+    return false;
+}
+
+/* The nulls variants: the import keeps the nulls the export marked (checked already). A
+ * consumer whose probe cannot say which elements are null is judged on its valid ones only,
+ * and st->nulls_note says so for the contents check's pass. False after a failure. */
+static bool ic_check_import_nulls(struct ic_case_state *st, struct ic_result *res,
+                                  const struct ic_view *c)
+{
+    char note[IC_NOTE_MAX];
+    if (!ic_variant_has_nulls(st->c->variant))
+        return true;
+    int rc = ic_nulls_compare(st, c, "the import", note, sizeof(note));
+    if (rc > 0) {
+        snprintf(st->nulls_note, sizeof(st->nulls_note),
+                 "the nulls are where they were, and the valid elements compare");
+        return true;
+    }
+    if (rc == IC_ENOTFOUND || rc == IC_ENOMEM) {
+        snprintf(st->nulls_note, sizeof(st->nulls_note),
+                 "the valid elements compare; %s's probe cannot say which elements of its "
+                 "import are null, so the nulls were not checked",
+                 st->consumer_name);
+        return true;
+    }
+    ic_result_fail(res, IC_CHECK_CONTENTS, IC_RULE_ARROW_NULLS, IC_SIDE_CONSUMER, "%s%s", note,
+                   st->rec.have_view ? ", though the export marked them right" : "");
+    return false;
+}
+
 static bool ic_check_export_contents(struct ic_case_state *st, struct ic_result *res)
 {
     const struct ic_export_record *rec = &st->rec;
@@ -560,6 +606,9 @@ static bool ic_check_export_contents(struct ic_case_state *st, struct ic_result 
         flat.host_copy = e->host_copy;
         got = &flat;
     }
+    /* Nulls first: where they are wrong, so are the values read at them. */
+    if (!ic_check_export_nulls(st, res, got))
+        return false;
     int equal = ic_pattern_compare(st, got, 0, "the export", note, sizeof(note));
     if (equal > 0)
         return true;
@@ -745,9 +794,12 @@ static void ic_check_contents(struct ic_case_state *st, struct ic_result *res)
                         "the import's shape differs (see shape)");
         return;
     }
+    if (!ic_check_import_nulls(st, res, c))
+        return;
     int equal = ic_pattern_compare(st, c, st->read_stream, "the import", note, sizeof(note));
     if (equal > 0) {
-        ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_PASS, NULL);
+        ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_PASS,
+                        ic_variant_has_nulls(st->c->variant) ? st->nulls_note : NULL);
     } else if (equal == IC_EFAULT) {
         ic_fail_unreadable_import(st, res, c, note);
     } else if (equal < 0) {

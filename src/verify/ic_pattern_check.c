@@ -3,10 +3,12 @@
 #include "ic_exchange_state.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ic_error.h"
 #include "ic_gpu.h"
+#include "ic_guard.h"
 #include "ic_pattern.h"
 
 /* True when the host may read the view's memory directly (the CPU, pinned host memory, or
@@ -46,8 +48,8 @@ int ic_expected_pattern(const struct ic_case_state *st, uint64_t seed, struct ic
  * 1: equal; 0: they differ (note says where); IC_EFAULT: `got` points at memory that cannot
  * be read (note says which element); other negatives: the check itself could not run (note
  * says why). */
-int ic_pattern_compare(const struct ic_case_state *st, const struct ic_view *got, uintptr_t stream,
-                       const char *who, char *note, size_t size)
+static int ic_pattern_compare_view(const struct ic_case_state *st, const struct ic_view *got,
+                                   uintptr_t stream, const char *who, char *note, size_t size)
 {
     struct ic_compare_result cmp;
     char err[400];
@@ -103,5 +105,139 @@ int ic_pattern_compare(const struct ic_case_state *st, const struct ic_view *got
     ic_view_format_index(&st->expected, cmp.first_mismatch, index, sizeof(index));
     snprintf(note, size, "%s: %lld of %lld elements differ from the pattern, the first at %s", who,
              (long long)cmp.mismatches, (long long)cmp.compared, index);
+    return 0;
+}
+
+/* Whether the expected view's element at C-order `index` is one the case made null: its base
+ * element's index, through the layout, picked by ic_pattern_is_null. */
+static bool ic_expected_null(const struct ic_case_state *st, int64_t index)
+{
+    const struct ic_view *x = &st->expected;
+    int64_t at = (int64_t)(x->data - (uintptr_t)st->base) + ic_view_offset_of(x, index);
+    return ic_pattern_is_null(at / x->itemsize);
+}
+
+/* A copy of `got`'s elements in C order, where each element the case made null holds the
+ * pattern's value instead of the undefined one the library left there: the compare then
+ * judges the valid elements only. `*ret_buf` (the caller frees it) holds the copy. */
+static int ic_fill_nulls(const struct ic_case_state *st, const struct ic_view *got,
+                         struct ic_view *ret_filled, void **ret_buf, const char *who, char *note,
+                         size_t size)
+{
+    int64_t numel = 0, bad_index = 0;
+    uintptr_t bad = 0;
+    if (ic_view_numel(got, &numel) < 0 || got->itemsize != st->expected.itemsize)
+        return IC_EINVAL;
+    int rc = ic_guard_view(got, &bad_index, &bad);
+    if (rc == IC_EFAULT) {
+        char index[96];
+        ic_view_format_index(got, bad_index, index, sizeof(index));
+        snprintf(note, size,
+                 "%s cannot be read: its element %s lies in memory that is not mapped readable "
+                 "(at 0x%llx)",
+                 who, index, (unsigned long long)bad);
+        return IC_EFAULT;
+    }
+    if (rc < 0) {
+        snprintf(note, size, "%s cannot be compared with the pattern (%s)", who, ic_strerror(rc));
+        return IC_EINVAL;
+    }
+    unsigned char *buf = malloc(numel > 0 ? (size_t)(numel * got->itemsize) : 1);
+    if (!buf)
+        return IC_ENOMEM;
+    size_t itemsize = (size_t)got->itemsize;
+    for (int64_t i = 0; i < numel; i++) {
+        const struct ic_view *from = ic_expected_null(st, i) ? &st->expected : got;
+        memcpy(buf + (size_t)i * itemsize,
+               (const void *)(from->data + (uintptr_t)ic_view_offset_of(from, i)), itemsize);
+    }
+    *ret_filled = *got;
+    ret_filled->data = numel > 0 ? (uintptr_t)buf : 0;
+    ic_view_set_c_strides(ret_filled);
+    *ret_buf = buf;
+    return 0;
+}
+
+int ic_pattern_compare(const struct ic_case_state *st, const struct ic_view *got, uintptr_t stream,
+                       const char *who, char *note, size_t size)
+{
+    if (!ic_variant_has_nulls(st->c->variant) || !ic_host_readable(got))
+        return ic_pattern_compare_view(st, got, stream, who, note, size);
+    struct ic_view filled;
+    void *buf = NULL;
+    int rc = ic_fill_nulls(st, got, &filled, &buf, who, note, size);
+    if (rc == 0)
+        rc = ic_pattern_compare_view(st, &filled, stream, who, note, size);
+    free(buf);
+    return rc;
+}
+
+/* Unpacks `got`'s validity (BITMAP or BYTES) into valid[i], 0 for a null. IC_EFAULT when the
+ * library's bitmap cannot be read. */
+static int ic_unpack_validity(const struct ic_view *got, int64_t numel, unsigned char *valid)
+{
+    if (got->validity_kind == IC_VALIDITY_BYTES) {
+        memcpy(valid, (const void *)got->validity, (size_t)numel);
+        return 0;
+    }
+    int64_t first = got->validity_bit / 8, last = (got->validity_bit + numel - 1) / 8;
+    unsigned char *bits = malloc((size_t)(last - first + 1));
+    if (!bits)
+        return IC_ENOMEM;
+    int rc = ic_guard_copy(bits, got->validity + (uintptr_t)first, (size_t)(last - first + 1));
+    for (int64_t i = 0; rc == 0 && i < numel; i++) {
+        int64_t bit = got->validity_bit + i - first * 8;
+        valid[i] = (bits[bit / 8] >> (bit % 8)) & 1;
+    }
+    free(bits);
+    return rc;
+}
+
+int ic_nulls_compare(const struct ic_case_state *st, const struct ic_view *got, const char *who,
+                     char *note, size_t size)
+{
+    int64_t numel = 0, expected_nulls = 0;
+    ic_view_numel(&st->expected, &numel);
+    for (int64_t i = 0; i < numel; i++)
+        expected_nulls += ic_expected_null(st, i);
+    if (got->validity_kind == IC_VALIDITY_UNKNOWN) {
+        snprintf(note, size, "%s cannot say which of its elements are null", who);
+        return IC_ENOTFOUND;
+    }
+    if (got->validity_kind == IC_VALIDITY_NONE || numel == 0) {
+        if (expected_nulls == 0)
+            return 1;
+        snprintf(note, size,
+                 "%s has no nulls, where %lld of its %lld elements are null: they read as "
+                 "values",
+                 who, (long long)expected_nulls, (long long)numel);
+        return 0;
+    }
+    unsigned char *valid = malloc((size_t)numel);
+    if (!valid)
+        return IC_ENOMEM;
+    int rc = ic_unpack_validity(got, numel, valid);
+    if (rc < 0) {
+        snprintf(note, size, "the validity bitmap of %s at 0x%llx cannot be read", who,
+                 (unsigned long long)got->validity);
+        free(valid);
+        return rc == IC_ENOMEM ? rc : IC_EFAULT;
+    }
+    int64_t wrong = 0, first_wrong = -1;
+    for (int64_t i = 0; i < numel; i++) {
+        if ((valid[i] == 0) != ic_expected_null(st, i) && wrong++ == 0)
+            first_wrong = i;
+    }
+    bool first_is_null = first_wrong >= 0 && valid[first_wrong] == 0;
+    free(valid);
+    if (wrong == 0)
+        return 1;
+    char index[96];
+    ic_view_format_index(&st->expected, first_wrong, index, sizeof(index));
+    snprintf(note, size,
+             "%s marks %lld of %lld elements wrongly as null or valid: the first, element %s, "
+             "is %s where it should be %s",
+             who, (long long)wrong, (long long)numel, index, first_is_null ? "null" : "valid",
+             first_is_null ? "valid" : "null");
     return 0;
 }

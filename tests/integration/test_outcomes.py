@@ -197,6 +197,16 @@ def check_arrow(tap, binary, probes, workdir):
            "arrow.requested_schema", "producer", "export")
     expect("arrow.arrowlib.interopcheck.cpu.uint8.flat", "pass")
     expect("arrow.pyarrow.interopcheck.cpu.uint8.flat.requested_schema", "pass")
+    # nulls: a producer that drops its validity bitmap, a consumer that drops the one it got
+    for consumer in ("pyarrow", "interopcheck"):
+        expect(f"arrow.arrowlib.{consumer}.cpu.float32.flat.nulls", "fail", "arrow.nulls",
+               "producer", "contents")
+        expect(f"arrow.pyarrow.{consumer}.cpu.float32.flat.nulls", "pass")
+        expect(f"arrow_device.pyarrow.{consumer}.cpu.float64.flat.nulls", "pass")
+    expect("arrow.pyarrow.arrowlib.cpu.float32.flat.nulls", "fail", "arrow.nulls", "consumer",
+           "contents")
+    expect("arrow.pyarrow.arrowlib.cpu.float32.flat", "pass")
+    expect("arrow.arrowlib.interopcheck.cpu.float64.flat.nulls", "pass")
 
 
 def check_arrow_stream(tap, binary, probes, workdir):

@@ -74,10 +74,10 @@ def self_repro(name, *imports):
     }
 
 
-def load_pyarrow_plan(library, exports, imports):
+def load_pyarrow_plan(library, exports, imports, nulls=False):
     """Imports pyarrow (the library underneath) and returns it with load()'s dict of a test
     library over it: the six dtypes and the flat layout of the Arrow tests' plan, read-only,
-    with `exports` and `imports`."""
+    with `exports` and `imports`; `nulls`: build() takes valid=."""
     import pyarrow
 
     return pyarrow, _probekit.load_info(
@@ -89,16 +89,18 @@ def load_pyarrow_plan(library, exports, imports):
         readonly=True,
         exports=exports,
         imports=imports,
+        nulls=nulls,
     )
 
 
-def pyarrow_flat(pa, data, dtype, ops, library):
+def pyarrow_flat(pa, data, dtype, ops, library, valid=None):
     """build() of a test library over pyarrow: a flat pyarrow array of its own copy of the
-    bytes (`library` names it in the refusal of any other layout)."""
+    bytes, with valid='s nulls (`library` names it in the refusal of any other layout)."""
     if ops:
         raise NotImplementedError(f"{library} builds flat arrays only")
+    bitmap = None if valid is None else pa.py_buffer(_probekit.pack_bools(valid))
     return pa.Array.from_buffers(getattr(pa, dtype)(), len(data) // _probekit.ITEMSIZE[dtype],
-                                 [None, _probekit.arrow_copy(pa, data)])
+                                 [bitmap, _probekit.arrow_copy(pa, data)])
 
 
 class Array:

@@ -6,6 +6,8 @@ Its arrays are pyarrow arrays behind a class of its own. What goes wrong depends
     float64   exports pyarrow's own capsules                          -> pass
     int32     marks one element null, though the array has none       -> fail (arrow.buffers)
     int16     returns the capsules as (array, schema)                 -> fail (arrow.capsules)
+    float32   with nulls (the nulls variant): exports the values
+              without their validity bitmap                           -> fail (arrow.nulls)
     uint8     refuses any requested_schema, its own type too           -> the requested_schema
               variant fails (arrow.requested_schema)
   as a producer over __arrow_c_device_array__ (arrow_device):
@@ -16,6 +18,8 @@ Its arrays are pyarrow arrays behind a class of its own. What goes wrong depends
     uint8     moves the ArrowArray out of its capsule and never
               releases it (a leak)                                    -> fail (arrow.release)
     uint16    imports with pyarrow.array                              -> pass
+    float32   imports the values and drops the validity bitmap: with
+              nulls (the nulls variant) they read as values           -> fail (arrow.nulls)
 
 It is loaded only with --probe-dir tests/probes; the built-in probe set never sees it.
 """
@@ -47,6 +51,8 @@ class Array:
             with_null = pa.array(self.array.to_pylist(), type=self.array.type,
                                  mask=[i == 0 for i in range(len(self.array))])
             return with_null.__arrow_c_array__(requested_schema)
+        if self.array.type == pa.float32():  # str() spells it "float"
+            return _without_nulls(self.array).__arrow_c_array__(requested_schema)
         schema, array = self.array.__arrow_c_array__(requested_schema)
         return (array, schema) if name == "int16" else (schema, array)
 
@@ -59,18 +65,25 @@ class Array:
         return schema, array
 
 
+def _without_nulls(array):
+    """The same values buffer, its validity bitmap dropped: every null reads as a value."""
+    return pa.Array.from_buffers(array.type, len(array), [None, array.buffers()[1]],
+                                 offset=array.offset)
+
+
 def load():
     global pa
     pa, info = _testkit.load_pyarrow_plan(
         "arrowlib", exports={"arrow": {"call": "Array.__arrow_c_array__"},
                              "arrow_device": {"call": "Array.__arrow_c_device_array__"}},
         imports=_probekit.imports({"arrow": "arrowlib.consume(obj)"}, zero_copy=True,
-                                  readonly="always"))
+                                  readonly="always"),
+        nulls=True)
     return info
 
 
-def build(data, dtype, ops, readonly=False):
-    return Array(_testkit.pyarrow_flat(pa, data, dtype, ops, "arrowlib"))
+def build(data, dtype, ops, readonly=False, valid=None):
+    return Array(_testkit.pyarrow_flat(pa, data, dtype, ops, "arrowlib", valid))
 
 
 def describe(x):
@@ -78,7 +91,8 @@ def describe(x):
     data = array.buffers()[1]
     address = 0 if data is None else data.address + array.offset * array.type.byte_width
     dtype = _probekit.arrow_dtype_name(array.type)
-    return _probekit.pointer_description(address, [len(array)], None, dtype, True)
+    return _probekit.pointer_description(address, [len(array)], None, dtype, True) | {
+        "validity": _probekit.arrow_validity(array)}
 
 
 def _leak(obj, dtype):
@@ -98,4 +112,6 @@ def _leak(obj, dtype):
 def consume(obj, protocol, dtype):
     if dtype == "uint8":
         return _leak(obj, dtype)
+    if dtype == "float32":
+        return _without_nulls(pa.array(obj))
     return pa.array(obj)

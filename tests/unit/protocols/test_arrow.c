@@ -77,8 +77,8 @@ static struct checked check_pair(const struct pair *p)
 {
     struct checked c;
     ic_diag_init(&c.diag);
-    ic_arrow_check_structs(&p->schema, &p->array, &c.diag, &c.ex, &c.view, &c.have_view, c.detail,
-                           sizeof(c.detail));
+    ic_arrow_check_structs(&p->schema, &p->array, false, &c.diag, &c.ex, &c.view, &c.have_view,
+                           c.detail, sizeof(c.detail));
     return c;
 }
 
@@ -115,7 +115,7 @@ static void test_rules(void)
     show_diag("good", &c.diag);
 
     ic_diag_init(&c.diag);
-    ic_arrow_check_structs(NULL, &p.array, &c.diag, &c.ex, &c.view, &c.have_view, c.detail,
+    ic_arrow_check_structs(NULL, &p.array, false, &c.diag, &c.ex, &c.view, &c.have_view, c.detail,
                            sizeof(c.detail));
     TAP_OK(has_error(&c.diag, IC_RULE_ARROW_STRUCTS) && !c.have_view,
            "a NULL schema pointer is arrow.structs");
@@ -151,6 +151,17 @@ static void test_rules(void)
     TAP_OK(has_error(&c.diag, IC_RULE_ARROW_BUFFERS) && !c.have_view,
            "an element exported as null, though the array has none, is arrow.buffers");
     show_diag("one null", &c.diag);
+    ic_diag_init(&c.diag);
+    ic_arrow_check_structs(&p.schema, &p.array, true, &c.diag, &c.ex, &c.view, &c.have_view,
+                           c.detail, sizeof(c.detail));
+    TAP_OK(c.diag.count == 0 && c.have_view && c.view.validity_kind == IC_VALIDITY_BITMAP &&
+               c.view.validity == (uintptr_t)one_null && c.view.validity_bit == 2,
+           "where the case built nulls the same export passes, and its view carries the bitmap "
+           "at the array's offset (which elements are null is the judge's to check)");
+    good_pair(&p);
+    c = check_pair(&p);
+    TAP_OK(c.view.validity_kind == IC_VALIDITY_NONE,
+           "an export without a validity bitmap says no element is null");
 
     good_pair(&p);
     p.schema.format = "b";
@@ -181,8 +192,8 @@ static struct checked check_device(const struct pair *p, const struct ArrowDevic
 {
     struct checked c;
     ic_diag_init(&c.diag);
-    ic_arrow_check_device_structs(&p->schema, d, &c.diag, &c.ex, &c.view, &c.have_view, c.detail,
-                                  sizeof(c.detail));
+    ic_arrow_check_device_structs(&p->schema, d, false, &c.diag, &c.ex, &c.view, &c.have_view,
+                                  c.detail, sizeof(c.detail));
     return c;
 }
 
@@ -233,7 +244,7 @@ static void test_guarded(void)
 
     good_pair(&p);
     ic_diag_init(&c.diag);
-    ic_arrow_check_structs(hole, &p.array, &c.diag, &c.ex, &c.view, &c.have_view, c.detail,
+    ic_arrow_check_structs(hole, &p.array, false, &c.diag, &c.ex, &c.view, &c.have_view, c.detail,
                            sizeof(c.detail));
     TAP_OK(has_error(&c.diag, IC_RULE_ARROW_STRUCTS) && !c.have_view,
            "a schema in an unmapped page is arrow.structs");
