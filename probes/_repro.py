@@ -1213,6 +1213,22 @@ def arrow_nulls(s):
            'not_reproduced("the import keeps the nulls")')
 
 
+def relay(s):
+    """A consumer that hands its import on over DLPack with other values than it imported: what
+    it hands on, read by NumPy (a third library), next to the array's values."""
+    if s.consumer.export("dlpack") != "x":
+        raise NotImplementedError(f"{s.consumer_name}'s DLPack export is no plain __dlpack__")
+    s.line("import numpy as np", *s.expected_lines(), *s.exported(),
+           f"y = {s.consume_expr()}",
+           "seen = np.from_dlpack(y).tolist()  # what it hands on over DLPack",
+           'print("the array holds:  ", expected)',
+           'print("its relay holds:  ", seen)',
+           "if seen != expected:",
+           f'    reproduced("{s.consumer_name} hands its {s.protocol} import on over DLPack '
+           'with other values")',
+           'not_reproduced("the relay holds the array\'s values")')
+
+
 def requested_schema(s):
     """A producer that refuses its own schema as requested_schema: the schema comes from its
     export made without one (or __arrow_c_schema__ for a stream), and is asked for."""
@@ -1375,6 +1391,7 @@ RULES = {
     "array_struct.struct": element_type,
     "arrow.requested_schema": requested_schema,
     "arrow.nulls": arrow_nulls,
+    "exchange.relay": relay,
 }
 
 

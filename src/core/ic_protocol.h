@@ -146,7 +146,11 @@ enum ic_protocol {
     X(ARROW_DEVICE_NULLS, "nulls", IC_PROTOCOL_ARROW_DEVICE, IC_APPLIES_ANY, IC_ON_CPU, true,      \
       true,                                                                                        \
       "the array has nulls (base elements 1, 4, 7, ...): the export's validity bitmap and the "    \
-      "import mark exactly those, and the other elements compare")
+      "import mark exactly those, and the other elements compare")                                 \
+    X(ARROW_RELAY_DLPACK, "relay_dlpack", IC_PROTOCOL_ARROW, IC_APPLIES_RELAY, IC_ON_CPU, true,    \
+      true,                                                                                        \
+      "the consumer hands its Arrow import on over DLPack (its own __dlpack__), read by "          \
+      "interopcheck: the values, dtype and shape it imported")
 
 enum ic_on_device {
     IC_ON_ANY,
@@ -162,6 +166,7 @@ enum ic_applies {
     IC_APPLIES_C_API, /* interopcheck's consumer, of producers whose export says "c_api" */
     IC_APPLIES_C_API_KEYWORD, /* library consumers whose import takes c_api=True */
     IC_APPLIES_LIBRARY,       /* every library consumer (a producer the proxy plays) */
+    IC_APPLIES_RELAY,         /* library consumers whose arrays export DLPack on the device */
 };
 
 enum ic_variant {

@@ -75,6 +75,9 @@ enum ic_outcome {
       "the consumer's own operation on its import gives the values the pattern predicts")          \
     X(WRITE_THROUGH, "write_through",                                                              \
       "where memory is shared, a write through either side is read through the other")             \
+    X(RELAY, "relay",                                                                              \
+      "a consumer that hands its import on over another protocol keeps its values, dtype and "     \
+      "shape")                                                                                     \
     X(LIFETIME, "lifetime", "deleters run exactly once; buffers are released once per get")
 
 enum ic_check {

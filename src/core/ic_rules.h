@@ -87,6 +87,9 @@ enum ic_severity_class {
     X(EXCHANGE_COMPUTE, "exchange.compute", C, HARMFUL,                                            \
       "A consumer computes right with what it imported: an operation of its own on the import "    \
       "gives the values the import holds.")                                                        \
+    X(EXCHANGE_RELAY, "exchange.relay", C, HARMFUL,                                                \
+      "A library that imports an array over one protocol and exports it over another (Arrow in, "  \
+      "DLPack out) hands on the values, dtype and shape it imported.")                             \
     X(EXCHANGE_COMPUTE_ERROR, "exchange.compute_error", C, NONCONFORMANT,                          \
       "A consumer that accepted an import can compute with it: an operation of its own on the "    \
       "import does not raise for a dtype it computes with.")                                       \

@@ -61,6 +61,8 @@ static bool ic_variant_applies(const struct ic_variant_info *variant, enum ic_pr
         return consumer && ic_library_import_takes(consumer, protocol, "c_api");
     case IC_APPLIES_LIBRARY:
         return consumer != NULL;
+    case IC_APPLIES_RELAY:
+        return consumer && (consumer->exports_on[device] & (1u << IC_PROTOCOL_DLPACK));
     }
     return false;
 }

@@ -553,6 +553,7 @@ int ic_exchange_run(struct ic_exchange_cache *cache, const struct ic_case *c,
         ic_stage_compute(&st);
         ic_judge_compute(&st, res);
         ic_write_through_run(&st, res);
+        ic_relay_run(&st, res);
     }
     /* Lifetime is judged after the consumer let go, also when it failed: a consumer that
      * renamed a capsule and then raised still owes the deleter call. */

@@ -112,6 +112,11 @@ void ic_judge_compute(struct ic_case_state *st, struct ic_result *res);
  * values; skips, with the reason, where it cannot run. */
 void ic_write_through_run(struct ic_case_state *st, struct ic_result *res);
 
+/* The relay check (ic_relay.c), for the relay variants, on an import the judge wanted computed
+ * with: the consumer hands its import on over DLPack, and interopcheck reads what it hands on.
+ * Does nothing in other variants. */
+void ic_relay_run(struct ic_case_state *st, struct ic_result *res);
+
 /* Judges lifetime once the consumer let go (the protocol's finish op has run), then concludes
  * the case: a failed check makes it fail (also after an allowed refusal); an allowed refusal
  * stays unsupported; a case in which no check could pass is an error, never a pass. */

@@ -207,6 +207,15 @@ def check_arrow(tap, binary, probes, workdir):
            "contents")
     expect("arrow.pyarrow.arrowlib.cpu.float32.flat", "pass")
     expect("arrow.arrowlib.interopcheck.cpu.float64.flat.nulls", "pass")
+    # relay: the consumer's Arrow import handed on over DLPack
+    expect("arrow.pyarrow.arrowlib.cpu.uint16.flat.relay_dlpack", "fail", "exchange.relay",
+           "consumer", "relay")
+    for case_id in ("arrow.pyarrow.arrowlib.cpu.float64.flat.relay_dlpack",
+                    "arrow.arrowlib.pyarrow.cpu.float64.flat.relay_dlpack"):
+        case = cases.get(case_id, {})
+        tap.ok(case.get("outcome") == "pass" and
+               case.get("checks", {}).get("relay", {}).get("status") == "pass",
+               f"{case_id}: pass, its relay check made and held", case)
 
 
 def check_arrow_stream(tap, binary, probes, workdir):

@@ -20,6 +20,9 @@ Its arrays are pyarrow arrays behind a class of its own. What goes wrong depends
     uint16    imports with pyarrow.array                              -> pass
     float32   imports the values and drops the validity bitmap: with
               nulls (the nulls variant) they read as values           -> fail (arrow.nulls)
+  as a relay (its Arrow import handed on over DLPack, the relay_dlpack variant):
+    uint16    hands on each element plus one                          -> fail (exchange.relay)
+    float64   hands on pyarrow's own __dlpack__                       -> pass
 
 It is loaded only with --probe-dir tests/probes; the built-in probe set never sees it.
 """
@@ -75,7 +78,8 @@ def load():
     global pa
     pa, info = _testkit.load_pyarrow_plan(
         "arrowlib", exports={"arrow": {"call": "Array.__arrow_c_array__"},
-                             "arrow_device": {"call": "Array.__arrow_c_device_array__"}},
+                             "arrow_device": {"call": "Array.__arrow_c_device_array__"},
+                             "dlpack": {"call": "arrowlib.export(x, 'dlpack')"}},
         imports=_probekit.imports({"arrow": "arrowlib.consume(obj)"}, zero_copy=True,
                                   readonly="always"),
         nulls=True)
@@ -84,6 +88,15 @@ def load():
 
 def build(data, dtype, ops, readonly=False, valid=None):
     return Array(_testkit.pyarrow_flat(pa, data, dtype, ops, "arrowlib", valid))
+
+
+def export(x, protocol):
+    if protocol != "dlpack":
+        return x
+    array = x.array if isinstance(x, Array) else x
+    if array.type == pa.uint16():  # a relay that hands on other values than it holds
+        return pa.array([v + 1 for v in array.to_pylist()], type=array.type)
+    return array
 
 
 def describe(x):
