@@ -221,11 +221,14 @@ def c_api_import(cls, obj):
     return array
 
 
-def imports(calls, *, zero_copy, readonly, typed=True, devices=None):
+def imports(calls, *, zero_copy, readonly, typed=True, devices=None, claimed=True):
     """load()'s import entries: each protocol of `calls` ({protocol: call}) with the same flags
     (README.md, "load()"). `devices` defaults to the CPU there; merge entries with `|` where the
-    flags differ."""
+    flags differ. `claimed=False`: the library does not say it imports this way, and is fed the
+    protocol to show what it does (TensorFlow's capsule-only from_dlpack given arrays)."""
     flags = {"zero_copy": zero_copy, "typed": typed, "readonly": readonly}
+    if not claimed:
+        flags["claimed"] = False
     if devices is not None:
         flags["devices"] = list(devices)
     return {protocol: {"call": call, **flags} for protocol, call in calls.items()}

@@ -4,8 +4,9 @@ Cannot: express strided layouts (tensors are dense row-major; tf.transpose and s
 give a data pointer (describe() hands over memoryview(tensor) on the CPU, and on a GPU only the
 contents, copied to the host: TensorFlow has no public API for a tensor's address, so zero-copy
 is not checked for its GPU tensors), import DLPack objects
-(tf.experimental.dlpack.from_dlpack takes only a legacy "dltensor" capsule), or import buffers
-typed: tf.constant(memoryview) reads elements as Python numbers and picks its own dtype, so
+(tf.experimental.dlpack.from_dlpack takes only a legacy "dltensor" capsule: it is fed other
+libraries' arrays over the dlpack protocol all the same, and its refusal is what the report
+shows), or import buffers typed: tf.constant(memoryview) reads elements as Python numbers and picks its own dtype, so
 buffer import is left out. Tensors are immutable (always read-only). GPU tensors come from the
 tensorflow package with CUDA (tensorflow[and-cuda]); tensorflow-cpu sees no GPU and says so.
 TensorFlow has no public stream, so its stream-ordering cases are not run. The GPU side has not
@@ -39,6 +40,7 @@ REPRO = {
     "export": {"dlpack_capsule": "tf.experimental.dlpack.to_dlpack(x)"},
     "consume": {
         "dlpack_capsule": "tf.experimental.dlpack.from_dlpack({obj})",
+        "dlpack": "tf.experimental.dlpack.from_dlpack({obj})",
         "array_interface": "tf.constant({obj})",
         "array": "tf.constant({obj})",
     },
@@ -67,9 +69,15 @@ def load():
         exports=_probekit.exports("dlpack", dlpack_capsule="tf.experimental.dlpack.to_dlpack(x)")
         | _probekit.exports("buffer", "array", devices=["cpu"]),
         # Its docstring: "The returned tensor uses the memory shared by dlpack capsules".
+        # Its one DLPack import is fed both what other libraries' to_dlpack functions make and
+        # their arrays themselves (the dlpack protocol): it takes a capsule only, so it refuses
+        # an array object, and the report says so with TensorFlow's own exception; a release
+        # that takes objects is then tested as it is.
         imports=_probekit.imports(
             {"dlpack_capsule": "tf.experimental.dlpack.from_dlpack(capsule)"},
             zero_copy=True, readonly="always", devices=devices)
+        | _probekit.imports({"dlpack": "tf.experimental.dlpack.from_dlpack(obj)"},
+                            zero_copy=True, readonly="always", devices=devices, claimed=False)
         # tf.constant reads the interfaces into a new tensor
         | _probekit.imports({"array_interface": "tf.constant(obj)", "array": "tf.constant(obj)"},
                             zero_copy=False, readonly="always"),
@@ -126,7 +134,7 @@ def export(x, protocol):
 
 
 def consume(obj, protocol, dtype):
-    if protocol == "dlpack_capsule":
+    if protocol in ("dlpack_capsule", "dlpack"):
         return tf.experimental.dlpack.from_dlpack(obj)
     return tf.constant(obj)
 

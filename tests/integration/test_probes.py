@@ -796,6 +796,19 @@ def check_import(probe, info, protocol, entry):
     return problems, dtype
 
 
+def refuses_import(probe, info, protocol):
+    """Whether consume() raises on a NumPy array offered over `protocol` (an import the probe
+    does not claim: one that works is then checked as a claimed one)."""
+    import numpy as np
+
+    dtype = pick_dtype(info["dtypes"])
+    try:
+        probe.consume(_offer(np.zeros(24, dtype), protocol), protocol, dtype)
+    except Exception:
+        return True
+    return False
+
+
 def check_compute(probe, info):
     """compute() is an identity through the library's kernels: for every dtype it computes with,
     a new array of the same dtype and shape holding exactly the pattern's elements (finite,
@@ -873,6 +886,10 @@ def worker(name, path):
             results.add(f"export {protocol}", check_export(probe, info, protocol))
     for protocol, entry in info["imports"].items():
         if "cpu" not in entry.get("devices", ["cpu"]):
+            continue
+        if entry.get("claimed", True) is False and refuses_import(probe, info, protocol):
+            # fed though not claimed: an exception is its answer, which the matrix reports
+            results.add(f"import {protocol} ({entry['call']}), not claimed: it refuses", [])
             continue
         problems, dtype = check_import(probe, info, protocol, entry)
         results.add(f"import {protocol} ({entry['call']}, {dtype})", problems)
