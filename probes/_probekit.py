@@ -90,6 +90,7 @@ LAYOUTS = (
     "conj_view",
     "requires_grad",
     "subclass",
+    "other_device",
 )
 
 # The layouts a library without strided views can still build: the row-major ones (README.md:
@@ -108,6 +109,12 @@ LAZY_VIEW_NOTE = "no lazy negation or conjugation views (torch's negative and co
 # with TENSOR_VARIANT_NOTE.
 TENSOR_VARIANT_LAYOUTS = ("requires_grad", "subclass")
 TENSOR_VARIANT_NOTE = "no gradient-recording arrays or array subclasses (torch's requires_grad, nn.Parameter)"
+
+# The layout of an array on a device other than the library's default one of the case's kind
+# (JAX's cpu:1): only a library that has such a device builds it, and says so with
+# load_info(other_device=True); every other probe leaves it out with OTHER_DEVICE_NOTE.
+OTHER_DEVICE_LAYOUTS = ("other_device",)
+OTHER_DEVICE_NOTE = "no second device of a kind to place an array on (JAX's cpu:1)"
 
 
 def dtypes_except(*left_out):
@@ -292,7 +299,7 @@ def cache_dir(name):
 def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtypes=None,
               layouts=None, dtype_note=None, layout_note=None, readonly=False, deviations=None,
               compute=None, from_dlpack_keywords=(), lazy_views=False, tensor_variants=False,
-              float8=False, int4=False, nulls=False):
+              float8=False, int4=False, nulls=False, other_device=False):
     """load()'s dict (README.md, "load()").
 
     `missing` maps what the library lacks to why: dtypes, layouts and "cuda" (load()'s notes).
@@ -307,12 +314,15 @@ def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtyp
     library builds LAZY_VIEW_LAYOUTS; without it they are left out, with LAZY_VIEW_NOTE; so
     `tensor_variants` for TENSOR_VARIANT_LAYOUTS, `float8` for FLOAT8_DTYPES and `int4` for
     INT4_DTYPES. `nulls` says build() takes valid= (the Arrow nulls variants: README.md, "Nulls").
+    `other_device` says it builds OTHER_DEVICE_LAYOUTS (an array on its second device).
     """
     missing = dict(missing or {})
     if not lazy_views:
         missing = dict.fromkeys(LAZY_VIEW_LAYOUTS, LAZY_VIEW_NOTE) | missing
     if not tensor_variants:
         missing = dict.fromkeys(TENSOR_VARIANT_LAYOUTS, TENSOR_VARIANT_NOTE) | missing
+    if not other_device:
+        missing = dict.fromkeys(OTHER_DEVICE_LAYOUTS, OTHER_DEVICE_NOTE) | missing
     for wanted, kinds, note in ((float8, FLOAT8_DTYPES, FLOAT8_NOTE), (int4, INT4_DTYPES, INT4_NOTE)):
         if wanted:
             continue
@@ -457,7 +467,7 @@ def apply_ops(x, ops, xp=None, **hooks):
     """
     for name, arg in ops:
         if name not in ("reshape", "permute", "slice", "broadcast", "unit_stride", "neg_view",
-                        "conj_view", "requires_grad", "subclass"):
+                        "conj_view", "requires_grad", "subclass", "other_device"):
             raise ValueError(f"unknown layout op {name!r}")
         if name in hooks:
             fn = hooks[name]

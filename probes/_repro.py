@@ -224,7 +224,8 @@ class _View:
                                           neg_view=strided.value_view,
                                           conj_view=strided.value_view,
                                           requires_grad=strided.value_view,
-                                          subclass=strided.value_view)
+                                          subclass=strided.value_view,
+                                          other_device=strided.value_view)
         return self
 
     @property
@@ -971,6 +972,19 @@ def device_tuple(s):
            'not_reproduced("a 2-tuple of ints")')
 
 
+def device_match(s):
+    """A capsule whose device is not the one __dlpack_device__() names: both, side by side."""
+    s.need("dlpack")
+    s.line("device = tuple(int(v) for v in x.__dlpack_device__())",
+           "info = capsule_info(x.__dlpack__(max_version=(1, 0)))",
+           'print("__dlpack_device__():", device)',
+           'print("the capsule\'s device:", info["device"])',
+           'if tuple(info["device"]) != device:',
+           f'    reproduced(f"{s.producer_name}\'s capsule says device {{info[\'device\']}}, its '
+           '__dlpack_device__() {device}")',
+           'not_reproduced("the capsule and __dlpack_device__() name the same device")')
+
+
 def dlpack_request_flags(s):
     s.need("dlpack")
     call = s.dlpack_call()
@@ -1375,6 +1389,7 @@ RULES = {
     "dlpack.c_api_stream": c_api,
     "exchange.consumer_no_copy": consumer_copy_keyword,
     "dlpack.device_tuple": device_tuple,
+    "dlpack.device_match": device_match,
     "dlpack.copy_flag": dlpack_request_flags,
     "dlpack.cpu_stream": dlpack_request_flags,
     "buffer.format_request": buffer_fields,

@@ -2,7 +2,8 @@
 
 Cannot: express any strided layout. JAX arrays have no user-visible strides: transposes,
 slices and broadcasts compute new row-major arrays, so only contiguous, flat, scalar and empty
-are built. Arrays are immutable (always read-only). There is no to_dlpack function any more and no
+are built, and `other_device`: load() asks for two host devices (jax_num_cpu_devices), and the
+array is put on cpu:1, not the default cpu:0 (on a GPU, on the second GPU where there is one). Arrays are immutable (always read-only). There is no to_dlpack function any more and no
 __array_interface__ / __array_struct__ export. Every import except jax.dlpack.from_dlpack copies. With a GPU backend (jax[cuda13]) arrays
 are also built on the GPU and export __cuda_array_interface__; JAX has no public stream, so its
 stream-ordering cases are not run. The GPU side has not run in this project's CI (no GPU).
@@ -18,11 +19,13 @@ jnp = None
 # How a reproducer spells JAX (probes/README.md, "Reproducers"): x64 mode on, as in load().
 # Only reshape exists as a view; arrays are immutable, so a read-only x needs no extra step.
 REPRO = {
-    "import": ('import jax\njax.config.update("jax_enable_x64", True)\nimport jax.dlpack\n'
-               "import jax.numpy as jnp"),
+    "import": ('import jax\njax.config.update("jax_enable_x64", True)\n'
+               'jax.config.update("jax_num_cpu_devices", 2)  # as load(): cpu:0 and cpu:1\n'
+               "import jax.dlpack\nimport jax.numpy as jnp"),
     "ns": "jnp",
     "build": "jnp.array(values, dtype={dtype})",
     **_probekit.repro_views(reshape=_probekit.OP_LINES["reshape"]),
+    "other_device": "{x} = jax.device_put({x}, jax.devices()[1])",
     "make_readonly": "# JAX arrays are immutable: x is read-only as it is",
     "consume": {
         "dlpack": "jax.dlpack.from_dlpack({obj})",
@@ -43,6 +46,7 @@ def load():
     # 64-bit data enable it.
     _jax.config.update("jax_enable_x64", True)
     _use_compilation_cache(_jax)
+    _two_host_devices(_jax)
     import jax.dlpack  # noqa: F401
     import jax.numpy as _jnp
 
@@ -54,7 +58,8 @@ def load():
     return _probekit.load_info(
         jax.__version__,
         devices=devices,
-        layouts=_probekit.DENSE_LAYOUTS,
+        layouts=_probekit.DENSE_LAYOUTS
+        + (_probekit.OTHER_DEVICE_LAYOUTS if len(jax.devices("cpu")) > 1 else ()),
         layout_note="JAX has no strided views: this op makes a new row-major array",
         missing=gpu_notes,
         readonly=True,
@@ -72,8 +77,27 @@ def load():
         compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
         float8=True,
         int4=True,
+        other_device=len(jax.devices("cpu")) > 1,
         from_dlpack_keywords=_probekit.keywords_taken(jax.dlpack.from_dlpack, ("copy", "device")),
     )
+
+
+def _two_host_devices(jax_module):
+    """Two CPU devices, so that an array can live on one that is not the default (the
+    other_device layout). Only before JAX starts its backend, and only where this JAX has the
+    option: otherwise it keeps one, and the layout is left out."""
+    try:
+        jax_module.config.update("jax_num_cpu_devices", 2)
+    except (AttributeError, RuntimeError, ValueError):
+        pass
+
+
+def _second_device(device):
+    """The device other_device puts the array on: the second of the case's kind."""
+    found = _gpus() if device == "cuda" else jax.devices("cpu")
+    if len(found) < 2:
+        raise NotImplementedError(f"JAX has one {device} device here: no second one to use")
+    return found[1]
 
 
 def _use_compilation_cache(jax_module):
@@ -107,8 +131,12 @@ def build(data, dtype, ops, readonly=False, device="cpu"):
     x = jnp.array(_probekit.numpy_from_bytes(numpy, data, dtype), copy=True)
     if device == "cuda":
         x = jax.device_put(x, _gpus()[0])
-    for shape in _probekit.reshape_only(ops, "JAX"):
-        x = x.reshape(tuple(shape))
+    for name, arg in ops:
+        if name == "other_device":
+            x = jax.device_put(x, _second_device(device))
+        else:
+            (shape,) = _probekit.reshape_only([(name, arg)], "JAX")
+            x = x.reshape(tuple(shape))
     x.block_until_ready()
     return x
 

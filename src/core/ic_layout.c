@@ -24,6 +24,7 @@
 #define CONJ_VIEW {.kind = IC_OP_CONJ_VIEW, .n = 0}
 #define REQUIRES_GRAD {.kind = IC_OP_REQUIRES_GRAD, .n = 0}
 #define SUBCLASS {.kind = IC_OP_SUBCLASS, .n = 0}
+#define OTHER_DEVICE {.kind = IC_OP_OTHER_DEVICE, .n = 0}
 #define SLICE1(start, stop, step)                                                                  \
     {.kind = IC_OP_SLICE, .n = 1, .slice = {{(start), (stop), (step)}}}
 
@@ -59,6 +60,8 @@ static struct ic_layout_info ic_layout_table[IC_LAYOUT_COUNT] = {
                                  {RESHAPE(2, 3, 4), REQUIRES_GRAD}},
     [IC_LAYOUT_SUBCLASS] = {IC_LAYOUT_SUBCLASS, "subclass", "(2, 3, 4) as an instance of a subclass of the library's array type (torch.nn.Parameter, not recording gradients)", 24, 2,
                             {RESHAPE(2, 3, 4), SUBCLASS}},
+    [IC_LAYOUT_OTHER_DEVICE] = {IC_LAYOUT_OTHER_DEVICE, "other_device", "(2, 3, 4) on the library's second device of the case's kind, not its default one (JAX's cpu:1 with two host devices)", 24, 2,
+                                {RESHAPE(2, 3, 4), OTHER_DEVICE}},
 };
 
 int ic_layout_set_size(int64_t elements)
@@ -228,6 +231,7 @@ static int (*const ic_layout_op_apply[IC_OP_COUNT])(const struct ic_layout_op *,
     [IC_OP_NEG_VIEW] = ic_apply_value_view,
     [IC_OP_CONJ_VIEW] = ic_apply_value_view,
     [IC_OP_REQUIRES_GRAD] = ic_apply_value_view,
+    [IC_OP_OTHER_DEVICE] = ic_apply_value_view,
     [IC_OP_SUBCLASS] = ic_apply_value_view,
 };
 

@@ -40,6 +40,9 @@ enum ic_layout_op_kind {
      * before the op. */
     IC_OP_REQUIRES_GRAD,
     IC_OP_SUBCLASS,
+    /* The same values on the library's second device of the case's kind (JAX's cpu:1): where
+     * an array lives is not where the exchange assumes it does, and its values are as before. */
+    IC_OP_OTHER_DEVICE,
     IC_OP_COUNT
 };
 
@@ -70,6 +73,7 @@ enum ic_layout {
     IC_LAYOUT_CONJ_VIEW,
     IC_LAYOUT_REQUIRES_GRAD,
     IC_LAYOUT_SUBCLASS,
+    IC_LAYOUT_OTHER_DEVICE,
     IC_LAYOUT_COUNT
 };
 

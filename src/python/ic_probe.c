@@ -310,6 +310,7 @@ static const char *const ic_op_names[] = {
     [IC_OP_CONJ_VIEW] = "conj_view",
     [IC_OP_REQUIRES_GRAD] = "requires_grad",
     [IC_OP_SUBCLASS] = "subclass",
+    [IC_OP_OTHER_DEVICE] = "other_device",
 };
 
 PyObject *ic_layout_ops_to_python(const struct ic_layout_info *layout)

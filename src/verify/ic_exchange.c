@@ -65,8 +65,14 @@ static int ic_stage_build(struct ic_case_state *st, uint64_t run_seed, struct ic
     if (!st->array) {
         char text[IC_DIAGNOSTIC_MAX];
         ic_py_exc_format(&st->exc, text, sizeof(text));
-        ic_result_set(res, IC_OUTCOME_ERROR, "the %s probe could not build a %s %s array: %s (%s)",
-                      c->producer, dtype->name, layout->name, text, st->exc.where);
+        /* NotImplementedError is the probe saying its library cannot make this array here
+         * (JAX's second device where there is one GPU): what the plan decides for whole
+         * dtypes and layouts, said for one case. Any other exception is the probe's error. */
+        bool cannot = strcmp(st->exc.type, "NotImplementedError") == 0;
+        ic_result_set(res, cannot ? IC_OUTCOME_UNSUPPORTED : IC_OUTCOME_ERROR,
+                      "the %s probe %s a %s %s array: %s (%s)", c->producer,
+                      cannot ? "cannot build" : "could not build", dtype->name, layout->name, text,
+                      st->exc.where);
         return IC_STAGE_DECIDED;
     }
     st->array_ref = ic_py_weak_ref(st->array);

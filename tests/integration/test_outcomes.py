@@ -48,6 +48,9 @@ def main(tap, args):
         expect("dlpack.badlib.badlib.cpu.float32.scalar", "error",
                "a probe whose build() raises is the tool's error, not the library's failure",
                text="could not build")
+        expect("dlpack.badlib.numpy.cpu.int8.scalar", "unsupported",
+               "a build() that raises NotImplementedError: the library cannot make that array",
+               text="cannot build")
         expect("dlpack.numpy.numpy.cpu.float64.contiguous", "pass",
                "the case after a crash still runs and passes")
         expect("dlpack.numpy.numpy.cpu.complex64.contiguous", "pass",

@@ -10,6 +10,8 @@ outcome the driver must tell apart:
   float64   consume() kills the worker with SIGSEGV             -> crash
   int32     consume() aborts, as some libraries do on negative strides -> crash (SIGABRT)
   complex64 consume() never returns                             -> timeout
+  build() of a 0-d array raises RuntimeError                    -> error (the probe's)
+          ... of a 0-d int8 array NotImplementedError           -> unsupported (cannot build)
 
 It is loaded only with --probe-dir tests/probes; the built-in probe set never sees it.
 """
@@ -44,6 +46,8 @@ def load():
 
 def build(data, dtype, ops, readonly=False):
     if ops and ops[0][0] == "reshape" and not ops[0][1]:
+        if dtype == "int8":  # the probe saying its library cannot make this one array
+            raise NotImplementedError("badlib has no 0-d int8 arrays")
         raise RuntimeError("badlib's build() fails on 0-d arrays")  # an error of the probe
     return BadArray(_testkit.numpy_array(data, dtype, ops))
 

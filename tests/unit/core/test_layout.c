@@ -43,6 +43,7 @@ static const struct {
     {IC_LAYOUT_CONJ_VIEW, 3, {2, 3, 4}, {48, 16, 4}, 0},
     {IC_LAYOUT_REQUIRES_GRAD, 3, {2, 3, 4}, {48, 16, 4}, 0},
     {IC_LAYOUT_SUBCLASS, 3, {2, 3, 4}, {48, 16, 4}, 0},
+    {IC_LAYOUT_OTHER_DEVICE, 3, {2, 3, 4}, {48, 16, 4}, 0},
 };
 
 static void test_layouts(void)
