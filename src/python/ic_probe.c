@@ -202,7 +202,7 @@ int ic_probe_import_traits(const struct ic_probe *probe, enum ic_protocol protoc
                            struct ic_import_traits *ret)
 {
     struct ic_import_traits traits = {.present = false, .zero_copy = false, .typed = true,
-                                      .readonly = IC_READONLY_NEVER};
+                                      .claimed = true, .readonly = IC_READONLY_NEVER};
     PyObject *imports = PyDict_GetItemString(probe->info, "imports"); /* borrowed */
     PyObject *entry = imports && PyDict_Check(imports)
                           ? PyDict_GetItemString(imports, ic_protocol_id(protocol))
@@ -213,6 +213,8 @@ int ic_probe_import_traits(const struct ic_probe *probe, enum ic_protocol protoc
         traits.zero_copy = value && PyObject_IsTrue(value) == 1;
         value = PyDict_GetItemString(entry, "typed");
         traits.typed = !value || PyObject_IsTrue(value) == 1;
+        value = PyDict_GetItemString(entry, "claimed");
+        traits.claimed = !value || PyObject_IsTrue(value) == 1;
         value = PyDict_GetItemString(entry, "readonly");
         if (value && PyUnicode_Check(value) && PyUnicode_CompareWithASCIIString(value, "always") == 0)
             traits.readonly = IC_READONLY_ALWAYS;

@@ -47,6 +47,7 @@ struct ic_import_traits {
     bool present;   /* the probe declares an import for the protocol */
     bool zero_copy; /* the import promises to share memory */
     bool typed;     /* dtype and shape come from the protocol */
+    bool claimed;   /* false: the library does not say it imports so (it is fed all the same) */
     enum ic_readonly_support readonly;
 };
 
