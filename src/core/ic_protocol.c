@@ -65,6 +65,11 @@ int ic_variant_from_id(enum ic_protocol protocol, const char *id, enum ic_varian
     return IC_ENOTFOUND;
 }
 
+int ic_variant_relay_protocol(enum ic_variant variant)
+{
+    return variant == IC_VARIANT_ARROW_RELAY_DLPACK ? IC_PROTOCOL_DLPACK : -1;
+}
+
 void ic_export_record_init(struct ic_export_record *rec, enum ic_protocol protocol,
                            enum ic_variant variant)
 {

@@ -314,6 +314,8 @@ struct ic_protocol_facts {
                                         * array in C order (NONE: every export has strides) */
     enum ic_rule advised_refusal_rule; /* a consumer refused with another exception than the
                                         * spec advises (IC_REFUSAL_LIST): a note */
+    enum ic_rule nulls_rule;           /* the nulls variants: an export or import that marks
+                                        * other elements null than the array (NONE: no nulls) */
     enum ic_dtype_names dtype_names;
     enum ic_variant stream_order_variant; /* its variant whose producer still writes the array
                                            * when the consumer imports it (NONE: none) */
@@ -393,6 +395,10 @@ int ic_protocol_from_id(const char *id, enum ic_protocol *ret);
 const struct ic_variant_info *ic_variant_info(enum ic_variant variant);
 /* Variant by id within a protocol ("" is NONE). IC_ENOTFOUND if the protocol has none such. */
 int ic_variant_from_id(enum ic_protocol protocol, const char *id, enum ic_variant *ret);
+
+/* The protocol a relay variant's consumer hands its import on over (IC_APPLIES_RELAY), or -1
+ * for every other variant. */
+int ic_variant_relay_protocol(enum ic_variant variant);
 
 /* True for the variants whose producer builds its array with nulls (ic_pattern_is_null). */
 static inline bool ic_variant_has_nulls(enum ic_variant variant)

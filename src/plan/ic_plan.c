@@ -62,7 +62,8 @@ static bool ic_variant_applies(const struct ic_variant_info *variant, enum ic_pr
     case IC_APPLIES_LIBRARY:
         return consumer != NULL;
     case IC_APPLIES_RELAY:
-        return consumer && (consumer->exports_on[device] & (1u << IC_PROTOCOL_DLPACK));
+        return consumer && (consumer->exports_on[device] &
+                            (1u << ic_variant_relay_protocol(variant->variant)));
     }
     return false;
 }

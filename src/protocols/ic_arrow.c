@@ -1038,7 +1038,9 @@ static int ic_arrow_device_reference_consume(PyObject *export_obj, struct ic_exp
 
 /* What both Arrow protocols tell the generic stages, and their lifetime hooks. */
 #define IC_ARROW_COMMON_OPS                                                                        \
-    .facts = {.readonly_rule = IC_RULE_EXCHANGE_READONLY, .memory_rule = IC_RULE_ARROW_BUFFERS},   \
+    .facts = {.readonly_rule = IC_RULE_EXCHANGE_READONLY,                                          \
+              .memory_rule = IC_RULE_ARROW_BUFFERS,                                                \
+              .nulls_rule = IC_RULE_ARROW_NULLS},                                                  \
     .observe = ic_arrow_observe, .finish = ic_arrow_finish
 
 const struct ic_protocol_ops ic_arrow_ops = {

@@ -552,7 +552,7 @@ static bool ic_check_export_nulls(struct ic_case_state *st, struct ic_result *re
         ic_result_check(res, IC_CHECK_CONTENTS, IC_CHECK_SKIP, "%s", note);
     else
         ic_result_fail(res, IC_CHECK_CONTENTS,
-                       rc == IC_EFAULT ? IC_RULE_ARROW_BUFFERS : IC_RULE_ARROW_NULLS,
+                       rc == IC_EFAULT ? ic_facts(st)->memory_rule : ic_facts(st)->nulls_rule,
                        IC_SIDE_PRODUCER, "%s", note);
     return false;
 }
@@ -579,7 +579,7 @@ static bool ic_check_import_nulls(struct ic_case_state *st, struct ic_result *re
                  st->consumer_name);
         return true;
     }
-    ic_result_fail(res, IC_CHECK_CONTENTS, IC_RULE_ARROW_NULLS, IC_SIDE_CONSUMER, "%s%s", note,
+    ic_result_fail(res, IC_CHECK_CONTENTS, ic_facts(st)->nulls_rule, IC_SIDE_CONSUMER, "%s%s", note,
                    st->rec.have_view ? ", though the export marked them right" : "");
     return false;
 }

@@ -137,6 +137,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(buffers, in.buffers, sizeof(in.buffers));
     in.array.buffers = fuzz_pointer(&in, 3, buffers);
     bool device = in.device & 1;
+    bool nulls_expected = in.device & 2; /* the nulls variants: the view carries the bitmap */
     struct ArrowSchema *schema = fuzz_tail(SLOT_SCHEMA, sizeof(*schema));
     struct ArrowDeviceArray *device_array =
         fuzz_tail(SLOT_ARRAY, device ? sizeof(struct ArrowDeviceArray) : sizeof(struct ArrowArray));
@@ -154,8 +155,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char detail[160];
     fuzz_validation_start(&v);
     FUZZ_CHECK((device ? ic_arrow_check_device_structs : ic_arrow_check_structs)(
-                   fuzz_pointer(&in, 0, schema), fuzz_pointer(&in, 1, array), &v.diag, &ex,
-                   &v.view, &v.have_view, detail, sizeof(detail)) == 0);
+                   fuzz_pointer(&in, 0, schema), fuzz_pointer(&in, 1, array), nulls_expected,
+                   &v.diag, &ex, &v.view, &v.have_view, detail, sizeof(detail)) == 0);
+    /* A view's bitmap is the export's, at the array's offset: never one it did not give. */
+    FUZZ_CHECK(!v.have_view || v.view.validity_kind != IC_VALIDITY_BITMAP ||
+               (v.view.validity == (uintptr_t)in.buffers[0] &&
+                v.view.validity_bit == in.array.offset));
     fuzz_validation_check(&v, "ic_arrow_check_structs");
     /* Only a CPU device array is viewed: other devices' buffers are not the CPU's to read. */
     FUZZ_CHECK(!v.have_view || !device || in.device_fields.device_type == ARROW_DEVICE_CPU);
