@@ -145,6 +145,7 @@ def phase_breakdown(report, wall):
         ("  round trips and worker overhead between cases", f"{timing['wait_s']:.2f} s"),
         ("  workers started / of them restarts", f"{timing['workers_started']} / {timing['restarts']}"),
         ("  cases of crashing pairs run isolated", f"{timing['isolated_cases']}"),
+        ("  worker starts declined (imports would not pay)", f"{timing.get('starts_declined', 0)}"),
         ("planning, reports, reproducers and stopping (wall)", f"{rest:.2f} s"),
     ]
 

@@ -77,6 +77,9 @@ struct ic_pool {
      * key as ic_order_by_pair makes it; NULL until the first. */
     unsigned char *isolated_pairs;
     struct ic_pool_stats stats;
+    /* What starting a worker costs besides its imports (the interpreter and the probe kit):
+     * measured on the last start that loaded a library (ic_pool_load). */
+    double start_s;
 };
 
 static double ic_clock_s(void)
@@ -528,6 +531,8 @@ static enum ic_load_result ic_pool_load(struct ic_pool *pool, struct ic_proc *p,
     struct ic_library *lib = &pool->catalog->libs[index];
     char how[256];
     cJSON *msg = NULL;
+    bool fresh = p->pid == 0;
+    double started = ic_clock_s();
 
     if (p->pid == 0 && ic_proc_spawn(pool, p) < 0) {
         snprintf(why, why_size, "no worker process could be started");
@@ -567,6 +572,9 @@ static enum ic_load_result ic_pool_load(struct ic_pool *pool, struct ic_proc *p,
     enum ic_load_result result;
     const cJSON *ms = cJSON_GetObjectItemCaseSensitive(msg, "ms");
     lib->load_ms = cJSON_IsNumber(ms) ? ms->valuedouble : 0;
+    double start_s = ic_clock_s() - started - lib->load_ms / 1000.0;
+    if (fresh)
+        pool->start_s = start_s > 0 ? start_s : 0;
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "ok"))) {
         ic_libset_add(&p->loaded, index); /* out of memory: imported again later, harmlessly */
         ic_library_set_info(lib, cJSON_DetachItemFromObjectCaseSensitive(msg, "info"));
@@ -1033,6 +1041,11 @@ struct ic_run_state {
     size_t *cursor, *group_end; /* per slot: its place in `order` and its group's end */
     size_t claim;               /* where the first unclaimed group starts */
     unsigned char *slot_used; /* per worker slot: it has run a case in this run */
+    unsigned char *declined;  /* per slot: declined to start a worker since its last start */
+    /* What the cases that ended in this run occupied their workers for (ic_note_case_time):
+     * the measure of the work a worker start would take over (ic_start_pays). */
+    double work_s;
+    size_t work_cases;
     ic_result_fn on_result;
     void *context;
 };
@@ -1170,6 +1183,140 @@ static void ic_pool_queue(struct ic_pool *pool, struct ic_run_state *st)
     }
 }
 
+/* --- Starting a worker only when it pays --------------------------------------------------- */
+
+/* A case ended on `p`: what it occupied the worker for, from its request (or, pipelined, from
+ * the end of the case before it) to its end, less its imports. */
+static void ic_note_case_time(struct ic_run_state *st, const struct ic_proc *p)
+{
+    double seconds = ic_clock_s() - p->sent_at - p->import_s;
+    st->work_s += seconds > 0 ? seconds : 0;
+    st->work_cases++;
+}
+
+/* The case `slot` would be handed next, left where it is: one to run again, the first of the
+ * next unclaimed pair, one of the largest remainder another slot has (the half it would take)
+ * or one set aside. False when none is left. */
+static bool ic_upcoming_case(const struct ic_pool *pool, const struct ic_run_state *st, int slot,
+                             size_t *ret_index)
+{
+    size_t most = 1;
+    if (st->nretry > 0) {
+        *ret_index = st->retry[st->nretry - 1];
+        return true;
+    }
+    if (st->claim < st->count) {
+        *ret_index = st->order[st->claim];
+        return true;
+    }
+    for (int j = 0; j < pool->nprocs; j++) {
+        if (j != slot && st->group_end[j] - st->cursor[j] > most) {
+            most = st->group_end[j] - st->cursor[j];
+            *ret_index = st->order[st->group_end[j] - 1];
+        }
+    }
+    if (most > 1)
+        return true;
+    if (st->deferred_next < st->ndeferred) {
+        *ret_index = st->deferred[st->deferred_next];
+        return true;
+    }
+    return false;
+}
+
+/* Seconds a worker holding `loaded` spends importing `needs`: discovery's time of each
+ * library it lacks. */
+static double ic_import_cost(const struct ic_pool *pool, const struct ic_libset *loaded,
+                             const struct ic_needs *needs)
+{
+    double ms = 0;
+    for (int n = 0; n < needs->count; n++) {
+        if (!ic_libset_has(loaded, needs->lib[n]))
+            ms += pool->catalog->libs[needs->lib[n]].load_ms;
+    }
+    return ms / 1000.0;
+}
+
+/* The work seen so far in this run (seconds, cases), the cases in flight counted with their
+ * time so far, so that a slow or stuck case raises the measure while it runs; and how many
+ * cases the workers hold (running or queued), which are not left to hand out. */
+static void ic_observed_work(const struct ic_pool *pool, const struct ic_run_state *st,
+                             double *ret_s, size_t *ret_cases, size_t *ret_held)
+{
+    double now = ic_clock_s();
+    *ret_s = st->work_s;
+    *ret_cases = st->work_cases;
+    *ret_held = 0;
+    for (int j = 0; j < pool->nprocs; j++) {
+        const struct ic_proc *p = &pool->procs[j];
+        *ret_held += (size_t)p->busy + (size_t)p->queued;
+        if (p->busy && p->began) {
+            double seconds = now - p->sent_at - p->import_s;
+            *ret_s += seconds > 0 ? seconds : 0;
+            (*ret_cases)++;
+        }
+    }
+}
+
+/* The running workers of slots other than `slot`; *ret_taker: one of them can run case
+ * `index` as it is (no import-order conflict; for an isolated case, it never ran one itself). */
+static int ic_other_workers(const struct ic_pool *pool, const struct ic_run_state *st, int slot,
+                            size_t index, bool *ret_taker)
+{
+    const struct ic_case *c = &st->cases[index];
+    struct ic_needs needs = ic_needed(pool, c->producer, c->consumer);
+    bool isolate = ic_pair_isolated(pool, st, index);
+    int running = 0;
+    *ret_taker = false;
+    for (int j = 0; j < pool->nprocs; j++) {
+        const struct ic_proc *p = &pool->procs[j];
+        if (j == slot || p->pid == 0)
+            continue;
+        running++;
+        if (!ic_proc_conflicts(pool, p, &needs) && !(isolate && p->ran_in_process))
+            *ret_taker = true;
+    }
+    return running;
+}
+
+/* How many times over a new worker's share of the work must outlast its start and imports.
+ * Sharing work W with a worker that first imports for I seconds ends sooner when W > I, a share
+ * (W/2 beside one running worker) over I/2. Twice I is asked: the mean taken from a run's first
+ * cases overstates the rest (first calls into a library are slow; 2.3 times the run's mean on
+ * numpy,torch,pyarrow), the new process makes those first calls again, and the workers share
+ * the cores. */
+#define IC_START_MARGIN 2.0
+
+/* Whether idle `slot`, which has no worker, starts one (or a new one after its worker died).
+ * A start costs the imports of the pair it would take first (discovery's times, and the start
+ * itself). Its gain is the work it takes over: with the running workers, an equal share of the
+ * cases not yet handed out, at the mean time per case measured in this run. A start cannot be
+ * undone, so the mean is trusted only once the running workers have spent the start's cost on
+ * cases: a start that pays comes at most that late (ski rental), and on a small run none is
+ * made. The run never waits on a declining slot: a slot still holding cases of its own, or
+ * with no running worker able to take its next case, starts. */
+static bool ic_start_pays(const struct ic_pool *pool, const struct ic_run_state *st, int slot)
+{
+    size_t index, cases, held;
+    bool taker;
+    double work_s;
+    if (st->cursor[slot] < st->group_end[slot] || !ic_upcoming_case(pool, st, slot, &index))
+        return true;
+    int running = ic_other_workers(pool, st, slot, index, &taker);
+    if (!taker)
+        return true;
+    const struct ic_case *c = &st->cases[index];
+    struct ic_needs needs = ic_needed(pool, c->producer, c->consumer);
+    double import_s = pool->start_s + ic_import_cost(pool, &pool->procs[slot].loaded, &needs);
+    if (import_s <= 0)
+        return true;
+    ic_observed_work(pool, st, &work_s, &cases, &held);
+    if (work_s < import_s)
+        return false;
+    size_t left = st->count - st->done > held ? st->count - st->done - held : 0;
+    return (double)left * (work_s / (double)cases) / (running + 1) > IC_START_MARGIN * import_s;
+}
+
 /* Hands a case to every idle worker. IC_ECHILD when no worker process can be started. */
 static int ic_pool_assign(struct ic_pool *pool, struct ic_run_state *st)
 {
@@ -1179,6 +1326,10 @@ static int ic_pool_assign(struct ic_pool *pool, struct ic_run_state *st)
         struct ic_proc *p = &pool->procs[j];
         if (p->busy)
             continue;
+        if (p->pid == 0 && !ic_start_pays(pool, st, j)) {
+            st->declined[j] = 1; /* a running worker takes its cases */
+            continue;
+        }
         if (!ic_next_case(pool, st, j, &index))
             continue; /* another idle slot may still hold cases of its own */
         const struct ic_case *c = &st->cases[index];
@@ -1196,6 +1347,7 @@ static int ic_pool_assign(struct ic_pool *pool, struct ic_run_state *st)
             pool->stats.workers_started++;
             if (st->slot_used[j])
                 pool->stats.restarts++;
+            st->declined[j] = 0;
         }
         st->slot_used[j] = 1;
         if (isolate)
@@ -1336,9 +1488,11 @@ static void ic_proc_read(struct ic_pool *pool, struct ic_proc *p, struct ic_run_
             break;
         if (msg && ic_proc_accept(p, msg, &kind, why, sizeof(why)) == 0) {
             if (kind == IC_MSG_LOST) {
+                ic_note_case_time(st, p);
                 ic_proc_lost(pool, p, st, msg);
                 ic_proc_promote(pool, p);
             } else if (ic_handle_message(pool, p, msg, kind, st->on_result, st->context)) {
+                ic_note_case_time(st, p);
                 st->done++;
                 ic_proc_promote(pool, p);
             }
@@ -1495,6 +1649,7 @@ static void ic_run_state_release(struct ic_run_state *st)
     free(st->retry);
     free(st->deferred);
     free(st->slot_used);
+    free(st->declined);
     free(st->cursor);
     free(st->group_end);
     free(st->order);
@@ -1511,9 +1666,10 @@ int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
     st.retry = calloc(2 * (size_t)pool->nprocs, sizeof(*st.retry));
     st.deferred = calloc(count ? count : 1, sizeof(*st.deferred));
     st.slot_used = calloc((size_t)pool->nprocs, 1);
+    st.declined = calloc((size_t)pool->nprocs, 1);
     st.cursor = calloc((size_t)pool->nprocs, sizeof(*st.cursor));
     st.group_end = calloc((size_t)pool->nprocs, sizeof(*st.group_end));
-    if (!st.retried || !st.retry || !st.deferred || !st.slot_used || !st.cursor ||
+    if (!st.retried || !st.retry || !st.deferred || !st.slot_used || !st.declined || !st.cursor ||
         !st.group_end || ic_order_by_pair(pool, &st) < 0) {
         ic_run_state_release(&st);
         return IC_ENOMEM;
@@ -1533,6 +1689,8 @@ int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
         if (rc == 0)
             ic_pool_expire(pool, &st);
     }
+    for (int j = 0; j < pool->nprocs; j++)
+        pool->stats.starts_declined += st.declined[j];
     ic_run_state_release(&st);
     return rc;
 }

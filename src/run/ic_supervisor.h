@@ -25,6 +25,12 @@
  * - Cases run in library-set order (by producer and consumer; each worker takes one pair's
  *   cases at a time), and a worker running a case is sent the next one as well, so that it
  *   keeps its imports and never waits for a round trip.
+ * - A worker slot without a process (discovery's worker fills slot 0) starts one only when it
+ *   pays: when its share of the cases not yet handed out, at the mean time per case measured
+ *   in the run, lasts more than twice the imports it needs (and the process start), and only
+ *   once the running workers have spent that much time on cases. Otherwise it leaves its
+ *   cases to the running workers; a slot with cases of its own, or with no running worker able
+ *   to take its next case, starts one. On a small selection the other slots thus start none.
  * - Results are delivered through the callback as they arrive, in completion order; the
  *   callback owns nothing it is given beyond the call.
  * - The pool owns its processes: ic_pool_destroy stops and reaps them all. The supervisor
@@ -61,6 +67,8 @@ struct ic_pool_stats {
     unsigned restarts;        /* of those, the ones replacing a worker that crashed, hung, was
                                  stopped for an import-order conflict or for an isolated pair */
     unsigned isolated_cases;  /* cases run in a worker holding only their pair's libraries */
+    unsigned starts_declined; /* worker slots that left their cases to the running workers,
+                                 and started none, as the imports would not pay */
     double import_s;   /* the first import of each library in each worker slot */
     double reimport_s; /* imports of a library its slot had imported before, in an earlier
                           process (the price of restarts) */
