@@ -1038,6 +1038,8 @@ struct ic_run_state {
      * in turn, and the next case's libraries are loaded when it is pipelined. */
     size_t *order;
     size_t *pair_key;          /* per case */
+    size_t *group_start;       /* where each pair's run of `order` starts, ngroups of them */
+    size_t ngroups;
     size_t *cursor, *group_end; /* per slot: its place in `order` and its group's end */
     size_t claim;               /* where the first unclaimed group starts */
     unsigned char *slot_used; /* per worker slot: it has run a case in this run */
@@ -1224,16 +1226,36 @@ static bool ic_upcoming_case(const struct ic_pool *pool, const struct ic_run_sta
     return false;
 }
 
-/* Seconds a worker holding `loaded` spends importing `needs`: discovery's time of each
- * library it lacks. */
-static double ic_import_cost(const struct ic_pool *pool, const struct ic_libset *loaded,
-                             const struct ic_needs *needs)
+/* Seconds a worker holding `loaded` may spend importing for the work it would share: the
+ * libraries of `needs` (its first case) and of every pair not claimed yet, as a started
+ * worker goes on claiming whichever pairs are left, not only the next one. Each library
+ * counts once, at discovery's time for it. */
+static double ic_import_cost(const struct ic_pool *pool, const struct ic_run_state *st,
+                             const struct ic_libset *loaded, const struct ic_needs *needs)
 {
-    double ms = 0;
-    for (int n = 0; n < needs->count; n++) {
-        if (!ic_libset_has(loaded, needs->lib[n]))
-            ms += pool->catalog->libs[needs->lib[n]].load_ms;
+    int nlibs = pool->catalog->count;
+    size_t width = (size_t)nlibs + 1;
+    unsigned char *wanted = calloc((size_t)nlibs + 1, 1);
+    if (!wanted)
+        return 0;
+    for (int n = 0; n < needs->count; n++)
+        wanted[needs->lib[n]] = 1;
+    for (size_t g = 0; g < st->ngroups; g++) {
+        if (st->group_start[g] < st->claim)
+            continue;
+        size_t key = st->pair_key[st->order[st->group_start[g]]];
+        size_t producer = key / width, consumer = key % width; /* index + 1; 0: none */
+        if (producer > 0)
+            wanted[producer - 1] = 1;
+        if (consumer > 0)
+            wanted[consumer - 1] = 1;
     }
+    double ms = 0;
+    for (int i = 0; i < nlibs; i++) {
+        if (wanted[i] && !ic_libset_has(loaded, i))
+            ms += pool->catalog->libs[i].load_ms;
+    }
+    free(wanted);
     return ms / 1000.0;
 }
 
@@ -1288,8 +1310,8 @@ static int ic_other_workers(const struct ic_pool *pool, const struct ic_run_stat
 #define IC_START_MARGIN 2.0
 
 /* Whether idle `slot`, which has no worker, starts one (or a new one after its worker died).
- * A start costs the imports of the pair it would take first (discovery's times, and the start
- * itself). Its gain is the work it takes over: with the running workers, an equal share of the
+ * A start costs the imports of the work it may take (discovery's times of the libraries of its
+ * first case and of every pair not claimed yet, and the start itself). Its gain is the work it takes over: with the running workers, an equal share of the
  * cases not yet handed out, at the mean time per case measured in this run. A start cannot be
  * undone, so the mean is trusted only once the running workers have spent the start's cost on
  * cases: a start that pays comes at most that late (ski rental), and on a small run none is
@@ -1307,7 +1329,8 @@ static bool ic_start_pays(const struct ic_pool *pool, const struct ic_run_state 
         return true;
     const struct ic_case *c = &st->cases[index];
     struct ic_needs needs = ic_needed(pool, c->producer, c->consumer);
-    double import_s = pool->start_s + ic_import_cost(pool, &pool->procs[slot].loaded, &needs);
+    double import_s =
+        pool->start_s + ic_import_cost(pool, st, &pool->procs[slot].loaded, &needs);
     if (import_s <= 0)
         return true;
     ic_observed_work(pool, st, &work_s, &cases, &held);
@@ -1640,6 +1663,14 @@ static int ic_order_by_pair(const struct ic_pool *pool, struct ic_run_state *st)
     for (size_t i = 0; i < st->count; i++)
         st->order[i] = keyed[i].index;
     free(keyed);
+    /* The pairs' runs, for what the work not yet claimed needs imported (ic_import_cost). */
+    st->group_start = calloc(n, sizeof(*st->group_start));
+    if (!st->group_start)
+        return IC_ENOMEM;
+    for (size_t i = 0; i < st->count; i++) {
+        if (i == 0 || st->pair_key[st->order[i]] != st->pair_key[st->order[i - 1]])
+            st->group_start[st->ngroups++] = i;
+    }
     return 0;
 }
 
@@ -1654,6 +1685,7 @@ static void ic_run_state_release(struct ic_run_state *st)
     free(st->group_end);
     free(st->order);
     free(st->pair_key);
+    free(st->group_start);
 }
 
 int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,

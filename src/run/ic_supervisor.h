@@ -27,7 +27,8 @@
  *   keeps its imports and never waits for a round trip.
  * - A worker slot without a process (discovery's worker fills slot 0) starts one only when it
  *   pays: when its share of the cases not yet handed out, at the mean time per case measured
- *   in the run, lasts more than twice the imports it needs (and the process start), and only
+ *   in the run, lasts more than twice the imports the unclaimed pairs need (and the process
+ *   start), and only
  *   once the running workers have spent that much time on cases. Otherwise it leaves its
  *   cases to the running workers; a slot with cases of its own, or with no running worker able
  *   to take its next case, starts one. On a small selection the other slots thus start none.
