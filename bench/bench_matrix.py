@@ -108,6 +108,7 @@ LAYOUTS = {
     "conj_view": (24, [["reshape", [2, 3, 4]], ["conj_view", []]]),
     "requires_grad": (24, [["reshape", [2, 3, 4]], ["requires_grad", []]]),
     "subclass": (24, [["reshape", [2, 3, 4]], ["subclass", []]]),
+    "other_device": (24, [["reshape", [2, 3, 4]], ["other_device", []]]),
 }
 
 
