@@ -85,8 +85,9 @@ char *ic_probe_reproducer(const char *kit_path, const char *failure_json, const 
     }
     ops = repro ? ic_layout_ops_to_python(layout) : NULL;
     /* the nulls variants' valid=, as build() had it, or None */
-    valid = ops && ic_variant_has_nulls(c->variant) ? ic_probe_valid_bytes(layout)
-                                                    : Py_XNewRef(ops ? Py_None : NULL);
+    if (ops)
+        valid = ic_variant_has_nulls(c->variant) ? ic_probe_valid_bytes(layout)
+                                                 : Py_NewRef(Py_None);
     if (valid)
         script = PyObject_CallMethod(repro, "generate", "sOnOOO", failure_json, ops,
                                      (Py_ssize_t)layout->base_len, producer->module,
