@@ -3,7 +3,8 @@
 Cannot: express any strided layout. JAX arrays have no user-visible strides: transposes,
 slices and broadcasts compute new row-major arrays, so only contiguous, flat, scalar and empty
 are built, and `other_device`: load() asks for two host devices (jax_num_cpu_devices), and the
-array is put on cpu:1, not the default cpu:0 (on a GPU, on the second GPU where there is one). Arrays are immutable (always read-only). There is no to_dlpack function any more and no
+array is put on cpu:1, not the default cpu:0 (on a GPU, on the second GPU where there is one).
+Arrays are immutable (always read-only). There is no to_dlpack function any more and no
 __array_interface__ / __array_struct__ export. Every import except jax.dlpack.from_dlpack copies. With a GPU backend (jax[cuda13]) arrays
 are also built on the GPU and export __cuda_array_interface__; JAX has no public stream, so its
 stream-ordering cases are not run. The GPU side has not run in this project's CI (no GPU).
@@ -20,7 +21,8 @@ jnp = None
 # Only reshape exists as a view; arrays are immutable, so a read-only x needs no extra step.
 REPRO = {
     "import": ('import jax\njax.config.update("jax_enable_x64", True)\n'
-               'jax.config.update("jax_num_cpu_devices", 2)  # as load(): cpu:0 and cpu:1\n'
+               'if hasattr(jax.config, "jax_num_cpu_devices"):  # as load(): cpu:0 and cpu:1\n'
+               '    jax.config.update("jax_num_cpu_devices", 2)\n'
                "import jax.dlpack\nimport jax.numpy as jnp"),
     "ns": "jnp",
     "build": "jnp.array(values, dtype={dtype})",
