@@ -849,13 +849,14 @@ def column_slice(x, ops, length, what):
     return x
 
 
-def column_slice_repro(what):
-    """REPRO's `slice` line of a column whose one view is x.slice(offset, length)."""
+def column_slice_repro(what, spelling="x = x.slice({start}, {length})"):
+    """REPRO's `slice` line of a column whose one view is a unit-step slice, spelled
+    x.slice(offset, length) unless `spelling` says otherwise ({start}, {stop}, {length})."""
     def line(triples):
         ((start, stop, step),) = triples
         if step not in (None, 1) or start is None or stop is None or not 0 <= start <= stop:
             raise NotImplementedError(f"{what} cannot express slice {triples} as a view")
-        return f"x = x.slice({start}, {stop - start})"
+        return spelling.format(start=start, stop=stop, length=stop - start)
     return line
 
 
@@ -875,6 +876,27 @@ def arrow_validity(array):
     (which the bitmap shares), or None where it has no bitmap, so no nulls."""
     bitmap = array.buffers()[0]
     return None if bitmap is None else (bitmap.address, array.offset)
+
+
+def pyarrow_description(pa, x):
+    """describe() of a pyarrow Array or ChunkedArray (`pa` is pyarrow, as the probe imported
+    it): the values buffer at the array's offset, and its validity; booleans (bit-packed) and
+    several chunks joined go over as their elements' bytes."""
+    dtype = arrow_dtype_name(x.type)
+    if isinstance(x, pa.ChunkedArray):
+        if x.num_chunks != 1:
+            # a stream's import of several arrays (or none): their elements, joined, as bytes
+            return contents_description(x.to_numpy(), dtype)
+        x = x.chunk(0)
+    if dtype == "bool":
+        # bit-packed: no byte per element to point at; the elements go over as bytes (a null
+        # as False: only the valid ones are compared)
+        values = x.fill_null(False).to_numpy(zero_copy_only=False)
+        return contents_description(values, dtype) | {"validity": arrow_validity(x)}
+    data = x.buffers()[1]
+    address = 0 if data is None else data.address + x.offset * x.type.byte_width
+    return pointer_description(address, [len(x)], None, dtype, True) | {
+        "validity": arrow_validity(x)}
 
 
 def contents_description(values, dtype):

@@ -101,22 +101,7 @@ def build(data, dtype, ops, readonly=False, valid=None):
 
 
 def describe(x):
-    dtype = _probekit.arrow_dtype_name(x.type)
-    if isinstance(x, pa.ChunkedArray):
-        if x.num_chunks != 1:
-            # a stream's import of several arrays (or none): their elements, joined, as bytes
-            return _probekit.contents_description(x.to_numpy(), dtype)
-        x = x.chunk(0)
-    if dtype == "bool":
-        # bit-packed: no byte per element to point at; the elements go over as bytes (a null
-        # as False: only the valid ones are compared)
-        values = x.fill_null(False).to_numpy(zero_copy_only=False)
-        return _probekit.contents_description(values, dtype) | {
-            "validity": _probekit.arrow_validity(x)}
-    data = x.buffers()[1]
-    address = 0 if data is None else data.address + x.offset * x.type.byte_width
-    return _probekit.pointer_description(address, [len(x)], None, dtype, True) | {
-        "validity": _probekit.arrow_validity(x)}
+    return _probekit.pyarrow_description(pa, x)
 
 
 def export(x, protocol):
