@@ -64,13 +64,8 @@ results = []
 for case in cases:
     producer, consumer = probe(case["producer"]), probe(case["consumer"])
     base_len, ops = layouts[case["layout"]]
-    itemsize = {"bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "float16": 2,
-                "bfloat16": 2, "int32": 4, "uint32": 4, "float32": 4, "int64": 8, "uint64": 8,
-                "float64": 8, "complex64": 8, "complex128": 16, "float8_e4m3fn": 1,
-                "float8_e5m2": 1, "int4": 1, "uint4": 1}[case["dtype"]]
+    itemsize = sys.modules["_probekit"].ITEMSIZE[case["dtype"]]
     data = bytes(base_len * itemsize)
-    if case["dtype"] == "bool":
-        data = bytes(base_len)
     x = producer.build(data, case["dtype"], [tuple(op) for op in ops])
     export = getattr(producer, "export", lambda a, p: a)
     best = None

@@ -157,22 +157,19 @@ RAW = {1: np.dtype("u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<
        16: np.dtype("V16")}
 
 
-def expected_view(base, itemsize, ops):
-    """The layout's view of the base in NumPy: elements as raw unsigned integers of the dtype's
-    size, so that every dtype (bfloat16, the 8-bit floats) compares by its bytes."""
-    x = np.frombuffer(base, RAW[itemsize])
-    for name, arg in ops:
-        if name == "reshape":
-            x = x.reshape(arg)
-        elif name == "permute":
-            x = x.transpose(arg)
-        elif name == "slice":
-            x = x[tuple(slice(*bounds) for bounds in arg)]
-        elif name == "broadcast":
-            x = np.broadcast_to(x, arg)
-        # unit_stride changes a size-1 dimension's stride, requires_grad and subclass the
-        # array's type: none of them changes an element
+def _same_elements(x, _):
     return x
+
+
+def expected_view(base, itemsize, ops):
+    """The layout's view of the base in NumPy (the probe kit's apply_ops, as the probes build
+    it): elements as raw unsigned integers of the dtype's size, so that every dtype (bfloat16,
+    the 8-bit floats) compares by its bytes. unit_stride changes a size-1 dimension's stride,
+    requires_grad, subclass and other_device the array's type or place: no element."""
+    x = np.frombuffer(base, RAW[itemsize])
+    return sys.modules["_probekit"].apply_ops(
+        x, ops, xp=np, **dict.fromkeys(("unit_stride", "requires_grad", "subclass",
+                                         "other_device"), _same_elements))
 
 
 def elements(description, itemsize):

@@ -835,9 +835,10 @@ ARROW_MISSING = {
 ARROW_COLUMN_LAYOUTS = ("flat", "offset", "empty")
 
 
-def column_slice(x, ops, length, what):
+def column_slice(x, ops, length, what, view=None):
     """build()'s layout ops for a 1-D column whose only view is a unit-step slice: `x` sliced
-    by `x.slice(start, length)` for each op (`length` is len of a column); any other op raises
+    by `x.slice(start, length)` for each op, or by `view(x, start, length)` where the library
+    spells it otherwise (`length` is len of a column); any other op raises
     NotImplementedError naming `what`."""
     for name, arg in ops:
         if name != "slice" or len(arg) != 1:
@@ -845,7 +846,8 @@ def column_slice(x, ops, length, what):
         start, stop, step = builtins.slice(*arg[0]).indices(length(x))
         if step != 1:
             raise NotImplementedError(f"{what} cannot slice with step {step} as a view")
-        x = x.slice(start, max(stop - start, 0))
+        n = max(stop - start, 0)
+        x = view(x, start, n) if view else x.slice(start, n)
     return x
 
 
@@ -949,6 +951,17 @@ ARROW_FORMAT_ITEMSIZE_REPRO = (_repro_literal({f: ITEMSIZE[d] for f, d in
 def arrow_dtype_name(arrow_type):
     """The interface's name of an Arrow type."""
     return _ARROW_NAMES.get(str(arrow_type), str(arrow_type))
+
+
+def pyarrow_array(pa, data, dtype, valid=None):
+    """A pyarrow Array of build()'s bytes (its own copy; booleans bit-packed), with valid='s
+    nulls as its validity bitmap (the values under a null stay the pattern's, which Arrow
+    leaves undefined); `pa` is pyarrow, as the probe imported it."""
+    n = len(data) // ITEMSIZE[dtype]
+    bitmap = None if valid is None else pa.py_buffer(pack_bools(valid))
+    if dtype == "bool":
+        return pa.Array.from_buffers(pa.bool_(), n, [bitmap, pa.py_buffer(pack_bools(data))])
+    return pa.Array.from_buffers(getattr(pa, dtype)(), n, [bitmap, arrow_copy(pa, data)])
 
 
 def arrow_copy(pa, data):

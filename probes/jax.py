@@ -53,6 +53,7 @@ def load():
     import jax.numpy as _jnp
 
     jax, jnp = _jax, _jnp
+    second_host = len(jax.devices("cpu")) > 1  # _two_host_devices took
     devices, gpu_notes = _probekit.cpu_and_cuda(
         bool(_gpus()), "no usable CUDA device: this jaxlib has no GPU backend or sees no GPU")
     # every import but from_dlpack: jax.numpy.asarray, which copies
@@ -61,7 +62,7 @@ def load():
         jax.__version__,
         devices=devices,
         layouts=_probekit.DENSE_LAYOUTS
-        + (_probekit.OTHER_DEVICE_LAYOUTS if len(jax.devices("cpu")) > 1 else ()),
+        + (_probekit.OTHER_DEVICE_LAYOUTS if second_host else ()),
         layout_note="JAX has no strided views: this op makes a new row-major array",
         missing=gpu_notes,
         readonly=True,
@@ -79,7 +80,7 @@ def load():
         compute=_probekit.compute_info(_probekit.SCALAR_IDENTITY_CALL),
         float8=True,
         int4=True,
-        other_device=len(jax.devices("cpu")) > 1,
+        other_device=second_host,
         from_dlpack_keywords=_probekit.keywords_taken(jax.dlpack.from_dlpack, ("copy", "device")),
     )
 

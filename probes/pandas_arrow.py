@@ -51,20 +51,11 @@ def load():
 
 
 def build(data, dtype, ops, readonly=False):
-    n = len(data) // _probekit.ITEMSIZE[dtype]
-    if dtype == "bool":
-        values = pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(_probekit.pack_bools(data))])
-    else:
-        values = pa.Array.from_buffers(getattr(pa, dtype)(), n, [None, _probekit.arrow_copy(pa, data)])
-    x = pd.Series(pd.arrays.ArrowExtensionArray(values))
-    for name, arg in ops:
-        if name != "slice" or len(arg) != 1:
-            raise NotImplementedError(f"an Arrow-backed Series cannot express {name} {arg} as a view")
-        start, stop, step = slice(*arg[0]).indices(len(x))
-        if step != 1:
-            raise NotImplementedError(f"an Arrow-backed Series cannot slice with step {step}")
-        x = x.iloc[start:max(stop, start)]
-    return x
+    if dtype not in DTYPES:
+        raise TypeError(f"Arrow has no {dtype} type")
+    x = pd.Series(pd.arrays.ArrowExtensionArray(_probekit.pyarrow_array(pa, data, dtype)))
+    return _probekit.column_slice(x, ops, len, "an Arrow-backed Series",
+                                  view=lambda y, start, n: y.iloc[start:start + n])
 
 
 def describe(x):

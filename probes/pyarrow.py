@@ -89,15 +89,10 @@ def _type(dtype):
 
 
 def build(data, dtype, ops, readonly=False, valid=None):
-    n = len(data) // _probekit.ITEMSIZE[dtype]
-    # valid=: the nulls variants' validity, as a bitmap beside the values (the values under a
-    # null stay the pattern's, which Arrow leaves undefined)
-    bitmap = None if valid is None else pa.py_buffer(_probekit.pack_bools(valid))
-    if dtype == "bool":
-        x = pa.Array.from_buffers(pa.bool_(), n, [bitmap, pa.py_buffer(_probekit.pack_bools(data))])
-    else:
-        x = pa.Array.from_buffers(_type(dtype), n, [bitmap, _probekit.arrow_copy(pa, data)])
-    return _probekit.column_slice(x, ops, len, "pyarrow.Array")
+    if dtype not in DTYPES:
+        raise TypeError(f"pyarrow has no {dtype} type")
+    return _probekit.column_slice(_probekit.pyarrow_array(pa, data, dtype, valid), ops, len,
+                                  "pyarrow.Array")
 
 
 def describe(x):

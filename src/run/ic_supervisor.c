@@ -1040,6 +1040,10 @@ struct ic_run_state {
     size_t *pair_key;          /* per case */
     size_t *group_start;       /* where each pair's run of `order` starts, ngroups of them */
     size_t ngroups;
+    /* The libraries the pairs not claimed yet need (catalog indexes), as worked out when the
+     * first unclaimed pair was at `unclaimed_at` (ic_import_cost); SIZE_MAX: not yet. */
+    unsigned char *unclaimed_libs;
+    size_t unclaimed_at;
     size_t *cursor, *group_end; /* per slot: its place in `order` and its group's end */
     size_t claim;               /* where the first unclaimed group starts */
     unsigned char *slot_used; /* per worker slot: it has run a case in this run */
@@ -1230,32 +1234,32 @@ static bool ic_upcoming_case(const struct ic_pool *pool, const struct ic_run_sta
  * libraries of `needs` (its first case) and of every pair not claimed yet, as a started
  * worker goes on claiming whichever pairs are left, not only the next one. Each library
  * counts once, at discovery's time for it. */
-static double ic_import_cost(const struct ic_pool *pool, const struct ic_run_state *st,
+static double ic_import_cost(const struct ic_pool *pool, struct ic_run_state *st,
                              const struct ic_libset *loaded, const struct ic_needs *needs)
 {
     int nlibs = pool->catalog->count;
     size_t width = (size_t)nlibs + 1;
-    unsigned char *wanted = calloc((size_t)nlibs + 1, 1);
-    if (!wanted)
-        return 0;
-    for (int n = 0; n < needs->count; n++)
-        wanted[needs->lib[n]] = 1;
-    for (size_t g = 0; g < st->ngroups; g++) {
-        if (st->group_start[g] < st->claim)
-            continue;
-        size_t key = st->pair_key[st->order[st->group_start[g]]];
-        size_t producer = key / width, consumer = key % width; /* index + 1; 0: none */
-        if (producer > 0)
-            wanted[producer - 1] = 1;
-        if (consumer > 0)
-            wanted[consumer - 1] = 1;
+    /* The unclaimed pairs change only when a slot claims one: worked out once per claim. */
+    if (st->unclaimed_at != st->claim) {
+        memset(st->unclaimed_libs, 0, width);
+        for (size_t g = 0; g < st->ngroups; g++) {
+            if (st->group_start[g] < st->claim)
+                continue;
+            size_t key = st->pair_key[st->order[st->group_start[g]]];
+            size_t producer = key / width, consumer = key % width; /* index + 1; 0: none */
+            st->unclaimed_libs[producer] = 1; /* slot 0 (no library) is never read */
+            st->unclaimed_libs[consumer] = 1;
+        }
+        st->unclaimed_at = st->claim;
     }
     double ms = 0;
     for (int i = 0; i < nlibs; i++) {
-        if (wanted[i] && !ic_libset_has(loaded, i))
+        bool first = false;
+        for (int n = 0; n < needs->count; n++)
+            first = first || needs->lib[n] == i;
+        if ((first || st->unclaimed_libs[i + 1]) && !ic_libset_has(loaded, i))
             ms += pool->catalog->libs[i].load_ms;
     }
-    free(wanted);
     return ms / 1000.0;
 }
 
@@ -1317,7 +1321,7 @@ static int ic_other_workers(const struct ic_pool *pool, const struct ic_run_stat
  * cases: a start that pays comes at most that late (ski rental), and on a small run none is
  * made. The run never waits on a declining slot: a slot still holding cases of its own, or
  * with no running worker able to take its next case, starts. */
-static bool ic_start_pays(const struct ic_pool *pool, const struct ic_run_state *st, int slot)
+static bool ic_start_pays(const struct ic_pool *pool, struct ic_run_state *st, int slot)
 {
     size_t index, cases, held;
     bool taker;
@@ -1686,6 +1690,7 @@ static void ic_run_state_release(struct ic_run_state *st)
     free(st->order);
     free(st->pair_key);
     free(st->group_start);
+    free(st->unclaimed_libs);
 }
 
 int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
@@ -1699,10 +1704,12 @@ int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
     st.deferred = calloc(count ? count : 1, sizeof(*st.deferred));
     st.slot_used = calloc((size_t)pool->nprocs, 1);
     st.declined = calloc((size_t)pool->nprocs, 1);
+    st.unclaimed_libs = calloc((size_t)pool->catalog->count + 1, 1);
+    st.unclaimed_at = SIZE_MAX;
     st.cursor = calloc((size_t)pool->nprocs, sizeof(*st.cursor));
     st.group_end = calloc((size_t)pool->nprocs, sizeof(*st.group_end));
-    if (!st.retried || !st.retry || !st.deferred || !st.slot_used || !st.declined || !st.cursor ||
-        !st.group_end || ic_order_by_pair(pool, &st) < 0) {
+    if (!st.retried || !st.retry || !st.deferred || !st.slot_used || !st.declined ||
+        !st.unclaimed_libs || !st.cursor || !st.group_end || ic_order_by_pair(pool, &st) < 0) {
         ic_run_state_release(&st);
         return IC_ENOMEM;
     }

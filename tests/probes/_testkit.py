@@ -98,9 +98,7 @@ def pyarrow_flat(pa, data, dtype, ops, library, valid=None):
     bytes, with valid='s nulls (`library` names it in the refusal of any other layout)."""
     if ops:
         raise NotImplementedError(f"{library} builds flat arrays only")
-    bitmap = None if valid is None else pa.py_buffer(_probekit.pack_bools(valid))
-    return pa.Array.from_buffers(getattr(pa, dtype)(), len(data) // _probekit.ITEMSIZE[dtype],
-                                 [bitmap, _probekit.arrow_copy(pa, data)])
+    return _probekit.pyarrow_array(pa, data, dtype, valid)
 
 
 class Array:
