@@ -972,17 +972,24 @@ def device_tuple(s):
            'not_reproduced("a 2-tuple of ints")')
 
 
-def device_match(s):
-    """A capsule whose device is not the one __dlpack_device__() names: both, side by side."""
+def capsule_device(s):
+    """A capsule's device against __dlpack_device__() and DLPack's rules for it (a known type, an
+    id >= 0, 0 for host memory): both, side by side."""
     s.need("dlpack")
     s.line("device = tuple(int(v) for v in x.__dlpack_device__())",
            "info = capsule_info(x.__dlpack__(max_version=(1, 0)))",
+           "kind, ordinal = info['device']",
            'print("__dlpack_device__():", device)',
            'print("the capsule\'s device:", info["device"])',
-           'if tuple(info["device"]) != device:',
+           'if (kind, ordinal) != device:',
            f'    reproduced(f"{s.producer_name}\'s capsule says device {{info[\'device\']}}, its '
            '__dlpack_device__() {device}")',
-           'not_reproduced("the capsule and __dlpack_device__() name the same device")')
+           "if not (1 <= kind <= 4 or 7 <= kind <= 18) or ordinal < 0:",
+           '    reproduced(f"the capsule\'s device {(kind, ordinal)} is no DLPack device")',
+           "if kind in (1, 3, 11, 13) and ordinal != 0:  # CPU, CUDA host, ROCm host, managed",
+           '    reproduced(f"the capsule names host memory with device_id {ordinal}; DLPack has 0")',
+           'not_reproduced("the capsule\'s device is a DLPack device, the one __dlpack_device__() '
+           'names")')
 
 
 def dlpack_request_flags(s):
@@ -1389,7 +1396,8 @@ RULES = {
     "dlpack.c_api_stream": c_api,
     "exchange.consumer_no_copy": consumer_copy_keyword,
     "dlpack.device_tuple": device_tuple,
-    "dlpack.device_match": device_match,
+    "dlpack.device_match": capsule_device,
+    "dlpack.device": capsule_device,
     "dlpack.copy_flag": dlpack_request_flags,
     "dlpack.cpu_stream": dlpack_request_flags,
     "buffer.format_request": buffer_fields,

@@ -60,6 +60,25 @@ static bool ic_dlpack_device_id_zero(int32_t type)
            type == IC_DL_CUDA_MANAGED;
 }
 
+/* The capsule's device against the one the producer names elsewhere (`named`: its
+ * __dlpack_device__, or the dl_device asked for). Another device type, or another id of a
+ * device, may send a consumer to the wrong memory: dlpack.device_match. Only another id of
+ * host memory, where DLPack fixes the id at 0, cannot: all of it is one address space, so the
+ * disagreement breaks dlpack.device (a consumer comparing devices is misled, none misreads). */
+static void ic_dlpack_check_device_match(DLDevice device, int64_t type, int64_t id,
+                                         const char *named, struct ic_diag *diag)
+{
+    if ((int64_t)device.device_type == type && (int64_t)device.device_id == id)
+        return;
+    bool host_id_only =
+        (int64_t)device.device_type == type && ic_dlpack_device_id_zero(device.device_type);
+    ic_diag_error(diag, host_id_only ? IC_RULE_DLPACK_DEVICE : IC_RULE_DLPACK_DEVICE_MATCH,
+                  "the capsule's device (%d, %d) differs from %s(%lld, %lld)%s",
+                  (int)device.device_type, (int)device.device_id, named, (long long)type,
+                  (long long)id,
+                  host_id_only ? ": host memory, whose device_id DLPack fixes at 0" : "");
+}
+
 static const char *ic_dlpack_code_name(uint8_t code)
 {
     static const char *const names[] = {"int",
@@ -1056,21 +1075,11 @@ static void ic_dlpack_check_request(const struct ic_dlpack_request *req,
     if (req->dl_device_given && !req->dl_device_valid) {
         /* The consumer's malformed request: nothing to compare against. */
     } else if (req->dl_device_valid) {
-        if ((int64_t)device.device_type != req->dl_device_type ||
-            (int64_t)device.device_id != req->dl_device_id)
-            ic_diag_error(diag, IC_RULE_DLPACK_DEVICE_MATCH,
-                          "the capsule's device (%d, %d) differs from the requested "
-                          "dl_device=(%lld, %lld)",
-                          (int)device.device_type, (int)device.device_id,
-                          (long long)req->dl_device_type, (long long)req->dl_device_id);
+        ic_dlpack_check_device_match(device, req->dl_device_type, req->dl_device_id,
+                                     "the requested dl_device=", diag);
     } else if (reported && reported->valid) {
-        if ((int64_t)device.device_type != reported->type ||
-            (int64_t)device.device_id != reported->id)
-            ic_diag_error(diag, IC_RULE_DLPACK_DEVICE_MATCH,
-                          "the capsule's device (%d, %d) differs from __dlpack_device__() = "
-                          "(%lld, %lld)",
-                          (int)device.device_type, (int)device.device_id, (long long)reported->type,
-                          (long long)reported->id);
+        ic_dlpack_check_device_match(device, reported->type, reported->id,
+                                     "__dlpack_device__() = ", diag);
     }
     if (req->stream_given) {
         /* CUDA streams order work on device and managed memory alike; ROCm's are ints too. */

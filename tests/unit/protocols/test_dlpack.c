@@ -1105,6 +1105,11 @@ static void test_reference_consumer(void)
     c = consume("Bad(device_type=2)", IC_VARIANT_DL_DEVICE_CPU);
     TAP_OK(has_error(&c.rec.diag, IC_RULE_DLPACK_DEVICE_MATCH),
            "dl_device_cpu: a capsule on device (2, 0) is an error");
+    c = consume("Bad(device_id=1)", IC_VARIANT_DL_DEVICE_CPU);
+    TAP_OK(has_error(&c.rec.diag, IC_RULE_DLPACK_DEVICE) &&
+               !has_error(&c.rec.diag, IC_RULE_DLPACK_DEVICE_MATCH),
+           "dl_device_cpu: a capsule on host device (1, 1) breaks dlpack.device, not device_match "
+           "(host memory is one address space: no consumer misreads it)");
 
     c = consume("Good(readonly=True)", IC_VARIANT_READONLY);
     TAP_OK(c.handle && c.rec.view.readonly && c.rec.view.readonly_known && c.rec.diag.errors == 0,
