@@ -33,8 +33,25 @@ enum {
     IC_DEVICE_CPU = 1,
     IC_DEVICE_CUDA = 2,
     IC_DEVICE_CUDA_HOST = 3,
+    IC_DEVICE_ROCM_HOST = 11,
     IC_DEVICE_CUDA_MANAGED = 13,
 };
+
+/* Host-accessible memory (the CPU, pinned and managed memory), for which DLPack fixes the device
+ * id at 0: every id of such a type names one address space. */
+static inline bool ic_device_type_is_host(int32_t type)
+{
+    return type == IC_DEVICE_CPU || type == IC_DEVICE_CUDA_HOST || type == IC_DEVICE_ROCM_HOST ||
+           type == IC_DEVICE_CUDA_MANAGED;
+}
+
+/* Whether (type_a, id_a) and (type_b, id_b) name the same memory: the same type, and the same
+ * id unless the type is host memory. */
+static inline bool ic_device_same_memory(int32_t type_a, int64_t id_a, int32_t type_b,
+                                         int64_t id_b)
+{
+    return type_a == type_b && (id_a == id_b || ic_device_type_is_host(type_a));
+}
 
 struct ic_view {
     uintptr_t data; /* first element; 0 is allowed only when the view has no elements */

@@ -53,12 +53,6 @@ static bool ic_dlpack_device_known(int32_t type)
     return (type >= 1 && type <= 4) || (type >= 7 && type <= IC_DL_DEVICE_LAST);
 }
 
-/* Memory for which DLPack fixes device_id at 0 (header comment on DLDevice). */
-static bool ic_dlpack_device_id_zero(int32_t type)
-{
-    return type == IC_DL_CPU || type == IC_DL_CUDA_HOST || type == IC_DL_ROCM_HOST ||
-           type == IC_DL_CUDA_MANAGED;
-}
 
 /* The capsule's device against the one the producer names elsewhere (`named`: its
  * __dlpack_device__, or the dl_device asked for). Another device type, or another id of a
@@ -70,8 +64,8 @@ static void ic_dlpack_check_device_match(DLDevice device, int64_t type, int64_t 
 {
     if ((int64_t)device.device_type == type && (int64_t)device.device_id == id)
         return;
-    bool host_id_only =
-        (int64_t)device.device_type == type && ic_dlpack_device_id_zero(device.device_type);
+    bool host_id_only = ic_device_same_memory(device.device_type, device.device_id,
+                                              (int32_t)type, id);
     ic_diag_error(diag, host_id_only ? IC_RULE_DLPACK_DEVICE : IC_RULE_DLPACK_DEVICE_MATCH,
                   "the capsule's device (%d, %d) differs from %s(%lld, %lld)%s",
                   (int)device.device_type, (int)device.device_id, named, (long long)type,
@@ -212,7 +206,7 @@ static void ic_dlpack_check_device(DLDevice device, struct ic_diag *diag)
                       (int)type, IC_DL_DEVICE_LAST);
     if (device.device_id < 0)
         ic_diag_error(diag, rule, "device_id %d: must be >= 0", (int)device.device_id);
-    else if (device.device_id != 0 && ic_dlpack_device_id_zero(type))
+    else if (device.device_id != 0 && ic_device_type_is_host(type))
         ic_diag_warn(diag, rule,
                      "device_id %d on device type %d: DLPack sets device_id to 0 for CPU, "
                      "pinned and managed memory",

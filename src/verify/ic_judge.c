@@ -994,9 +994,12 @@ static void ic_check_device(struct ic_case_state *st, struct ic_result *res)
                         "an empty CUDA array interface has pointer 0: its device is unknown");
         return;
     }
+    /* Another id of host memory is the same memory: the protocol's own rules judge the id
+     * (dlpack.device), not this check, which is about where the elements are. */
     bool id_known = rec->view.device_id >= 0;
-    if (rec->have_view && (rec->view.device_type != p->device_type ||
-                           (id_known && rec->view.device_id != p->device_id))) {
+    if (rec->have_view &&
+        !ic_device_same_memory(rec->view.device_type, id_known ? rec->view.device_id : p->device_id,
+                               p->device_type, p->device_id)) {
         ic_result_fail(res, IC_CHECK_DEVICE, IC_RULE_EXCHANGE_DEVICE, IC_SIDE_PRODUCER,
                        "the export says device (%d, %lld) for an array on (%d, %lld)",
                        rec->view.device_type, (long long)rec->view.device_id, p->device_type,
@@ -1004,8 +1007,8 @@ static void ic_check_device(struct ic_case_state *st, struct ic_result *res)
         return;
     }
     if (st->consumer && st->have_consumed &&
-        (st->consumed.view.device_type != p->device_type ||
-         st->consumed.view.device_id != p->device_id)) {
+        !ic_device_same_memory(st->consumed.view.device_type, st->consumed.view.device_id,
+                               p->device_type, p->device_id)) {
         ic_result_fail(res, IC_CHECK_DEVICE, IC_RULE_EXCHANGE_DEVICE, IC_SIDE_CONSUMER,
                        "%s's import is on device (%d, %lld), the array on (%d, %lld)",
                        st->consumer_name, st->consumed.view.device_type,
