@@ -49,7 +49,7 @@ enum ic_ipc_side {
     X(BEGIN, "begin", IC_IPC_WORKER, "seq:i case:s pid:i?")                                       \
     X(END, "end", IC_IPC_WORKER, "seq:i case:s result:o")                                         \
     X(SCRIPT, "script", IC_IPC_WORKER, "seq:i case:s script:s? error:s?")                         \
-    X(LOST, "lost", IC_IPC_WORKER, "seq:i case:s how:s pid:i")
+    X(LOST, "lost", IC_IPC_WORKER, "seq:i case:s how:s pid:i violation:s?")
 
 enum ic_message {
 #define IC_MESSAGE_ENUM(e, name, sender, members) IC_MSG_##e,

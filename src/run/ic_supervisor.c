@@ -906,8 +906,8 @@ static void ic_deliver_failure(struct ic_pool *pool, struct ic_proc *p, const st
         what = child;
         outcome = IC_OUTCOME_CRASH;
     }
-    const char *aside = p->forked ? "; it was a copy of the worker forked for this case (its "
-                                    "pair crashed before), and the worker stays"
+    const char *aside = p->forked ? "; it was a copy of the worker forked to run the cases of "
+                                    "a pair that crashed before, and the worker stays"
                                   : "";
     p->forked = false;
     if (outcome == IC_OUTCOME_ERROR) {
@@ -1344,6 +1344,32 @@ static bool ic_start_pays(const struct ic_pool *pool, struct ic_run_state *st, i
     return (double)left * (work_s / (double)cases) / (running + 1) > IC_START_MARGIN * import_s;
 }
 
+/* Another slot's worker serves isolated cases (it never ran one itself) and can take one that
+ * needs `needs`: the case waits for it rather than having `slot` start a worker, or stop the
+ * one it has, and import the pair again. Isolated cases are few and quick once the pair is
+ * imported, and one worker's case child runs them in turn. */
+static bool ic_isolated_server_elsewhere(const struct ic_pool *pool, int slot,
+                                         const struct ic_needs *needs)
+{
+    for (int j = 0; j < pool->nprocs; j++) {
+        const struct ic_proc *q = &pool->procs[j];
+        if (j != slot && q->pid > 0 && q->current_forked && !q->ran_in_process &&
+            !ic_proc_conflicts(pool, q, needs))
+            return true;
+    }
+    return false;
+}
+
+/* Puts back the case ic_next_case just handed out: it was the last one taken from the set-aside
+ * ones or from the retries. */
+static void ic_unget_case(struct ic_run_state *st, size_t index)
+{
+    if (st->deferred_next > 0 && st->deferred[st->deferred_next - 1] == index)
+        st->deferred_next--;
+    else
+        st->retry[st->nretry++] = index;
+}
+
 /* Hands a case to every idle worker. IC_ECHILD when no worker process can be started. */
 static int ic_pool_assign(struct ic_pool *pool, struct ic_run_state *st)
 {
@@ -1362,6 +1388,11 @@ static int ic_pool_assign(struct ic_pool *pool, struct ic_run_state *st)
         const struct ic_case *c = &st->cases[index];
         struct ic_needs needed = ic_needed(pool, c->producer, c->consumer);
         bool isolate = ic_pair_isolated(pool, st, index);
+        if (isolate && (p->pid == 0 || p->ran_in_process) &&
+            ic_isolated_server_elsewhere(pool, j, &needed)) {
+            ic_unget_case(st, index);
+            continue;
+        }
         /* An isolated case is forked from a worker that never ran a case itself: a process
          * that ran libraries' code may hold threads and locks a forked child cannot use.
          * Imports alone are fine (the two libraries were imported together when the case
@@ -1514,7 +1545,14 @@ static void ic_proc_read(struct ic_pool *pool, struct ic_proc *p, struct ic_run_
         if (!msg && !error)
             break;
         if (msg && ic_proc_accept(p, msg, &kind, why, sizeof(why)) == 0) {
-            if (kind == IC_MSG_LOST) {
+            const char *violation = ic_json_string(msg, "violation");
+            if (kind == IC_MSG_LOST && violation) {
+                /* The worker saw the case forge its child's answer: a violation as any other. */
+                snprintf(why, sizeof(why), "%s", violation);
+                cJSON_Delete(msg);
+                ic_proc_violated(pool, p, st, why);
+                return;
+            } else if (kind == IC_MSG_LOST) {
                 ic_note_case_time(st, p);
                 ic_proc_lost(pool, p, st, msg);
                 ic_proc_promote(pool, p);

@@ -18,10 +18,11 @@
  *   alone it imports, it is ordered before the libraries loaded earlier (some pairs of
  *   libraries only coexist in one order), and every later worker follows that order.
  * - A pair of libraries whose case crashed or hung over a protocol is isolated for the rest of
- *   the run: its later cases over that protocol wait until the others are done, then each runs
- *   in a child forked by a worker that never ran a case itself ("fork" in the request). A
- *   crash then costs the child: the worker keeps its imports (a crash no longer means
- *   importing the pair again), and no state of another case is inherited.
+ *   the run: its later cases over that protocol wait until the others are done, then run in a
+ *   child forked by a worker that never ran a case itself ("fork" in the request). The child
+ *   runs one isolated case after another until one kills it; the next case gets a new child.
+ *   A crash then costs the child: the worker keeps its imports (a crash no longer means
+ *   importing the pair again), and no state of a case run outside the child is inherited.
  * - Cases run in library-set order (by producer and consumer; each worker takes one pair's
  *   cases at a time), and a worker running a case is sent the next one as well, so that it
  *   keeps its imports and never waits for a round trip.
@@ -67,7 +68,7 @@ struct ic_pool_stats {
     unsigned workers_started; /* processes started to run cases (discovery's not counted) */
     unsigned restarts;        /* of those, the ones replacing a worker that crashed, hung, was
                                  stopped for an import-order conflict or for an isolated pair */
-    unsigned isolated_cases;  /* cases run in a worker holding only their pair's libraries */
+    unsigned isolated_cases;  /* cases of isolated pairs, run in a worker's case child */
     unsigned starts_declined; /* worker slots that left their cases to the running workers,
                                  and started none, as the imports would not pay */
     double import_s;   /* the first import of each library in each worker slot */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,6 +31,11 @@ struct ic_worker {
     struct ic_probe *probes;           /* count loaded, room for capacity (owned) */
     int count;
     size_t capacity;
+    /* The child that runs isolated cases (ic_worker_run_forked): its pid (0: none), the
+     * worker's end of their private channel, and how many probes were loaded when it forked. */
+    pid_t child_pid;
+    int child_channel;
+    int child_loaded;
 };
 
 /* --- Children killed by a signal ------------------------------------------------------------ */
@@ -185,45 +191,152 @@ static int ic_worker_load_list(struct ic_worker *w, const cJSON *load);
 static int ic_worker_run_case(struct ic_worker *w, const struct ic_case *cp, const char *id,
                               const char *seed_text);
 
-/* The exit status of a forked case's child that sent its "end": any other end (a library's
- * own exit, even with status 0) is a case that ended without its result. */
-#define IC_FORKED_CASE_DONE 113
+/* The exit status of a case child that ended as asked (its channel to the worker closed): any
+ * other end (a library's own exit, even with status 0) is a case that ended without its
+ * result. */
+#define IC_CASE_CHILD_DONE 113
+
+/* What the worker hands its case child for each case: the request's id, seed and sequence
+ * number. One datagram, so the child reads a whole request or none. */
+struct ic_child_request {
+    char id[IC_CASE_ID_MAX];
+    char seed[32];
+    unsigned long long seq;
+};
+
+/* The case child's loop: runs each case the worker hands it, answering the supervisor itself
+ * on the worker's channel, and acknowledges each to the worker with the request's sequence
+ * number. Leaves with _exit when the worker closes its end. */
+static void ic_worker_child_serve(struct ic_worker *w, int channel)
+{
+    struct ic_child_request req;
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* not inherited: the child dies with its worker too */
+    for (;;) {
+        ssize_t got = recv(channel, &req, sizeof(req), 0);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got != (ssize_t)sizeof(req))
+            break; /* the worker closed its end: done */
+        struct ic_case c;
+        if (ic_case_parse_id(req.id, &c) < 0)
+            _exit(70);
+        w->seq = req.seq;
+        int rc = ic_worker_run_case(w, &c, req.id, req.seed);
+        fflush(NULL);
+        if (rc < 0 || send(channel, &req.seq, sizeof(req.seq), MSG_NOSIGNAL) != sizeof(req.seq))
+            _exit(70);
+    }
+    _exit(IC_CASE_CHILD_DONE);
+}
+
+/* Ends the case child, if there is one, and waits for it: it leaves when its channel closes. */
+static void ic_worker_retire_child(struct ic_worker *w)
+{
+    if (w->child_pid <= 0)
+        return;
+    close(w->child_channel);
+    while (waitpid(w->child_pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    w->child_pid = 0;
+    w->child_channel = -1;
+}
+
+/* Forks the case child, which keeps every library the worker has loaded. Returns 0, or
+ * negative when no child could be made. */
+static int ic_worker_spawn_child(struct ic_worker *w)
+{
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
+        return IC_EIO;
+    fflush(NULL); /* nothing buffered is written twice */
+    pid_t pid = ic_py_fork();
+    if (pid < 0) {
+        close(pair[0]);
+        close(pair[1]);
+        return IC_EIO;
+    }
+    if (pid == 0) {
+        close(pair[0]);
+        /* Above the worker's channel: a library that looks for "the" socket among its
+         * descriptors meets that one first, as in a worker without a child. */
+        int high = fcntl(pair[1], F_DUPFD_CLOEXEC, w->fd + 1);
+        if (high >= 0) {
+            close(pair[1]);
+            pair[1] = high;
+        }
+        ic_worker_child_serve(w, pair[1]); /* does not return */
+    }
+    close(pair[1]);
+    w->child_pid = pid;
+    w->child_channel = pair[0];
+    w->child_loaded = w->count;
+    return 0;
+}
 
 /* An isolated case (the request says "fork"): it runs in a child of the worker, so that a
  * crash costs the child alone and the worker keeps its imports for the next case. The child
- * answers as the worker would and leaves with _exit; the worker waits for it and, when it
- * ended another way, says how ("lost": "signal N" or "exit status N"). Without a child (fork
+ * stays and serves the next isolated cases too (a fork of a process holding large libraries
+ * is tens of milliseconds); a load made since it was forked retires it, as it lacks what was
+ * loaded. When the child dies before acknowledging the case, the worker says how ("lost":
+ * "signal N" or "exit status N"), and the next case gets a new child. Without a child (fork
  * failed) the case runs in the worker. */
 static int ic_worker_run_forked(struct ic_worker *w, const struct ic_case *c, const char *id,
                                 const char *seed_text)
 {
-    fflush(NULL); /* nothing buffered is written twice */
-    pid_t pid = ic_py_fork();
-    if (pid < 0)
+    struct ic_child_request req;
+    memset(&req, 0, sizeof(req));
+    snprintf(req.id, sizeof(req.id), "%s", id);
+    snprintf(req.seed, sizeof(req.seed), "%s", seed_text);
+    req.seq = w->seq;
+    if (w->child_pid > 0 && w->child_loaded != w->count)
+        ic_worker_retire_child(w);
+    if (w->child_pid <= 0 && ic_worker_spawn_child(w) < 0)
         return ic_worker_run_case(w, c, id, seed_text);
-    if (pid == 0) {
-        int rc = ic_worker_run_case(w, c, id, seed_text);
-        fflush(NULL);
-        _exit(rc < 0 ? 70 : IC_FORKED_CASE_DONE);
+    bool sent = send(w->child_channel, &req, sizeof(req), MSG_NOSIGNAL) == (ssize_t)sizeof(req);
+    if (!sent) {
+        /* The child ended between cases, before this one reached it: a new one runs it. */
+        ic_worker_retire_child(w);
+        if (ic_worker_spawn_child(w) < 0)
+            return ic_worker_run_case(w, c, id, seed_text);
+        sent = send(w->child_channel, &req, sizeof(req), MSG_NOSIGNAL) == (ssize_t)sizeof(req);
     }
+    unsigned long long ack[2]; /* room for more than an acknowledgement, to see one */
+    ssize_t got = -1;
+    if (sent) {
+        do
+            got = recv(w->child_channel, ack, sizeof(ack), 0);
+        while (got < 0 && errno == EINTR);
+    }
+    if (got == (ssize_t)sizeof(ack[0]) && ack[0] == req.seq)
+        return 0;
+    /* Anything else on the channel was written by the case's code, not by our child: the
+     * child cannot be trusted to go on, and the case is a protocol violation. */
+    bool forged = got > 0;
+    pid_t pid = w->child_pid;
     int status = 0;
+    if (forged)
+        kill(pid, SIGKILL);
+    close(w->child_channel);
     while (waitpid(pid, &status, 0) < 0) {
         if (errno != EINTR)
             return IC_EIO;
     }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == IC_FORKED_CASE_DONE)
-        return 0;
+    w->child_pid = 0;
+    w->child_channel = -1;
     char how[32];
     if (WIFSIGNALED(status))
         snprintf(how, sizeof(how), "signal %d", WTERMSIG(status));
     else
-        snprintf(how, sizeof(how), "exit status %d",
-                 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        snprintf(how, sizeof(how), "exit status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     cJSON *lost = ic_message_new(IC_MSG_LOST, w->seq);
-    return ic_worker_send(w, lost,
-                          lost && cJSON_AddStringToObject(lost, "case", id) &&
-                              cJSON_AddStringToObject(lost, "how", how) &&
-                              cJSON_AddNumberToObject(lost, "pid", (double)pid));
+    return ic_worker_send(
+        w, lost,
+        lost && cJSON_AddStringToObject(lost, "case", id) &&
+            cJSON_AddStringToObject(lost, "how", how) &&
+            cJSON_AddNumberToObject(lost, "pid", (double)pid) &&
+            (!forged || cJSON_AddStringToObject(lost, "violation",
+                                                "the case wrote to the private channel between "
+                                                "the worker and the child that runs its cases")));
 }
 
 static int ic_worker_run(struct ic_worker *w, const cJSON *msg)
@@ -347,6 +460,7 @@ int ic_worker_main(const struct ic_worker_config *config)
     if (!w)
         return 1;
     w->fd = config->fd;
+    w->child_channel = -1;
     ic_worker_isolate(config);
     struct ic_py_config pyconfig = {
         .python = config->python, .sys_path = NULL, .faulthandler = true};
@@ -377,6 +491,10 @@ int ic_worker_main(const struct ic_worker_config *config)
         rc = ic_ipc_check(msg, IC_IPC_WORKER, &kind, why, sizeof(why));
         if (rc == 0)
             w->seq = (unsigned long long)cJSON_GetObjectItemCaseSensitive(msg, "seq")->valuedouble;
+        /* Only isolated cases go to the case child: anything else is the worker's again. */
+        if (rc < 0 || kind != IC_MSG_RUN ||
+            !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "fork")))
+            ic_worker_retire_child(w);
         if (rc == 0 && kind == IC_MSG_QUIT) {
             cJSON_Delete(msg);
             status = 0;
@@ -400,6 +518,7 @@ int ic_worker_main(const struct ic_worker_config *config)
     }
 
 done:
+    ic_worker_retire_child(w);
     ic_framebuf_release(&in);
     fflush(stdout);
     fflush(stderr);

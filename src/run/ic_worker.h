@@ -13,6 +13,10 @@
  *   "loaded" each), then answers "begin" and, when the case is over, "end" with the result;
  *   "repro" answers "script"; "quit" ends the loop. Every answer carries the request's "seq"
  *   and, for a case, its id. A request that breaks the table ends the worker.
+ * - A "run" that says "fork" (an isolated case) runs in a child of the worker, which answers
+ *   on the same channel; the child stays for the next such request and goes at any other
+ *   request or at a load. A child that dies before its case's end makes the worker answer
+ *   "lost" with how it ended; the worker itself goes on with its imports.
  * - The begin message is written before the case touches any library: if the worker dies
  *   after it, the supervisor knows which case killed it.
  * - Returns the process exit status; the caller (main) leaves with _exit so that no library's

@@ -17,7 +17,7 @@ import time
 import taplib
 
 DTYPES = ["int8", "int16", "int32", "uint8", "uint16", "float32", "float64", "complex64",
-          "bool", "int64"]
+          "bool", "uint32", "int64"]
 
 # dtype -> (outcome, text the diagnostic must hold)
 EXPECTED = {
@@ -30,6 +30,7 @@ EXPECTED = {
     "float64": ("error", "worker protocol violation: the worker stopped in the middle of a frame"),
     "complex64": ("error", "worker protocol violation: a frame of 2147483648 bytes"),
     "bool": ("error", "worker protocol violation: bytes that are not a frame header (00)"),
+    "uint32": ("error", "worker protocol violation: the case wrote to the private channel"),
     "int64": ("pass", ""),
 }
 

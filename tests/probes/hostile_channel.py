@@ -12,6 +12,9 @@ case alone:
   float64   sends half a frame, then hangs                                      -> error
   complex64 sends a frame header announcing 2 GiB                               -> error
   bool      sends one NUL byte                                                  -> error
+  uint32    writes to the last socket among its descriptors: after the crashes above its
+            pair's cases run in a child of the worker, whose channel to the worker that is,
+            so it forges the child's acknowledgement                            -> error
   int64     imports correctly                                                   -> pass
 
 It is loaded only with --probe-dir tests/probes; the built-in probe set never sees it.
@@ -32,14 +35,18 @@ def _descriptors():
     return sorted(int(name) for name in os.listdir("/proc/self/fd"))
 
 
+def _is_socket(fd):
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
+    except OSError:
+        return False
+
+
 def _channel():
     """The worker's socket, found as a library that looks for it would."""
     for fd in _descriptors():
-        try:
-            if os.readlink(f"/proc/self/fd/{fd}").startswith("socket:"):
-                return fd
-        except OSError:
-            continue
+        if _is_socket(fd):
+            return fd
     raise RuntimeError("no socket among the descriptors")
 
 
@@ -110,5 +117,9 @@ def consume(obj, protocol, dtype):
         time.sleep(3600)
     if dtype == "bool":
         _write(_channel(), b"\x00")
+        time.sleep(3600)
+    if dtype == "uint32":
+        sockets = [fd for fd in _descriptors() if _is_socket(fd)]
+        _write(sockets[-1], b"forged")
         time.sleep(3600)
     return _testkit.np.from_dlpack(obj)
