@@ -169,12 +169,14 @@ static void ic_print_progress(struct ic_run *run, const struct ic_case *c, bool 
             c ? c->producer : "", c ? c->consumer : "");
 }
 
-static void ic_record_result(struct ic_run *run, struct ic_planned *item)
+/* `res` is the item's result, whole (the item holds it packed). */
+static void ic_record_result(struct ic_run *run, struct ic_planned *item,
+                             const struct ic_result *res)
 {
     item->done = true;
     run->done++;
-    run->counts[item->result.outcome]++;
-    if (run->stream_ok && ic_stream_write_case(&run->stream, &item->c, &item->result) < 0) {
+    run->counts[res->outcome]++;
+    if (run->stream_ok && ic_stream_write_case(&run->stream, &item->c, res) < 0) {
         fprintf(stderr, "\ninteropcheck: cannot write %s: %s; results stay in memory\n",
                 run->stream.path, strerror(errno));
         run->stream_ok = false;
@@ -185,8 +187,13 @@ static void ic_on_result(void *context, size_t index, const struct ic_result *re
 {
     struct ic_run *run = context;
     struct ic_planned *item = &run->plan->items[run->run_index[index]];
-    item->result = *res;
-    ic_record_result(run, item);
+    if (ic_result_pack(res, &item->result) < 0) {
+        /* Out of memory: the outcome is kept for the counts, the rest is in the stream. */
+        ic_result_packed_release(&item->result);
+        item->result =
+            (struct ic_result_packed){res->outcome, res->rule, res->side, res->severity, NULL};
+    }
+    ic_record_result(run, item, res);
     ic_print_progress(run, &item->c, false);
 }
 
@@ -641,11 +648,14 @@ static size_t ic_run_start_stream(struct ic_run *run, struct ic_session *session
         fprintf(stderr, "interopcheck: cannot write %s: %s; results stay in memory\n", stream_path,
                 strerror(errno));
     size_t to_run = 0;
+    struct ic_result res;
     for (size_t i = 0; i < plan->count; i++) {
-        if (plan->items[i].run)
+        if (plan->items[i].run) {
             to_run++;
-        else
-            ic_record_result(run, &plan->items[i]);
+        } else {
+            ic_result_unpack(&plan->items[i].result, &res);
+            ic_record_result(run, &plan->items[i], &res);
+        }
     }
     return to_run;
 }

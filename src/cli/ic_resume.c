@@ -154,6 +154,11 @@ int ic_resume_restore(const struct ic_resume *resume, struct ic_plan *plan, char
                       size_t err_size)
 {
     int restored = 0;
+    struct ic_result *res = malloc(sizeof(*res)); /* 7 KB: one, reused */
+    if (!res) {
+        snprintf(err, err_size, "out of memory");
+        return IC_ENOMEM;
+    }
     for (size_t i = 0; i < plan->count; i++) {
         struct ic_planned *item = &plan->items[i];
         char id[IC_CASE_ID_MAX];
@@ -166,13 +171,20 @@ int ic_resume_restore(const struct ic_resume *resume, struct ic_plan *plan, char
                 : NULL;
         if (!found)
             continue;
-        if (ic_resume_result(found->json, &item->result) < 0) {
+        if (ic_resume_result(found->json, res) < 0) {
             snprintf(err, err_size, "the recorded result of %s cannot be read", id);
+            free(res);
             return IC_EINVAL;
+        }
+        if (ic_result_pack(res, &item->result) < 0) {
+            snprintf(err, err_size, "out of memory");
+            free(res);
+            return IC_ENOMEM;
         }
         item->run = false;
         restored++;
     }
+    free(res);
     return restored;
 }
 

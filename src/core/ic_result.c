@@ -1,6 +1,8 @@
 #include "ic_result.h"
 
 #include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -369,4 +371,112 @@ cJSON *ic_case_to_json(const struct ic_case *c, const struct ic_result *res)
 fail:
     cJSON_Delete(json);
     return NULL;
+}
+
+/* --- The packed form ----------------------------------------------------------------------- */
+
+/* The fixed part of a blob; the texts follow it, each with its terminating NUL, in the order
+ * of ic_result_texts. */
+struct ic_packed_check {
+    uint8_t status, side, severity;
+    uint16_t rule;
+};
+
+struct ic_packed_head {
+    double duration_ms;
+    struct ic_packed_check checks[IC_CHECK_COUNT];
+};
+
+enum { IC_PACKED_TEXTS = 4 + IC_CHECK_COUNT };
+
+_Static_assert(IC_RULE_COUNT <= UINT16_MAX && IC_SIDE_COUNT <= UINT8_MAX &&
+                   IC_CHECK_STATUS_COUNT <= UINT8_MAX,
+               "a packed check holds a rule in 16 bits, a side and a status in 8");
+
+/* The text fields of a result, in their packed order, with their capacities. */
+static void ic_result_texts(struct ic_result *res, char *texts[IC_PACKED_TEXTS],
+                            size_t sizes[IC_PACKED_TEXTS])
+{
+    texts[0] = res->documented;
+    sizes[0] = sizeof(res->documented);
+    texts[1] = res->diagnostic;
+    sizes[1] = sizeof(res->diagnostic);
+    texts[2] = res->request;
+    sizes[2] = sizeof(res->request);
+    texts[3] = res->exported;
+    sizes[3] = sizeof(res->exported);
+    for (int i = 0; i < IC_CHECK_COUNT; i++) {
+        texts[4 + i] = res->checks[i].note;
+        sizes[4 + i] = sizeof(res->checks[i].note);
+    }
+}
+
+int ic_result_pack(const struct ic_result *res, struct ic_result_packed *ret)
+{
+    char *texts[IC_PACKED_TEXTS];
+    size_t sizes[IC_PACKED_TEXTS], lengths[IC_PACKED_TEXTS];
+    size_t total = sizeof(struct ic_packed_head);
+    /* Only read through: the fields are named once, in ic_result_texts. */
+    ic_result_texts((struct ic_result *)res, texts, sizes);
+    for (int i = 0; i < IC_PACKED_TEXTS; i++) {
+        lengths[i] = strnlen(texts[i], sizes[i] - 1);
+        total += lengths[i] + 1;
+    }
+    unsigned char *blob = malloc(total);
+    if (!blob)
+        return IC_ENOMEM;
+    struct ic_packed_head head;
+    memset(&head, 0, sizeof(head));
+    head.duration_ms = res->duration_ms;
+    for (int i = 0; i < IC_CHECK_COUNT; i++) {
+        const struct ic_check_result *check = &res->checks[i];
+        head.checks[i] = (struct ic_packed_check){(uint8_t)check->status, (uint8_t)check->side,
+                                                  (uint8_t)check->severity, (uint16_t)check->rule};
+    }
+    memcpy(blob, &head, sizeof(head));
+    unsigned char *at = blob + sizeof(head);
+    for (int i = 0; i < IC_PACKED_TEXTS; i++) {
+        memcpy(at, texts[i], lengths[i]);
+        at[lengths[i]] = '\0';
+        at += lengths[i] + 1;
+    }
+    free(ret->blob);
+    *ret = (struct ic_result_packed){res->outcome, res->rule, res->side, res->severity, blob};
+    return 0;
+}
+
+void ic_result_unpack(const struct ic_result_packed *packed, struct ic_result *ret)
+{
+    memset(ret, 0, sizeof(*ret));
+    ret->outcome = packed->outcome;
+    ret->rule = packed->rule;
+    ret->side = packed->side;
+    ret->severity = packed->severity;
+    if (!packed->blob)
+        return;
+    struct ic_packed_head head;
+    memcpy(&head, packed->blob, sizeof(head));
+    ret->duration_ms = head.duration_ms;
+    for (int i = 0; i < IC_CHECK_COUNT; i++) {
+        struct ic_check_result *check = &ret->checks[i];
+        check->status = (enum ic_check_status)head.checks[i].status;
+        check->side = (enum ic_side)head.checks[i].side;
+        check->severity = (enum ic_severity_class)head.checks[i].severity;
+        check->rule = (enum ic_rule)head.checks[i].rule;
+    }
+    char *texts[IC_PACKED_TEXTS];
+    size_t sizes[IC_PACKED_TEXTS];
+    ic_result_texts(ret, texts, sizes);
+    const char *at = (const char *)packed->blob + sizeof(head);
+    for (int i = 0; i < IC_PACKED_TEXTS; i++) {
+        size_t length = strlen(at); /* at most sizes[i] - 1: it was packed from there */
+        memcpy(texts[i], at, length + 1);
+        at += length + 1;
+    }
+}
+
+void ic_result_packed_release(struct ic_result_packed *packed)
+{
+    free(packed->blob);
+    memset(packed, 0, sizeof(*packed));
 }

@@ -124,6 +124,30 @@ struct ic_result {
     struct ic_check_result checks[IC_CHECK_COUNT];
 };
 
+/* A finished result as a run keeps it, one per case of its plan: the outcome and its
+ * attribution as fields (what counting and expectations read), the rest (duration, checks,
+ * every text) packed in one allocation that holds only the bytes the texts use. A struct
+ * ic_result is 7 KB whatever it says; a packed one is its texts' length and ~100 bytes, so a
+ * plan of 200 000 cases holds tens of megabytes instead of gigabytes.
+ * Zeroed, it is an empty result (outcome pass, no checks run, no texts). The blob is the
+ * packed form's own (ic_result_packed_release). */
+struct ic_result_packed {
+    enum ic_outcome outcome;
+    enum ic_rule rule;
+    enum ic_side side;
+    enum ic_severity_class severity;
+    unsigned char *blob;
+};
+
+/* Packs `res` into *ret, releasing what *ret held. IC_ENOMEM leaves *ret as it was. */
+int ic_result_pack(const struct ic_result *res, struct ic_result_packed *ret);
+
+/* The result that was packed (the outcome and attribution as the packed form's fields say,
+ * which expectations may have changed since). */
+void ic_result_unpack(const struct ic_result_packed *packed, struct ic_result *ret);
+
+void ic_result_packed_release(struct ic_result_packed *packed);
+
 const char *ic_outcome_name(enum ic_outcome outcome);
 int ic_outcome_from_name(const char *name, enum ic_outcome *ret);
 bool ic_outcome_is_failure(enum ic_outcome outcome);

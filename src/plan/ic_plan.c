@@ -68,9 +68,11 @@ static bool ic_variant_applies(const struct ic_variant_info *variant, enum ic_pr
     return false;
 }
 
-/* Decides at plan time what the producer cannot express. */
-static void ic_plan_decide(const struct ic_library *producer, struct ic_planned *item)
+/* Decides at plan time what the producer cannot express. IC_ENOMEM. */
+static int ic_plan_decide(const struct ic_library *producer, struct ic_planned *item)
 {
+    struct ic_result res;
+    memset(&res, 0, sizeof(res));
     const struct ic_case *c = &item->c;
     const char *dtype = ic_dtype_name(c->dtype);
     const char *layout = ic_layout_name(c->layout);
@@ -79,24 +81,25 @@ static void ic_plan_decide(const struct ic_library *producer, struct ic_planned 
     item->run = true;
     if (!(producer->dtypes & (1u << c->dtype))) {
         note = ic_library_note(producer, dtype);
-        ic_result_set(&item->result, IC_OUTCOME_UNSUPPORTED, "%s has no %s arrays%s%s",
+        ic_result_set(&res, IC_OUTCOME_UNSUPPORTED, "%s has no %s arrays%s%s",
                       producer->name, dtype, note ? ": " : "", note ? note : "");
         item->run = false;
     } else if (!(producer->layouts & (1u << c->layout))) {
         note = ic_library_note(producer, layout);
-        ic_result_set(&item->result, IC_OUTCOME_UNSUPPORTED, "%s cannot make a %s view%s%s",
+        ic_result_set(&res, IC_OUTCOME_UNSUPPORTED, "%s cannot make a %s view%s%s",
                       producer->name, layout, note ? ": " : "", note ? note : "");
         item->run = false;
     } else if (c->variant == IC_VARIANT_READONLY && !producer->readonly) {
-        ic_result_set(&item->result, IC_OUTCOME_UNSUPPORTED, "%s cannot make read-only arrays",
+        ic_result_set(&res, IC_OUTCOME_UNSUPPORTED, "%s cannot make read-only arrays",
                       producer->name);
         item->run = false;
     } else if (ic_variant_has_nulls(c->variant) && !producer->nulls) {
-        ic_result_set(&item->result, IC_OUTCOME_UNSUPPORTED, "%s cannot make arrays with nulls",
+        ic_result_set(&res, IC_OUTCOME_UNSUPPORTED, "%s cannot make arrays with nulls",
                       producer->name);
         item->run = false;
     }
     item->done = !item->run;
+    return item->run ? 0 : ic_result_pack(&res, &item->result);
 }
 
 /* Every case of one pair; `consumer` NULL for interopcheck's own consumer. */
@@ -125,10 +128,13 @@ static int ic_plan_pair(const struct ic_library *producer, const struct ic_libra
                 item.c.dtype = (enum ic_dtype)d;
                 item.c.layout = (enum ic_layout)l;
                 item.c.variant = (enum ic_variant)v;
-                ic_plan_decide(producer, &item);
-                int rc = ic_plan_push(plan, &item);
-                if (rc < 0)
+                int rc = ic_plan_decide(producer, &item);
+                if (rc == 0)
+                    rc = ic_plan_push(plan, &item);
+                if (rc < 0) {
+                    ic_result_packed_release(&item.result);
                     return rc;
+                }
             }
         }
     }
@@ -186,6 +192,8 @@ int ic_plan_build(const struct ic_catalog *catalog, const struct ic_filter *filt
 
 void ic_plan_release(struct ic_plan *plan)
 {
+    for (size_t i = 0; i < plan->count; i++)
+        ic_result_packed_release(&plan->items[i].result);
     free(plan->items);
     memset(plan, 0, sizeof(*plan));
 }

@@ -41,7 +41,7 @@ struct ic_planned {
     struct ic_case c;
     bool run;                /* false: decided at plan time (result holds the outcome) */
     bool done;               /* the result is final */
-    struct ic_result result;
+    struct ic_result_packed result; /* the plan's (ic_plan_release) */
 };
 
 struct ic_plan {

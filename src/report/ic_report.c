@@ -262,8 +262,12 @@ cJSON *ic_report_build(const cJSON *tool, const cJSON *run, const cJSON *python,
     cJSON *report = cJSON_CreateObject();
     cJSON *environment, *cases, *summary, *protocols;
     size_t counts[IC_OUTCOME_COUNT];
-    if (!report)
+    struct ic_result *res = malloc(sizeof(*res)); /* each case's, unpacked in turn */
+    if (!report || !res) {
+        cJSON_Delete(report);
+        free(res);
         return NULL;
+    }
     if (!cJSON_AddStringToObject(report, "schema", "interopcheck-report") ||
         !cJSON_AddNumberToObject(report, "schema_version", IC_REPORT_SCHEMA_VERSION))
         goto fail;
@@ -284,7 +288,8 @@ cJSON *ic_report_build(const cJSON *tool, const cJSON *run, const cJSON *python,
         const struct ic_planned *item = &plan->items[i];
         if (!item->done)
             continue;
-        cJSON *json = ic_case_to_json(&item->c, &item->result);
+        ic_result_unpack(&item->result, res);
+        cJSON *json = ic_case_to_json(&item->c, res);
         if (!json || !cJSON_AddItemToArray(cases, json)) {
             cJSON_Delete(json);
             goto fail;
@@ -309,8 +314,10 @@ cJSON *ic_report_build(const cJSON *tool, const cJSON *run, const cJSON *python,
             goto fail;
         cJSON_AddItemToObject(protocols, ic_protocol_id(p), item);
     }
+    free(res);
     return report;
 fail:
+    free(res);
     cJSON_Delete(report);
     return NULL;
 }

@@ -1,5 +1,6 @@
 /* Unit tests of case ids (ic_case) and of the outcome and check tables (ic_result): ids are
  * stable, readable, round-trip, and refuse anything that would split ambiguously. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ic_case.h"
@@ -143,6 +144,44 @@ static void test_results(void)
                back.checks[IC_CHECK_STRIDES].side == IC_SIDE_PRODUCER,
            "a result survives its JSON form");
     cJSON_Delete(json);
+
+    /* The packed form a run keeps: every field back, at the size of its texts. */
+    snprintf(res.request, sizeof(res.request), "__dlpack__(max_version=(1, 0))");
+    snprintf(res.documented, sizeof(res.documented), "see the library's notes");
+    memset(res.checks[IC_CHECK_LIFETIME].note, 'n', sizeof(res.checks[0].note) - 1);
+    res.duration_ms = 1.25;
+    struct ic_result_packed packed;
+    memset(&packed, 0, sizeof(packed));
+    TAP_OK(ic_result_pack(&res, &packed) == 0 && packed.outcome == IC_OUTCOME_FAIL &&
+               packed.rule == IC_RULE_EXCHANGE_CONTENTS && packed.side == IC_SIDE_CONSUMER &&
+               packed.severity == IC_CLASS_HARMFUL,
+           "a packed result keeps outcome, rule, side and severity as fields");
+    struct ic_result *unpacked = malloc(sizeof(*unpacked));
+    memset(unpacked, 0xa5, sizeof(*unpacked)); /* unpacking writes every byte it compares */
+    ic_result_unpack(&packed, unpacked);
+    bool same = unpacked->duration_ms == res.duration_ms;
+    for (int i = 0; i < IC_CHECK_COUNT; i++) {
+        const struct ic_check_result *a = &res.checks[i], *b = &unpacked->checks[i];
+        same = same && a->status == b->status && a->rule == b->rule && a->side == b->side &&
+               a->severity == b->severity && strcmp(a->note, b->note) == 0;
+    }
+    TAP_OK(same && strcmp(unpacked->diagnostic, res.diagnostic) == 0 &&
+               strcmp(unpacked->request, res.request) == 0 &&
+               strcmp(unpacked->documented, res.documented) == 0 &&
+               strcmp(unpacked->exported, "") == 0 && unpacked->outcome == res.outcome,
+           "unpacking gives back every check, note (a full one too), text and the duration");
+    packed.outcome = IC_OUTCOME_XFAIL; /* what expectations do to a run's packed results */
+    ic_result_unpack(&packed, unpacked);
+    TAP_OK(unpacked->outcome == IC_OUTCOME_XFAIL, "the packed form's outcome field wins");
+    struct ic_result_packed empty;
+    memset(&empty, 0, sizeof(empty));
+    ic_result_unpack(&empty, unpacked);
+    TAP_OK(unpacked->outcome == IC_OUTCOME_PASS && unpacked->diagnostic[0] == '\0' &&
+               unpacked->checks[IC_CHECK_EXPORT].status == IC_CHECK_NOT_RUN,
+           "a zeroed packed result is an empty one");
+    free(unpacked);
+    ic_result_packed_release(&packed);
+    TAP_OK(packed.blob == NULL, "releasing empties it");
 
     cJSON *broken = cJSON_Parse("{\"outcome\":\"maybe\"}");
     TAP_OK(ic_result_from_json(broken, &back) == IC_EPROTO, "an unknown outcome is IC_EPROTO");
