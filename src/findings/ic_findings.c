@@ -164,6 +164,10 @@ struct ic_universe {
     unsigned char *open; /* no verdict (unsupported, error): a pattern may cover it */
     char **values[IC_PARTS];
     int nvalues[IC_PARTS], capvalues[IC_PARTS];
+    /* The cases holding each value of each part (ic_universe_index): value v of part d is
+     * held by cases[d][start[d][v]] up to cases[d][start[d][v + 1]]. A pattern's cases are
+     * among those of any part it fixes, so a check of a pattern reads the fewest. */
+    size_t *start[IC_PARTS], *cases[IC_PARTS];
 };
 
 static int ic_value_index(struct ic_universe *u, int dim, const char *text, size_t len)
@@ -214,12 +218,37 @@ static int ic_universe_add(struct ic_universe *u, size_t index, const char *id)
     return 0;
 }
 
+/* Lists the cases of each value of each part, once every case was added. IC_ENOMEM. */
+static int ic_universe_index(struct ic_universe *u)
+{
+    for (int dim = 0; dim < IC_PARTS; dim++) {
+        size_t *start = calloc((size_t)u->nvalues[dim] + 1, sizeof(*start));
+        size_t *cases = malloc((u->count ? u->count : 1) * sizeof(*cases));
+        u->start[dim] = start;
+        u->cases[dim] = cases;
+        if (!start || !cases)
+            return IC_ENOMEM;
+        for (size_t i = 0; i < u->count; i++)
+            start[u->parts[i][dim] + 1]++;
+        for (int v = 0; v < u->nvalues[dim]; v++)
+            start[v + 1] += start[v];
+        for (size_t i = 0; i < u->count; i++) /* then start[v] is v's end, and shifts back */
+            cases[start[u->parts[i][dim]]++] = i;
+        for (int v = u->nvalues[dim]; v > 0; v--)
+            start[v] = start[v - 1];
+        start[0] = 0;
+    }
+    return 0;
+}
+
 static void ic_universe_release(struct ic_universe *u)
 {
     for (int dim = 0; dim < IC_PARTS; dim++) {
         for (int i = 0; i < u->nvalues[dim]; i++)
             free(u->values[dim][i]);
         free(u->values[dim]);
+        free(u->start[dim]);
+        free(u->cases[dim]);
     }
     free(u->parts);
     free(u->open);
@@ -281,10 +310,10 @@ static struct ic_group *ic_group_find(struct ic_groups *groups, const struct ic_
  * dtype first. */
 static int ic_example_score(const cJSON *c)
 {
-    static const char *const layouts[] = {"contiguous", "flat",      "strided",       "offset",
-                                          "reversed",   "fortran",   "transposed",    "unit_dims",
-                                          "broadcast",  "scalar",    "empty",         "ndim32",
-                                          "unit_dims_odd", "broadcast_inner"};
+    static const char *const layouts[] = {
+        "contiguous", "flat",       "strided",       "offset",         "reversed",
+        "fortran",    "transposed", "unit_dims",     "broadcast",      "scalar",
+        "empty",      "ndim32",     "unit_dims_odd", "broadcast_inner"};
     static const char *const dtypes[] = {"float32", "int32", "float64", "int64",
                                          "int16",   "uint8", "int8"};
     int score = 0;
@@ -443,7 +472,20 @@ static bool ic_matches(const int *pattern, const int *parts)
 static bool ic_pattern_exact(const struct ic_universe *u, const unsigned char *member,
                              const int *pattern)
 {
-    for (size_t i = 0; i < u->count; i++) {
+    int narrowest = -1;
+    size_t fewest = u->count;
+    for (int d = 0; d < IC_PARTS; d++) {
+        if (pattern[d] < 0)
+            continue;
+        size_t held = u->start[d][pattern[d] + 1] - u->start[d][pattern[d]];
+        if (held < fewest || narrowest < 0) {
+            fewest = held;
+            narrowest = d;
+        }
+    }
+    for (size_t k = 0; k < fewest; k++) {
+        size_t i =
+            narrowest < 0 ? k : u->cases[narrowest][u->start[narrowest][pattern[narrowest]] + k];
         if (ic_matches(pattern, u->parts[i]) && !member[i] && !u->open[i])
             return false;
     }
@@ -507,6 +549,11 @@ static void ic_pattern_text(const struct ic_universe *u, const int *pattern, cha
         snprintf(buf + used, used < size ? size - used : 0, ".%s", u->values[IC_PARTS - 1][v]);
 }
 
+static int ic_parts_compare(const void *a, const void *b)
+{
+    return memcmp(a, b, sizeof(int[IC_PARTS]));
+}
+
 static cJSON *ic_group_patterns(const struct ic_universe *u, const struct ic_group *g)
 {
     unsigned char *member = calloc(u->count ? u->count : 1, 1);
@@ -523,14 +570,17 @@ static cJSON *ic_group_patterns(const struct ic_universe *u, const struct ic_gro
         memcpy(patterns[count++], u->parts[g->cases[i]], sizeof(patterns[0]));
     }
     /* Merged reports repeat ids: a pattern that matches one environment's case of an id
-     * matches the others too, so membership is by id. */
+     * matches the others too, so membership is by id (looked up in the sorted ids' parts: a
+     * group can hold thousands of the report's hundreds of thousands of cases). The sorted
+     * copy is in `rejected`, which ic_widen uses afresh; widening starts from the ids in
+     * report order, as its greedy steps depend on the order. */
+    memcpy(rejected, patterns, count * sizeof(patterns[0]));
+    if (count > 1)
+        qsort(rejected, count, sizeof(rejected[0]), ic_parts_compare);
     for (size_t i = 0; i < u->count; i++) {
-        if (member[i])
-            continue;
-        for (size_t j = 0; j < count && !member[i]; j++) {
-            if (memcmp(patterns[j], u->parts[i], sizeof(patterns[0])) == 0)
-                member[i] = 2;
-        }
+        if (!member[i] && count > 0 &&
+            bsearch(u->parts[i], rejected, count, sizeof(rejected[0]), ic_parts_compare))
+            member[i] = 2;
     }
     count = ic_widen(u, member, patterns, count, rejected);
     for (size_t i = 0; i < count; i++) {
@@ -687,6 +737,8 @@ int ic_findings_attach(cJSON *report)
     if (!u.parts || !u.open)
         goto done;
     rc = ic_collect(cases, &u, &groups);
+    if (rc == 0)
+        rc = ic_universe_index(&u);
     if (rc < 0)
         goto done;
     /* qsort's array may not be NULL, even for no elements: a report without failures has none */
