@@ -641,7 +641,7 @@ static size_t ic_run_start_stream(struct ic_run *run, struct ic_session *session
 {
     struct ic_plan *plan = run->plan;
     cJSON *skeleton =
-        ic_report_build(tool, run_json, python, &session->catalog, plan, &session->devices);
+        ic_report_skeleton(tool, run_json, python, &session->catalog, plan, &session->devices);
     run->stream_ok = skeleton && ic_stream_open(&run->stream, stream_path, run_json, skeleton) == 0;
     cJSON_Delete(skeleton);
     if (!run->stream_ok)

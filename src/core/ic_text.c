@@ -558,8 +558,8 @@ void ic_text_line_column(const char *text, size_t len, size_t offset, size_t *re
 
 /* --- Files ---------------------------------------------------------------------------------- */
 
-static int ic_write_atomic(const char *path, const char *data, size_t len, bool newline, char *err,
-                           size_t err_size)
+int ic_text_write_atomic_with(const char *path, ic_text_writer_fn writer, void *context, char *err,
+                              size_t err_size)
 {
     size_t tmp_size = strlen(path) + 32;
     char *tmp = malloc(tmp_size);
@@ -586,11 +586,16 @@ static int ic_write_atomic(const char *path, const char *data, size_t len, bool 
             close(fd);
         goto done;
     }
-    if ((len > 0 && fwrite(data, 1, len, file) != len) || (newline && fputc('\n', file) < 0) ||
-        fflush(file) != 0 || fsync(fileno(file)) != 0) {
-        snprintf(err, err_size, "cannot write %s: %s", tmp, strerror(errno));
+    errno = 0;
+    int written = writer(file, context);
+    if (written < 0 || fflush(file) != 0 || fsync(fileno(file)) != 0) {
+        if (written == IC_ENOMEM)
+            snprintf(err, err_size, "out of memory while writing %s", path);
+        else
+            snprintf(err, err_size, "cannot write %s: %s", tmp, strerror(errno ? errno : EIO));
         fclose(file);
         unlink(tmp);
+        rc = written == IC_ENOMEM ? IC_ENOMEM : IC_EIO;
         goto done;
     }
     if (fclose(file) != 0 || rename(tmp, path) != 0) {
@@ -604,14 +609,31 @@ done:
     return rc;
 }
 
+struct ic_bytes {
+    const char *data;
+    size_t len;
+    bool newline;
+};
+
+static int ic_write_bytes(FILE *file, void *context)
+{
+    const struct ic_bytes *bytes = context;
+    if ((bytes->len > 0 && fwrite(bytes->data, 1, bytes->len, file) != bytes->len) ||
+        (bytes->newline && fputc('\n', file) < 0))
+        return IC_EIO;
+    return 0;
+}
+
 int ic_text_write_atomic(const char *path, const char *data, size_t len, char *err, size_t err_size)
 {
-    return ic_write_atomic(path, data, len, false, err, err_size);
+    struct ic_bytes bytes = {data, len, false};
+    return ic_text_write_atomic_with(path, ic_write_bytes, &bytes, err, err_size);
 }
 
 int ic_text_write_atomic_line(const char *path, const char *text, char *err, size_t err_size)
 {
-    return ic_write_atomic(path, text, strlen(text), true, err, err_size);
+    struct ic_bytes bytes = {text, strlen(text), true};
+    return ic_text_write_atomic_with(path, ic_write_bytes, &bytes, err, err_size);
 }
 
 int ic_table_find(const void *table, size_t count, size_t stride, size_t offset, const char *name)

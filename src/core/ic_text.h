@@ -67,6 +67,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* The longest cut marker, " … [18446744073709551615 bytes cut]", without escapes. */
 #define IC_TEXT_MARKER_MAX 40
@@ -224,5 +225,12 @@ int ic_text_write_atomic(const char *path, const char *data, size_t len, char *e
 
 /* The same for a C string followed by a newline (a JSON document, say). */
 int ic_text_write_atomic_line(const char *path, const char *text, char *err, size_t err_size);
+
+/* Writes what `writer` writes to its FILE, atomically as ic_text_write_atomic: the writer
+ * returns 0, IC_EIO when a write failed (errno says why) or IC_ENOMEM; on failure nothing
+ * replaces `path`. */
+typedef int (*ic_text_writer_fn)(FILE *file, void *context);
+int ic_text_write_atomic_with(const char *path, ic_text_writer_fn writer, void *context, char *err,
+                              size_t err_size);
 
 #endif

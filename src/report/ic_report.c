@@ -255,9 +255,10 @@ static cJSON *ic_platform(void)
     return json;
 }
 
-cJSON *ic_report_build(const cJSON *tool, const cJSON *run, const cJSON *python,
-                       const struct ic_catalog *catalog, const struct ic_plan *plan,
-                       const struct ic_devices *devices)
+/* The report; `with_cases` false: its "cases" array is left empty. */
+static cJSON *ic_report_assemble(const cJSON *tool, const cJSON *run, const cJSON *python,
+                                 const struct ic_catalog *catalog, const struct ic_plan *plan,
+                                 const struct ic_devices *devices, bool with_cases)
 {
     cJSON *report = cJSON_CreateObject();
     cJSON *environment, *cases, *summary, *protocols;
@@ -284,7 +285,7 @@ cJSON *ic_report_build(const cJSON *tool, const cJSON *run, const cJSON *python,
     cases = cJSON_AddArrayToObject(report, "cases");
     if (!cases)
         goto fail;
-    for (size_t i = 0; i < plan->count; i++) {
+    for (size_t i = 0; i < plan->count && with_cases; i++) {
         const struct ic_planned *item = &plan->items[i];
         if (!item->done)
             continue;
@@ -322,16 +323,65 @@ fail:
     return NULL;
 }
 
-int ic_json_write_atomic(const char *path, const cJSON *json, char *err, size_t err_size)
+cJSON *ic_report_build(const cJSON *tool, const cJSON *run, const cJSON *python,
+                       const struct ic_catalog *catalog, const struct ic_plan *plan,
+                       const struct ic_devices *devices)
 {
-    char *text = cJSON_Print(json);
-    if (!text) {
-        snprintf(err, err_size, "out of memory while formatting %s", path);
+    return ic_report_assemble(tool, run, python, catalog, plan, devices, true);
+}
+
+cJSON *ic_report_skeleton(const cJSON *tool, const cJSON *run, const cJSON *python,
+                          const struct ic_catalog *catalog, const struct ic_plan *plan,
+                          const struct ic_devices *devices)
+{
+    return ic_report_assemble(tool, run, python, catalog, plan, devices, false);
+}
+
+/* Writes `item` as JSON text (formatted or on one line) and a separator. */
+static int ic_json_put(FILE *file, const cJSON *item, bool formatted, const char *after)
+{
+    char *text = formatted ? cJSON_Print(item) : cJSON_PrintUnformatted(item);
+    if (!text)
         return IC_ENOMEM;
-    }
-    int rc = ic_text_write_atomic_line(path, text, err, err_size);
+    int rc = fputs(text, file) < 0 || fputs(after, file) < 0 ? IC_EIO : 0;
     cJSON_free(text);
     return rc;
+}
+
+/* An object a member at a time, and an array member an element at a time, each on a line of
+ * its own: a report's text is never whole in memory (tens of megabytes for --all, as much
+ * again while cJSON grows its buffer), and a case is one line to grep. */
+static int ic_json_stream(FILE *file, void *context)
+{
+    const cJSON *json = context;
+    if (!cJSON_IsObject(json))
+        return ic_json_put(file, json, true, "\n");
+    if (fputs("{\n", file) < 0)
+        return IC_EIO;
+    for (const cJSON *item = json->child; item; item = item->next) {
+        cJSON *key = cJSON_CreateStringReference(item->string ? item->string : "");
+        int rc = key ? ic_json_put(file, key, false, ": ") : IC_ENOMEM;
+        cJSON_Delete(key);
+        if (rc == 0 && cJSON_IsArray(item) && item->child) {
+            rc = fputs("[\n", file) < 0 ? IC_EIO : 0;
+            for (const cJSON *e = item->child; e && rc == 0; e = e->next)
+                rc = ic_json_put(file, e, false, e->next ? ",\n" : "\n");
+            if (rc == 0 && fputs("]", file) < 0)
+                rc = IC_EIO;
+        } else if (rc == 0) {
+            rc = ic_json_put(file, item, true, "");
+        }
+        if (rc == 0 && fputs(item->next ? ",\n" : "\n", file) < 0)
+            rc = IC_EIO;
+        if (rc < 0)
+            return rc;
+    }
+    return fputs("}\n", file) < 0 ? IC_EIO : 0;
+}
+
+int ic_json_write_atomic(const char *path, const cJSON *json, char *err, size_t err_size)
+{
+    return ic_text_write_atomic_with(path, ic_json_stream, (void *)json, err, err_size);
 }
 
 /* The shortest decimal form of `value` that reads back as the same double, so that 2.0000001

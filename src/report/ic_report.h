@@ -9,7 +9,8 @@
  *   for each cell without cases the reason (one side lacks the protocol or the library).
  * - Pointers and 64-bit integers are strings; counts and durations are JSON numbers.
  * - ic_json_write_atomic writes to a temporary file next to the target and renames it over
- *   the target, so a reader never sees half a report.
+ *   the target, so a reader never sees half a report. It streams: a top-level array (the
+ *   cases) is written an element a line, so the text is never whole in memory.
  */
 #ifndef IC_REPORT_H
 #define IC_REPORT_H
@@ -38,6 +39,12 @@ cJSON *ic_report_devices(const struct ic_devices *devices);
 cJSON *ic_report_build(const cJSON *tool, const cJSON *run, const cJSON *python,
                        const struct ic_catalog *catalog, const struct ic_plan *plan,
                        const struct ic_devices *devices);
+
+/* The report as ic_report_build makes it, with an empty "cases" array: the first line of a
+ * result stream, which then holds the cases a line each. */
+cJSON *ic_report_skeleton(const cJSON *tool, const cJSON *run, const cJSON *python,
+                          const struct ic_catalog *catalog, const struct ic_plan *plan,
+                          const struct ic_devices *devices);
 
 /* The environment's "libraries" array, also used by `interopcheck list --json`. */
 cJSON *ic_report_libraries(const struct ic_catalog *catalog);
