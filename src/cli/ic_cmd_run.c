@@ -31,15 +31,8 @@ struct ic_run {
     bool stream_ok;
     size_t done;
     size_t counts[IC_OUTCOME_COUNT];
-    double last_progress;
+    double started; /* ic_wall_s */
 };
-
-static double ic_wall_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void ic_utc_now(char *buf, size_t size, const char *format)
 {
@@ -158,15 +151,15 @@ static int ic_build_filter(const struct ic_options *opts, const struct ic_catalo
 
 static void ic_print_progress(struct ic_run *run, const struct ic_case *c, bool force)
 {
-    double now = ic_wall_s();
-    if (!run->session->progress || (!force && now - run->last_progress < 0.1))
-        return;
-    run->last_progress = now;
     size_t failures = ic_outcome_failures(run->counts);
-    fprintf(stderr, "\r\033[K[%zu/%zu] %zu failed, %zu unsupported, %zu errors  %s %s -> %s",
-            run->done, run->plan->count, failures, run->counts[IC_OUTCOME_UNSUPPORTED],
-            run->counts[IC_OUTCOME_ERROR], c ? ic_protocol_id(c->protocol) : "",
-            c ? c->producer : "", c ? c->consumer : "");
+    char current[2 * IC_NAME_MAX + 40] = ""; /* the case that just ended */
+    if (c)
+        snprintf(current, sizeof(current), "  %s %s -> %s", ic_protocol_id(c->protocol),
+                 c->producer, c->consumer);
+    ic_session_status(run->session, force,
+                      "[%zu/%zu] %zu failed, %zu unsupported, %zu errors, %.0f s%s", run->done,
+                      run->plan->count, failures, run->counts[IC_OUTCOME_UNSUPPORTED],
+                      run->counts[IC_OUTCOME_ERROR], ic_wall_s() - run->started, current);
 }
 
 /* `res` is the item's result, whole (the item holds it packed). */
@@ -350,11 +343,9 @@ static int ic_run_reproducers(struct ic_session *session, cJSON *report)
         ctx.findings[n++] = finding;
     }
     if (rc == 0 && n > 0) {
-        if (session->progress)
-            fprintf(stderr, "\r\033[Kwriting %zu reproducers", n);
+        ic_session_status(session, true, "writing %zu reproducers", n);
         rc = ic_pool_reproduce(session->pool, requests, n, ic_on_script, &ctx);
-        if (session->progress)
-            fprintf(stderr, "\r\033[K");
+        ic_session_status_clear(session);
     }
     for (size_t i = 0; i < n; i++)
         cJSON_Delete(requests[i]);
@@ -773,6 +764,7 @@ static int ic_run_command_execute(struct ic_run_command *cmd)
     if (!cmd->tool || !cmd->run_json || !cmd->python)
         return snprintf(cmd->err, sizeof(cmd->err), "out of memory"), IC_ENOMEM;
     run->session = &cmd->session;
+    run->started = ic_wall_s();
     run->plan = &cmd->plan;
     size_t to_run = ic_run_start_stream(run, &cmd->session, cmd->stream_path, cmd->tool,
                                         cmd->run_json, cmd->python);
@@ -785,8 +777,7 @@ static int ic_run_command_execute(struct ic_run_command *cmd)
         return ran;
     }
     ic_print_progress(run, NULL, true);
-    if (cmd->session.progress)
-        fprintf(stderr, "\r\033[K");
+    ic_session_status_clear(&cmd->session);
     if (cmd->interrupted)
         fprintf(stderr,
                 "interopcheck: interrupted: %zu of %zu cases finished; the reports hold them, "

@@ -1,11 +1,13 @@
 #include "ic_session.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ic_config.h"
@@ -168,8 +170,8 @@ int ic_session_open(struct ic_session *session, const struct ic_options *opts, c
         rc = ic_add_dir(session, opts->probe_dirs[i], err, err_size);
     if (rc < 0)
         goto fail;
-    rc = ic_catalog_scan(&session->catalog, (const char *const *)session->dirs, session->ndirs,
-                         err, err_size);
+    rc = ic_catalog_scan(&session->catalog, (const char *const *)session->dirs, session->ndirs, err,
+                         err_size);
     if (rc < 0)
         goto fail;
 
@@ -181,7 +183,13 @@ int ic_session_open(struct ic_session *session, const struct ic_options *opts, c
 
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     session->jobs = opts->jobs > 0 ? opts->jobs : (cpus > 0 ? (int)cpus : 1);
-    session->progress = !opts->quiet && isatty(STDERR_FILENO);
+    /* TERM=dumb: a terminal without cursor control, where \r and erase codes would pile up. */
+    const char *term = getenv("TERM");
+    bool live = isatty(STDERR_FILENO) && !(term && strcmp(term, "dumb") == 0);
+    session->progress = opts->quiet ? IC_PROGRESS_NONE
+                        : live      ? IC_PROGRESS_LIVE
+                                    : IC_PROGRESS_LINES;
+    session->last_status = ic_wall_s(); /* a plain line first after one interval */
     struct ic_supervisor_config config = {
         .self_exe = session->self_exe,
         .python = session->python,
@@ -202,18 +210,45 @@ fail:
     return rc;
 }
 
+double ic_wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void ic_session_status(struct ic_session *session, bool force, const char *fmt, ...)
+{
+    double now = ic_wall_s();
+    double interval = session->progress == IC_PROGRESS_LIVE ? 0.1 : IC_PROGRESS_LINE_INTERVAL_S;
+    if (session->progress == IC_PROGRESS_NONE || (!force && now - session->last_status < interval))
+        return;
+    session->last_status = now;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs(session->progress == IC_PROGRESS_LIVE ? "\r\033[K" : "interopcheck: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    if (session->progress == IC_PROGRESS_LINES)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+void ic_session_status_clear(struct ic_session *session)
+{
+    if (session->progress == IC_PROGRESS_LIVE)
+        fputs("\r\033[K", stderr);
+}
+
 static void ic_discover_progress(void *context, const struct ic_library *lib)
 {
-    const struct ic_session *session = context;
-    if (session->progress)
-        fprintf(stderr, "\r\033[Kimporting %s ...", lib->name);
+    ic_session_status(context, false, "importing %s ...", lib->name);
 }
 
 int ic_session_discover(struct ic_session *session, const struct ic_libset *wanted)
 {
     int rc = ic_pool_discover(session->pool, wanted, ic_discover_progress, session);
-    if (session->progress)
-        fprintf(stderr, "\r\033[K");
+    ic_session_status_clear(session);
     return rc;
 }
 

@@ -28,6 +28,16 @@
 #include "ic_report.h"
 #include "ic_supervisor.h"
 
+/* How a long run shows it is alive, on stderr. */
+enum ic_progress_mode {
+    IC_PROGRESS_NONE,  /* -q */
+    IC_PROGRESS_LIVE,  /* a terminal that takes escapes: one line, redrawn in place */
+    IC_PROGRESS_LINES, /* a CI log, a file, TERM=dumb: a plain line every few seconds */
+};
+
+/* Seconds between two progress lines written as plain lines. */
+#define IC_PROGRESS_LINE_INTERVAL_S 5.0
+
 struct ic_session {
     const struct ic_options *opts;
     char python[4096];
@@ -37,7 +47,8 @@ struct ic_session {
     int ndirs;
     int dirs_capacity;
     int jobs;
-    bool progress; /* a terminal is watching stderr */
+    enum ic_progress_mode progress; /* how ic_session_status shows progress on stderr */
+    double last_status;             /* when it last did, on ic_wall_s's clock */
     struct ic_catalog catalog;
     struct ic_pool *pool;
     struct ic_devices devices; /* the CPU, and the GPU when the CUDA driver is ready */
@@ -45,6 +56,18 @@ struct ic_session {
 
 int ic_session_open(struct ic_session *session, const struct ic_options *opts, char *err,
                     size_t err_size);
+
+/* Seconds on a monotonic clock: what the command's phases are timed with. */
+double ic_wall_s(void);
+
+/* Shows where a long step stands (printf-formatted, no newline): redrawn in place on a
+ * terminal (at most ten times a second), a plain line "interopcheck: ..." every
+ * IC_PROGRESS_LINE_INTERVAL_S seconds elsewhere, nothing with -q; `force` shows it now. */
+void ic_session_status(struct ic_session *session, bool force, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Clears a status line redrawn in place, before other output. */
+void ic_session_status_clear(struct ic_session *session);
 
 /* Loads the libraries whose catalog index is in `wanted`, with a progress line on a
  * terminal. */

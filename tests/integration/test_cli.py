@@ -28,6 +28,27 @@ def other_python(current_version):
     return None, None
 
 
+def run_on_terminal(command, term):
+    """Runs `command` with stderr on a pseudo-terminal of type `term`: (status, what the
+    terminal got, stdout)."""
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=terminal, text=True,
+                            env={**os.environ, "TERM": term})
+    os.close(terminal)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(controller, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    proc.wait(timeout=300)
+    os.close(controller)
+    return proc.returncode, seen, proc.stdout.read()
+
+
 def check_size(tap, binary):
     """--size 70K: the 1-D layouts move 71 680 elements (strided from 215 041), the report
     says so, and the exchanges still pass."""
@@ -132,33 +153,28 @@ def main(tap, args):
         tap.ok(patched != text and "9.9.9-patched" in numpy_line,
                "a --probe-dir probe replaces the built-in probe of the same name", numpy_line)
 
-    # The progress line appears on a terminal only.
+    # Progress: redrawn in place on a terminal, plain lines elsewhere (a CI log, TERM=dumb).
     with tempfile.TemporaryDirectory() as workdir:
-        controller, terminal = pty.openpty()
-        proc = subprocess.Popen([binary, "--producer", "numpy", "--consumer", "numpy",
-                                 "--protocol", "dlpack", "--dtype", "float32", "-o",
-                                 os.path.join(workdir, "r.json")],
-                                stdout=subprocess.PIPE, stderr=terminal, text=True)
-        os.close(terminal)
-        seen = b""
-        while True:
-            try:
-                chunk = os.read(controller, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            seen += chunk
-        proc.wait(timeout=300)
-        os.close(controller)
-        tap.ok(proc.returncode == 0 and b"\r" in seen and b"/" in seen,
-               "a terminal gets a progress line (cases done of total)", seen[-300:])
-        out = proc.stdout.read()
+        command = [binary, "--producer", "numpy", "--consumer", "numpy", "--protocol", "dlpack",
+                   "--dtype", "float32", "-o", os.path.join(workdir, "r.json")]
+        returncode, seen, out = run_on_terminal(command, "xterm")
+        tap.ok(returncode == 0 and b"\r\x1b[K[" in seen and b"/" in seen,
+               "a terminal gets a progress line redrawn in place (cases done of total)",
+               seen[-300:])
         tap.ok("report: " in out, "the run says where the report went")
         html = os.path.join(workdir, "r.html")
         tap.ok(f"html: {html}" in out and os.path.exists(html) and
                open(html, "rb").read(15) == b"<!DOCTYPE html>",
                "a run writes the dashboard next to its JSON and says where", out)
+        returncode, seen, out = run_on_terminal(command, "dumb")
+        tap.ok(returncode == 0 and b"\x1b" not in seen and b"interopcheck: [" in seen,
+               "TERM=dumb: plain progress lines, no escape codes", seen[-300:])
+        proc = taplib.run(*command)
+        lines = [line for line in proc.stderr.splitlines() if line.startswith("interopcheck: [")]
+        tap.ok(proc.returncode == 0 and "\x1b" not in proc.stderr and "\r" not in proc.stderr
+               and lines and lines[-1].startswith("interopcheck: [") and " s" in lines[-1],
+               "stderr piped (a CI log): plain lines, the last with the cases done and the time",
+               proc.stderr[-500:])
 
     # --junit and --markdown on a run write those views too, from the same report.
     with tempfile.TemporaryDirectory() as workdir:
