@@ -705,8 +705,9 @@ static int ic_run_command_open(struct ic_run_command *cmd)
     if (ic_run_policy_open(opts, &cmd->policy, cmd->err, sizeof(cmd->err)) < 0 ||
         (opts->resume &&
          ic_resume_open(opts->resume, opts, &cmd->resume, cmd->err, sizeof(cmd->err)) < 0) ||
-        ic_run_outputs(opts, cmd->output, sizeof(cmd->output), cmd->stream_path,
-                       sizeof(cmd->stream_path), cmd->err, sizeof(cmd->err)) < 0 ||
+        (!opts->collect_only &&
+         ic_run_outputs(opts, cmd->output, sizeof(cmd->output), cmd->stream_path,
+                        sizeof(cmd->stream_path), cmd->err, sizeof(cmd->err)) < 0) ||
         ic_session_open(&cmd->session, opts, cmd->err, sizeof(cmd->err)) < 0)
         return IC_EUSAGE;
     cmd->session_open = true;
@@ -890,6 +891,26 @@ static void ic_run_command_close(struct ic_run_command *cmd)
     ic_resume_close(&cmd->resume);
 }
 
+/* --collect-only: the plan's case ids on stdout, one a line, in plan order, and the counts on
+ * stderr. Exit status 0, or IC_EXIT_NOTHING_TESTED when no case would run. */
+static int ic_run_command_collect(struct ic_run_command *cmd)
+{
+    size_t to_run = 0;
+    char id[IC_CASE_ID_MAX];
+    for (size_t i = 0; i < cmd->plan.count; i++) {
+        const struct ic_planned *item = &cmd->plan.items[i];
+        if (ic_case_format_id(&item->c, id, sizeof(id)) == 0)
+            printf("%s\n", id);
+        to_run += item->run;
+    }
+    if (!cmd->opts.quiet)
+        fprintf(stderr,
+                "interopcheck: %zu cases: %zu would run, %zu are decided without running "
+                "(unsupported: the producer cannot make the array)\n",
+                cmd->plan.count, to_run, cmd->plan.count - to_run);
+    return to_run ? IC_EXIT_OK : IC_EXIT_NOTHING_TESTED;
+}
+
 int ic_cmd_run(const struct ic_options *given)
 {
     struct ic_run_command *cmd = calloc(1, sizeof(*cmd));
@@ -902,6 +923,12 @@ int ic_cmd_run(const struct ic_options *given)
     int rc = ic_run_command_open(cmd);
     if (rc == 0)
         rc = ic_run_command_plan(cmd);
+    if (rc == 0 && cmd->opts.collect_only) {
+        status = ic_run_command_collect(cmd);
+        ic_run_command_close(cmd);
+        free(cmd);
+        return status;
+    }
     if (rc == 0)
         rc = ic_run_command_execute(cmd);
     if (rc == 0)

@@ -41,7 +41,8 @@
     X(PROBEKIT, "probekit", required_argument)                                                     \
     X(RUN, "run", no_argument)                                                                     \
     X(RESUME, "resume", required_argument)                                                         \
-    X(JUNIT_CASES, "junit-cases", no_argument)
+    X(JUNIT_CASES, "junit-cases", no_argument)                                                     \
+    X(COLLECT_ONLY, "collect-only", no_argument)
 
 enum {
     OPT_FIRST_LONG_ONLY = 255, /* the first long-only option is 256 */
@@ -154,6 +155,9 @@ void ic_options_usage(FILE *out)
         "                       (K, M, G: times 1024; e.g. --size 16M --layout flat)\n"
         "  -o, --output FILE    the JSON report (default reports/interopcheck-DATE-TIME.json);\n"
         "                       results also stream to FILE with .jsonl as they finish\n"
+        "  --collect-only       list the case ids the selection holds, one a line, and run\n"
+        "                       nothing (stderr says how many would run and how many the\n"
+        "                       producer cannot make); discovery still imports the libraries\n"
         "  -q, --quiet          no progress and no summary table. Progress goes to stderr:\n"
         "                       one line redrawn in place on a terminal; a plain line\n"
         "                       every 5 s in a CI log, a pipe or a file, and under\n"
@@ -312,6 +316,7 @@ static const struct {
     {'q', 0, offsetof(struct ic_options, quiet), 0},
     {OPT_RUN, 0, offsetof(struct ic_options, run), 0},
     {OPT_JUNIT_CASES, 0, offsetof(struct ic_options, junit_cases), 0},
+    {OPT_COLLECT_ONLY, 0, offsetof(struct ic_options, collect_only), 0},
     {OPT_PRODUCER, 0, 0, offsetof(struct ic_options, producers)},
     {OPT_CONSUMER, 0, 0, offsetof(struct ic_options, consumers)},
     {OPT_PROTOCOL, 0, 0, offsetof(struct ic_options, protocols)},
@@ -556,7 +561,13 @@ static int ic_check_misplaced_options(const struct ic_options *opts, char *err, 
         return IC_EUSAGE;
     }
     const char *why = NULL;
-    if (opts->run && opts->command != IC_COMMAND_REPRO)
+    if (opts->collect_only && opts->command != IC_COMMAND_RUN)
+        why = "--collect-only lists the cases a run would run: give it with a selection";
+    else if (opts->collect_only && (opts->output || opts->html || opts->junit || opts->markdown ||
+                                    opts->resume))
+        why = "--collect-only writes no report: leave out -o, --html, --junit, --markdown and "
+              "--resume";
+    else if (opts->run && opts->command != IC_COMMAND_REPRO)
         why = "--run belongs to 'interopcheck repro REPORT FINDING --run'";
     else if (opts->format && strcmp(opts->format, "json") == 0 && opts->command != IC_COMMAND_RULES)
         why = "--format json is for 'interopcheck rules'; diff takes text or markdown";

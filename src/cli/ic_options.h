@@ -69,6 +69,7 @@ struct ic_options {
     /* Reports and expectations */
     const char *junit;    /* --junit FILE */
     bool junit_cases;     /* --junit-cases: a testcase per case too */
+    bool collect_only;    /* --collect-only: list the selection's case ids, run nothing */
     const char *markdown; /* --markdown FILE */
     size_t markdown_max;  /* --markdown-max BYTES */
     const char *html;     /* --html FILE (default: next to the JSON report) */

@@ -49,6 +49,34 @@ def run_on_terminal(command, term):
     return proc.returncode, seen, proc.stdout.read()
 
 
+def check_collect_only(tap, binary):
+    """--collect-only lists the ids a run of the same selection reports, writes nothing, and
+    refuses the options of a report."""
+    selection = ["--producer", "numpy,py_bytes", "--consumer", "numpy,torch",
+                 "--protocol", "dlpack,buffer", "--dtype", "float32,int8"]
+    with tempfile.TemporaryDirectory() as workdir:
+        proc = subprocess.run([os.path.abspath(binary), *selection, "--collect-only"],
+                              capture_output=True, text=True, cwd=workdir, timeout=600)
+        ids = proc.stdout.split()
+        left = os.listdir(workdir)
+        out = os.path.join(workdir, "r.json")
+        run = taplib.run(binary, *selection, "-o", out, "-q")
+        report = taplib.load_report(out) if os.path.exists(out) else {"cases": []}
+        ran = [c for c in report["cases"] if c.get("duration_ms", 0) > 0]
+        tap.ok(proc.returncode == 0 and ids and ids == [c["id"] for c in report["cases"]]
+               and not left,
+               f"--collect-only lists the {len(ids)} case ids of the run's report, in its order, "
+               "and writes nothing", (proc.returncode, ids[:3], left, proc.stderr[-300:]))
+        tap.ok(f"{len(ids)} cases: {len(ran)} would run" in proc.stderr,
+               "... and says on stderr how many would run", (len(ran), proc.stderr[-300:]))
+    proc = taplib.run(binary, *selection, "--collect-only", "-o", "x.json")
+    tap.ok(proc.returncode == 2 and "--collect-only writes no report" in proc.stderr,
+           "--collect-only with -o is a usage error", proc.stderr)
+    proc = taplib.run(binary, "diff", "a.json", "b.json", "--collect-only")
+    tap.ok(proc.returncode == 2 and "--collect-only lists the cases a run" in proc.stderr,
+           "--collect-only on another command is a usage error", proc.stderr)
+
+
 def check_size(tap, binary):
     """--size 70K: the 1-D layouts move 71 680 elements (strided from 215 041), the report
     says so, and the exchanges still pass."""
@@ -98,6 +126,7 @@ def main(tap, args):
            "--size 0 is a usage error that says what --size takes", proc.stderr)
 
     check_size(tap, binary)
+    check_collect_only(tap, binary)
 
     proc = taplib.run(binary, "--all", "--bogus")
     tap.ok(proc.returncode == 2 and "--bogus" in proc.stderr, "an unknown option is exit 2",
