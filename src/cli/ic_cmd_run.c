@@ -553,6 +553,8 @@ static cJSON *ic_run_json(const struct ic_session *session, const struct ic_opti
     cJSON_AddNumberToObject(run, "timeout_s", opts->timeout_s);
     if (opts->size)
         cJSON_AddNumberToObject(run, "size", (double)opts->size);
+    if (opts->last_failed)
+        cJSON_AddStringToObject(run, "last_failed", opts->last_failed);
     cJSON *dirs = cJSON_AddArrayToObject(run, "probe_dirs");
     for (int i = 0; dirs && i < session->ndirs; i++)
         cJSON_AddItemToArray(dirs, cJSON_CreateString(session->dirs[i]));
@@ -702,9 +704,16 @@ struct ic_run_command {
 static int ic_run_command_open(struct ic_run_command *cmd)
 {
     struct ic_options *opts = &cmd->opts;
+    if (opts->last_failed) {
+        int rc =
+            ic_last_failed_open(opts->last_failed, opts, &cmd->resume, cmd->err, sizeof(cmd->err));
+        if (rc < 0)
+            return rc == IC_ENOTFOUND ? rc : IC_EUSAGE; /* none failed: nothing to test */
+    }
     if (ic_run_policy_open(opts, &cmd->policy, cmd->err, sizeof(cmd->err)) < 0 ||
         (opts->resume &&
          ic_resume_open(opts->resume, opts, &cmd->resume, cmd->err, sizeof(cmd->err)) < 0) ||
+
         (!opts->collect_only &&
          ic_run_outputs(opts, cmd->output, sizeof(cmd->output), cmd->stream_path,
                         sizeof(cmd->stream_path), cmd->err, sizeof(cmd->err)) < 0) ||
@@ -744,6 +753,13 @@ static int ic_run_command_plan(struct ic_run_command *cmd)
     }
     if (ic_plan_build(&session->catalog, &cmd->filter, session->devices.available, &cmd->plan) < 0)
         return snprintf(cmd->err, sizeof(cmd->err), "out of memory while planning"), IC_ENOMEM;
+    if (opts->last_failed) {
+        int kept = ic_last_failed_narrow(&cmd->resume, &cmd->plan);
+        if (!opts->quiet)
+            fprintf(stderr, "interopcheck: running again %d of the %zu cases that failed in %s\n",
+                    kept, cmd->resume.ncases, opts->last_failed);
+        return 0;
+    }
     if (!opts->resume)
         return 0;
     int restored = ic_resume_restore(&cmd->resume, &cmd->plan, cmd->err, sizeof(cmd->err));
@@ -880,7 +896,7 @@ static void ic_run_command_close(struct ic_run_command *cmd)
     if (cmd->session_open)
         ic_session_close(&cmd->session);
     ic_run_policy_close(&cmd->policy);
-    if (cmd->opts.resume) {
+    if (cmd->opts.resume || cmd->opts.last_failed) {
         /* The selection lists were filled from the report, into this copy only. */
         struct ic_options *opts = &cmd->opts;
         struct ic_name_list *lists[] = {&opts->producers, &opts->consumers, &opts->protocols,
@@ -937,6 +953,8 @@ int ic_cmd_run(const struct ic_options *given)
         status = ic_run_command_finish(cmd);
     else
         fprintf(stderr, "interopcheck: %s\n", cmd->err);
+    if (rc == IC_ENOTFOUND && cmd->opts.last_failed)
+        status = IC_EXIT_NOTHING_TESTED;
     ic_run_command_close(cmd);
     free(cmd);
     return status;

@@ -41,6 +41,7 @@
     X(PROBEKIT, "probekit", required_argument)                                                     \
     X(RUN, "run", no_argument)                                                                     \
     X(RESUME, "resume", required_argument)                                                         \
+    X(LAST_FAILED, "last-failed", required_argument)                                               \
     X(JUNIT_CASES, "junit-cases", no_argument)                                                     \
     X(COLLECT_ONLY, "collect-only", no_argument)
 
@@ -163,6 +164,10 @@ void ic_options_usage(FILE *out)
         "                       every 5 s in a CI log, a pipe or a file, and under\n"
         "                       TERM=dumb. interopcheck writes no colour codes, so\n"
         "                       NO_COLOR changes nothing\n"
+        "  --last-failed REPORT run again only the cases that failed, crashed, timed out or\n"
+        "                       erred in REPORT (a JSON report or its .jsonl stream), with\n"
+        "                       its seed, timeout and probe directories, importing only\n"
+        "                       their libraries; the new report holds those cases\n"
         "  --resume REPORT      run only the cases REPORT lacks (a report a run wrote when it\n"
         "                       was interrupted, or its FILE.jsonl stream after a kill),\n"
         "                       with REPORT's selection and seed, and write the complete\n"
@@ -310,6 +315,7 @@ static const struct {
     {OPT_HTML, offsetof(struct ic_options, html), 0, 0},
     {OPT_PROBEKIT, offsetof(struct ic_options, probekit), 0, 0},
     {OPT_RESUME, offsetof(struct ic_options, resume), 0, 0},
+    {OPT_LAST_FAILED, offsetof(struct ic_options, last_failed), 0, 0},
     {'a', 0, offsetof(struct ic_options, all), 0},
     {OPT_STRICT, 0, offsetof(struct ic_options, strict), 0},
     {OPT_JSON, 0, offsetof(struct ic_options, json), 0},
@@ -583,13 +589,19 @@ static int ic_check_selection(const struct ic_options *opts, char *err, size_t e
 {
     bool filtered = opts->producers.count || opts->consumers.count || opts->protocols.count ||
                     opts->dtypes.count || opts->layouts.count || opts->devices.count;
-    if (opts->resume && (opts->command != IC_COMMAND_RUN || opts->all || filtered)) {
-        snprintf(err, err_size,
-                 "--resume takes its selection and seed from REPORT: leave out "
-                 "--all and the selection options");
+    const char *from = opts->resume ? "--resume" : opts->last_failed ? "--last-failed" : NULL;
+    if (opts->resume && opts->last_failed) {
+        snprintf(err, err_size, "--resume and --last-failed each take a report: give one");
         return IC_EUSAGE;
     }
-    if (opts->command == IC_COMMAND_RUN && !opts->all && !filtered && !opts->resume) {
+    if (from && (opts->command != IC_COMMAND_RUN || opts->all || filtered)) {
+        snprintf(err, err_size,
+                 "%s takes its selection and seed from REPORT: leave out "
+                 "--all and the selection options",
+                 from);
+        return IC_EUSAGE;
+    }
+    if (opts->command == IC_COMMAND_RUN && !opts->all && !filtered && !from) {
         snprintf(err, err_size,
                  "nothing selected: run 'interopcheck --all' for the whole matrix, "
                  "or choose cases with --producer, --consumer, --protocol, "

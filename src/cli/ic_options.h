@@ -81,6 +81,7 @@ struct ic_options {
     const char *format;          /* diff: "text" or "markdown"; rules: also "json" */
     bool run;                    /* repro --run */
     const char *resume;          /* --resume REPORT: finish an interrupted run */
+    const char *last_failed;     /* --last-failed REPORT: run again the cases that failed */
     /* Positional arguments of report, diff and merge: report files. */
     const char **files; /* nfiles of them; array owned */
     int nfiles;

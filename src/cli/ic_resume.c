@@ -90,8 +90,19 @@ static int ic_resume_options(struct ic_resume *resume, const cJSON *run, struct 
     return 0;
 }
 
-/* The finished cases of the report, sorted by id for lookup. */
-static int ic_resume_index(struct ic_resume *resume)
+/* Whether the report's case `c` is one --last-failed runs again: its outcome (after
+ * expectations: an expected failure is not one) is fail, crash, timeout or error. */
+static bool ic_case_failed(const cJSON *c)
+{
+    enum ic_outcome outcome;
+    if (ic_outcome_from_name(ic_json_string_or(c, "outcome", ""), &outcome) < 0)
+        return false;
+    return ic_outcome_is_failure(outcome) || outcome == IC_OUTCOME_ERROR;
+}
+
+/* The finished cases of the report (only the failed ones: `failed_only`), sorted by id for
+ * lookup. */
+static int ic_resume_index(struct ic_resume *resume, bool failed_only)
 {
     const cJSON *cases = cJSON_GetObjectItemCaseSensitive(resume->report, "cases");
     size_t count = (size_t)cJSON_GetArraySize(cases);
@@ -102,7 +113,7 @@ static int ic_resume_index(struct ic_resume *resume)
     cJSON_ArrayForEach(c, cases)
     {
         const char *id = ic_json_string(c, "id");
-        if (id)
+        if (id && (!failed_only || ic_case_failed(c)))
             resume->cases[resume->ncases++] = (struct ic_resume_case){id, c};
     }
     if (resume->ncases)
@@ -117,10 +128,19 @@ int ic_resume_open(const char *path, struct ic_options *opts, struct ic_resume *
     int rc = ic_report_read(path, &resume->report, err, err_size);
     if (rc < 0)
         return rc;
-    rc = ic_resume_options(resume, cJSON_GetObjectItemCaseSensitive(resume->report, "run"), opts,
-                           err, err_size);
+    const cJSON *run = cJSON_GetObjectItemCaseSensitive(resume->report, "run");
+    const char *last_failed = ic_json_string(run, "last_failed");
+    if (last_failed) {
+        /* Its filters name the failed cases' libraries, not the cases: run those again. */
+        snprintf(err, err_size,
+                 "%s is of a --last-failed run, which cannot be resumed: run "
+                 "'interopcheck --last-failed %s' again",
+                 path, last_failed);
+        return IC_EINVAL;
+    }
+    rc = ic_resume_options(resume, run, opts, err, err_size);
     if (rc == 0)
-        rc = ic_resume_index(resume);
+        rc = ic_resume_index(resume, false);
     if (rc == 0 && !opts->output) {
         char output[PATH_MAX];
         /* FILE.jsonl was the stream of FILE.json */
@@ -186,6 +206,78 @@ int ic_resume_restore(const struct ic_resume *resume, struct ic_plan *plan, char
     }
     free(res);
     return restored;
+}
+
+/* Adds `name` to `list` unless it is there. IC_ENOMEM. */
+static int ic_name_list_add_once(struct ic_name_list *list, const char *name)
+{
+    for (int i = 0; i < list->count; i++) {
+        if (strcmp(list->items[i], name) == 0)
+            return 0;
+    }
+    return ic_name_list_add(list, name);
+}
+
+/* Narrows the options' producers and consumers to the libraries of the failed cases, so that
+ * discovery imports those only. */
+static int ic_last_failed_libraries(const struct ic_resume *resume, struct ic_options *opts)
+{
+    ic_name_list_release(&opts->producers);
+    ic_name_list_release(&opts->consumers);
+    for (size_t i = 0; i < resume->ncases; i++) {
+        struct ic_case c;
+        if (ic_case_parse_id(resume->cases[i].id, &c) < 0)
+            continue;
+        if (ic_name_list_add_once(&opts->producers, c.producer) < 0 ||
+            ic_name_list_add_once(&opts->consumers, c.consumer) < 0)
+            return IC_ENOMEM;
+    }
+    return 0;
+}
+
+int ic_last_failed_open(const char *path, struct ic_options *opts, struct ic_resume *resume,
+                        char *err, size_t err_size)
+{
+    memset(resume, 0, sizeof(*resume));
+    int rc = ic_report_read(path, &resume->report, err, err_size);
+    if (rc < 0)
+        return rc;
+    rc = ic_resume_options(resume, cJSON_GetObjectItemCaseSensitive(resume->report, "run"), opts,
+                           err, err_size);
+    if (rc == 0)
+        rc = ic_resume_index(resume, true);
+    if (rc == 0 && resume->ncases == 0) {
+        snprintf(err, err_size,
+                 "nothing to run again: no case of %s failed, crashed, timed out or erred", path);
+        return IC_ENOTFOUND;
+    }
+    if (rc == 0)
+        rc = ic_last_failed_libraries(resume, opts);
+    if (rc == IC_ENOMEM)
+        snprintf(err, err_size, "out of memory while reading %s", path);
+    return rc;
+}
+
+int ic_last_failed_narrow(const struct ic_resume *resume, struct ic_plan *plan)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < plan->count; i++) {
+        struct ic_planned *item = &plan->items[i];
+        char id[IC_CASE_ID_MAX];
+        struct ic_resume_case key = {id, NULL};
+        bool failed =
+            ic_case_format_id(&item->c, id, sizeof(id)) == 0 &&
+            bsearch(&key, resume->cases, resume->ncases, sizeof(key), ic_resume_case_compare);
+        if (!failed) {
+            ic_result_packed_release(&item->result);
+            continue;
+        }
+        if (kept != i)
+            plan->items[kept] = *item;
+        kept++;
+    }
+    plan->count = kept;
+    return (int)kept;
 }
 
 void ic_resume_close(struct ic_resume *resume)

@@ -41,6 +41,18 @@ int ic_resume_open(const char *path, struct ic_options *opts, struct ic_resume *
 int ic_resume_restore(const struct ic_resume *resume, struct ic_plan *plan, char *err,
                       size_t err_size);
 
+/* --last-failed REPORT: reads REPORT as ic_resume_open does and makes its options (seed,
+ * timeout, probe directories, filters), with the producers and consumers narrowed to the
+ * libraries of the cases that failed, crashed, timed out or erred (after expectations);
+ * those cases are the ones indexed. IC_ENOTFOUND, with err saying so, when there are none.
+ * The output is not defaulted: the new run does not overwrite REPORT. */
+int ic_last_failed_open(const char *path, struct ic_options *opts, struct ic_resume *resume,
+                        char *err, size_t err_size);
+
+/* Leaves in the plan only the cases ic_last_failed_open indexed, in plan order. Returns how
+ * many are left. */
+int ic_last_failed_narrow(const struct ic_resume *resume, struct ic_plan *plan);
+
 void ic_resume_close(struct ic_resume *resume);
 
 #endif

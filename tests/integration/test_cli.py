@@ -77,6 +77,44 @@ def check_collect_only(tap, binary):
            "--collect-only on another command is a usage error", proc.stderr)
 
 
+def check_last_failed(tap, binary):
+    """--last-failed runs again exactly the cases that failed, with the report's seed and probe
+    directories, into a new report that says so."""
+    selection = ["--producer", "numpy", "--consumer", "eralib,numpy", "--protocol", "dlpack",
+                 "--layout", "flat", "--dtype", "float32,int32"]
+    with tempfile.TemporaryDirectory() as workdir:
+        first, again = os.path.join(workdir, "first.json"), os.path.join(workdir, "again.json")
+        taplib.run_with_test_probes(binary, first, *selection, "-q")
+        report = taplib.load_report(first) if os.path.exists(first) else {"cases": []}
+        failed = {c["id"]: c["outcome"] for c in report["cases"]
+                  if c["outcome"] in ("fail", "crash", "timeout", "error")}
+        proc = taplib.run(binary, "--last-failed", first, "-o", again, "-q")
+        rerun = taplib.load_report(again) if os.path.exists(again) else {"cases": [], "run": {}}
+        tap.ok(proc.returncode == 1 and failed and
+               {c["id"]: c["outcome"] for c in rerun["cases"]} == failed,
+               f"--last-failed runs again the {len(failed)} failed cases of "
+               f"{len(report['cases'])}, and they fail again",
+               (proc.returncode, proc.stderr[-600:]))
+        errors = taplib.schema_errors(rerun) if rerun.get("schema") else ["no report"]
+        tap.ok(rerun["run"].get("last_failed") == first and not errors and
+               set(rerun["run"]["filters"]["consumer"]) <= {"eralib", "numpy"},
+               "its report names the report it came from and validates",
+               (rerun["run"], errors[:3]))
+        proc = taplib.run(binary, "--resume", again)
+        tap.ok(proc.returncode == 2 and "cannot be resumed" in proc.stderr,
+               "a --last-failed run's report is not resumed (its filters are not its cases)",
+               proc.stderr)
+        passed = os.path.join(workdir, "passed.json")
+        taplib.run(binary, "--producer", "numpy", "--consumer", "numpy", "--protocol", "dlpack",
+                   "--dtype", "float32", "--layout", "flat", "-o", passed, "-q")
+        proc = taplib.run(binary, "--last-failed", passed)
+        tap.ok(proc.returncode == 4 and "nothing to run again" in proc.stderr,
+               "--last-failed of a report without failures: exit 4, saying so", proc.stderr)
+    proc = taplib.run(binary, "--last-failed", "x.json", "--all")
+    tap.ok(proc.returncode == 2 and "takes its selection and seed from REPORT" in proc.stderr,
+           "--last-failed with --all is a usage error", proc.stderr)
+
+
 def check_size(tap, binary):
     """--size 70K: the 1-D layouts move 71 680 elements (strided from 215 041), the report
     says so, and the exchanges still pass."""
@@ -127,6 +165,7 @@ def main(tap, args):
 
     check_size(tap, binary)
     check_collect_only(tap, binary)
+    check_last_failed(tap, binary)
 
     proc = taplib.run(binary, "--all", "--bogus")
     tap.ok(proc.returncode == 2 and "--bogus" in proc.stderr, "an unknown option is exit 2",
