@@ -162,6 +162,21 @@ static void ic_print_progress(struct ic_run *run, const struct ic_case *c, bool 
                       run->counts[IC_OUTCOME_ERROR], ic_wall_s() - run->started, current);
 }
 
+/* -v: "outcome id", and for a failure its rule, severity and culprit, a line on stdout. */
+static void ic_print_case(struct ic_run *run, const struct ic_case *c, const struct ic_result *res)
+{
+    char id[IC_CASE_ID_MAX];
+    if (ic_case_format_id(c, id, sizeof(id)) < 0)
+        return;
+    ic_session_status_clear(run->session); /* a progress line on the same terminal */
+    printf("%-11s %s", ic_outcome_name(res->outcome), id);
+    char both[2 * IC_NAME_MAX + 2];
+    if (res->rule != IC_RULE_NONE)
+        printf("  [%s, %s, %s]", ic_rule_id(res->rule), ic_severity_name(res->severity),
+               ic_result_culprit(c, res, both, sizeof(both)));
+    putchar('\n');
+}
+
 /* `res` is the item's result, whole (the item holds it packed). */
 static void ic_record_result(struct ic_run *run, struct ic_planned *item,
                              const struct ic_result *res)
@@ -169,6 +184,8 @@ static void ic_record_result(struct ic_run *run, struct ic_planned *item,
     item->done = true;
     run->done++;
     run->counts[res->outcome]++;
+    if (run->session->opts->verbose)
+        ic_print_case(run, &item->c, res);
     if (run->stream_ok && ic_stream_write_case(&run->stream, &item->c, res) < 0) {
         fprintf(stderr, "\ninteropcheck: cannot write %s: %s; results stay in memory\n",
                 run->stream.path, strerror(errno));

@@ -57,6 +57,7 @@ static const struct option ic_long_options[] = {
     {"output", required_argument, NULL, 'o'},
     {"jobs", required_argument, NULL, 'j'},
     {"quiet", no_argument, NULL, 'q'},
+    {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
 #define IC_LONG_ONLY_ROW(e, name, argument) {(name), (argument), NULL, OPT_##e},
     IC_LONG_ONLY_OPTIONS(IC_LONG_ONLY_ROW)
@@ -156,6 +157,8 @@ void ic_options_usage(FILE *out)
         "                       (K, M, G: times 1024; e.g. --size 16M --layout flat)\n"
         "  -o, --output FILE    the JSON report (default reports/interopcheck-DATE-TIME.json);\n"
         "                       results also stream to FILE with .jsonl as they finish\n"
+        "  -v, --verbose        each case's outcome and id on stdout as it finishes, with the\n"
+        "                       rule and the culprit of a failure\n"
         "  --collect-only       list the case ids the selection holds, one a line, and run\n"
         "                       nothing (stderr says how many would run and how many the\n"
         "                       producer cannot make); discovery still imports the libraries\n"
@@ -320,6 +323,7 @@ static const struct {
     {OPT_STRICT, 0, offsetof(struct ic_options, strict), 0},
     {OPT_JSON, 0, offsetof(struct ic_options, json), 0},
     {'q', 0, offsetof(struct ic_options, quiet), 0},
+    {'v', 0, offsetof(struct ic_options, verbose), 0},
     {OPT_RUN, 0, offsetof(struct ic_options, run), 0},
     {OPT_JUNIT_CASES, 0, offsetof(struct ic_options, junit_cases), 0},
     {OPT_COLLECT_ONLY, 0, offsetof(struct ic_options, collect_only), 0},
@@ -573,6 +577,10 @@ static int ic_check_misplaced_options(const struct ic_options *opts, char *err, 
                                     opts->resume))
         why = "--collect-only writes no report: leave out -o, --html, --junit, --markdown and "
               "--resume";
+    else if (opts->verbose && opts->quiet)
+        why = "-v and -q ask for opposite things: give one";
+    else if (opts->verbose && opts->command != IC_COMMAND_RUN)
+        why = "-v shows a run's cases as they finish: give it to a run";
     else if (opts->run && opts->command != IC_COMMAND_REPRO)
         why = "--run belongs to 'interopcheck repro REPORT FINDING --run'";
     else if (opts->format && strcmp(opts->format, "json") == 0 && opts->command != IC_COMMAND_RULES)
@@ -628,7 +636,7 @@ int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, 
     optind = 1;
     opterr = 0;
     int option, rc = 0;
-    while ((option = getopt_long(argc, argv, ":ao:j:qh", ic_long_options, NULL)) != -1) {
+    while ((option = getopt_long(argc, argv, ":ao:j:qvh", ic_long_options, NULL)) != -1) {
         rc = ic_parse_option(option, argv, opts, err, err_size);
         if (rc != 0)
             return rc < 0 ? rc : 0;

@@ -65,6 +65,7 @@ struct ic_options {
     int jobs; /* 0: one per CPU */
     bool json;
     bool quiet;
+    bool verbose; /* -v: each case's outcome as it finishes */
     struct ic_name_list producers, consumers, protocols, dtypes, layouts, devices;
     /* Reports and expectations */
     const char *junit;    /* --junit FILE */

@@ -321,6 +321,17 @@ int ic_result_from_json(const cJSON *json, struct ic_result *ret)
     return 0;
 }
 
+const char *ic_result_culprit(const struct ic_case *c, const struct ic_result *res, char *buf,
+                              size_t size)
+{
+    if (res->side == IC_SIDE_PRODUCER)
+        return c->producer;
+    if (res->side == IC_SIDE_CONSUMER || strcmp(c->producer, c->consumer) == 0)
+        return res->side == IC_SIDE_CONSUMER ? c->consumer : c->producer;
+    snprintf(buf, size, "%s+%s", c->producer, c->consumer);
+    return buf;
+}
+
 cJSON *ic_case_to_json(const struct ic_case *c, const struct ic_result *res)
 {
     char id[IC_CASE_ID_MAX];
@@ -355,11 +366,7 @@ cJSON *ic_case_to_json(const struct ic_case *c, const struct ic_result *res)
         /* The library the failure is charged to, right after the side that names it. */
         if (strcmp(item->string, "side") == 0) {
             char both[2 * IC_NAME_MAX + 2];
-            snprintf(both, sizeof(both), "%s+%s", c->producer, c->consumer);
-            const char *culprit = res->side == IC_SIDE_PRODUCER           ? c->producer
-                                  : res->side == IC_SIDE_CONSUMER         ? c->consumer
-                                  : strcmp(c->producer, c->consumer) == 0 ? c->producer
-                                                                          : both;
+            const char *culprit = ic_result_culprit(c, res, both, sizeof(both));
             if (!cJSON_AddStringToObject(ordered, "culprit", culprit)) {
                 cJSON_Delete(ordered);
                 goto fail;

@@ -205,9 +205,15 @@ cJSON *ic_result_to_json(const struct ic_result *res);
 /* Reads what ic_result_to_json wrote. IC_EPROTO when the object is malformed. */
 int ic_result_from_json(const cJSON *json, struct ic_result *ret);
 
+struct ic_case;
+
+/* The library a failure of case `c` is charged to: its producer or consumer by the result's
+ * side, else both, written "producer+consumer" into buf (one name when they are the same). */
+const char *ic_result_culprit(const struct ic_case *c, const struct ic_result *res, char *buf,
+                              size_t size);
+
 /* The JSON object of one case with its result: id, the dimensions, the result, and the
  * library its failure is charged to. The same form in the stream and the report. */
-struct ic_case;
 cJSON *ic_case_to_json(const struct ic_case *c, const struct ic_result *res);
 
 #endif

@@ -115,6 +115,32 @@ def check_last_failed(tap, binary):
            "--last-failed with --all is a usage error", proc.stderr)
 
 
+def check_verbose(tap, binary):
+    """-v: a line per case, its outcome and id, a failure's rule, severity and culprit."""
+    with tempfile.TemporaryDirectory() as workdir:
+        out = os.path.join(workdir, "v.json")
+        proc = taplib.run_with_test_probes(binary, out, "--producer", "numpy", "--consumer",
+                                           "eralib", "--protocol", "dlpack", "--layout", "flat",
+                                           "--dtype", "float32,int32", "-v")
+        report = taplib.load_report(out) if os.path.exists(out) else {"cases": []}
+        lines = {}
+        for line in proc.stdout.splitlines():
+            words = line.split()
+            if len(words) >= 2 and words[1].startswith("dlpack."):
+                lines[words[1]] = line
+        wanted = {c["id"]: c for c in report["cases"]}
+        right = all(lines.get(i, "").startswith(c["outcome"]) and
+                    (c["outcome"] != "fail" or
+                     f"[{c['rule']}, {c['severity']}, {c['culprit']}]" in lines[i])
+                    for i, c in wanted.items())
+        tap.ok(wanted and set(lines) == set(wanted) and right,
+               f"-v prints each of the {len(wanted)} cases with its outcome, and a failure's rule, "
+               "severity and culprit", proc.stdout[:800])
+    proc = taplib.run(binary, "--all", "-v", "-q")
+    tap.ok(proc.returncode == 2 and "-v and -q" in proc.stderr, "-v with -q is a usage error",
+           proc.stderr)
+
+
 def check_size(tap, binary):
     """--size 70K: the 1-D layouts move 71 680 elements (strided from 215 041), the report
     says so, and the exchanges still pass."""
@@ -166,6 +192,7 @@ def main(tap, args):
     check_size(tap, binary)
     check_collect_only(tap, binary)
     check_last_failed(tap, binary)
+    check_verbose(tap, binary)
 
     proc = taplib.run(binary, "--all", "--bogus")
     tap.ok(proc.returncode == 2 and "--bogus" in proc.stderr, "an unknown option is exit 2",
