@@ -2,11 +2,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <zlib.h>
 
 #include "ic_error.h"
 
@@ -558,13 +561,72 @@ void ic_text_line_column(const char *text, size_t len, size_t offset, size_t *re
 
 /* --- Files ---------------------------------------------------------------------------------- */
 
+bool ic_path_is_gzip(const char *path)
+{
+    size_t len = strlen(path);
+    return len > 3 && strcmp(path + len - 3, ".gz") == 0;
+}
+
+/* A FILE over a gzFile (fopencookie), so that every reader and writer of FILEs reads and
+ * writes gzip without knowing it. */
+static ssize_t ic_gz_read(void *cookie, char *buf, size_t size)
+{
+    int got = gzread(cookie, buf, size > INT_MAX ? INT_MAX : (unsigned)size);
+    return got < 0 ? -1 : got;
+}
+
+static ssize_t ic_gz_write(void *cookie, const char *buf, size_t size)
+{
+    int put = size ? gzwrite(cookie, buf, size > INT_MAX ? INT_MAX : (unsigned)size) : 0;
+    return put > 0 ? put : 0; /* 0: an error, to stdio */
+}
+
+static int ic_gz_close(void *cookie)
+{
+    return gzclose(cookie) == Z_OK ? 0 : EOF;
+}
+
+FILE *ic_gz_fdopen(int fd, bool write)
+{
+    gzFile gz = gzdopen(fd, write ? "wb6" : "rb");
+    if (!gz)
+        return NULL;
+    gzbuffer(gz, 1 << 17);
+    cookie_io_functions_t io = {.read = write ? NULL : ic_gz_read,
+                                .write = write ? ic_gz_write : NULL,
+                                .seek = NULL,
+                                .close = ic_gz_close};
+    FILE *file = fopencookie(gz, write ? "w" : "r", io);
+    if (!file)
+        gzclose(gz);
+    return file;
+}
+
+/* Opens the temporary file `tmp` for writing, through gzip when `gzip`; *ret_fd is the
+ * descriptor to sync (zlib closes the one it writes, a duplicate). NULL with errno set. */
+static FILE *ic_open_temporary(const char *tmp, bool gzip, int *ret_fd)
+{
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    *ret_fd = fd;
+    if (fd < 0)
+        return NULL;
+    if (!gzip)
+        return fdopen(fd, "wb");
+    int data_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    FILE *file = data_fd >= 0 ? ic_gz_fdopen(data_fd, true) : NULL;
+    if (!file && data_fd >= 0)
+        close(data_fd);
+    if (!file && errno == 0)
+        errno = ENOMEM;
+    return file;
+}
+
 int ic_text_write_atomic_with(const char *path, ic_text_writer_fn writer, void *context, char *err,
                               size_t err_size)
 {
     size_t tmp_size = strlen(path) + 32;
     char *tmp = malloc(tmp_size);
-    FILE *file = NULL;
-    int rc = IC_EIO;
+    int rc = IC_EIO, fd = -1;
 
     if (!tmp) {
         snprintf(err, err_size, "out of memory while writing %s", path);
@@ -578,32 +640,47 @@ int ic_text_write_atomic_with(const char *path, ic_text_writer_fn writer, void *
         goto done;
     }
     snprintf(tmp, tmp_size, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    file = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    bool gzip = ic_path_is_gzip(path);
+    errno = 0;
+    FILE *file = ic_open_temporary(tmp, gzip, &fd);
     if (!file) {
         snprintf(err, err_size, "cannot write %s: %s", tmp, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        goto done;
+        goto fail;
     }
     errno = 0;
     int written = writer(file, context);
-    if (written < 0 || fflush(file) != 0 || fsync(fileno(file)) != 0) {
+    bool ok = written == 0 && fflush(file) == 0;
+    if (!gzip)
+        ok = ok && fsync(fileno(file)) == 0;
+    ok = fclose(file) == 0 && ok; /* a gzip stream ends here, written through to fd */
+    if (gzip)
+        ok = ok && fsync(fd) == 0;
+    else
+        fd = -1; /* fclose closed it */
+    if (!ok) {
         if (written == IC_ENOMEM)
             snprintf(err, err_size, "out of memory while writing %s", path);
         else
             snprintf(err, err_size, "cannot write %s: %s", tmp, strerror(errno ? errno : EIO));
-        fclose(file);
-        unlink(tmp);
         rc = written == IC_ENOMEM ? IC_ENOMEM : IC_EIO;
-        goto done;
+        goto fail;
     }
-    if (fclose(file) != 0 || rename(tmp, path) != 0) {
+    if (fd >= 0 && close(fd) != 0) {
+        fd = -1;
+        snprintf(err, err_size, "cannot write %s: %s", tmp, strerror(errno));
+        goto fail;
+    }
+    fd = -1;
+    if (rename(tmp, path) != 0) {
         snprintf(err, err_size, "cannot move %s to %s: %s", tmp, path, strerror(errno));
-        unlink(tmp);
-        goto done;
+        goto fail;
     }
     rc = 0;
+    goto done;
+fail:
+    if (fd >= 0)
+        close(fd);
+    unlink(tmp);
 done:
     free(tmp);
     return rc;

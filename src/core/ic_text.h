@@ -226,7 +226,16 @@ int ic_text_write_atomic(const char *path, const char *data, size_t len, char *e
 /* The same for a C string followed by a newline (a JSON document, say). */
 int ic_text_write_atomic_line(const char *path, const char *text, char *err, size_t err_size);
 
-/* Writes what `writer` writes to its FILE, atomically as ic_text_write_atomic: the writer
+/* Whether `path` names a gzip file (it ends in .gz): every file interopcheck writes under such
+ * a name is gzip-compressed, and every reader takes gzip or plain text alike. */
+bool ic_path_is_gzip(const char *path);
+
+/* A FILE that reads (gunzipping gzip data, passing anything else through) or writes (gzip)
+ * descriptor `fd`, which it owns and closes; NULL when zlib or stdio refused it. */
+FILE *ic_gz_fdopen(int fd, bool write);
+
+/* Writes what `writer` writes to its FILE, atomically as ic_text_write_atomic (gzip-compressed
+ * when `path` ends in .gz): the writer
  * returns 0, IC_EIO when a write failed (errno says why) or IC_ENOMEM; on failure nothing
  * replaces `path`. */
 typedef int (*ic_text_writer_fn)(FILE *file, void *context);

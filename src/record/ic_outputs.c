@@ -13,9 +13,11 @@
 void ic_output_sibling(const char *json_path, const char *ext, char *buf, size_t size)
 {
     size_t len = strlen(json_path);
-    if (len > 6 && strcmp(json_path + len - 6, ".jsonl") == 0)
+    if (len > 3 && strcmp(json_path + len - 3, ".gz") == 0)
+        len -= 3;
+    if (len > 6 && strncmp(json_path + len - 6, ".jsonl", 6) == 0)
         len -= 6;
-    else if (len > 5 && strcmp(json_path + len - 5, ".json") == 0)
+    else if (len > 5 && strncmp(json_path + len - 5, ".json", 5) == 0)
         len -= 5;
     snprintf(buf, size, "%.*s%s", (int)len, json_path, ext);
 }

@@ -3,7 +3,8 @@
  *
  * Contract
  * - ic_output_sibling derives a path from the JSON report's or the stream's: RUN.json or
- *   RUN.jsonl -> RUN + the extension; any other name gets the extension appended.
+ *   RUN.jsonl, either with .gz -> RUN + the extension; any other name gets the extension
+ *   appended.
  * - ic_output_check says whether `path` may be written: its directory exists and is writable,
  *   and the path is absent or a regular file. A symbolic link, a directory, a device, a FIFO
  *   or a socket is never replaced (the atomic write renames over whatever is there). It

@@ -1,7 +1,9 @@
 #include "ic_report.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -482,25 +484,32 @@ int ic_report_hold_text(cJSON *report)
 static int ic_report_read_text(FILE *file, const char *path, char **ret, size_t *ret_size,
                                char *err, size_t err_size)
 {
-    if (fseek(file, 0, SEEK_END) != 0) {
-        snprintf(err, err_size, "cannot read %s: %s", path, strerror(errno));
-        return IC_EIO;
+    /* Read to the end, growing the buffer: a gunzipped report has no size to ask for. */
+    size_t size = 0, capacity = 1 << 16;
+    char *text = malloc(capacity);
+    for (;;) {
+        if (!text) {
+            snprintf(err, err_size, "cannot read %s: out of memory", path);
+            return IC_ENOMEM;
+        }
+        size += fread(text + size, 1, capacity - 1 - size, file);
+        if (size < capacity - 1)
+            break;
+        char *grown = capacity > SIZE_MAX / 2 ? NULL : realloc(text, capacity * 2);
+        if (!grown)
+            free(text);
+        text = grown;
+        capacity *= 2;
     }
-    long size = ftell(file);
-    rewind(file);
-    char *text = size < 0 ? NULL : malloc((size_t)size + 1);
-    if (!text) {
-        snprintf(err, err_size, "cannot read %s: out of memory", path);
-        return IC_ENOMEM;
-    }
-    if (fread(text, 1, (size_t)size, file) != (size_t)size) {
-        snprintf(err, err_size, "cannot read %s: %s", path, strerror(errno));
+    if (ferror(file)) {
+        snprintf(err, err_size, "cannot read %s: %s", path,
+                 errno ? strerror(errno) : "not gzip data that zlib can read");
         free(text);
         return IC_EIO;
     }
     text[size] = '\0';
     *ret = text;
-    *ret_size = (size_t)size;
+    *ret_size = size;
     return 0;
 }
 
@@ -557,7 +566,13 @@ static int ic_report_check_frame(const cJSON *json, const char *path, char *err,
 FILE *ic_report_open(const char *path, const char *mode, const char *what, char *err,
                      size_t err_size)
 {
-    FILE *file = fopen(path, mode);
+    (void)mode; /* always read, close-on-exec: and gzip or not, whatever the name says */
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    FILE *file = fd >= 0 ? ic_gz_fdopen(fd, false) : NULL;
+    if (!file && fd >= 0) {
+        close(fd);
+        errno = ENOMEM;
+    }
     if (!file)
         snprintf(err, err_size, "cannot read %s%s: %s", what, path, strerror(errno));
     return file;

@@ -67,8 +67,10 @@ int ic_json_write_atomic(const char *path, const cJSON *json, char *err, size_t 
  *   reproducer is dropped, and its reproducer_error says why. */
 int ic_report_load(const char *path, cJSON **ret, char *err, size_t err_size);
 
-/* Opens `path` for reading with fopen's `mode`, for the readers of files users hand over
- * (reports, streams, expectations); NULL with "cannot read <what><path>: <reason>" in err. */
+/* Opens `path` for reading, for the readers of files users hand over (reports, streams,
+ * expectations): gzip data are read gunzipped, whatever the name, anything else as it is.
+ * `mode` is kept for the callers' spelling ("r", "rb", "re"): reading is all it does. NULL
+ * with "cannot read <what><path>: <reason>" in err. */
 FILE *ic_report_open(const char *path, const char *mode, const char *what, char *err,
                      size_t err_size);
 

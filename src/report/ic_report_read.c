@@ -157,7 +157,9 @@ int ic_stream_load(const char *path, cJSON **ret, char *err, size_t err_size)
 bool ic_stream_is_path(const char *path)
 {
     size_t len = strlen(path);
-    return len > 6 && strcmp(path + len - 6, ".jsonl") == 0;
+    if (len > 3 && strcmp(path + len - 3, ".gz") == 0)
+        len -= 3;
+    return len > 6 && strncmp(path + len - 6, ".jsonl", 6) == 0;
 }
 
 int ic_report_read(const char *path, cJSON **ret, char *err, size_t err_size)

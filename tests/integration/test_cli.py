@@ -141,6 +141,40 @@ def check_verbose(tap, binary):
            proc.stderr)
 
 
+def check_gzip(tap, binary):
+    """-o NAME.gz writes the report gzip-compressed, its views and stream beside it by the name
+    without .gz, and every reader takes it; a damaged one is an error naming it."""
+    import gzip
+    with tempfile.TemporaryDirectory() as workdir:
+        out = os.path.join(workdir, "r.json.gz")
+        proc = taplib.run(binary, "--producer", "numpy,py_bytes", "--consumer", "numpy",
+                          "--protocol", "dlpack,buffer", "--dtype", "float32,int8", "-o", out, "-q")
+        with open(out, "rb") as handle:
+            head = handle.read(2)
+        report = json.load(gzip.open(out)) if head == b"\x1f\x8b" else {"cases": []}
+        tap.ok(proc.returncode == 0 and report["cases"] and
+               os.path.exists(os.path.join(workdir, "r.jsonl")) and
+               os.path.exists(os.path.join(workdir, "r.html")),
+               "-o r.json.gz: a gzip report; its stream r.jsonl and dashboard r.html beside it",
+               (proc.returncode, head, os.listdir(workdir), proc.stderr[-300:]))
+        markdown = os.path.join(workdir, "m.md")
+        proc = taplib.run(binary, "report", out, "--markdown", markdown)
+        diff = taplib.run(binary, "diff", out, out)
+        merged = os.path.join(workdir, "m.json.gz")
+        merge = taplib.run(binary, "merge", out, out, "-o", merged)
+        tap.ok(proc.returncode == 0 and os.path.exists(markdown) and diff.returncode == 0 and
+               f"{len(report['cases'])} unchanged" in diff.stdout and merge.returncode == 0 and
+               len(json.load(gzip.open(merged))["cases"]) == 2 * len(report["cases"]),
+               "report, diff and merge read it; merge -o m.json.gz writes gzip too",
+               (proc.stderr, diff.stdout[-300:], merge.stderr))
+        damaged = os.path.join(workdir, "damaged.json.gz")
+        with open(out, "rb") as src, open(damaged, "wb") as dst:
+            dst.write(src.read()[:200])
+        proc = taplib.run(binary, "report", damaged, "--markdown", markdown)
+        tap.ok(proc.returncode == 2 and "damaged.json.gz" in proc.stderr,
+               "a cut gzip report is an error that names it", proc.stderr)
+
+
 def check_size(tap, binary):
     """--size 70K: the 1-D layouts move 71 680 elements (strided from 215 041), the report
     says so, and the exchanges still pass."""
@@ -193,6 +227,7 @@ def main(tap, args):
     check_collect_only(tap, binary)
     check_last_failed(tap, binary)
     check_verbose(tap, binary)
+    check_gzip(tap, binary)
 
     proc = taplib.run(binary, "--all", "--bogus")
     tap.ok(proc.returncode == 2 and "--bogus" in proc.stderr, "an unknown option is exit 2",
