@@ -43,7 +43,8 @@
     X(RESUME, "resume", required_argument)                                                         \
     X(LAST_FAILED, "last-failed", required_argument)                                               \
     X(JUNIT_CASES, "junit-cases", no_argument)                                                     \
-    X(COLLECT_ONLY, "collect-only", no_argument)
+    X(COLLECT_ONLY, "collect-only", no_argument)                                                   \
+    X(JUNIT_UNSUPPORTED, "junit-unsupported", no_argument)
 
 enum {
     OPT_FIRST_LONG_ONLY = 255, /* the first long-only option is 256 */
@@ -190,8 +191,9 @@ void ic_options_usage(FILE *out)
         "                       report's name with .html)\n"
         "  --junit FILE         JUnit XML: a testcase per finding (a crash or a timeout is an\n"
         "                       <error>, any other a <failure> typed by its rule)\n"
-        "  --junit-cases        ... and a testcase per case (fail is a failure; crash, timeout\n"
-        "                       and error are errors; unsupported is skipped)\n"
+        "  --junit-cases        ... and a testcase per case with a verdict (fail is a failure;\n"
+        "                       crash, timeout and error are errors; xfail is skipped)\n"
+        "  --junit-unsupported  ... unsupported cases too, as skipped with their reason\n"
         "  --markdown FILE      a capped summary for a pull request or a CI step summary\n"
         "  --markdown-max BYTES its cap (default 1000000, under GitHub's 1 MiB step summary;\n"
         "                       65536 fits a pull request comment)\n"
@@ -329,6 +331,7 @@ static const struct {
     {OPT_RUN, 0, offsetof(struct ic_options, run), 0},
     {OPT_JUNIT_CASES, 0, offsetof(struct ic_options, junit_cases), 0},
     {OPT_COLLECT_ONLY, 0, offsetof(struct ic_options, collect_only), 0},
+    {OPT_JUNIT_UNSUPPORTED, 0, offsetof(struct ic_options, junit_unsupported), 0},
     {OPT_PRODUCER, 0, 0, offsetof(struct ic_options, producers)},
     {OPT_CONSUMER, 0, 0, offsetof(struct ic_options, consumers)},
     {OPT_PROTOCOL, 0, 0, offsetof(struct ic_options, protocols)},
@@ -579,6 +582,8 @@ static int ic_check_misplaced_options(const struct ic_options *opts, char *err, 
                                     opts->resume))
         why = "--collect-only writes no report: leave out -o, --html, --junit, --markdown and "
               "--resume";
+    else if (opts->junit_unsupported && !opts->junit_cases)
+        why = "--junit-unsupported adds unsupported cases to those of --junit-cases: give both";
     else if (opts->verbose && opts->quiet)
         why = "-v and -q ask for opposite things: give one";
     else if (opts->verbose && opts->command != IC_COMMAND_RUN)

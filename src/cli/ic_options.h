@@ -70,6 +70,7 @@ struct ic_options {
     /* Reports and expectations */
     const char *junit;    /* --junit FILE */
     bool junit_cases;     /* --junit-cases: a testcase per case too */
+    bool junit_unsupported; /* --junit-unsupported: ... unsupported cases among them */
     bool collect_only;    /* --collect-only: list the selection's case ids, run nothing */
     const char *markdown; /* --markdown FILE */
     size_t markdown_max;  /* --markdown-max BYTES */

@@ -476,7 +476,8 @@ static void ic_junit_findings(struct ic_text_buf *out, const cJSON *report, cons
     ic_text_buf_adds(out, "  </testsuite>\n");
 }
 
-int ic_junit_write(const cJSON *report, const char *path, bool per_case, char *err, size_t err_size)
+int ic_junit_write(const cJSON *report, const char *path, bool per_case, bool with_unsupported,
+                   char *err, size_t err_size)
 {
     const cJSON *cases_json = cJSON_GetObjectItemCaseSensitive(report, "cases");
     const cJSON *run = cJSON_GetObjectItemCaseSensitive(report, "run");
@@ -502,6 +503,8 @@ int ic_junit_write(const cJSON *report, const char *path, bool per_case, char *e
     const cJSON *c;
     cJSON_ArrayForEach(c, cases_json)
     {
+        if (!with_unsupported && strcmp(ic_json_string_or(c, "outcome", ""), "unsupported") == 0)
+            continue;
         struct ic_junit_case *jc = &cases[ncases];
         jc->json = c;
         jc->index = ncases++;

@@ -66,7 +66,8 @@ int ic_views_write(const cJSON *report, const char *json_path,
         goto done;
     printf("html: %s\n", html_path);
     if (opts->junit) {
-        rc = ic_junit_write(report, opts->junit, opts->junit_cases, err, err_size);
+        rc = ic_junit_write(report, opts->junit, opts->junit_cases, opts->junit_unsupported, err,
+                            err_size);
         if (rc < 0)
             goto done;
         printf("junit: %s\n", opts->junit);

@@ -34,6 +34,7 @@ struct ic_views_request {
     const char *html;     /* NULL: next to the JSON report */
     const char *junit;
     bool junit_cases;     /* a testcase per case as well as per finding */
+    bool junit_unsupported; /* ... unsupported cases among them too */
     const char *markdown;
     size_t markdown_max;  /* 0: the default cap */
 };

@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (ic_report_load(path, &report, err, sizeof(err)) < 0)
         return 0;
     /* Writing can only fail for the file system, never for what the report holds. */
-    FUZZ_CHECK(ic_junit_write(report, junit, true, err, sizeof(err)) == 0);
+    FUZZ_CHECK(ic_junit_write(report, junit, true, true, err, sizeof(err)) == 0);
     FUZZ_CHECK(ic_markdown_write(report, markdown, 65536, "run.json", err, sizeof(err)) == 0);
     FUZZ_CHECK(ic_html_write(report, html, err, sizeof(err)) == 0);
     cJSON_Delete(report);

@@ -317,12 +317,25 @@ def main(tap, args):
         report = taplib.load_report(os.path.join(workdir, "r.json"))
         ok = proc.returncode == 0 and all(os.path.exists(p) for p in (junit, markdown)) and \
             os.path.exists(os.path.join(workdir, "board.html"))
-        testcases = open(junit).read().count("<testcase ") if ok else -1
+        xml = open(junit).read() if ok else ""
+        testcases = xml.count("<testcase ") if ok else -1
+        verdicts = [c for c in report["cases"] if c["outcome"] != "unsupported"]
         # the findings suite holds one passing testcase when there is no finding
-        tap.ok(ok and testcases == len(report["cases"]) + max(len(report["findings"]), 1),
+        tap.ok(ok and testcases == len(verdicts) + max(len(report["findings"]), 1) and
+               len(verdicts) < len(report["cases"]) and 'message="unsupported' not in xml,
                "--junit --junit-cases, --markdown and --html on a run: one testcase per finding "
-               "(or one saying there is none) and per case of the report",
-               (proc.returncode, testcases, proc.stdout, proc.stderr))
+               "(or one saying there is none) and per case with a verdict, unsupported ones "
+               "left out", (proc.returncode, testcases, proc.stdout, proc.stderr))
+        every = os.path.join(workdir, "every.xml")
+        proc = taplib.run(binary, "report", os.path.join(workdir, "r.json"), "--junit", every,
+                          "--junit-cases", "--junit-unsupported")
+        testcases = open(every).read().count("<testcase ") if proc.returncode == 0 else -1
+        tap.ok(testcases == len(report["cases"]) + max(len(report["findings"]), 1),
+               "--junit-unsupported: unsupported cases too", (testcases, proc.stderr))
+        proc = taplib.run(binary, "report", os.path.join(workdir, "r.json"), "--junit", every,
+                          "--junit-unsupported")
+        tap.ok(proc.returncode == 2 and "give both" in proc.stderr,
+               "--junit-unsupported without --junit-cases is a usage error", proc.stderr)
         small = os.path.join(workdir, "small.md")
         proc = taplib.run(binary, "report", os.path.join(workdir, "r.json"), "--markdown", small,
                           "--markdown-max", "4096")

@@ -67,7 +67,7 @@ class Writers:
         junit, markdown = stem + ".xml", stem + ".md"
         if use_command and max_bytes is None and full_report is None and self.command is not False:
             proc = taplib.run(self.binary, "report", report_path, "--junit", junit,
-                              "--junit-cases", "--markdown", markdown)
+                              "--junit-cases", "--junit-unsupported", "--markdown", markdown)
             if proc.returncode == 0:
                 if self.command is None:
                     self.tap.diag("reports written by `interopcheck report`")
@@ -859,7 +859,8 @@ def check_huge_message(tap, writers, report_path, report, workdir):
     for name, path in (("plain", report_path), ("huge", crafted_path)):
         stem = os.path.join(workdir, f"views_{name}")
         proc = taplib.run(writers.binary, "report", path, "--html", stem + ".html", "--junit",
-                          stem + ".xml", "--junit-cases", "--markdown", stem + ".md")
+                          stem + ".xml", "--junit-cases", "--junit-unsupported", "--markdown",
+                          stem + ".md")
         merged = stem + "_merged.json"
         merge = taplib.run(writers.binary, "merge", path, report_path, "-o", merged)
         if not tap.ok(proc.returncode == 0 and merge.returncode == 0,

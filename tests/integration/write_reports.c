@@ -51,7 +51,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "write_reports: %s\n", err);
         return 1;
     }
-    if (junit && ic_junit_write(report, junit, true, err, sizeof(err)) < 0) {
+    if (junit && ic_junit_write(report, junit, true, true, err, sizeof(err)) < 0) {
         fprintf(stderr, "write_reports: junit: %s\n", err);
         status = 1;
     }
