@@ -23,8 +23,9 @@ enum {
 /* The views the options ask for, as the report stage takes them. */
 static inline struct ic_views_request ic_views_asked(const struct ic_options *opts)
 {
-    struct ic_views_request views = {opts->html,     opts->junit,        opts->junit_cases,
-                                     opts->junit_unsupported, opts->markdown, opts->markdown_max};
+    struct ic_views_request views = {opts->html,        opts->junit,
+                                     opts->junit_cases, opts->junit_unsupported,
+                                     opts->markdown,    opts->markdown_max};
     return views;
 }
 

@@ -50,8 +50,7 @@ int ic_views_expect(const struct ic_expectations *expectations, cJSON *report, c
     return changed;
 }
 
-int ic_views_write(const cJSON *report, const char *json_path,
-                   const struct ic_views_request *opts,
+int ic_views_write(const cJSON *report, const char *json_path, const struct ic_views_request *opts,
                    char *err, size_t err_size)
 {
     char html_path[PATH_MAX];
