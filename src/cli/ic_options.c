@@ -563,6 +563,69 @@ static int ic_check_command_files(const struct ic_options *opts, char *err, size
     return 0;
 }
 
+/* The options each command other than a run takes (a run takes every option but these
+ * commands' own: --format, --json, --run). An option a command does not read is refused: a
+ * CI step that writes `diff -o out.md` must not believe it wrote a file. */
+static const struct {
+    enum ic_command command;
+    const char *word;
+    int options[12]; /* 0-terminated */
+} ic_command_options[] = {
+    {IC_COMMAND_LIST, "list", {OPT_JSON, OPT_PYTHON, OPT_PROBE_DIR, OPT_IMPORT_TIMEOUT, 'q'}},
+    {IC_COMMAND_REPORT,
+     "report",
+     {OPT_HTML, OPT_JUNIT, OPT_JUNIT_CASES, OPT_JUNIT_UNSUPPORTED, OPT_MARKDOWN,
+      OPT_MARKDOWN_MAX, OPT_EXPECT, OPT_STRICT, OPT_FAIL_ON}},
+    {IC_COMMAND_DIFF, "diff", {OPT_FORMAT}},
+    {IC_COMMAND_MERGE, "merge", {'o'}},
+    {IC_COMMAND_REPRO, "repro", {OPT_RUN, OPT_PYTHON, OPT_TIMEOUT}},
+    {IC_COMMAND_RULES, "rules", {OPT_FORMAT}},
+};
+
+static bool ic_option_given(const struct ic_options *opts, int option)
+{
+    return option >= 0 && option < 512 && (opts->given[option / 8] & (1u << (option % 8)));
+}
+
+/* The spelling of option code `option`: "-o", "--format". */
+static void ic_option_spelling(int option, char *buf, size_t size)
+{
+    for (const struct option *o = ic_long_options; o->name; o++) {
+        if (o->val == option && option < 256)
+            snprintf(buf, size, "-%c/--%s", option, o->name);
+        else if (o->val == option)
+            snprintf(buf, size, "--%s", o->name);
+        if (o->val == option)
+            return;
+    }
+    snprintf(buf, size, "option %d", option);
+}
+
+/* An option given to a command that does not read it. */
+static int ic_check_command_options(const struct ic_options *opts, char *err, size_t err_size)
+{
+    for (size_t i = 0; i < sizeof(ic_command_options) / sizeof(ic_command_options[0]); i++) {
+        if (ic_command_options[i].command != opts->command)
+            continue;
+        for (int option = 1; option < 512; option++) {
+            if (!ic_option_given(opts, option) || option == 'h')
+                continue;
+            bool taken = false;
+            for (const int *o = ic_command_options[i].options; *o && !taken; o++)
+                taken = *o == option;
+            if (taken)
+                continue;
+            char spelling[64];
+            ic_option_spelling(option, spelling, sizeof(spelling));
+            snprintf(err, err_size,
+                     "'%s' does not take %s (see 'interopcheck --help' for what it takes)",
+                     ic_command_options[i].word, spelling);
+            return IC_EUSAGE;
+        }
+    }
+    return 0;
+}
+
 /* Options that belong to another command than the one given. */
 static int ic_check_misplaced_options(const struct ic_options *opts, char *err, size_t err_size)
 {
@@ -644,6 +707,8 @@ int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, 
     opterr = 0;
     int option, rc = 0;
     while ((option = getopt_long(argc, argv, ":ao:j:qvh", ic_long_options, NULL)) != -1) {
+        if (option > 0 && option < 512)
+            opts->given[option / 8] |= (unsigned char)(1u << (option % 8));
         rc = ic_parse_option(option, argv, opts, err, err_size);
         if (rc != 0)
             return rc < 0 ? rc : 0;
@@ -655,6 +720,8 @@ int ic_options_parse(int argc, char **argv, struct ic_options *opts, char *err, 
         rc = ic_check_command_files(opts, err, err_size);
     if (rc == 0)
         rc = ic_check_misplaced_options(opts, err, err_size);
+    if (rc == 0)
+        rc = ic_check_command_options(opts, err, err_size);
     if (rc == 0)
         rc = ic_check_selection(opts, err, err_size);
     return rc < 0 ? rc : 0;

@@ -52,6 +52,7 @@ struct ic_name_list {
 
 struct ic_options {
     enum ic_command command;
+    unsigned char given[512 / 8]; /* bit per option code (getopt's value) seen on the line */
     bool all;
     const char *python; /* NULL: $VIRTUAL_ENV, then the build's interpreter */
     const char **probe_dirs; /* nprobe_dirs of them; the array is owned, the strings are argv's */

@@ -175,6 +175,22 @@ def check_gzip(tap, binary):
                "a cut gzip report is an error that names it", proc.stderr)
 
 
+def check_command_options(tap, binary):
+    """An option the command does not read is a usage error naming the command and the option,
+    never silently ignored."""
+    for args, command, option in ((["diff", "a.json", "b.json", "-o", "out.md"], "diff",
+                                   "-o/--output"),
+                                  (["merge", "a.json", "b.json", "-o", "c.json", "--format",
+                                    "text"], "merge", "--format"),
+                                  (["report", "a.json", "--python", "/usr/bin/python3"],
+                                   "report", "--python"),
+                                  (["rules", "--all"], "rules", "-a/--all")):
+        proc = taplib.run(binary, *args)
+        tap.ok(proc.returncode == 2 and f"'{command}' does not take {option}" in proc.stderr,
+               f"{' '.join(args)}: a usage error, '{command}' does not take {option}",
+               proc.stderr)
+
+
 def check_size(tap, binary):
     """--size 70K: the 1-D layouts move 71 680 elements (strided from 215 041), the report
     says so, and the exchanges still pass."""
@@ -228,6 +244,7 @@ def main(tap, args):
     check_last_failed(tap, binary)
     check_verbose(tap, binary)
     check_gzip(tap, binary)
+    check_command_options(tap, binary)
 
     proc = taplib.run(binary, "--all", "--bogus")
     tap.ok(proc.returncode == 2 and "--bogus" in proc.stderr, "an unknown option is exit 2",
