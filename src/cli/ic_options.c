@@ -604,6 +604,18 @@ static void ic_option_spelling(int option, char *buf, size_t size)
 /* An option given to a command that does not read it. */
 static int ic_check_command_options(const struct ic_options *opts, char *err, size_t err_size)
 {
+    static const int not_for_runs[] = {OPT_FORMAT, OPT_JSON};
+    for (size_t i = 0; opts->command == IC_COMMAND_RUN && i < 2; i++) {
+        if (ic_option_given(opts, not_for_runs[i])) {
+            char spelling[64];
+            ic_option_spelling(not_for_runs[i], spelling, sizeof(spelling));
+            snprintf(err, err_size,
+                     "a run does not take %s (it belongs to diff, rules or list; see "
+                     "'interopcheck --help')",
+                     spelling);
+            return IC_EUSAGE;
+        }
+    }
     for (size_t i = 0; i < sizeof(ic_command_options) / sizeof(ic_command_options[0]); i++) {
         if (ic_command_options[i].command != opts->command)
             continue;

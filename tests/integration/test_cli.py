@@ -184,9 +184,12 @@ def check_command_options(tap, binary):
                                     "text"], "merge", "--format"),
                                   (["report", "a.json", "--python", "/usr/bin/python3"],
                                    "report", "--python"),
-                                  (["rules", "--all"], "rules", "-a/--all")):
+                                  (["rules", "--all"], "rules", "-a/--all"),
+                                  (["--all", "--format", "text"], "a run", "--format")):
         proc = taplib.run(binary, *args)
-        tap.ok(proc.returncode == 2 and f"'{command}' does not take {option}" in proc.stderr,
+        said = f"{command} does not take" if command == "a run" else \
+            f"'{command}' does not take"
+        tap.ok(proc.returncode == 2 and f"{said} {option}" in proc.stderr,
                f"{' '.join(args)}: a usage error, '{command}' does not take {option}",
                proc.stderr)
 
