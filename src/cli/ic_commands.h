@@ -6,6 +6,9 @@
 #ifndef IC_COMMANDS_H
 #define IC_COMMANDS_H
 
+#include <stdio.h>
+#include <string.h>
+
 #include "ic_options.h"
 #include "ic_views.h"
 
@@ -37,5 +40,12 @@ int ic_cmd_diff(const struct ic_options *opts);
 int ic_cmd_merge(const struct ic_options *opts);
 int ic_cmd_repro(const struct ic_options *opts);
 int ic_cmd_rules(const struct ic_options *opts);
+
+/* completion [bash|zsh]: prints the shell completion script (ic_options_completion). */
+static inline int ic_cmd_completion(const struct ic_options *opts)
+{
+    ic_options_completion(stdout, opts->nfiles == 1 && strcmp(opts->files[0], "zsh") == 0);
+    return fflush(stdout) == 0 ? IC_EXIT_OK : IC_EXIT_USAGE;
+}
 
 #endif

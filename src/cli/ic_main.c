@@ -19,6 +19,7 @@ static const struct {
     {IC_COMMAND_LIST, ic_cmd_list},   {IC_COMMAND_REPORT, ic_cmd_report},
     {IC_COMMAND_DIFF, ic_cmd_diff},   {IC_COMMAND_MERGE, ic_cmd_merge},
     {IC_COMMAND_REPRO, ic_cmd_repro}, {IC_COMMAND_RULES, ic_cmd_rules},
+    {IC_COMMAND_COMPLETION, ic_cmd_completion},
 };
 
 /* A worker never returns here: it leaves without running the libraries' exit-time destructors

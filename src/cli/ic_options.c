@@ -6,10 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ic_config.h"
+#include "ic_device.h"
 #include "ic_dtype.h"
 #include "ic_error.h"
 #include "ic_layout.h"
 #include "ic_protocol.h"
+#include "ic_result.h"
 
 /* The options that have no short form, once each: X(NAME, name, argument). Their values
  * (OPT_NAME) are above the character range, where the short options' values are. */
@@ -114,6 +117,7 @@ void ic_options_usage(FILE *out)
         "                                           a finding's reproducer: print it, or run it\n"
         "       interopcheck rules [--format text|markdown|json]\n"
         "                                           the rules every verdict cites\n"
+        "       interopcheck completion bash|zsh    shell completion: source <(interopcheck ...)\n"
         "\n"
         "interopcheck imports every installed array library through a probe, exchanges arrays\n"
         "between every pair over every protocol (DLPack, __array_interface__, __array_struct__,\n"
@@ -504,9 +508,15 @@ static const struct {
     const char *word;
     enum ic_command command;
 } ic_command_words[] = {
-    {"list", IC_COMMAND_LIST},     {"run", IC_COMMAND_RUN},     {"help", IC_COMMAND_HELP},
-    {"report", IC_COMMAND_REPORT}, {"diff", IC_COMMAND_DIFF},   {"merge", IC_COMMAND_MERGE},
-    {"repro", IC_COMMAND_REPRO},   {"rules", IC_COMMAND_RULES},
+    {"list", IC_COMMAND_LIST},
+    {"run", IC_COMMAND_RUN},
+    {"help", IC_COMMAND_HELP},
+    {"report", IC_COMMAND_REPORT},
+    {"diff", IC_COMMAND_DIFF},
+    {"merge", IC_COMMAND_MERGE},
+    {"repro", IC_COMMAND_REPRO},
+    {"rules", IC_COMMAND_RULES},
+    {"completion", IC_COMMAND_COMPLETION},
 };
 
 /* The command word and the files after it. GNU getopt_long has moved the non-options (the
@@ -529,7 +539,8 @@ static int ic_parse_command(int argc, char **argv, struct ic_options *opts, char
             return 1;
     }
     bool takes_files = opts->command == IC_COMMAND_REPORT || opts->command == IC_COMMAND_DIFF ||
-                       opts->command == IC_COMMAND_MERGE || opts->command == IC_COMMAND_REPRO;
+                       opts->command == IC_COMMAND_MERGE || opts->command == IC_COMMAND_REPRO ||
+                       opts->command == IC_COMMAND_COMPLETION;
     while (takes_files && optind < argc) {
         if (ic_array_push(&opts->files, &opts->nfiles, &opts->files_capacity, argv[optind++]) < 0) {
             snprintf(err, err_size, "out of memory");
@@ -553,6 +564,10 @@ static int ic_check_command_files(const struct ic_options *opts, char *err, size
         why = "repro takes a report and a finding: interopcheck repro RUN.json FINDING [--run]";
     else if (opts->command == IC_COMMAND_DIFF && opts->nfiles != 2)
         why = "diff takes two report files: interopcheck diff BASE.json NEW.json";
+    else if (opts->command == IC_COMMAND_COMPLETION &&
+             (opts->nfiles > 1 || (opts->nfiles == 1 && strcmp(opts->files[0], "bash") != 0 &&
+                                    strcmp(opts->files[0], "zsh") != 0)))
+        why = "completion takes bash or zsh: source <(interopcheck completion bash)";
     else if (opts->command == IC_COMMAND_MERGE && (opts->nfiles < 2 || !opts->output))
         why = "merge takes two or more report files and -o: interopcheck merge A.json B.json -o "
               "ALL.json";
@@ -574,12 +589,13 @@ static const struct {
     {IC_COMMAND_LIST, "list", {OPT_JSON, OPT_PYTHON, OPT_PROBE_DIR, OPT_IMPORT_TIMEOUT, 'q'}},
     {IC_COMMAND_REPORT,
      "report",
-     {OPT_HTML, OPT_JUNIT, OPT_JUNIT_CASES, OPT_JUNIT_UNSUPPORTED, OPT_MARKDOWN,
-      OPT_MARKDOWN_MAX, OPT_EXPECT, OPT_STRICT, OPT_FAIL_ON}},
+     {OPT_HTML, OPT_JUNIT, OPT_JUNIT_CASES, OPT_JUNIT_UNSUPPORTED, OPT_MARKDOWN, OPT_MARKDOWN_MAX,
+      OPT_EXPECT, OPT_STRICT, OPT_FAIL_ON}},
     {IC_COMMAND_DIFF, "diff", {OPT_FORMAT}},
     {IC_COMMAND_MERGE, "merge", {'o'}},
     {IC_COMMAND_REPRO, "repro", {OPT_RUN, OPT_PYTHON, OPT_TIMEOUT}},
     {IC_COMMAND_RULES, "rules", {OPT_FORMAT}},
+    {IC_COMMAND_COMPLETION, "completion", {0}},
 };
 
 static bool ic_option_given(const struct ic_options *opts, int option)
@@ -653,8 +669,8 @@ static int ic_check_misplaced_options(const struct ic_options *opts, char *err, 
     const char *why = NULL;
     if (opts->collect_only && opts->command != IC_COMMAND_RUN)
         why = "--collect-only lists the cases a run would run: give it with a selection";
-    else if (opts->collect_only && (opts->output || opts->html || opts->junit || opts->markdown ||
-                                    opts->resume))
+    else if (opts->collect_only &&
+             (opts->output || opts->html || opts->junit || opts->markdown || opts->resume))
         why = "--collect-only writes no report: leave out -o, --html, --junit, --markdown and "
               "--resume";
     else if (opts->junit_unsupported && !opts->junit_cases)
@@ -762,4 +778,107 @@ void ic_options_release(struct ic_options *opts)
     free((void *)opts->files);
     opts->probe_dirs = opts->expect = opts->files = NULL;
     opts->nprobe_dirs = opts->nexpect = opts->nfiles = 0;
+}
+
+/* --- Shell completion --------------------------------------------------------------------- */
+
+/* Options a shell completes with a file name, and options only the supervisor gives. */
+static bool ic_option_takes_file(int option)
+{
+    return option == 'o' || option == OPT_PYTHON || option == OPT_PROBE_DIR ||
+           option == OPT_JUNIT || option == OPT_MARKDOWN || option == OPT_HTML ||
+           option == OPT_EXPECT || option == OPT_RESUME || option == OPT_LAST_FAILED;
+}
+
+static bool ic_option_internal(int option)
+{
+    return option == OPT_WORKER_FD || option == OPT_WORKER_EVENTS_FD || option == OPT_PROBEKIT;
+}
+
+static void ic_completion_words(FILE *out, const char *option, int count, const char *(*name)(int))
+{
+    fprintf(out, "        %s) words=\"", option);
+    for (int i = 0; i < count; i++)
+        fprintf(out, "%s%s", i ? " " : "", name(i));
+    fputs("\" ;;\n", out);
+}
+
+static const char *ic_usage_outcome(int i)
+{
+    return ic_outcome_name((enum ic_outcome)i);
+}
+
+static const char *ic_usage_device(int i)
+{
+    return ic_device_kind_name((enum ic_device_kind)i);
+}
+
+void ic_options_completion(FILE *out, bool zsh)
+{
+    fputs("# interopcheck's completion, made by `interopcheck completion`: source it from your\n"
+          "# shell's start-up file, e.g. source <(interopcheck completion bash)\n",
+          out);
+    if (zsh)
+        fputs("autoload -U +X bashcompinit && bashcompinit\n", out);
+    fputs("_interopcheck() {\n"
+          "    local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"${COMP_WORDS[COMP_CWORD-1]}\"\n"
+          "    local words=\"\" prefix=\"\"\n"
+          "    case \"$prev\" in\n",
+          out);
+    fputs("        ", out);
+    int files = 0;
+    for (const struct option *o = ic_long_options; o->name; o++) {
+        if (!ic_option_takes_file(o->val))
+            continue;
+        if (o->val < 256)
+            fprintf(out, "%s-%c", files++ ? "|" : "", o->val);
+        fprintf(out, "%s--%s", files++ ? "|" : "", o->name);
+    }
+    fputs(")\n            COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n", out);
+    ic_completion_words(out, "--protocol", IC_PROTOCOL_COUNT, ic_usage_protocol);
+    ic_completion_words(out, "--dtype", IC_DTYPE_COUNT, ic_usage_dtype);
+    ic_completion_words(out, "--layout", IC_LAYOUT_COUNT, ic_usage_layout);
+    ic_completion_words(out, "--device", IC_KIND_COUNT, ic_usage_device);
+    ic_completion_words(out, "--fail-on", IC_OUTCOME_COUNT, ic_usage_outcome);
+    fputs("        --format) words=\"text markdown json\" ;;\n", out);
+    /* Library names: the built-in probes and those of INTEROPCHECK_PROBE_PATH, by file name,
+     * without importing anything. */
+    fprintf(out,
+            "        --producer|--consumer)\n"
+            "            local dir f\n"
+            "            for dir in %s ${INTEROPCHECK_PROBE_PATH//:/ }; do\n"
+            "                for f in \"$dir\"/[a-z]*.py; do\n"
+            "                    [ -e \"$f\" ] && f=${f##*/} && words=\"$words ${f%%.py}\"\n"
+            "                done\n"
+            "            done\n"
+            "            [ \"$prev\" = --consumer ] && words=\"$words interopcheck\" ;;\n",
+            IC_PROBE_DIR);
+    fputs("    esac\n"
+          "    if [ -n \"$words\" ]; then\n"
+          "        # comma-separated lists: complete the name after the last comma\n"
+          "        case \"$cur\" in *,*) prefix=\"${cur%,*},\" ;; esac\n"
+          "        COMPREPLY=($(compgen -P \"$prefix\" -W \"$words\" -- \"${cur##*,}\"))\n"
+          "        return\n"
+          "    fi\n"
+          "    case \"$cur\" in\n"
+          "        -*) COMPREPLY=($(compgen -W \"",
+          out);
+    int n = 0;
+    for (const struct option *o = ic_long_options; o->name; o++) {
+        if (ic_option_internal(o->val))
+            continue;
+        if (o->val < 256)
+            fprintf(out, "%s-%c", n++ ? " " : "", o->val);
+        fprintf(out, "%s--%s", n++ ? " " : "", o->name);
+    }
+    fputs("\" -- \"$cur\")) ;;\n"
+          "        *) COMPREPLY=($(compgen -W \"",
+          out);
+    for (size_t i = 0; i < sizeof(ic_command_words) / sizeof(ic_command_words[0]); i++)
+        fprintf(out, "%s%s", i ? " " : "", ic_command_words[i].word);
+    fputs("\" -- \"$cur\") $(compgen -f -- \"$cur\")) ;;\n"
+          "    esac\n"
+          "}\n"
+          "complete -o filenames -F _interopcheck interopcheck\n",
+          out);
 }

@@ -41,6 +41,7 @@ enum ic_command {
     IC_COMMAND_MERGE,  /* merge A.json B.json ... -o ALL.json */
     IC_COMMAND_REPRO,  /* repro REPORT FINDING [--run] */
     IC_COMMAND_RULES,  /* rules [--format text|markdown|json] */
+    IC_COMMAND_COMPLETION, /* completion [bash|zsh]: the shell completion script */
 };
 
 struct ic_name_list {
@@ -103,6 +104,10 @@ int ic_name_list_add(struct ic_name_list *list, const char *arg);
 /* Frees what ic_name_list_add copied and empties the list. */
 void ic_name_list_release(struct ic_name_list *list);
 void ic_options_release(struct ic_options *opts);
+/* The bash completion script of these options (zsh: the same, after bashcompinit), made
+ * from the option table and the registries' names, as --help is. */
+void ic_options_completion(FILE *out, bool zsh);
+
 void ic_options_usage(FILE *out);
 
 #endif

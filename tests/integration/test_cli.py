@@ -194,6 +194,37 @@ def check_command_options(tap, binary):
                proc.stderr)
 
 
+def check_completion(tap, binary):
+    """`completion bash` is a script bash sources whose function completes options, the
+    registries' names (after a comma too), probe names and commands."""
+    with tempfile.TemporaryDirectory() as workdir:
+        script = os.path.join(workdir, "completion.sh")
+        proc = taplib.run(binary, "completion", "bash")
+        with open(script, "w", encoding="utf-8") as handle:
+            handle.write(proc.stdout)
+        asks = {"interopcheck --proto": "--protocol",
+                "interopcheck --protocol dlpack,arr":
+                    "dlpack,array_interface dlpack,array_struct dlpack,array dlpack,arrow "
+                    "dlpack,arrow_device dlpack,arrow_stream",
+                "interopcheck --dtype float8": "float8_e4m3fn float8_e5m2",
+                "interopcheck --consumer numpy,interop": "numpy,interopcheck",
+                "interopcheck --producer pyarr": "pyarrow pyarrow_tensor",
+                "interopcheck mer": "merge"}
+        for line, expected in asks.items():
+            got = subprocess.run(
+                ["bash", "-c", 'source "$1"; read -ra COMP_WORDS <<< "$2"; '
+                 'COMP_CWORD=$((${#COMP_WORDS[@]}-1)); _interopcheck; echo "${COMPREPLY[*]}"',
+                 "_", script, line], capture_output=True, text=True, cwd=workdir, timeout=60)
+            tap.ok(proc.returncode == 0 and got.stdout.strip() == expected,
+                   f"completion of '{line}': {expected}", (got.stdout, got.stderr))
+    proc = taplib.run(binary, "completion", "zsh")
+    tap.ok(proc.returncode == 0 and "bashcompinit" in proc.stdout and "_interopcheck" in proc.stdout,
+           "completion zsh: the same function, through bashcompinit", proc.stdout[:300])
+    proc = taplib.run(binary, "completion", "fish")
+    tap.ok(proc.returncode == 2 and "bash or zsh" in proc.stderr,
+           "completion of another shell is a usage error", proc.stderr)
+
+
 def check_size(tap, binary):
     """--size 70K: the 1-D layouts move 71 680 elements (strided from 215 041), the report
     says so, and the exchanges still pass."""
@@ -248,6 +279,7 @@ def main(tap, args):
     check_verbose(tap, binary)
     check_gzip(tap, binary)
     check_command_options(tap, binary)
+    check_completion(tap, binary)
 
     proc = taplib.run(binary, "--all", "--bogus")
     tap.ok(proc.returncode == 2 and "--bogus" in proc.stderr, "an unknown option is exit 2",
