@@ -225,6 +225,28 @@ def check_completion(tap, binary):
            "completion of another shell is a usage error", proc.stderr)
 
 
+def check_man_page(tap, binary):
+    """The man page meson builds next to the binary is made from --help: it holds every option
+    --help lists, and groff renders it without a warning."""
+    import re
+    import shutil
+    page = os.path.join(os.path.dirname(os.path.abspath(binary)), "interopcheck.1")
+    text = open(page, encoding="utf-8").read() if os.path.exists(page) else ""
+    options = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", taplib.run(binary, "--help").stdout))
+    missing = sorted(o for o in options if o.replace("-", "\\-") not in text)
+    tap.ok(text.startswith(".TH INTEROPCHECK 1") and ".SH NAME" in text and options
+           and not missing,
+           f"the man page holds all {len(options)} options of --help", missing[:10])
+    if not shutil.which("groff"):
+        tap.skip("groff is not installed: the page is not rendered")
+        return
+    proc = subprocess.run(["groff", "-man", "-Tascii", "-ww", page], capture_output=True,
+                          text=True, timeout=60)
+    plain = re.sub(".\b", "", proc.stdout)  # bold and underline are overstruck
+    tap.ok(proc.returncode == 0 and not proc.stderr.strip() and "--last-failed" in plain,
+           "groff renders it without a warning", proc.stderr[:500])
+
+
 def check_size(tap, binary):
     """--size 70K: the 1-D layouts move 71 680 elements (strided from 215 041), the report
     says so, and the exchanges still pass."""
@@ -280,6 +302,7 @@ def main(tap, args):
     check_gzip(tap, binary)
     check_command_options(tap, binary)
     check_completion(tap, binary)
+    check_man_page(tap, binary)
 
     proc = taplib.run(binary, "--all", "--bogus")
     tap.ok(proc.returncode == 2 and "--bogus" in proc.stderr, "an unknown option is exit 2",
