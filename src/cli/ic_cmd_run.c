@@ -22,6 +22,7 @@
 #include "ic_json.h"
 #include "ic_supervisor.h"
 #include "ic_text.h"
+#include "ic_worker.h"
 
 struct ic_run {
     struct ic_session *session;
@@ -746,6 +747,42 @@ static int ic_run_command_open(struct ic_run_command *cmd)
     return 0;
 }
 
+/* --case ID: the selection is the case's own producer, consumer, protocol, dtype, layout and
+ * device (its variant is picked from the plan by id). IC_ENOMEM. */
+static int ic_case_selection(const struct ic_case *c, struct ic_options *opts)
+{
+    struct ic_name_list *lists[] = {&opts->producers, &opts->consumers, &opts->protocols,
+                                    &opts->dtypes,    &opts->layouts,   &opts->devices};
+    const char *names[] = {c->producer,
+                           c->consumer,
+                           ic_protocol_id(c->protocol),
+                           ic_dtype_name(c->dtype),
+                           ic_layout_name(c->layout),
+                           ic_device_kind_name(c->device.kind)};
+    for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+        if (ic_name_list_add(lists[i], names[i]) < 0)
+            return IC_ENOMEM;
+    }
+    return 0;
+}
+
+/* Leaves in the plan only the case named `id`. Returns how many are left (0 or 1). */
+static size_t ic_plan_keep_case(struct ic_plan *plan, const char *id)
+{
+    size_t kept = 0;
+    char planned[IC_CASE_ID_MAX];
+    for (size_t i = 0; i < plan->count; i++) {
+        struct ic_planned *item = &plan->items[i];
+        if (ic_case_format_id(&item->c, planned, sizeof(planned)) < 0 || strcmp(planned, id) != 0) {
+            ic_result_packed_release(&item->result);
+            continue;
+        }
+        plan->items[kept++] = *item;
+    }
+    plan->count = kept;
+    return kept;
+}
+
 /* Imports the libraries the selection needs (those named, or all: every consumer of the
  * chosen producers is a candidate when no consumer is named) and plans the cases. */
 static int ic_run_command_plan(struct ic_run_command *cmd)
@@ -770,6 +807,13 @@ static int ic_run_command_plan(struct ic_run_command *cmd)
     }
     if (ic_plan_build(&session->catalog, &cmd->filter, session->devices.available, &cmd->plan) < 0)
         return snprintf(cmd->err, sizeof(cmd->err), "out of memory while planning"), IC_ENOMEM;
+    if (opts->case_id && ic_plan_keep_case(&cmd->plan, opts->case_id) == 0) {
+        snprintf(cmd->err, sizeof(cmd->err),
+                 "%s is not a case of this environment: its producer cannot build it or its "
+                 "consumer does not take the protocol (see 'interopcheck --collect-only')",
+                 opts->case_id);
+        return IC_ENOTFOUND;
+    }
     if (opts->last_failed) {
         int kept = ic_last_failed_narrow(&cmd->resume, &cmd->plan);
         if (!opts->quiet)
@@ -913,7 +957,7 @@ static void ic_run_command_close(struct ic_run_command *cmd)
     if (cmd->session_open)
         ic_session_close(&cmd->session);
     ic_run_policy_close(&cmd->policy);
-    if (cmd->opts.resume || cmd->opts.last_failed) {
+    if (cmd->opts.resume || cmd->opts.last_failed || cmd->opts.case_id) {
         /* The selection lists were filled from the report, into this copy only. */
         struct ic_options *opts = &cmd->opts;
         struct ic_name_list *lists[] = {&opts->producers, &opts->consumers, &opts->protocols,
@@ -922,6 +966,51 @@ static void ic_run_command_close(struct ic_run_command *cmd)
             ic_name_list_release(lists[i]);
     }
     ic_resume_close(&cmd->resume);
+}
+
+/* --case ID --no-fork: the case in this process (ic_worker_foreground), its result printed as
+ * the report would hold it, and the exit status a run of it would have. */
+static int ic_run_foreground(const struct ic_options *opts, const struct ic_case *c)
+{
+    struct ic_session session;
+    char err[4096];
+    if (ic_session_open(&session, opts, err, sizeof(err)) < 0) {
+        fprintf(stderr, "interopcheck: %s\n", err);
+        return IC_EXIT_USAGE;
+    }
+    bool reference = strcmp(c->consumer, IC_REFERENCE_CONSUMER) == 0;
+    int p = ic_catalog_find(&session.catalog, c->producer);
+    int q = reference ? -1 : ic_catalog_find(&session.catalog, c->consumer);
+    int status = IC_EXIT_USAGE;
+    struct ic_result *res = calloc(1, sizeof(*res));
+    if (!res || p < 0 || (!reference && q < 0)) {
+        fprintf(stderr, "interopcheck: %s\n",
+                !res ? "out of memory" : "no probe of that name: see 'interopcheck list'");
+        goto done;
+    }
+    struct ic_worker_config config = {
+        .fd = -1, .events_fd = -1, .python = session.python, .kit_path = session.catalog.kit_path};
+    struct ic_worker_probe producer = {c->producer, session.catalog.libs[p].path};
+    struct ic_worker_probe consumer = {c->consumer, q >= 0 ? session.catalog.libs[q].path : ""};
+    if (ic_worker_foreground(&config, &producer, reference ? NULL : &consumer, c, opts->seed, res,
+                             err, sizeof(err)) < 0) {
+        fprintf(stderr, "interopcheck: %s\n", err);
+        goto done;
+    }
+    cJSON *json = ic_case_to_json(c, res);
+    char *text = json ? cJSON_Print(json) : NULL;
+    if (text)
+        printf("%s\n", text);
+    cJSON_free(text);
+    cJSON_Delete(json);
+    status = ic_outcome_is_failure(res->outcome) ? IC_EXIT_FAILURES
+             : res->outcome == IC_OUTCOME_PASS || res->outcome == IC_OUTCOME_XPASS
+                 ? IC_EXIT_OK
+                 : IC_EXIT_NOTHING_TESTED;
+done:
+    free(res);
+    ic_session_close(&session);
+    return status;
 }
 
 /* --collect-only: the plan's case ids on stdout, one a line, in plan order, and the counts on
@@ -953,7 +1042,22 @@ int ic_cmd_run(const struct ic_options *given)
     }
     cmd->opts = *given;
     int status = IC_EXIT_USAGE;
-    int rc = ic_run_command_open(cmd);
+    struct ic_case one;
+    if (given->case_id && ic_case_parse_id(given->case_id, &one) < 0) {
+        fprintf(stderr,
+                "interopcheck: --case %s: not a case id "
+                "(protocol.producer.consumer.device.dtype.layout[.variant])\n",
+                given->case_id);
+        free(cmd);
+        return IC_EXIT_USAGE;
+    }
+    if (given->case_id && given->no_fork) {
+        free(cmd);
+        return ic_run_foreground(given, &one);
+    }
+    int rc = given->case_id ? ic_case_selection(&one, &cmd->opts) : 0;
+    if (rc == 0)
+        rc = ic_run_command_open(cmd);
     if (rc == 0)
         rc = ic_run_command_plan(cmd);
     if (rc == 0 && cmd->opts.collect_only) {
@@ -970,7 +1074,7 @@ int ic_cmd_run(const struct ic_options *given)
         status = ic_run_command_finish(cmd);
     else
         fprintf(stderr, "interopcheck: %s\n", cmd->err);
-    if (rc == IC_ENOTFOUND && cmd->opts.last_failed)
+    if (rc == IC_ENOTFOUND && (cmd->opts.last_failed || cmd->opts.case_id))
         status = IC_EXIT_NOTHING_TESTED;
     ic_run_command_close(cmd);
     free(cmd);

@@ -47,7 +47,9 @@
     X(LAST_FAILED, "last-failed", required_argument)                                               \
     X(JUNIT_CASES, "junit-cases", no_argument)                                                     \
     X(COLLECT_ONLY, "collect-only", no_argument)                                                   \
-    X(JUNIT_UNSUPPORTED, "junit-unsupported", no_argument)
+    X(JUNIT_UNSUPPORTED, "junit-unsupported", no_argument)                                         \
+    X(CASE, "case", required_argument)                                                             \
+    X(NO_FORK, "no-fork", no_argument)
 
 enum {
     OPT_FIRST_LONG_ONLY = 255, /* the first long-only option is 256 */
@@ -178,6 +180,10 @@ void ic_options_usage(FILE *out)
         "                       erred in REPORT (a JSON report or its .jsonl stream), with\n"
         "                       its seed, timeout and probe directories, importing only\n"
         "                       their libraries; the new report holds those cases\n"
+        "  --case ID            run that case alone (an id of a report, of --collect-only)\n"
+        "  --no-fork            ... in this process, with no worker, timeout or report: for\n"
+        "                       a debugger (gdb --args interopcheck --case ID --no-fork);\n"
+        "                       prints the case's result as the report would hold it\n"
         "  --resume REPORT      run only the cases REPORT lacks (a report a run wrote when it\n"
         "                       was interrupted, or its FILE.jsonl stream after a kill),\n"
         "                       with REPORT's selection and seed, and write the complete\n"
@@ -327,6 +333,8 @@ static const struct {
     {OPT_PROBEKIT, offsetof(struct ic_options, probekit), 0, 0},
     {OPT_RESUME, offsetof(struct ic_options, resume), 0, 0},
     {OPT_LAST_FAILED, offsetof(struct ic_options, last_failed), 0, 0},
+    {OPT_CASE, offsetof(struct ic_options, case_id), 0, 0},
+    {OPT_NO_FORK, 0, offsetof(struct ic_options, no_fork), 0},
     {'a', 0, offsetof(struct ic_options, all), 0},
     {OPT_STRICT, 0, offsetof(struct ic_options, strict), 0},
     {OPT_JSON, 0, offsetof(struct ic_options, json), 0},
@@ -695,16 +703,22 @@ static int ic_check_selection(const struct ic_options *opts, char *err, size_t e
 {
     bool filtered = opts->producers.count || opts->consumers.count || opts->protocols.count ||
                     opts->dtypes.count || opts->layouts.count || opts->devices.count;
-    const char *from = opts->resume ? "--resume" : opts->last_failed ? "--last-failed" : NULL;
-    if (opts->resume && opts->last_failed) {
-        snprintf(err, err_size, "--resume and --last-failed each take a report: give one");
+    const char *from = opts->resume        ? "--resume"
+                       : opts->last_failed ? "--last-failed"
+                       : opts->case_id     ? "--case"
+                                           : NULL;
+    if (!!opts->resume + !!opts->last_failed + !!opts->case_id > 1) {
+        snprintf(err, err_size,
+                 "--resume, --last-failed and --case each select the cases: give one");
+        return IC_EUSAGE;
+    }
+    if (opts->no_fork && !opts->case_id) {
+        snprintf(err, err_size, "--no-fork runs one case in this process: give it with --case ID");
         return IC_EUSAGE;
     }
     if (from && (opts->command != IC_COMMAND_RUN || opts->all || filtered)) {
-        snprintf(err, err_size,
-                 "%s takes its selection and seed from REPORT: leave out "
-                 "--all and the selection options",
-                 from);
+        snprintf(err, err_size, "%s %s: leave out --all and the selection options", from,
+                 opts->case_id ? "names its case" : "takes its selection and seed from REPORT");
         return IC_EUSAGE;
     }
     if (opts->command == IC_COMMAND_RUN && !opts->all && !filtered && !from) {

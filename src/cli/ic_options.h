@@ -86,6 +86,8 @@ struct ic_options {
     bool run;                    /* repro --run */
     const char *resume;          /* --resume REPORT: finish an interrupted run */
     const char *last_failed;     /* --last-failed REPORT: run again the cases that failed */
+    const char *case_id;         /* --case ID: that case alone */
+    bool no_fork;                /* --no-fork: ... in this process, for a debugger */
     /* Positional arguments of report, diff and merge: report files. */
     const char **files; /* nfiles of them; array owned */
     int nfiles;

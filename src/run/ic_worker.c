@@ -528,3 +528,52 @@ done:
     free(w);
     return status;
 }
+
+/* Loads one probe in the foreground runner; err says why it could not be. */
+static int ic_foreground_load(struct ic_probe *probe, const struct ic_worker_probe *which,
+                              char *err, size_t err_size)
+{
+    struct ic_py_exc exc;
+    char *info = NULL;
+    int rc = ic_probe_load(probe, which->name, which->path, &info, &exc);
+    free(info);
+    if (rc < 0)
+        snprintf(err, err_size, "the %s probe (%s) could not be loaded: %s: %s", which->name,
+                 which->path, exc.type, exc.message);
+    return rc;
+}
+
+int ic_worker_foreground(const struct ic_worker_config *config,
+                         const struct ic_worker_probe *producer,
+                         const struct ic_worker_probe *consumer, const struct ic_case *c,
+                         uint64_t seed, struct ic_result *ret, char *err, size_t err_size)
+{
+    struct ic_probe probes[2];
+    struct ic_exchange_cache cache;
+    struct ic_py_exc exc;
+    memset(probes, 0, sizeof(probes));
+    memset(&cache, 0, sizeof(cache));
+    struct ic_py_config pyconfig = {
+        .python = config->python, .sys_path = NULL, .faulthandler = true};
+    int rc = ic_py_init(&pyconfig, err, err_size);
+    if (rc < 0)
+        return rc;
+    ic_py_enter();
+    rc = ic_probe_kit_load(config->kit_path, &exc);
+    if (rc < 0)
+        snprintf(err, err_size, "cannot load %s: %s: %s", config->kit_path, exc.type, exc.message);
+    if (rc == 0)
+        rc = ic_foreground_load(&probes[0], producer, err, err_size);
+    if (rc == 0 && consumer)
+        rc = ic_foreground_load(&probes[1], consumer, err, err_size);
+    if (rc == 0) {
+        ic_py_faulthandler_rearm();
+        rc = ic_exchange_run(&cache, c, &probes[0], consumer ? &probes[1] : NULL, seed, ret);
+        if (rc < 0)
+            snprintf(err, err_size, "the exchange could not be run: %s", ic_strerror(rc));
+    }
+    ic_py_leave();
+    /* The probes and the interpreter stay: the process ends next, and the libraries' own
+     * teardown is not under test (as in a worker). */
+    return rc;
+}

@@ -25,6 +25,9 @@
 #ifndef IC_WORKER_H
 #define IC_WORKER_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 struct ic_worker_config {
     int fd;
     int events_fd; /* -1: none */
@@ -33,5 +36,23 @@ struct ic_worker_config {
 };
 
 int ic_worker_main(const struct ic_worker_config *config);
+
+struct ic_case;
+struct ic_result;
+
+/* A probe the foreground runner loads: its name and file. */
+struct ic_worker_probe {
+    const char *name, *path;
+};
+
+/* `--case ID --no-fork`: runs case `c` in this process, as a worker would but with no channel
+ * and no supervisor, so that a debugger sees the library's code (gdb --args interopcheck
+ * --case ID --no-fork; a crash is the debugger's, and there is no timeout). Embeds the
+ * interpreter, loads the kit and the two probes (`consumer` NULL for interopcheck's own), and
+ * fills *ret. Returns 0, or negative with err saying what could not be set up. */
+int ic_worker_foreground(const struct ic_worker_config *config,
+                         const struct ic_worker_probe *producer,
+                         const struct ic_worker_probe *consumer, const struct ic_case *c,
+                         uint64_t seed, struct ic_result *ret, char *err, size_t err_size);
 
 #endif

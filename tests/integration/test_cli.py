@@ -247,6 +247,49 @@ def check_man_page(tap, binary):
            "groff renders it without a warning", proc.stderr[:500])
 
 
+def check_one_case(tap, binary):
+    """--case ID runs that case alone; with --no-fork in this process, printing the result the
+    report holds for it, with the run's exit status."""
+    probes = os.path.join(taplib.source_root(), "tests", "probes")
+    with tempfile.TemporaryDirectory() as workdir:
+        out = os.path.join(workdir, "r.json")
+        taplib.run_with_test_probes(binary, out, "--producer", "numpy", "--consumer",
+                                    "eralib,torch", "--protocol", "dlpack", "--layout", "flat",
+                                    "--dtype", "float32,int32", "-q")
+        report = taplib.load_report(out) if os.path.exists(out) else {"cases": []}
+        cases = {c["id"]: c for c in report["cases"]}
+        for case_id, status in (("dlpack.numpy.torch.cpu.float32.flat", 0),
+                                ("dlpack.numpy.eralib.cpu.int32.flat", 1)):
+            proc = taplib.run(binary, "--probe-dir", probes, "--case", case_id, "--no-fork")
+            try:
+                got = json.loads(proc.stdout)
+            except ValueError:
+                got = {}
+            want = cases.get(case_id, {})
+            same = {k: got.get(k) for k in ("outcome", "rule", "side", "severity")} == \
+                {k: want.get(k) for k in ("outcome", "rule", "side", "severity")} and \
+                {n: c["status"] for n, c in got.get("checks", {}).items()} == \
+                {n: c["status"] for n, c in want.get("checks", {}).items()}
+            tap.ok(proc.returncode == status and want and same,
+                   f"--case {case_id} --no-fork: the run's outcome, rule and checks, exit {status}",
+                   (proc.returncode, proc.stderr[-500:], got.get("outcome"), want.get("outcome")))
+        one = os.path.join(workdir, "one.json")
+        proc = taplib.run(binary, "--probe-dir", probes, "--case",
+                          "dlpack.numpy.eralib.cpu.int32.flat", "-o", one, "-q")
+        alone = taplib.load_report(one) if os.path.exists(one) else {"cases": []}
+        tap.ok(proc.returncode == 1 and [c["id"] for c in alone["cases"]] ==
+               ["dlpack.numpy.eralib.cpu.int32.flat"],
+               "--case without --no-fork: a run whose report holds that case alone",
+               proc.stderr[-300:])
+    for args, status, said in ((["--case", "dlpack.py_bytes.numpy.cpu.float16.flat"], 4,
+                                "is not a case of this environment"),
+                               (["--case", "nonsense", "--no-fork"], 2, "not a case id"),
+                               (["--all", "--no-fork"], 2, "give it with --case ID")):
+        proc = taplib.run(binary, *args)
+        tap.ok(proc.returncode == status and said in proc.stderr,
+               f"{' '.join(args)}: exit {status}, '{said}'", proc.stderr)
+
+
 def check_size(tap, binary):
     """--size 70K: the 1-D layouts move 71 680 elements (strided from 215 041), the report
     says so, and the exchanges still pass."""
@@ -303,6 +346,7 @@ def main(tap, args):
     check_command_options(tap, binary)
     check_completion(tap, binary)
     check_man_page(tap, binary)
+    check_one_case(tap, binary)
 
     proc = taplib.run(binary, "--all", "--bogus")
     tap.ok(proc.returncode == 2 and "--bogus" in proc.stderr, "an unknown option is exit 2",
