@@ -28,6 +28,7 @@
 #include "ic_findings.h"
 #include "ic_json.h"
 #include "ic_report.h"
+#include "ic_session.h"
 #include "ic_text.h"
 #include "ic_supervisor.h"
 
@@ -48,13 +49,6 @@ static const cJSON *ic_finding_of(const cJSON *report, const char *id)
             return ic_findings_find(report, of);
     }
     return NULL;
-}
-
-static double ic_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 struct ic_script_run {
@@ -86,10 +80,10 @@ static int ic_run_script(const char *python, const char *script, double timeout_
     }
     char line[512];
     size_t used = 0;
-    double deadline = ic_now_s() + timeout_s;
+    double deadline = ic_wall_s() + timeout_s;
     for (;;) {
         struct pollfd fd = {.fd = out[0], .events = POLLIN};
-        double left = deadline - ic_now_s();
+        double left = deadline - ic_wall_s();
         if (left <= 0) {
             ret->timed_out = true;
             kill(pid, SIGKILL);

@@ -152,6 +152,8 @@ static int ic_build_filter(const struct ic_options *opts, const struct ic_catalo
 
 static void ic_print_progress(struct ic_run *run, const struct ic_case *c, bool force)
 {
+    if (!ic_session_status_due(run->session, force))
+        return; /* called once a case: nothing is formatted between two lines */
     size_t failures = ic_outcome_failures(run->counts);
     char current[2 * IC_NAME_MAX + 40] = ""; /* the case that just ended */
     if (c)
@@ -731,7 +733,6 @@ static int ic_run_command_open(struct ic_run_command *cmd)
     if (ic_run_policy_open(opts, &cmd->policy, cmd->err, sizeof(cmd->err)) < 0 ||
         (opts->resume &&
          ic_resume_open(opts->resume, opts, &cmd->resume, cmd->err, sizeof(cmd->err)) < 0) ||
-
         (!opts->collect_only &&
          ic_run_outputs(opts, cmd->output, sizeof(cmd->output), cmd->stream_path,
                         sizeof(cmd->stream_path), cmd->err, sizeof(cmd->err)) < 0) ||
@@ -766,21 +767,10 @@ static int ic_case_selection(const struct ic_case *c, struct ic_options *opts)
     return 0;
 }
 
-/* Leaves in the plan only the case named `id`. Returns how many are left (0 or 1). */
-static size_t ic_plan_keep_case(struct ic_plan *plan, const char *id)
+/* --case ID: the planned case of that id. */
+static bool ic_is_the_case(const char *id, const void *wanted)
 {
-    size_t kept = 0;
-    char planned[IC_CASE_ID_MAX];
-    for (size_t i = 0; i < plan->count; i++) {
-        struct ic_planned *item = &plan->items[i];
-        if (ic_case_format_id(&item->c, planned, sizeof(planned)) < 0 || strcmp(planned, id) != 0) {
-            ic_result_packed_release(&item->result);
-            continue;
-        }
-        plan->items[kept++] = *item;
-    }
-    plan->count = kept;
-    return kept;
+    return strcmp(id, wanted) == 0;
 }
 
 /* Imports the libraries the selection needs (those named, or all: every consumer of the
@@ -807,7 +797,7 @@ static int ic_run_command_plan(struct ic_run_command *cmd)
     }
     if (ic_plan_build(&session->catalog, &cmd->filter, session->devices.available, &cmd->plan) < 0)
         return snprintf(cmd->err, sizeof(cmd->err), "out of memory while planning"), IC_ENOMEM;
-    if (opts->case_id && ic_plan_keep_case(&cmd->plan, opts->case_id) == 0) {
+    if (opts->case_id && ic_plan_retain(&cmd->plan, ic_is_the_case, opts->case_id) == 0) {
         snprintf(cmd->err, sizeof(cmd->err),
                  "%s is not a case of this environment: its producer cannot build it or its "
                  "consumer does not take the protocol (see 'interopcheck --collect-only')",
@@ -958,7 +948,8 @@ static void ic_run_command_close(struct ic_run_command *cmd)
         ic_session_close(&cmd->session);
     ic_run_policy_close(&cmd->policy);
     if (cmd->opts.resume || cmd->opts.last_failed || cmd->opts.case_id) {
-        /* The selection lists were filled from the report, into this copy only. */
+        /* The selection lists were filled from the report or the case id, into this copy
+         * only. */
         struct ic_options *opts = &cmd->opts;
         struct ic_name_list *lists[] = {&opts->producers, &opts->consumers, &opts->protocols,
                                         &opts->dtypes,    &opts->layouts,   &opts->devices};

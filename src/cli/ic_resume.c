@@ -258,26 +258,18 @@ int ic_last_failed_open(const char *path, struct ic_options *opts, struct ic_res
     return rc;
 }
 
+/* Whether `id` is among the cases REPORT failed. */
+static bool ic_failed_in_report(const char *id, const void *context)
+{
+    const struct ic_resume *resume = context;
+    struct ic_resume_case key = {id, NULL};
+    return resume->ncases &&
+           bsearch(&key, resume->cases, resume->ncases, sizeof(key), ic_resume_case_compare);
+}
+
 int ic_last_failed_narrow(const struct ic_resume *resume, struct ic_plan *plan)
 {
-    size_t kept = 0;
-    for (size_t i = 0; i < plan->count; i++) {
-        struct ic_planned *item = &plan->items[i];
-        char id[IC_CASE_ID_MAX];
-        struct ic_resume_case key = {id, NULL};
-        bool failed =
-            ic_case_format_id(&item->c, id, sizeof(id)) == 0 &&
-            bsearch(&key, resume->cases, resume->ncases, sizeof(key), ic_resume_case_compare);
-        if (!failed) {
-            ic_result_packed_release(&item->result);
-            continue;
-        }
-        if (kept != i)
-            plan->items[kept] = *item;
-        kept++;
-    }
-    plan->count = kept;
-    return (int)kept;
+    return (int)ic_plan_retain(plan, ic_failed_in_report, resume);
 }
 
 void ic_resume_close(struct ic_resume *resume)

@@ -217,13 +217,18 @@ double ic_wall_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+bool ic_session_status_due(const struct ic_session *session, bool force)
+{
+    double interval = session->progress == IC_PROGRESS_LIVE ? 0.1 : IC_PROGRESS_LINE_INTERVAL_S;
+    return session->progress != IC_PROGRESS_NONE &&
+           (force || ic_wall_s() - session->last_status >= interval);
+}
+
 void ic_session_status(struct ic_session *session, bool force, const char *fmt, ...)
 {
-    double now = ic_wall_s();
-    double interval = session->progress == IC_PROGRESS_LIVE ? 0.1 : IC_PROGRESS_LINE_INTERVAL_S;
-    if (session->progress == IC_PROGRESS_NONE || (!force && now - session->last_status < interval))
+    if (!ic_session_status_due(session, force))
         return;
-    session->last_status = now;
+    session->last_status = ic_wall_s();
     va_list ap;
     va_start(ap, fmt);
     fputs(session->progress == IC_PROGRESS_LIVE ? "\r\033[K" : "interopcheck: ", stderr);

@@ -66,6 +66,9 @@ double ic_wall_s(void);
 void ic_session_status(struct ic_session *session, bool force, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Whether ic_session_status would show a line now (the same rule, without formatting one). */
+bool ic_session_status_due(const struct ic_session *session, bool force);
+
 /* Clears a status line redrawn in place, before other output. */
 void ic_session_status_clear(struct ic_session *session);
 

@@ -324,10 +324,10 @@ int ic_result_from_json(const cJSON *json, struct ic_result *ret)
 const char *ic_result_culprit(const struct ic_case *c, const struct ic_result *res, char *buf,
                               size_t size)
 {
-    if (res->side == IC_SIDE_PRODUCER)
+    if (res->side == IC_SIDE_PRODUCER || strcmp(c->producer, c->consumer) == 0)
         return c->producer;
-    if (res->side == IC_SIDE_CONSUMER || strcmp(c->producer, c->consumer) == 0)
-        return res->side == IC_SIDE_CONSUMER ? c->consumer : c->producer;
+    if (res->side == IC_SIDE_CONSUMER)
+        return c->consumer;
     snprintf(buf, size, "%s+%s", c->producer, c->consumer);
     return buf;
 }

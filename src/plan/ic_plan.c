@@ -198,6 +198,23 @@ void ic_plan_release(struct ic_plan *plan)
     memset(plan, 0, sizeof(*plan));
 }
 
+size_t ic_plan_retain(struct ic_plan *plan, bool (*keep)(const char *id, const void *context),
+                      const void *context)
+{
+    size_t kept = 0;
+    char id[IC_CASE_ID_MAX];
+    for (size_t i = 0; i < plan->count; i++) {
+        struct ic_planned *item = &plan->items[i];
+        if (ic_case_format_id(&item->c, id, sizeof(id)) < 0 || !keep(id, context)) {
+            ic_result_packed_release(&item->result);
+            continue;
+        }
+        plan->items[kept++] = *item;
+    }
+    plan->count = kept;
+    return kept;
+}
+
 const char *ic_plan_pair_gap(const struct ic_catalog *catalog, enum ic_protocol protocol,
                              enum ic_device_kind device, const char *producer, const char *consumer,
                              char *buf, size_t size)

@@ -39,8 +39,8 @@ struct ic_filter {
 
 struct ic_planned {
     struct ic_case c;
-    bool run;                /* false: decided at plan time (result holds the outcome) */
-    bool done;               /* the result is final */
+    bool run;                       /* false: decided at plan time (result holds the outcome) */
+    bool done;                      /* the result is final */
     struct ic_result_packed result; /* the plan's (ic_plan_release) */
 };
 
@@ -60,6 +60,11 @@ int ic_plan_build(const struct ic_catalog *catalog, const struct ic_filter *filt
                   uint32_t available, struct ic_plan *plan);
 
 void ic_plan_release(struct ic_plan *plan);
+
+/* Keeps, in plan order, the cases whose id `keep` accepts, and releases the others' results
+ * (--case, --last-failed). Returns how many are kept. */
+size_t ic_plan_retain(struct ic_plan *plan, bool (*keep)(const char *id, const void *context),
+                      const void *context);
 
 /* Why the (protocol, device, producer, consumer) cell has no cases, or NULL when it has
  * some. */
