@@ -256,6 +256,10 @@ struct ic_export_record {
      * and an export is an error finding. Set by reference_consume. */
     bool refusal_required;
     enum ic_rule refusal_rule; /* the rule an export would break */
+    /* The request is one the spec says a producer should refuse without naming an exception
+     * (DLPack's stream=0 on CUDA): a refusal of any type is conformant, an export is judged
+     * as usual (the protocol module warns about it). */
+    bool refusal_expected;
 
     /* The stream the export names for the consumer to order its work after (CUDA Array
      * Interface, version 3: the producer hands it over in the dict). has_stream is false and
@@ -265,6 +269,10 @@ struct ic_export_record {
      * by the protocol module from the export whose view the record keeps. */
     bool has_stream;
     int64_t stream;
+    /* The export's version predates streams (CUDA Array Interface < 3): the only ordering its
+     * consumers knew was the legacy default stream's, which blocking streams wait for; the
+     * reference consumer, which reads on a non-blocking stream, waits for it as they would. */
+    bool legacy_stream_implied;
 
     /* Lifetime accounting: DLPack deleter calls and capsule renames, buffer get/release. */
     int acquired;

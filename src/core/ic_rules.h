@@ -174,7 +174,8 @@ enum ic_severity_class {
     X(DLPACK_CPU_STREAM, "dlpack.cpu_stream", P, NONCONFORMANT,                                    \
       "A CPU producer raises for any stream other than None.")                                     \
     X(DLPACK_STREAM_VALUE, "dlpack.stream_value", P, NONCONFORMANT,                                \
-      "A CUDA or ROCm stream is None or an int >= -1; 0 is ambiguous and should be refused.")      \
+      "A CUDA or ROCm stream is None or an int >= -1; 0 is ambiguous and should be refused "       \
+      "(by any exception: none is named).")                                                        \
     X(DLPACK_STREAM_ORDER, "dlpack.stream_order", P, HARMFUL,                                      \
       "The producer makes the consumer's stream wait for its pending work before the consumer "    \
       "reads.")                                                                                    \

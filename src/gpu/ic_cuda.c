@@ -632,6 +632,27 @@ static int ic_cuda_widest_word(int itemsize)
     return itemsize % 8 == 0 ? 8 : itemsize % 4 == 0 ? 4 : itemsize % 2 == 0 ? 2 : 1;
 }
 
+/* The dimensions a kernel gets: `shape` and two stride sets (IC_MAX_NDIM entries each) copied
+ * into the ret_ arrays and merged there, on the host, where every dimension fits, so that a view
+ * of many dimensions of extent 1 (ndim32) or walked contiguously reaches the kernel in a few.
+ * IC_EUNSUPPORTED (err says so) when more than IC_CUDA_MAX_NDIM are left. */
+static int ic_cuda_kernel_dims(int ndim, const int64_t *shape, const int64_t *first,
+                               const int64_t *second, int64_t *ret_shape, int64_t *ret_first,
+                               int64_t *ret_second, int *ret_ndim, char *err, size_t err_size)
+{
+    memcpy(ret_shape, shape, IC_MAX_NDIM * sizeof(int64_t));
+    memcpy(ret_first, first, IC_MAX_NDIM * sizeof(int64_t));
+    memcpy(ret_second, second, IC_MAX_NDIM * sizeof(int64_t));
+    *ret_ndim = ic_view_merge_dims(ndim, ret_shape, ret_first, ret_second);
+    if (*ret_ndim > IC_CUDA_MAX_NDIM) {
+        snprintf(err, err_size,
+                 "%d dimensions are left after merging, more than the %d the GPU kernels take",
+                 *ret_ndim, IC_CUDA_MAX_NDIM);
+        return IC_EUNSUPPORTED;
+    }
+    return 0;
+}
+
 static int ic_cuda_compare_unscoped(struct ic_cuda *cuda, const struct ic_view *a,
                                     const struct ic_view *b, uintptr_t stream,
                                     struct ic_compare_result *ret, char *err, size_t err_size)
@@ -656,17 +677,11 @@ static int ic_cuda_compare_unscoped(struct ic_cuda *cuda, const struct ic_view *
         return 0;
     }
     int64_t shape[IC_MAX_NDIM], a_strides[IC_MAX_NDIM], b_strides[IC_MAX_NDIM];
-    memcpy(shape, a->shape, sizeof(shape));
-    memcpy(a_strides, a->strides, sizeof(a_strides));
-    memcpy(b_strides, b->strides, sizeof(b_strides));
-    int ndim = ic_view_merge_dims(a->ndim, shape, a_strides, b_strides);
-    if (ndim > IC_CUDA_MAX_NDIM) {
-        snprintf(err, err_size,
-                 "the views have %d dimensions that cannot be merged, more than the %d the GPU "
-                 "compare takes",
-                 ndim, IC_CUDA_MAX_NDIM);
-        return IC_EUNSUPPORTED;
-    }
+    int ndim;
+    rc = ic_cuda_kernel_dims(a->ndim, a->shape, a->strides, b->strides, shape, a_strides, b_strides,
+                             &ndim, err, err_size);
+    if (rc < 0)
+        return rc;
     struct ic_verify_compare_args args = {
         .a = a->data,
         .b = b->data,
@@ -689,9 +704,9 @@ static int ic_cuda_compare_unscoped(struct ic_cuda *cuda, const struct ic_view *
 static int ic_cuda_pattern_args(const struct ic_view *view, const struct ic_pattern_ref *ref,
                                 struct ic_verify_pattern_args *args, char *err, size_t err_size)
 {
-    if (ref->ndim != view->ndim || ref->ndim < 0 || ref->ndim > IC_CUDA_MAX_NDIM) {
+    if (ref->ndim != view->ndim || ref->ndim < 0 || ref->ndim > IC_MAX_NDIM) {
         snprintf(err, err_size, "the pattern has %d dimensions, the view %d (at most %d)",
-                 ref->ndim, view->ndim, IC_CUDA_MAX_NDIM);
+                 ref->ndim, view->ndim, IC_MAX_NDIM);
         return IC_EINVAL;
     }
     for (int d = 0; d < ref->ndim; d++) {
@@ -730,6 +745,12 @@ static int ic_cuda_pattern_args(const struct ic_view *view, const struct ic_patt
                  (long long)lowest, (long long)highest, (long long)ref->base_count);
         return IC_EINVAL;
     }
+    int64_t shape[IC_MAX_NDIM], strides[IC_MAX_NDIM], element_strides[IC_MAX_NDIM];
+    int ndim;
+    int rc = ic_cuda_kernel_dims(ref->ndim, ref->shape, view->strides, ref->element_strides, shape,
+                                 strides, element_strides, &ndim, err, err_size);
+    if (rc < 0)
+        return rc;
     *args = (struct ic_verify_pattern_args){
         .data = view->data,
         .seed = ref->seed,
@@ -738,11 +759,11 @@ static int ic_cuda_pattern_args(const struct ic_view *view, const struct ic_patt
         .first = ref->first,
         .value_class = ref->value_class,
         .itemsize = ref->itemsize,
+        .ndim = ndim,
     };
-    memcpy(args->shape, ref->shape, sizeof(args->shape));
-    memcpy(args->strides, view->strides, sizeof(args->strides));
-    memcpy(args->element_strides, ref->element_strides, sizeof(args->element_strides));
-    args->ndim = ic_view_merge_dims(ref->ndim, args->shape, args->strides, args->element_strides);
+    memcpy(args->shape, shape, sizeof(args->shape));
+    memcpy(args->strides, strides, sizeof(args->strides));
+    memcpy(args->element_strides, element_strides, sizeof(args->element_strides));
     args->load_width = ic_cuda_load_width(ic_cuda_widest_word(ref->itemsize), view->data,
                                           args->ndim, args->strides);
     return 0;

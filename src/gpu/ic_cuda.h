@@ -34,6 +34,9 @@
 /* The most dimensions the kernels take (views with more are compared after a copy). */
 #define IC_CUDA_MAX_NDIM 8
 
+/* The legacy default stream's handle (cuda.h's CU_STREAM_LEGACY), for callers without cuda.h. */
+#define IC_CUDA_STREAM_LEGACY ((uintptr_t)0x1)
+
 enum ic_cuda_state {
     IC_CUDA_DISABLED,  /* built without GPU support */
     IC_CUDA_NO_DRIVER, /* the driver library could not be opened */
@@ -93,9 +96,9 @@ struct ic_pattern_ref {
     int value_class; /* enum ic_value_class */
     int itemsize;
     int64_t base_count;
-    int ndim;
-    int64_t shape[IC_CUDA_MAX_NDIM];
-    int64_t element_strides[IC_CUDA_MAX_NDIM];
+    int ndim; /* up to IC_MAX_NDIM: merged to at most IC_CUDA_MAX_NDIM for the kernel */
+    int64_t shape[IC_MAX_NDIM];
+    int64_t element_strides[IC_MAX_NDIM];
     int64_t first;
 };
 

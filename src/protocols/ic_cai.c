@@ -581,6 +581,7 @@ static void ic_cai_record(PyObject *value, PyObject *target, struct ic_export_re
     if (kept) {
         rec->has_stream = info.has_stream;
         rec->stream = info.has_stream ? info.stream : 0;
+        rec->legacy_stream_implied = info.have_version && !info.stream_applies;
     }
     rec->zero_copy_known = true; /* the dict points at the producer's memory */
 }

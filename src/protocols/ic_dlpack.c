@@ -1899,7 +1899,8 @@ static int ic_dlpack_capsule_reference_consume(PyObject *capsule, struct ic_expo
     return ic_dlpack_take_as(capsule, rec, true, ret_handle);
 }
 
-/* A CPU array asked for a stream must refuse (rule dlpack.cpu_stream). */
+/* A CPU array asked for a stream must refuse (rule dlpack.cpu_stream); a CUDA array asked for
+ * stream=0 should. */
 static void ic_dlpack_preset_refusal(struct ic_export_record *rec, const struct ic_view *produced,
                                      bool readonly_known)
 {
@@ -1908,6 +1909,10 @@ static void ic_dlpack_preset_refusal(struct ic_export_record *rec, const struct 
         rec->refusal_required = produced->device_type == IC_DEVICE_CPU;
         rec->refusal_rule = IC_RULE_DLPACK_CPU_STREAM;
     }
+    /* stream=0 is disallowed on CUDA (it could mean None, 1 or 2), and no exception is named:
+     * PyTorch's AssertionError refuses it as well as a ValueError would. */
+    if (rec->variant == IC_VARIANT_DL_STREAM_ZERO)
+        rec->refusal_expected = true;
 }
 
 /* The stream of each stream variant's request (protocols.md §2.6), and the stream the reads

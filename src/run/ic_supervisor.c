@@ -427,12 +427,19 @@ static int ic_proc_next(struct ic_proc *p, double deadline, cJSON **ret_msg, cha
 
 /* The worker's last output, flattened to one line for a diagnostic. The Python stack that
  * faulthandler wrote when the worker died is left out: the diagnostic names the call it
- * shows, and the library's own last words are what a reader needs besides. */
+ * shows, and the library's own last words are what a reader needs besides. So is the C++
+ * backtrace that follows an uncaught exception's message in PyTorch ("frame #0: ..."): the
+ * message before it ("what(): ...") says what went wrong, the frames only addresses. */
 static void ic_proc_tail_text(const struct ic_proc *p, char *buf, size_t size)
 {
     size_t end = p->tail_len;
     for (const char *at = p->tail; (at = strstr(at, "Fatal Python error: ")) != NULL; at++)
         end = (size_t)(at - p->tail);
+    size_t frames = end;
+    for (const char *at = p->tail;
+         (at = strstr(at, "\nframe #0: ")) != NULL && (size_t)(at - p->tail) < end; at++)
+        frames = (size_t)(at - p->tail);
+    end = frames;
     size_t start = end > 600 ? end - 600 : 0;
     size_t used = 0;
     for (size_t i = start; i < end && used + 1 < size; i++) {
@@ -1071,6 +1078,15 @@ static bool ic_pair_isolated(const struct ic_pool *pool, const struct ic_run_sta
     return pool->isolated_pairs && pool->isolated_pairs[ic_pair_slot(st, index)];
 }
 
+/* Whether case `index` runs in a forked case child: a case of an isolated pair, unless it is
+ * on a GPU. The CUDA driver refuses every call in a child of a process that initialised it
+ * (each GPU library's load() does, to count its devices), so such a case runs in the worker
+ * itself, set aside like the others, and a crash costs that worker. */
+static bool ic_case_forked(const struct ic_pool *pool, const struct ic_run_state *st, size_t index)
+{
+    return ic_pair_isolated(pool, st, index) && !ic_device_is_cuda(st->cases[index].device);
+}
+
 /* A case of this pair crashed or hung: its later cases run isolated. Out of memory: they do
  * not, which costs time, not results. */
 static void ic_isolate_pair(struct ic_pool *pool, const struct ic_run_state *st, size_t index)
@@ -1291,7 +1307,7 @@ static int ic_other_workers(const struct ic_pool *pool, const struct ic_run_stat
 {
     const struct ic_case *c = &st->cases[index];
     struct ic_needs needs = ic_needed(pool, c->producer, c->consumer);
-    bool isolate = ic_pair_isolated(pool, st, index);
+    bool isolate = ic_case_forked(pool, st, index);
     int running = 0;
     *ret_taker = false;
     for (int j = 0; j < pool->nprocs; j++) {
@@ -1387,7 +1403,7 @@ static int ic_pool_assign(struct ic_pool *pool, struct ic_run_state *st)
             continue; /* another idle slot may still hold cases of its own */
         const struct ic_case *c = &st->cases[index];
         struct ic_needs needed = ic_needed(pool, c->producer, c->consumer);
-        bool isolate = ic_pair_isolated(pool, st, index);
+        bool isolate = ic_case_forked(pool, st, index);
         if (isolate && (p->pid == 0 || p->ran_in_process) &&
             ic_isolated_server_elsewhere(pool, j, &needed)) {
             ic_unget_case(st, index);

@@ -23,6 +23,8 @@
  *   runs one isolated case after another until one kills it; the next case gets a new child.
  *   A crash then costs the child: the worker keeps its imports (a crash no longer means
  *   importing the pair again), and no state of a case run outside the child is inherited.
+ *   Not on a GPU: the CUDA driver refuses every call in a child of a process that initialised
+ *   it, so an isolated GPU case runs in a worker itself, and a crash costs that worker.
  * - Cases run in library-set order (by producer and consumer; each worker takes one pair's
  *   cases at a time), and a worker running a case is sent the next one as well, so that it
  *   keeps its imports and never waits for a round trip.

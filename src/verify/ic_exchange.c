@@ -259,6 +259,9 @@ static int ic_order_reads(struct ic_case_state *st, struct ic_result *res)
     } else if (rec->has_stream && rec->stream == -1 && st->queued) {
         wait = true; /* stream=-1 leaves the ordering to the consumer */
         producer = st->queued_stream;
+    } else if (rec->legacy_stream_implied) {
+        wait = true; /* a version without streams: after the legacy default stream */
+        producer = IC_CUDA_STREAM_LEGACY;
     }
     if (wait && ic_cuda_stream_wait(cuda, st->read_stream, producer, err, sizeof(err)) < 0) {
         ic_result_set(res, IC_OUTCOME_ERROR,
@@ -368,10 +371,31 @@ static int ic_stage_exchange(struct ic_case_state *st, struct ic_result *res)
  * that passes every check can still be one its library cannot use (TensorFlow aborts when it
  * computes with a misaligned DLPack import), and only computing shows it. A crash here dies
  * inside the consumer probe's compute(), which ic_crash charges to the consumer. */
+/* Whether the consumer's operation raises on an array of its own as well: one built by its
+ * probe from the case's bytes (flat), of the case's dtype and device. Then the import is not
+ * what it cannot compute with (torch has no uint16 multiply on CUDA, for its own tensors as
+ * for imported ones). False when no such array can be built: the verdict stands. */
+static bool ic_compute_fails_natively(struct ic_case_state *st)
+{
+    struct ic_py_exc *exc = &st->native_compute_exc;
+    PyObject *result = NULL;
+    char why[8];
+    PyObject *own =
+        ic_probe_build(st->consumer, st->data, st->c->dtype, ic_layout_info(IC_LAYOUT_FLAT), false,
+                       NULL, ic_device_kind_name(st->c->device.kind), exc);
+    int rc = own ? ic_probe_compute(st->consumer, own, st->c->dtype, &result, why, sizeof(why), exc)
+                 : IC_EPYTHON;
+    Py_XDECREF(result);
+    Py_XDECREF(own);
+    return own && rc == IC_EPROBE;
+}
+
 static void ic_stage_compute(struct ic_case_state *st)
 {
     st->compute_rc = ic_probe_compute(st->consumer, st->imported, st->c->dtype, &st->computed,
                                       st->compute_why, sizeof(st->compute_why), &st->compute_exc);
+    if (st->compute_rc == IC_EPROBE)
+        st->compute_fails_natively = ic_compute_fails_natively(st);
     if (st->compute_rc == 0 &&
         ic_probe_describe(st->consumer, st->computed, &st->computed_desc, &st->compute_exc) == 0)
         st->have_computed = true;

@@ -63,6 +63,10 @@ struct ic_case_state {
     struct ic_described computed_desc;
     bool have_computed;           /* computed_desc describes the result */
     struct ic_py_exc compute_exc; /* what compute() or describe() of its result raised */
+    /* compute() raised on the import, and on an array of the consumer's own of that dtype and
+     * device too (what that raised): the library's coverage, not the exchange's doing. */
+    bool compute_fails_natively;
+    struct ic_py_exc native_compute_exc;
 
     struct ic_export_record rec;
     struct ic_py_exc exc;          /* the last exception fetched from a probe */

@@ -202,6 +202,13 @@ static void ic_judge_producer_refusal(struct ic_case_state *st, struct ic_result
 
     if (rec->refusal_required)
         return; /* the export check passed it; nothing else is to be judged */
+    if (rec->refusal_expected) {
+        ic_result_check(res, IC_CHECK_EXPORT, IC_CHECK_PASS,
+                        "%s refused %s, a request the spec says to refuse without naming the "
+                        "exception: %s: %s",
+                        c->producer, request, exc.type, exc.message);
+        return;
+    }
     if (rec->consumer_misuse) {
         /* The consumer called in with an exception set: what the producer did in that broken
          * state is the consumer's doing (the import check says so). */
@@ -1276,6 +1283,15 @@ void ic_judge_compute(struct ic_case_state *st, struct ic_result *res)
     if (st->compute_rc == IC_EUNSUPPORTED) {
         ic_result_check(res, IC_CHECK_COMPUTE, IC_CHECK_SKIP, "%s cannot compute with %s: %s", who,
                         ic_dtype_name(st->c->dtype), st->compute_why);
+        return;
+    }
+    if (st->compute_rc < 0 && st->compute_fails_natively) {
+        ic_py_exc_format(&st->native_compute_exc, text, sizeof(text));
+        ic_result_check(res, IC_CHECK_COMPUTE, IC_CHECK_SKIP,
+                        "%s's %s raised on the import, and on an array of its own of that dtype "
+                        "and device too (%s): what the library lacks there, not what the "
+                        "exchange did",
+                        who, op, text);
         return;
     }
     if (st->compute_rc < 0) {

@@ -20,13 +20,13 @@ static bool ic_host_readable(const struct ic_view *view)
 }
 
 /* The GPU's description of the expected view's elements: the pattern of `seed` over the
- * layout's base, addressed like the expected view. IC_EUNSUPPORTED when the view has more
- * dimensions than the kernels take. */
+ * layout's base, addressed like the expected view. IC_EUNSUPPORTED for a view of more than
+ * IC_MAX_NDIM dimensions (the GPU merges the rest down to what its kernels take). */
 int ic_expected_pattern(const struct ic_case_state *st, uint64_t seed, struct ic_pattern_ref *ref)
 {
     const struct ic_dtype_info *info = ic_dtype_info(st->c->dtype);
     const struct ic_view *x = &st->expected;
-    if (x->ndim > IC_CUDA_MAX_NDIM)
+    if (x->ndim < 0 || x->ndim > IC_MAX_NDIM)
         return IC_EUNSUPPORTED;
     *ref = (struct ic_pattern_ref){
         .seed = seed,

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernels/ic_verify_logic.h"
 
@@ -101,6 +102,7 @@ struct icsi_range {
 
 static struct {
     bool initialised;
+    pid_t init_pid; /* the process that called cuInit: its forked children cannot use CUDA */
     CUresult init_result;
     int device_count;
     struct CUctx_st contexts[ICSI_MAX_DEVICES];
@@ -188,9 +190,15 @@ static struct icsi_range *icsi_untrack(uintptr_t base, unsigned int kinds)
     return NULL;
 }
 
+/* Initialised, in the process that did it (a forked child is not). */
+static bool icsi_usable(void)
+{
+    return icsi.initialised && icsi.init_pid == getpid();
+}
+
 static CUresult icsi_allocate(uintptr_t *ret, size_t size, enum icsi_memory kind)
 {
-    if (!icsi.initialised)
+    if (!icsi_usable())
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!icsi.current)
         return CUDA_ERROR_INVALID_CONTEXT;
@@ -284,7 +292,7 @@ static void icsi_execute(const struct icsi_op *op)
  * stream waits for. */
 static CUresult icsi_submit(CUstream stream, const struct icsi_op *op)
 {
-    if (!icsi.initialised)
+    if (!icsi_usable())
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!icsi.current)
         return CUDA_ERROR_INVALID_CONTEXT;
@@ -372,7 +380,7 @@ void icsi_fail_next_module_load(CUresult result, const char *log)
 
 #define ICSI_REQUIRE_INIT()                                                                        \
     do {                                                                                           \
-        if (!icsi.initialised)                                                                     \
+        if (!icsi_usable())                                                                        \
             return CUDA_ERROR_NOT_INITIALIZED;                                                     \
     } while (0)
 
@@ -415,7 +423,10 @@ CUresult cuInit(unsigned int Flags)
         return CUDA_ERROR_INVALID_VALUE;
     if (icsi.init_result != CUDA_SUCCESS)
         return icsi.init_result;
+    if (icsi.initialised && icsi.init_pid != getpid())
+        return CUDA_ERROR_NOT_INITIALIZED; /* a forked child: the real driver refuses it too */
     icsi.initialised = true;
+    icsi.init_pid = getpid();
     return CUDA_SUCCESS;
 }
 

@@ -26,6 +26,8 @@
  *   position in its stream's queue; a wait makes later work of the waiting stream run after
  *   the work up to that position. So a consumer that reads on its own stream without waiting
  *   for the producer's stream sees the data as it was before the producer's work.
+ * - Fork: as with the real driver, a child of a process that called cuInit cannot use CUDA:
+ *   every call there, cuInit included, answers CUDA_ERROR_NOT_INITIALIZED.
  * - Devices: 2 by default, with handles that differ from their ordinals (100 + ordinal), so
  *   code that confuses the two fails here too.
  * - The icsi_ functions below are test hooks. Single-threaded, like the code it tests.

@@ -13,7 +13,7 @@ import tempfile
 
 import taplib
 
-DTYPES = "float32,int32,int16,float64,int8,uint8,int64"
+DTYPES = "float32,int32,int16,uint16,float64,int8,uint8,int64"
 
 
 def main(tap, args):
@@ -50,6 +50,14 @@ def main(tap, args):
                "exchange.compute_error, with what it raised", rule="exchange.compute_error",
                text="ValueError: computelib cannot compute with int16",
                checks={"contents": "pass", "compute": "fail"})
+        expect("dlpack.numpy.computelib.cpu.uint16.contiguous", "pass",
+               "an operation that raises on the library's own arrays of the dtype too is the "
+               "library's coverage, not the exchange's: compute skipped, saying so",
+               checks={"contents": "pass", "compute": "skip"})
+        note = cases.get("dlpack.numpy.computelib.cpu.uint16.flat", {}).get(
+            "checks", {}).get("compute", {}).get("note", "")
+        tap.ok("on an array of its own" in note and "no uint16 kernels" in note,
+               "... the note says its own array raised too, and what", note)
         case = cases.get("dlpack.numpy.computelib.cpu.int16.flat", {})
         tap.ok(case.get("side") == "consumer" and case.get("severity") == "nonconformant",
                "... charged to the consumer, nonconformant", case)

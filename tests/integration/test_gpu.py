@@ -101,9 +101,55 @@ def main(tap, args):
         expect("cuda_array_interface.fakegpu.fakegpu.cuda.uint32.flat.stream_order",
                "unsupported", "no writes are queued into an array whose address is unknown",
                text="not their address")
+        for consumer in ("interopcheck", "fakegpu"):
+            expect(f"cuda_array_interface.fakegpu.{consumer}.cuda.int64.flat.stream_order",
+                   "pass", "a version 2 export (no stream key) of an array on the legacy "
+                   "default stream is read after that stream, as consumers of version 2 do")
+        for protocol in ("dlpack", "cuda_array_interface"):
+            expect(f"{protocol}.fakegpu.interopcheck.cuda.float32.ndim32", "pass",
+                   "32 dimensions (29 of extent 1) are merged down to what the GPU kernels take",
+                   checks={"contents": "pass"})
         devices = report["environment"]["devices"]
         tap.ok(devices["cuda"]["available"], "the report records the CUDA device as available",
                devices)
+
+        # A consumer that dies on its first import: the pair's later cases run isolated. A GPU
+        # case must not run in a forked child, where the driver (the stand-in, like the real
+        # one) refuses every call; it runs in a worker of its own.
+        out = os.path.join(workdir, "crash.json")
+        marker = os.path.join(workdir, "aborted")
+        proc = taplib.run(binary, "--probe-dir", probes, "--producer", "fakegpu", "--consumer",
+                          "fakegpu", "--protocol", "cuda_array_interface", "--device", "cuda",
+                          "--timeout", "30", "-o", out,
+                          env={"IC_CUDA_LIBRARY": os.environ["IC_CUDA_LIBRARY"],
+                               "FAKEGPU_ABORT_ONCE": marker})
+        report = taplib.load_valid_report(tap, out)
+        outcomes = [c["outcome"] for c in report["cases"]]
+        tap.ok(outcomes.count("crash") == 1 and os.path.exists(marker),
+               "the consumer's first import crashed, once", proc.stderr[-2000:])
+        errors = [(c["id"], c.get("diagnostic")) for c in report["cases"]
+                  if c["outcome"] == "error"]
+        tap.ok(not errors and outcomes.count("pass") >= 20,
+               "the crashing pair's other cases ran on the GPU: no errors, "
+               f"{outcomes.count('pass')} passed", errors[:3])
+        expect = taplib.case_expecter(tap, taplib.cases_by_id(report))
+        expect("cuda_array_interface.fakegpu.fakegpu.cuda.float32.strided", "pass",
+               "a case of the crashed pair passes, its contents checked on the GPU",
+               checks={"contents": "pass"})
+
+        # A producer that refuses stream=0 (disallowed, no exception named) with AssertionError,
+        # as PyTorch does: a conformant refusal, not a refusal by the wrong exception.
+        out = os.path.join(workdir, "stream0.json")
+        taplib.run(binary, "--probe-dir", probes, "--producer", "fakegpu", "--consumer",
+                   "interopcheck", "--protocol", "dlpack", "--dtype", "float32", "--layout",
+                   "flat", "--device", "cuda", "-o", out,
+                   env={"IC_CUDA_LIBRARY": os.environ["IC_CUDA_LIBRARY"],
+                        "FAKEGPU_REFUSE_STREAM_0": "1"})
+        report = taplib.load_valid_report(tap, out)
+        expect = taplib.case_expecter(tap, taplib.cases_by_id(report))
+        expect("dlpack.fakegpu.interopcheck.cuda.float32.flat.stream_0", "pass",
+               "a refusal of stream=0 passes whatever its exception (the spec names none)",
+               checks={"export": "pass"})
 
 
 if __name__ == "__main__":

@@ -43,6 +43,9 @@ def main(tap, args):
                "a consumer that segfaults is a crash named by its signal", text="SIGSEGV")
         expect("dlpack.numpy.badlib.cpu.int32.contiguous", "crash",
                "a consumer that aborts is a crash named SIGABRT", text="SIGABRT")
+        text = cases.get("dlpack.numpy.badlib.cpu.int32.contiguous", {}).get("diagnostic", "")
+        tap.ok("what():  badlib cannot take negative strides" in text and "frame #" not in text,
+               "... its last output is the exception's message, without the C++ backtrace", text)
         expect("dlpack.numpy.badlib.cpu.complex64.contiguous", "timeout",
                "a consumer that hangs is a timeout", text="5 s")
         expect("dlpack.badlib.badlib.cpu.float32.scalar", "error",

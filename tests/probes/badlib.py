@@ -8,7 +8,8 @@ outcome the driver must tell apart:
   int16     __dlpack__ refuses with ValueError                  -> fail (dlpack 2.3 errors)
   uint8     __dlpack__ exports another array's memory           -> fail (contents)
   float64   consume() kills the worker with SIGSEGV             -> crash
-  int32     consume() aborts, as some libraries do on negative strides -> crash (SIGABRT)
+  int32     consume() aborts after a C++ exception's message and backtrace, as PyTorch does
+            on negative strides                                      -> crash (SIGABRT)
   complex64 consume() never returns                             -> timeout
   build() of a 0-d array raises RuntimeError                    -> error (the probe's)
           ... of a 0-d int8 array NotImplementedError           -> unsupported (cannot build)
@@ -59,6 +60,11 @@ def consume(obj, protocol, dtype):
     if dtype == "float64":
         os.kill(os.getpid(), signal.SIGSEGV)
     if dtype == "int32":
+        # as PyTorch dies of an uncaught C++ exception: its message, then a backtrace
+        os.write(2, b"terminate called after throwing an instance of 'c10::Error'\n"
+                 b"  what():  badlib cannot take negative strides\n"
+                 + b"".join(b"frame #%d: <unknown function> + 0x%x (0x55d9d494b662 in "
+                            b"/usr/lib/libbad.so)\n" % (n, 4096 * n) for n in range(20)))
         os.abort()
     if dtype == "complex64":
         time.sleep(3600)

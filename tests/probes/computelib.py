@@ -6,7 +6,10 @@ import (probes/README.md), by dtype:
 
   float32   computes right (y * 1)                                   -> pass
   int32     computes other values (y + 1)                            -> fail (exchange.compute)
-  int16     raises ValueError                                        -> fail (exchange.compute_error)
+  int16     raises ValueError on an import (its own int16 arrays compute)
+                                                                     -> fail (exchange.compute_error)
+  uint16    raises ValueError on every array, its own too: the library's coverage, not the
+            exchange's doing                                         -> pass, compute skipped
   float64   aborts, as TensorFlow does on a misaligned import         -> crash, charged to it
   int8      has no operation for it, as load() says                  -> pass, compute skipped
   uint8     returns the import itself: nothing is computed            -> pass, compute skipped
@@ -17,12 +20,13 @@ sees it.
 """
 
 import os
+import weakref
 
 import _probekit
 
 _testkit = _probekit.sibling(__file__, "_testkit")
 
-DTYPES = ["float32", "int32", "int16", "float64", "int8", "uint8", "int64"]
+DTYPES = ["float32", "int32", "int16", "uint16", "float64", "int8", "uint8", "int64"]
 
 # What compute() does, spelled for a reproducer: an expression of {y} per dtype. The raise and
 # the abort are expressions too, as a reproducer's computation is one line.
@@ -56,16 +60,24 @@ build = _testkit.build
 describe = _testkit.describe
 
 
+# The arrays consume() returned, by id: int16 raises on those only.
+_imports = weakref.WeakValueDictionary()
+
+
 def consume(obj, protocol, dtype):
-    return _testkit.np.from_dlpack(obj)
+    y = _testkit.np.from_dlpack(obj)
+    _imports[id(y)] = y
+    return y
 
 
 def compute(y):
     kind = y.dtype.name
     if kind == "int32":
         return y + 1
-    if kind == "int16":
+    if kind == "int16" and _imports.get(id(y)) is y:
         raise ValueError("computelib cannot compute with int16")
+    if kind == "uint16":
+        raise ValueError("computelib has no uint16 kernels")
     if kind == "float64":
         os.abort()
     if kind == "uint8":

@@ -17,12 +17,19 @@ What goes wrong depends on the dtype, so one run exercises every GPU finding:
   uint8     describes more elements than it allocated            -> fail (span)
   float64   exports while its stream still has work queued, and never makes the consumer wait
                                                                   -> fail (stream ordering)
+  int64     correct, on the legacy default stream, exported over the CUDA Array Interface as
+            version 2 (no stream key, as PyTorch does): its consumers order their reads after
+            the legacy default stream                                     -> pass
   uint32    correct, but describe() gives the contents only, as a library with no pointer API
             (TensorFlow on a GPU) does: compared on the host, zero-copy not checked -> pass
 
 Read-only arrays (the `readonly` variant) carry DLPack's read-only flag and refuse legacy
 capsules, as they should, but the CUDA Array Interface says writable for them
                                                                   -> fail (cai.readonly)
+
+With FAKEGPU_REFUSE_STREAM_0 set, __dlpack__(stream=0) raises AssertionError, as PyTorch's does
+(the spec disallows 0 and names no exception). With FAKEGPU_ABORT_ONCE=PATH, its first import in a run (while PATH does not exist) aborts the
+process after creating PATH: a crashing pair whose later cases must still run on the GPU.
 
 It is loaded only with --probe-dir tests/probes.
 """
@@ -106,6 +113,11 @@ class FakeArray:
 
     @property
     def __cuda_array_interface__(self):
+        if self.dtype == "int64":
+            # version 2, which has no stream key, as PyTorch exports
+            return {"shape": self.shape, "typestr": TYPESTR[self.dtype],
+                    "data": (self.pointer if _numel(self.shape) else 0, False),
+                    "strides": self.strides, "version": 2}
         return {
             "shape": self._claimed_shape(),
             "typestr": TYPESTR[self.dtype],
@@ -129,6 +141,9 @@ class FakeArray:
             raise BufferError("fakegpu exports versioned capsules only")
         if copy or dl_device not in (None, (2, 0)):
             raise BufferError("fakegpu neither copies nor moves arrays between devices")
+        if stream == 0 and os.environ.get("FAKEGPU_REFUSE_STREAM_0"):
+            # the spec disallows stream=0 and names no exception: PyTorch's refusal
+            raise AssertionError("unsupported stream on CUDA: 0.")
         if stream is not None and stream not in (-1,) and self._synchronises():
             # make the consumer's stream wait for the work queued on ours
             event = ctypes.c_void_p()
@@ -214,7 +229,8 @@ def load():
         "version": "0.0.1",
         "devices": [],
         "dtypes": list(DLPACK_CODES),
-        "layouts": ["contiguous", "flat", "transposed", "strided", "offset", "scalar", "empty"],
+        "layouts": ["contiguous", "flat", "transposed", "strided", "offset", "scalar", "empty",
+                    "ndim32"],
         "notes": {d: "fakegpu has the dtypes of its test plan only"
                   for d in _probekit.DTYPES if d not in DLPACK_CODES},
         "readonly": True,
@@ -247,7 +263,8 @@ def build(data, dtype, ops, readonly=False, device="cpu"):
     host = _probekit.apply_ops(base_array, ops)
     size = len(data)
     stream = ctypes.c_void_p()
-    _check(drv.cuStreamCreate(ctypes.byref(stream), 1), "cuStreamCreate")  # non-blocking
+    if dtype != "int64":  # int64 arrays live on the legacy default stream (0)
+        _check(drv.cuStreamCreate(ctypes.byref(stream), 1), "cuStreamCreate")  # non-blocking
     if dtype == "int8":
         # plain host memory, never registered with the driver, passed off as device memory
         buffer = ctypes.create_string_buffer(data, max(size, 1))
@@ -297,6 +314,12 @@ def stream(x):
 
 
 def consume(obj, protocol, dtype):
+    marker = os.environ.get("FAKEGPU_ABORT_ONCE")
+    if marker and not os.path.exists(marker):
+        # a consumer that dies on its first import, once per run (test_gpu): the pair's later
+        # cases then run isolated, and must still reach the GPU
+        open(marker, "w").close()
+        os.abort()
     cai = obj.__cuda_array_interface__
     if cai.get("stream"):
         # the consumer's duty under rule 3.1.9: wait for the producer's stream
