@@ -14,7 +14,7 @@ import _probekit
 cupy = None
 
 # How a reproducer spells CuPy (probes/README.md, "Reproducers"): the values go up from a NumPy
-# array, as in build(), and come back with get() to be read. Not run by this project (no GPU).
+# array, as in build(), and come back with get() to be read. No GPU reproducer is written yet.
 REPRO = {
     "import": "import cupy as cp\nimport numpy as np",
     "ns": "cp",

@@ -7,8 +7,12 @@ array is put on cpu:1, not the default cpu:0 (on a GPU, on the second GPU where 
 Arrays are immutable (always read-only). There is no to_dlpack function any more and no
 __array_interface__ / __array_struct__ export. Every import except jax.dlpack.from_dlpack copies. With a GPU backend (jax[cuda13]) arrays
 are also built on the GPU and export __cuda_array_interface__; JAX has no public stream, so its
-stream-ordering cases are not run. The GPU side has not run in this project's CI (no GPU).
+stream-ordering cases are not run. With a GPU backend, CPU cases build and import on the CPU
+explicitly (JAX's default device is then the GPU). The GPU side ran on an H100 (jax 0.11.2) on
+2026-11-26; CI has no GPU.
 """
+
+import os
 
 import _probekit
 
@@ -20,7 +24,10 @@ jnp = None
 # How a reproducer spells JAX (probes/README.md, "Reproducers"): x64 mode on, as in load().
 # Only reshape exists as a view; arrays are immutable, so a read-only x needs no extra step.
 REPRO = {
+    # Reproducers are of CPU cases: the CPU is the default device, as it was in the case (with
+    # a GPU backend it would be the GPU, and jnp.array would make the array there).
     "import": ('import jax\njax.config.update("jax_enable_x64", True)\n'
+               'jax.config.update("jax_platforms", "cpu")\n'
                'if hasattr(jax.config, "jax_num_cpu_devices"):  # as load(): cpu:0 and cpu:1\n'
                '    jax.config.update("jax_num_cpu_devices", 2)\n'
                "import jax.dlpack\nimport jax.numpy as jnp"),
@@ -42,6 +49,10 @@ REPRO = {
 
 def load():
     global jax, jnp
+    # JAX takes 75 % of a GPU's memory when its backend starts; interopcheck runs one worker
+    # per core, each with its own JAX, so the second would find the GPU full. A user's own
+    # setting wins.
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     import jax as _jax
 
     # Without x64 mode JAX silently turns 64-bit dtypes into 32-bit ones; users who exchange
@@ -130,10 +141,13 @@ def _gpus():
 def build(data, dtype, ops, readonly=False, device="cpu"):
     import numpy  # for the staging array (the library has imported NumPy already)
 
-    # copy=True: the array must own a JAX buffer, not borrow the NumPy staging array
-    x = jnp.array(_probekit.numpy_from_bytes(numpy, data, dtype), copy=True)
-    if device == "cuda":
-        x = jax.device_put(x, _gpus()[0])
+    # On the case's device, and committed to it: with a GPU backend JAX's default device is
+    # the GPU, where an uncommitted array's next operation (a reshape) would move it. copy=True:
+    # the array must own a JAX buffer, not borrow the NumPy staging array.
+    target = _gpus()[0] if device == "cuda" else jax.devices("cpu")[0]
+    with jax.default_device(target):
+        x = jax.device_put(jnp.array(_probekit.numpy_from_bytes(numpy, data, dtype), copy=True),
+                           target)
     for name, arg in ops:
         if name == "other_device":
             x = jax.device_put(x, _second_device(device))
@@ -184,7 +198,14 @@ def consume(obj, protocol, dtype, **keywords):
         keywords["device"] = jax.devices("gpu" if kind == "cuda" else kind)[int(ordinal or 0)]
     if protocol == "dlpack":
         return jax.dlpack.from_dlpack(obj, **keywords)
-    return jnp.asarray(obj)
+    if protocol == "cuda_array_interface":
+        return jnp.asarray(obj)
+    # A host export is imported onto the CPU, where the case is, and committed there: with a
+    # GPU backend asarray would copy it to the GPU, JAX's default device, and compute() would
+    # move an uncommitted import there (a user's choice, not the exchange's).
+    host = jax.devices("cpu")[0]
+    with jax.default_device(host):
+        return jax.device_put(jnp.asarray(obj), host)
 
 
 def compute(y):

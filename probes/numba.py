@@ -22,7 +22,7 @@ def _repro_reshape(shape):
 
 # How a reproducer spells numba's device arrays (probes/README.md, "Reproducers"): to_device of
 # a NumPy array, as in build(), and copy_to_host() to read them. No zero-stride view (no
-# broadcast). Not run by this project (no GPU).
+# broadcast). No GPU reproducer is written yet.
 REPRO = {
     "import": "import numpy as np\nfrom numba import cuda",
     "ns": "cuda",
