@@ -1,4 +1,4 @@
-"""Print where an installed package keeps a DLPack >= 1.0 header, for meson.build.
+"""Print where an installed package keeps a DLPack >= 1.3 header, for meson.build.
 
 Output: two lines, the include directory and the header's path relative to it. Exit status 1
 with a message on stderr when no package provides one. The candidates are the wheels listed in
@@ -20,14 +20,35 @@ def candidates():
             yield os.path.join(root, "include"), "arrow/c/dlpack_abi.h"
 
 
+def lacks(path):
+    """Why the header at path cannot serve interopcheck, or None. The C code uses the DLPack C
+    exchange API and the versioned tensor as C types: pyarrow's dlpack_abi.h (DLPack 1.0, written
+    for C++) declares the versioned tensor as a struct tag only and has no exchange API."""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        text = handle.read()
+    if "DLPackExchangeAPI" not in text:
+        return "no DLPackExchangeAPI (the C exchange API of DLPack 1.3)"
+    if "} DLManagedTensorVersioned;" not in text:
+        return "DLManagedTensorVersioned is not a C typedef"
+    return None
+
+
 def main():
+    refused = []
     for include_dir, header in candidates():
-        if os.path.isfile(os.path.join(include_dir, header)):
+        path = os.path.join(include_dir, header)
+        if not os.path.isfile(path):
+            continue
+        reason = lacks(path)
+        if reason is None:
             print(include_dir)
             print(header)
             return 0
-    sys.stderr.write("no DLPack >= 1.0 header found: install apache-tvm-ffi or pyarrow into "
-                     "this Python (pip install apache-tvm-ffi), or pass -Ddlpack_include=DIR\n")
+        refused.append(f"{path}: {reason}")
+    sys.stderr.write("no usable DLPack >= 1.3 header found"
+                     + "".join(f"\n  {line}" for line in refused)
+                     + "\ninstall apache-tvm-ffi into this Python (pip install apache-tvm-ffi), "
+                     "or pass -Ddlpack_include=DIR\n")
     return 1
 
 
