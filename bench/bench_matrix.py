@@ -10,12 +10,16 @@ cannot avoid.
    exchange call it verifies (the consumer's import of the producer's export, nothing else),
    timed in one interpreter for the same cases. Ratio 2 = case median / bare-call median.
 
-Usage: bench_matrix.py INTEROPCHECK [--python PY] [--jobs N] [--samples N] [--report FILE]
-With --report, an existing report of `interopcheck --all` is used instead of a new run (the
-wall time is then the report's duration).
+Usage: bench_matrix.py INTEROPCHECK [--python PY] [--jobs N] [--samples N] [--device NAME]
+                       [--report FILE]
+With --device (cpu, cuda), the run is `--all --device NAME` and the bare calls build their
+arrays on that device; the import floor is then the libraries that have cases on it. With
+--report, an existing report (.json or .json.gz) is used instead of a new run (the wall time is
+then the report's duration).
 Prints both ratios, and a JSON line for dashboards.
 """
 import argparse
+import gzip
 import json
 import os
 import statistics
@@ -66,7 +70,8 @@ for case in cases:
     base_len, ops = layouts[case["layout"]]
     itemsize = sys.modules["_probekit"].ITEMSIZE[case["dtype"]]
     data = bytes(base_len * itemsize)
-    x = producer.build(data, case["dtype"], [tuple(op) for op in ops])
+    on = {} if case["device"] == "cpu" else {"device": case["device"]}
+    x = producer.build(data, case["dtype"], [tuple(op) for op in ops], **on)
     export = getattr(producer, "export", lambda a, p: a)
     best = None
     for _ in range(5):
@@ -152,12 +157,14 @@ def main():
     parser.add_argument("--python", default=os.path.join(ROOT, ".venv", "bin", "python"))
     parser.add_argument("--jobs", type=int, default=0)
     parser.add_argument("--samples", type=int, default=400)
+    parser.add_argument("--device")
     parser.add_argument("--report")
     args = parser.parse_args()
     probes_dir = os.path.join(ROOT, "probes")
 
     if args.report:
-        with open(args.report, encoding="utf-8") as handle:
+        opener = gzip.open if args.report.endswith(".gz") else open
+        with opener(args.report, "rt", encoding="utf-8") as handle:
             report = json.load(handle)
         wall = report["run"]["duration_s"]
     else:
@@ -166,6 +173,8 @@ def main():
             command = [args.interopcheck, "--all", "-q", "--python", args.python, "-o", out]
             if args.jobs:
                 command += ["-j", str(args.jobs)]
+            if args.device:
+                command += ["--device", args.device]
             start = time.perf_counter()
             subprocess.run(command, stdout=subprocess.DEVNULL)
             wall = time.perf_counter() - start
@@ -174,6 +183,12 @@ def main():
 
     loaded = [lib["name"] for lib in report["environment"]["libraries"]
               if lib["status"] == "loaded"]
+    if args.device:
+        # only the libraries that have cases on that device: the others are never imported
+        # by a worker (discovery, which imports them all, is in the wall time)
+        used = {c[side] for c in report["cases"] if c["duration_ms"] > 0
+                for side in ("producer", "consumer")}
+        loaded = [name for name in loaded if name in used]
     # The order workers import in: the catalog's, with no worker ever needing all at once
     # more than the discovery worker does.
     floor = import_floor(args.python, probes_dir, loaded)
