@@ -1344,6 +1344,11 @@ static bool ic_start_pays(const struct ic_pool *pool, struct ic_run_state *st, i
     double work_s;
     if (st->cursor[slot] < st->group_end[slot] || !ic_upcoming_case(pool, st, slot, &index))
         return true;
+    /* A GPU case of a pair that crashed runs in a worker (not a forked child) and may kill it
+     * as well: a running worker that takes it pays the same restart, so sharing these cases
+     * out instead of starting costs the parallelism of the end of the run. */
+    if (ic_pair_isolated(pool, st, index) && !ic_case_forked(pool, st, index))
+        return true;
     int running = ic_other_workers(pool, st, slot, index, &taker);
     if (!taker)
         return true;

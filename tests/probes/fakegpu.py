@@ -27,7 +27,9 @@ Read-only arrays (the `readonly` variant) carry DLPack's read-only flag and refu
 capsules, as they should, but the CUDA Array Interface says writable for them
                                                                   -> fail (cai.readonly)
 
-With FAKEGPU_REFUSE_STREAM_0 set, __dlpack__(stream=0) raises AssertionError, as PyTorch's does
+With FAKEGPU_ABORT_EXTENT=N, every import of an array whose first extent is N aborts, and
+FAKEGPU_LOAD_DELAY=S makes load() take S seconds more (a crash-heavy GPU run, for the benchmark
+bench/bench_gpu_crashes.py). With FAKEGPU_REFUSE_STREAM_0 set, __dlpack__(stream=0) raises AssertionError, as PyTorch's does
 (the spec disallows 0 and names no exception). With FAKEGPU_ABORT_ONCE=PATH, its first import in a run (while PATH does not exist) aborts the
 process after creating PATH: a crashing pair whose later cases must still run on the GPU.
 
@@ -36,6 +38,7 @@ It is loaded only with --probe-dir tests/probes.
 
 import ctypes
 import os
+import time
 
 import _probekit
 
@@ -247,6 +250,8 @@ def load():
     if not path:
         info["notes"]["cuda"] = "fakegpu runs on the CUDA stand-in only: set IC_CUDA_LIBRARY"
         return info
+    # an import as slow as a GPU library's (bench/bench_gpu_crashes.py)
+    time.sleep(float(os.environ.get("FAKEGPU_LOAD_DELAY", "0")))
     drv = ctypes.CDLL(path)
     _check(drv.cuInit(0), "cuInit")
     device = ctypes.c_int()
@@ -314,6 +319,9 @@ def stream(x):
 
 
 def consume(obj, protocol, dtype):
+    abort_extent = os.environ.get("FAKEGPU_ABORT_EXTENT")
+    if abort_extent and obj.__cuda_array_interface__["shape"][:1] == (int(abort_extent),):
+        os.abort()  # every import of arrays of that first extent (bench/bench_gpu_crashes.py)
     marker = os.environ.get("FAKEGPU_ABORT_ONCE")
     if marker and not os.path.exists(marker):
         # a consumer that dies on its first import, once per run (test_gpu): the pair's later
