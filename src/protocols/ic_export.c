@@ -102,6 +102,15 @@ bool ic_export_diag_has_error(const struct ic_diag *diag, enum ic_rule rule)
     return false;
 }
 
+static ic_export_observer_fn ic_export_observer;
+static void *ic_export_observer_context;
+
+void ic_export_set_observer(ic_export_observer_fn fn, void *context)
+{
+    ic_export_observer = fn;
+    ic_export_observer_context = context;
+}
+
 void ic_export_record(struct ic_export_record *rec, const struct ic_view *view, bool have_view,
                       const struct ic_diag *diag, const char *detail)
 {
@@ -113,6 +122,8 @@ void ic_export_record(struct ic_export_record *rec, const struct ic_view *view, 
         snprintf(rec->detail, sizeof(rec->detail), "%s", detail ? detail : "");
     }
     ic_export_diag_merge(&rec->diag, diag);
+    if (ic_export_observer)
+        ic_export_observer(ic_export_observer_context, diag);
 }
 
 PyObject *ic_export_proxy_type_new(const char *name, const char *doc,

@@ -42,6 +42,13 @@ void ic_export_diag_merge(struct ic_diag *dst, const struct ic_diag *src);
 /* True when some finding of `diag` is an error citing exactly `rule`. */
 bool ic_export_diag_has_error(const struct ic_diag *diag, enum ic_rule rule);
 
+/* Who hears of each export read as ic_export_record keeps it: its diagnostics, before the
+ * export goes on to the consumer that asked (the case's runner listens while a library
+ * consumer is handed exports). One listener per process, as one case runs at a time; NULL:
+ * none. */
+typedef void (*ic_export_observer_fn)(void *context, const struct ic_diag *diag);
+void ic_export_set_observer(ic_export_observer_fn fn, void *context);
+
 /* Records one validated export: the first one that produced a view (or, while none has,
  * the first one at all) fills rec->view, have_view and detail; the findings of every export
  * are merged into rec->diag. */

@@ -56,6 +56,10 @@ struct ic_proc {
     bool forked;         /* the failure being delivered is of a forked copy of the worker */
     bool current_forked; /* the case in flight runs in a forked copy */
     pid_t case_pid;      /* the process running the case in flight (its "begin"), or 0 */
+    /* The export the case's consumer was handed breaks this harmful rule of the producer's
+     * (its "flawed" message), with what broke it; IC_RULE_NONE: no such export. */
+    enum ic_rule flaw_rule;
+    char flaw_text[IC_DIAG_MSG_MAX];
     /* Pipelining: the next case, sent while the current one runs, so that the worker starts
      * it the moment the current one ends. It becomes current on the current's "end"; a
      * worker that dies first hands it back to be run elsewhere. */
@@ -901,7 +905,7 @@ static void ic_deliver_failure(struct ic_pool *pool, struct ic_proc *p, const st
     struct ic_result res;
     struct ic_crash_site site;
     char tail[700], where[600] = "";
-    char child[400];
+    char child[400], flaw[IC_DIAG_MSG_MAX + 200];
     memset(&res, 0, sizeof(res));
     ic_proc_tail_text(p, tail, sizeof(tail));
     if (outcome != IC_OUTCOME_ERROR && p->child_pid) {
@@ -932,11 +936,21 @@ static void ic_deliver_failure(struct ic_pool *pool, struct ic_proc *p, const st
             snprintf(where, sizeof(where), " (innermost Python frame: %s)", site.innermost);
         else if (site.traceback)
             snprintf(where, sizeof(where), " outside Python code (no Python frame was running)");
-        ic_result_set_fault(&res, outcome,
-                            outcome == IC_OUTCOME_CRASH ? IC_RULE_EXCHANGE_CRASH
-                                                        : IC_RULE_EXCHANGE_TIMEOUT,
-                            site.side, "%s%s%s%s%s", what, where, aside,
-                            tail[0] ? "; last output: " : "", tail);
+        if (site.side == IC_SIDE_CONSUMER && p->flaw_rule != IC_RULE_NONE) {
+            /* The consumer died of, or hung on, an export that broke a harmful rule of the
+             * producer's (the worker said so before the consumer touched it): the producer's
+             * rule is the cause, and the consumer's fate how it showed. */
+            snprintf(flaw, sizeof(flaw), ", after %s handed it an export that breaks %s: %s",
+                     c->producer, ic_rule_id(p->flaw_rule), p->flaw_text);
+            ic_result_set_fault(&res, outcome, p->flaw_rule, IC_SIDE_PRODUCER, "%s%s%s%s%s%s", what,
+                                where, flaw, aside, tail[0] ? "; last output: " : "", tail);
+        } else {
+            ic_result_set_fault(&res, outcome,
+                                outcome == IC_OUTCOME_CRASH ? IC_RULE_EXCHANGE_CRASH
+                                                            : IC_RULE_EXCHANGE_TIMEOUT,
+                                site.side, "%s%s%s%s%s", what, where, aside,
+                                tail[0] ? "; last output: " : "", tail);
+        }
     }
     on_result(context, p->case_index, &res);
     p->busy = false;
@@ -966,6 +980,20 @@ static bool ic_handle_message(struct ic_pool *pool, struct ic_proc *p, const cJS
             }
         }
         p->deadline = ic_clock_s() + pool->config.load_timeout_s;
+        return false;
+    }
+    if (kind == IC_MSG_FLAWED) {
+        enum ic_rule rule;
+        const struct ic_rule_info *info =
+            ic_rule_from_id(ic_json_string_or(msg, "rule", ""), &rule) == 0 ? ic_rule_info(rule)
+                                                                            : NULL;
+        /* Only a harmful rule of the producer's shifts a crash: anything else is ignored. */
+        if (info && info->side == IC_SIDE_PRODUCER && info->severity == IC_CLASS_HARMFUL &&
+            p->flaw_rule == IC_RULE_NONE) {
+            p->flaw_rule = rule;
+            ic_text_copy(p->flaw_text, sizeof(p->flaw_text), ic_json_string_or(msg, "text", ""),
+                         strlen(ic_json_string_or(msg, "text", "")));
+        }
         return false;
     }
     if (kind == IC_MSG_BEGIN) {
@@ -1434,6 +1462,7 @@ static int ic_pool_assign(struct ic_pool *pool, struct ic_run_state *st)
         p->ran_in_process = p->ran_in_process || !isolate;
         p->current_forked = isolate;
         p->case_pid = 0;
+        p->flaw_rule = IC_RULE_NONE;
         p->sent_at = ic_clock_s();
         p->import_s = 0;
         p->busy = true;
@@ -1466,6 +1495,7 @@ static void ic_proc_promote(struct ic_pool *pool, struct ic_proc *p)
     p->began = false;
     p->current_forked = false;
     p->case_pid = 0;
+    p->flaw_rule = IC_RULE_NONE;
     p->child_pid = 0;
     p->child_signal = 0;
     p->npending = 0;

@@ -9,7 +9,9 @@
  *   the signal's name or `timeout`, the worker is replaced, and the next case goes on. Each
  *   worker leads its own process group; a crash, a timeout or a violation kills the group,
  *   and a child the case started that died by a signal makes the case a crash with the
- *   child's signal when the worker then fails.
+ *   child's signal when the worker then fails. It is charged to the side at work (ic_crash.h),
+ *   except where the consumer died of an export that breaks a harmful rule of the producer's
+ *   (the worker's "flawed" message came first): then to the producer, under that rule.
  * - Every message is checked (ic_ipc): a frame that is not one, a message outside the table,
  *   an answer for another request or case, a channel left mid-frame: the worker's group is
  *   killed and the case is `error` "worker protocol violation: ...". The run goes on.

@@ -36,6 +36,7 @@ struct ic_worker {
     pid_t child_pid;
     int child_channel;
     int child_loaded;
+    const char *case_id; /* the case being run (its id), for a "flawed" message; else NULL */
 };
 
 /* --- Children killed by a signal ------------------------------------------------------------ */
@@ -105,6 +106,24 @@ static int ic_worker_send(struct ic_worker *w, cJSON *msg, bool built)
     int rc = built ? ic_ipc_send(w->fd, msg) : IC_ENOMEM;
     cJSON_Delete(msg);
     return rc;
+}
+
+/* The flaw listener (ic_exchange.h): tells the supervisor that the export a library consumer
+ * is about to get breaks a harmful rule of the producer's, before the consumer touches it, so
+ * that a consumer dying of it is not charged alone. A message that cannot be sent is dropped:
+ * the case's end goes the same way and says so. */
+static void ic_worker_tell_flaw(void *context, enum ic_rule rule, const char *text)
+{
+    struct ic_worker *w = context;
+    char repaired[IC_DIAG_MSG_MAX];
+    if (!w->case_id)
+        return;
+    ic_text_copy(repaired, sizeof(repaired), text, strlen(text));
+    cJSON *msg = ic_message_new(IC_MSG_FLAWED, w->seq);
+    (void)ic_worker_send(w, msg,
+                         msg && cJSON_AddStringToObject(msg, "case", w->case_id) &&
+                             cJSON_AddStringToObject(msg, "rule", ic_rule_id(rule)) &&
+                             cJSON_AddStringToObject(msg, "text", repaired));
 }
 
 static struct ic_probe *ic_worker_find(struct ic_worker *w, const char *name)
@@ -383,8 +402,10 @@ static int ic_worker_run_case(struct ic_worker *w, const struct ic_case *cp, con
         uint64_t run_seed = strtoull(seed_text, NULL, 10);
         ic_py_enter();
         ic_py_faulthandler_rearm(); /* a library may have taken the fatal signals since */
+        w->case_id = id;
         rc = ic_exchange_run(&w->exchange, &c, producer, reference ? NULL : consumer, run_seed,
                              &res);
+        w->case_id = NULL;
         ic_py_leave();
         if (rc < 0)
             return rc;
@@ -462,6 +483,7 @@ int ic_worker_main(const struct ic_worker_config *config)
     w->fd = config->fd;
     w->child_channel = -1;
     ic_worker_isolate(config);
+    ic_exchange_set_flaw_listener(ic_worker_tell_flaw, w);
     struct ic_py_config pyconfig = {
         .python = config->python, .sys_path = NULL, .faulthandler = true};
     if (ic_py_init(&pyconfig, err, sizeof(err)) < 0) {

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "ic_error.h"
+#include "ic_export.h"
 #include "ic_gpu.h"
 #include "ic_pattern.h"
 #include "ic_proxy.h"
@@ -545,6 +546,34 @@ static void ic_case_state_release(struct ic_case_state *st)
     st->base = NULL;
 }
 
+static ic_flaw_fn ic_flaw_listener;
+static void *ic_flaw_context;
+
+void ic_exchange_set_flaw_listener(ic_flaw_fn fn, void *context)
+{
+    ic_flaw_listener = fn;
+    ic_flaw_context = context;
+}
+
+/* The export observer of a case with a library consumer: the first harmful error of the
+ * producer's in an export goes to the flaw listener. */
+static void ic_exchange_observe_export(void *context, const struct ic_diag *diag)
+{
+    struct ic_case_state *st = context;
+    for (int i = 0; i < diag->count && !st->flaw_told; i++) {
+        const struct ic_diag_entry *entry = &diag->items[i];
+        const struct ic_rule_info *info = ic_rule_info(entry->rule);
+        enum ic_side side = entry->side != IC_SIDE_NONE ? entry->side
+                            : info                      ? info->side
+                                                        : IC_SIDE_NONE;
+        if (entry->severity == IC_SEV_ERROR && info && info->severity == IC_CLASS_HARMFUL &&
+            side == IC_SIDE_PRODUCER) {
+            st->flaw_told = true;
+            ic_flaw_listener(ic_flaw_context, entry->rule, entry->message);
+        }
+    }
+}
+
 int ic_exchange_run(struct ic_exchange_cache *cache, const struct ic_case *c,
                     struct ic_probe *producer, struct ic_probe *consumer, uint64_t run_seed,
                     struct ic_result *res)
@@ -564,6 +593,8 @@ int ic_exchange_run(struct ic_exchange_cache *cache, const struct ic_case *c,
     if (consumer)
         ic_probe_import_traits(consumer, c->protocol, &st.traits);
 
+    if (consumer && ic_flaw_listener)
+        ic_export_set_observer(ic_exchange_observe_export, &st);
     rc = ic_stage_build(&st, run_seed, res);
     if (rc == IC_STAGE_GO)
         rc = ic_stage_check_producer(&st, res);
@@ -593,6 +624,7 @@ int ic_exchange_run(struct ic_exchange_cache *cache, const struct ic_case *c,
     ic_judge_conclude(&st, res);
 
 done:
+    ic_export_set_observer(NULL, NULL);
     ic_case_state_release(&st);
     res->duration_ms = ic_now_ms() - start;
     return rc < 0 ? rc : 0;

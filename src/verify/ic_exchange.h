@@ -38,6 +38,14 @@ struct ic_exchange_cache {
     char full_collect_useless[2 * IC_NAME_MAX + 2];
 };
 
+/* Who hears, during a case with a library consumer, that an export the consumer is about to
+ * be handed breaks a harmful rule of the producer's: the rule and what broke it, once per case,
+ * before the consumer touches the export. The worker tells the supervisor, so that a consumer
+ * that then dies is not charged with what the producer handed it. One listener per process;
+ * NULL: none. */
+typedef void (*ic_flaw_fn)(void *context, enum ic_rule rule, const char *text);
+void ic_exchange_set_flaw_listener(ic_flaw_fn fn, void *context);
+
 /* `consumer` is NULL for interopcheck's own consumer. */
 int ic_exchange_run(struct ic_exchange_cache *cache, const struct ic_case *c,
                     struct ic_probe *producer, struct ic_probe *consumer, uint64_t run_seed,

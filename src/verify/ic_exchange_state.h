@@ -73,6 +73,7 @@ struct ic_case_state {
     struct ic_py_exc consumer_exc; /* what the consumer raised, when it raised */
     bool consumer_raised;
     bool refused;         /* the judge found an allowed refusal and set the outcome (unsupported) */
+    bool flaw_told;       /* the flaw listener heard of a broken export of this case */
     char nulls_note[200]; /* the nulls variants: what the contents check's pass covered */
 };
 

@@ -46,6 +46,13 @@ def main(tap, args):
         text = cases.get("dlpack.numpy.badlib.cpu.int32.contiguous", {}).get("diagnostic", "")
         tap.ok("what():  badlib cannot take negative strides" in text and "frame #" not in text,
                "... its last output is the exception's message, without the C++ backtrace", text)
+        case = cases.get("dlpack.badlib.badlib.cpu.int32.contiguous", {})
+        tap.ok(case.get("outcome") == "crash" and case.get("rule") == "dlpack.strides" and
+               case.get("side") == "producer" and case.get("culprit") == "badlib" and
+               "after badlib handed it an export that breaks dlpack.strides" in
+               case.get("diagnostic", "") and "SIGABRT" in case.get("diagnostic", ""),
+               "a consumer that dies of an export breaking a harmful rule: a crash charged to "
+               "the producer, under that rule", case)
         expect("dlpack.numpy.badlib.cpu.complex64.contiguous", "timeout",
                "a consumer that hangs is a timeout", text="5 s")
         expect("dlpack.badlib.badlib.cpu.float32.scalar", "error",
