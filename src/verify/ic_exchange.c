@@ -368,10 +368,6 @@ static int ic_stage_exchange(struct ic_case_state *st, struct ic_result *res)
 
 /* --- Stage 3: computing with the import ------------------------------------------------------ */
 
-/* The consumer's own operation on its import, then its description of the result. An import
- * that passes every check can still be one its library cannot use (TensorFlow aborts when it
- * computes with a misaligned DLPack import), and only computing shows it. A crash here dies
- * inside the consumer probe's compute(), which ic_crash charges to the consumer. */
 /* Whether the consumer's operation raises on an array of its own as well: one built by its
  * probe from the case's bytes (flat), of the case's dtype and device. Then the import is not
  * what it cannot compute with (torch has no uint16 multiply on CUDA, for its own tensors as
@@ -384,13 +380,19 @@ static bool ic_compute_fails_natively(struct ic_case_state *st)
     PyObject *own =
         ic_probe_build(st->consumer, st->data, st->c->dtype, ic_layout_info(IC_LAYOUT_FLAT), false,
                        NULL, ic_device_kind_name(st->c->device.kind), exc);
-    int rc = own ? ic_probe_compute(st->consumer, own, st->c->dtype, &result, why, sizeof(why), exc)
-                 : IC_EPYTHON;
+    bool built = own != NULL;
+    int rc = built ? ic_probe_compute(st->consumer, own, st->c->dtype, &result, why, sizeof(why),
+                                      exc)
+                   : IC_EPYTHON;
     Py_XDECREF(result);
     Py_XDECREF(own);
-    return own && rc == IC_EPROBE;
+    return built && rc == IC_EPROBE;
 }
 
+/* The consumer's own operation on its import, then its description of the result. An import
+ * that passes every check can still be one its library cannot use (TensorFlow aborts when it
+ * computes with a misaligned DLPack import), and only computing shows it. A crash here dies
+ * inside the consumer probe's compute(), which ic_crash charges to the consumer. */
 static void ic_stage_compute(struct ic_case_state *st)
 {
     st->compute_rc = ic_probe_compute(st->consumer, st->imported, st->c->dtype, &st->computed,
