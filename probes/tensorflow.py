@@ -136,9 +136,14 @@ def export(x, protocol):
 def consume(obj, protocol, dtype):
     if protocol in ("dlpack_capsule", "dlpack"):
         return tf.experimental.dlpack.from_dlpack(obj)
-    return tf.constant(obj)
+    # A host export is imported onto the CPU, where the case is: with a GPU, TensorFlow places
+    # a new tensor on it (as JAX does, seen on a GPU machine; not yet seen for TensorFlow).
+    with tf.device("/CPU:0"):
+        return tf.identity(tf.constant(obj))
 
 
 def compute(y):
-    # str() of a TensorFlow dtype is "<dtype: 'float32'>": the name comes from .name
-    return _probekit.scalar_identity(y, y.dtype.name)
+    # str() of a TensorFlow dtype is "<dtype: 'float32'>": the name comes from .name. On y's
+    # own device: with a GPU, TensorFlow would run the operation there, copying a host y.
+    with tf.device(y.device):
+        return _probekit.scalar_identity(y, y.dtype.name)
