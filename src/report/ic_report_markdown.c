@@ -315,9 +315,96 @@ done:
     free(consumers.items);
 }
 
-/* One matrix per protocol and device (and environment), each kept whole or left out. */
+/* A merged report's matrix of one protocol and device, side by side: a row per producer and
+ * consumer pair, a column per environment, and a last column marking with "≠" the rows whose
+ * cells differ between the environments (a pair without cases in one of them differs too).
+ * Rows come in the order their pairs first appear. */
+static void ic_md_matrix_side(struct ic_text_buf *out, const char *protocol, const cJSON *cells,
+                              const cJSON *environments, const char *device)
+{
+    size_t ncells = (size_t)cJSON_GetArraySize(cells);
+    const char **producers = calloc(ncells ? ncells : 1, sizeof(char *));
+    const char **consumers = calloc(ncells ? ncells : 1, sizeof(char *));
+    size_t npairs = 0, differing = 0;
+    struct ic_text_buf rows, first, other;
+    const cJSON *cell, *environment;
+
+    ic_text_buf_init(&rows);
+    ic_text_buf_init(&first);
+    ic_text_buf_init(&other);
+    if (!producers || !consumers) {
+        out->status = IC_ENOMEM;
+        goto done;
+    }
+    cJSON_ArrayForEach(cell, cells)
+    {
+        const char *producer = ic_json_string(cell, "producer");
+        const char *consumer = ic_json_string(cell, "consumer");
+        bool seen = !producer || !consumer || !ic_str_is(cell, "device", device);
+        for (size_t i = 0; i < npairs && !seen; i++)
+            seen = strcmp(producers[i], producer) == 0 && strcmp(consumers[i], consumer) == 0;
+        if (!seen) {
+            producers[npairs] = producer;
+            consumers[npairs++] = consumer;
+        }
+    }
+    for (size_t i = 0; i < npairs; i++) {
+        bool differs = false, have_first = false;
+        ic_text_buf_adds(&rows, "| **");
+        ic_md_text(&rows, producers[i], IC_MD_FIELD_CAP);
+        ic_text_buf_adds(&rows, "** \xE2\x86\x92 ");
+        ic_md_text(&rows, consumers[i], IC_MD_FIELD_CAP);
+        ic_text_buf_adds(&rows, " |");
+        cJSON_ArrayForEach(environment, environments)
+        {
+            const cJSON *found = ic_md_find_cell(cells, ic_json_string_or(environment, "id", ""),
+                                                 device, producers[i], consumers[i]);
+            struct ic_text_buf *text = have_first ? &other : &first;
+            ic_text_buf_truncate(text, 0);
+            if (found)
+                ic_md_cell(text, found);
+            else
+                ic_text_buf_adds(text, " |");
+            differs = differs || (have_first && strcmp(first.data, other.data) != 0);
+            have_first = true;
+            ic_text_buf_adds(&rows, text->data);
+        }
+        ic_text_buf_adds(&rows, differs ? " \xE2\x89\xA0 |\n" : " |\n");
+        differing += differs;
+    }
+    ic_text_buf_adds(out, "### ");
+    ic_md_text(out, protocol, IC_MD_FIELD_CAP);
+    ic_text_buf_adds(out, " on ");
+    ic_md_text(out, device, IC_MD_FIELD_CAP);
+    ic_text_buf_addf(out,
+                     ", environment by environment\n\n%zu of %zu pairs differ between the "
+                     "environments (marked \xE2\x89\xA0).\n\n| producer \xE2\x86\x92 consumer |",
+                     differing, npairs);
+    cJSON_ArrayForEach(environment, environments)
+    {
+        ic_text_buf_adds(out, " ");
+        ic_md_code(out, ic_json_string_or(environment, "id", "?"));
+        ic_text_buf_adds(out, " |");
+    }
+    ic_text_buf_adds(out, " |\n|:--|");
+    cJSON_ArrayForEach(environment, environments) ic_text_buf_adds(out, ":-:|");
+    ic_text_buf_addf(out, ":-:|\n%s\n", rows.data ? rows.data : "");
+    if (rows.status < 0 || first.status < 0 || other.status < 0)
+        out->status = IC_ENOMEM;
+done:
+    ic_text_buf_release(&rows);
+    ic_text_buf_release(&first);
+    ic_text_buf_release(&other);
+    free(producers);
+    free(consumers);
+}
+
+/* One matrix per protocol and device, each kept whole or left out: for a merged report of
+ * several environments, their cells side by side (ic_md_matrix_side); else one environment's. */
 static void ic_md_matrices(struct ic_md_writer *w, const cJSON *report)
 {
+    const cJSON *environments = cJSON_GetObjectItemCaseSensitive(report, "environments");
+    bool side_by_side = cJSON_IsArray(environments) && cJSON_GetArraySize(environments) > 1;
     const cJSON *protocols = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(report, "summary"), "protocols");
     const cJSON *protocol;
@@ -354,7 +441,7 @@ static void ic_md_matrices(struct ic_md_writer *w, const cJSON *report)
             bool seen = false;
             const cJSON *earlier = cells->child;
             for (size_t i = 0; i < index && !seen; i++, earlier = earlier->next)
-                seen = ic_str_is(earlier, "environment", environment) &&
+                seen = (side_by_side || ic_str_is(earlier, "environment", environment)) &&
                        ic_str_is(earlier, "device", device);
             index++;
             if (seen)
@@ -363,7 +450,10 @@ static void ic_md_matrices(struct ic_md_writer *w, const cJSON *report)
             if (w->cut)
                 continue;
             ic_text_buf_truncate(&section, 0);
-            ic_md_matrix(&section, protocol->string, cells, environment, device);
+            if (side_by_side)
+                ic_md_matrix_side(&section, protocol->string, cells, environments, device);
+            else
+                ic_md_matrix(&section, protocol->string, cells, environment, device);
             if (ic_md_commit(w, &section))
                 w->matrices_shown++;
         }

@@ -337,6 +337,86 @@ def cell_marker(outcomes):
     return MARKDOWN_MARKS["unsupported"]
 
 
+def matrix_parts(tables, title, wrong):
+    """The matrix titled `title`: its header texts and its body rows by their first cell's
+    text; None, noted in `wrong`, when there is none."""
+    table = tables.get(title)
+    if table is None:
+        wrong.append(("no matrix", title))
+        return None
+    header = [th.text_content().strip() for th in table.iter("th")]
+    return header, {tr[0].text_content().strip(): tr for tr in table.iter("tr")
+                    if tr[0].tag == "td"}
+
+
+def check_markdown_matrices(tap, report, tables, what):
+    """A matrix per protocol and device: each cell's marker and passed/total."""
+    wrong = []
+    for protocol, summary in report["summary"]["protocols"].items():
+        for cell in summary["cells"]:
+            title = f"{protocol} on {cell['device']}"
+            parts = matrix_parts(tables, title, wrong)
+            if parts is None:
+                continue
+            header, rows = parts
+            if cell["consumer"] not in header or cell["producer"] not in rows:
+                wrong.append(("no row or column", title, cell["producer"], cell["consumer"]))
+                continue
+            counts = cell["outcomes"]
+            passed = counts.get("pass", 0) + counts.get("xpass", 0)
+            want = f"{cell_marker(counts)} {passed}/{cell['total']}"
+            got = rows[cell["producer"]][header.index(cell["consumer"])].text_content().strip()
+            if got != want:
+                wrong.append((title, cell["producer"], cell["consumer"], got, want))
+    tap.ok(not wrong, f"{what}: a matrix per protocol and device, each cell marker and "
+           "passed/total", wrong[:5])
+
+
+def check_markdown_side_by_side(tap, report, tables, what):
+    """A merged report: a matrix per protocol and device, a row per pair, a column per
+    environment, each cell's marker and passed/total in its environment's column, and the rows
+    whose cells differ marked (the test's merged report has such a row)."""
+    envs = [e["id"] for e in report["environments"]]
+    wrong, marked = [], 0
+    for protocol, summary in report["summary"]["protocols"].items():
+        by_device = {}
+        for cell in summary["cells"]:
+            by_device.setdefault(cell["device"], {}).setdefault(
+                (cell["producer"], cell["consumer"]), {})[cell["environment"]] = cell
+        for device, pairs in by_device.items():
+            title = f"{protocol} on {device}, environment by environment"
+            parts = matrix_parts(tables, title, wrong)
+            if parts is None:
+                continue
+            header, rows = parts
+            if header[1:1 + len(envs)] != envs:
+                wrong.append(("columns", title, header))
+                continue
+            for (producer, consumer), cells in pairs.items():
+                row = rows.get(f"{producer} \u2192 {consumer}")
+                if row is None:
+                    wrong.append(("no row", title, producer, consumer))
+                    continue
+                want = []
+                for env in envs:
+                    cell = cells.get(env)
+                    if cell is None:
+                        want.append("")
+                        continue
+                    counts = cell["outcomes"]
+                    passed = counts.get("pass", 0) + counts.get("xpass", 0)
+                    want.append(f"{cell_marker(counts)} {passed}/{cell['total']}")
+                got = [row[1 + i].text_content().strip() for i in range(len(envs))]
+                mark = row[1 + len(envs)].text_content().strip()
+                differs = len(set(want)) > 1
+                marked += differs
+                if got != want or (mark == "\u2260") != differs:
+                    wrong.append((title, producer, consumer, got, want, mark))
+    tap.ok(not wrong and marked > 0,
+           f"{what}: a matrix per protocol and device with the environments side by side, each "
+           f"cell's marker and passed/total, the {marked} rows that differ marked", wrong[:5])
+
+
 def check_markdown(tap, report, path, what, listed_all=True):
     with open(path, "rb") as handle:
         raw = handle.read()
@@ -359,32 +439,15 @@ def check_markdown(tap, report, path, what, listed_all=True):
     tables = {}
     for heading in tree.iter("h3"):
         table = heading.getnext()
+        if table is not None and table.tag == "p":  # a side-by-side matrix's count of rows
+            table = table.getnext()
         if table is not None and table.tag == "table":
             tables[heading.text_content()] = table
     wrong = []
-    for protocol, summary in report["summary"]["protocols"].items():
-        for cell in summary["cells"]:
-            title = f"{protocol} on {cell['device']}"
-            if cell.get("environment"):
-                title += f" in {cell['environment']}"
-            table = tables.get(title)
-            if table is None:
-                wrong.append(("no matrix", title))
-                continue
-            header = [th.text_content().strip() for th in table.iter("th")]
-            rows = {tr[0].text_content().strip(): tr for tr in table.iter("tr") if
-                    tr[0].tag == "td"}
-            if cell["consumer"] not in header or cell["producer"] not in rows:
-                wrong.append(("no row or column", title, cell["producer"], cell["consumer"]))
-                continue
-            counts = cell["outcomes"]
-            passed = counts.get("pass", 0) + counts.get("xpass", 0)
-            want = f"{cell_marker(counts)} {passed}/{cell['total']}"
-            got = rows[cell["producer"]][header.index(cell["consumer"])].text_content().strip()
-            if got != want:
-                wrong.append((title, cell["producer"], cell["consumer"], got, want))
-    tap.ok(not wrong, f"{what}: a matrix per protocol and device, each cell marker and "
-           "passed/total", wrong[:5])
+    if "environments" in report and len(report["environments"]) > 1:
+        check_markdown_side_by_side(tap, report, tables, what)
+    else:
+        check_markdown_matrices(tap, report, tables, what)
 
     check_markdown_findings(tap, report, tree, what, listed_all)
 
@@ -578,6 +641,11 @@ def check_merged(tap, writers, report, workdir):
     for env in ("x86_64-cpu", "x86_64-cuda"):
         for case in report["cases"]:
             cases.append(dict(case, environment=env))
+    # one pass of the second environment made unsupported: a cell that differs between them
+    flipped = next(c for c in cases if c["environment"] == "x86_64-cuda" and
+                   c["outcome"] == "pass")
+    flipped["outcome"] = "unsupported"
+    flipped["diagnostic"] = "made unsupported in one environment, for the side-by-side view"
     merged["cases"] = cases
     for proto in merged["summary"]["protocols"].values():
         proto["cells"] = [dict(cell, environment=env) for env in ("x86_64-cpu", "x86_64-cuda")
