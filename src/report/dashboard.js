@@ -104,23 +104,30 @@
   }
   const cellTotal = new Int32Array(ncells);
   for (let i = 0; i < ncases; i++) cellTotal[cases.cell[i]]++;
-  // Matrices: one per (protocol, device, environment) that has cells, in table order.
+  // Matrices: one per (protocol, device) that has cells, in table order. A merged report's
+  // environments share it, side by side in each cell; lookup gives a pair's cells, one per
+  // environment that has the pair.
+  const merged = data.environments.length > 1;
   const groupsByKey = new Map();
   for (let k = 0; k < ncells; k++) {
-    const key = cells.protocol[k] + ',' + cells.device[k] + ',' + cells.env[k];
+    const key = cells.protocol[k] + ',' + cells.device[k];
     let g = groupsByKey.get(key);
     if (!g) {
-      g = {protocol: cells.protocol[k], device: cells.device[k], env: cells.env[k],
-        cells: [], lookup: new Map(), total: 0};
+      g = {protocol: cells.protocol[k], device: cells.device[k], cells: [], lookup: new Map(),
+        total: 0};
       groupsByKey.set(key, g);
     }
     g.cells.push(k);
-    g.lookup.set(cells.producer[k] + ',' + cells.consumer[k], k);
+    const pair = cells.producer[k] + ',' + cells.consumer[k];
+    if (!g.lookup.has(pair)) g.lookup.set(pair, []);
+    g.lookup.get(pair).push(k);
     g.total += cellTotal[k];
   }
+  for (const g of groupsByKey.values()) {
+    for (const list of g.lookup.values()) list.sort((a, b) => cells.env[a] - cells.env[b]);
+  }
   const groups = [...groupsByKey.values()].sort((a, b) =>
-    a.protocol - b.protocol || a.device - b.device || a.env - b.env);
-  const merged = data.environments.length > 1;
+    a.protocol - b.protocol || a.device - b.device);
   // --- filters
   const FILTERS = [
     ['producer', 'Producer', data.libraries],
@@ -405,10 +412,11 @@
   function renderLegend() {
     const box = el('section', 'block wrap');
     box.append(el('h2', null, 'Matrices'));
-    box.append(el('p', 'note', 'One matrix per protocol and device' + (merged ?
-      ' and environment' : '') + ': rows are producers, columns consumers. A cell shows ' +
-      'passed/total (of the cases the filters leave) and its most severe other outcome; ' +
-      'click it for its cases.'));
+    box.append(el('p', 'note', 'One matrix per protocol and device: rows are producers, ' +
+      'columns consumers. A cell shows passed/total (of the cases the filters leave) and its ' +
+      'most severe other outcome; click it for its cases.' + (merged ? ' The environments ' +
+      'are side by side: a line per environment in each cell, and \u2260 where they differ ' +
+      '(or a pair is missing from one).' : '')));
     const list = el('ul', 'legend');
     list.setAttribute('aria-label', 'Legend');
     for (const [key, mark, meaning] of CATEGORIES) {
@@ -421,8 +429,16 @@
   const matricesRoot = el('div', 'wrap');
   let selected = -1; // the cell whose cases are listed
   function groupTitle(g) {
-    return data.protocols[g.protocol] + ' on ' + data.devices[g.device] +
-      (merged ? ' \u00b7 ' + data.environments[g.env] : '');
+    return data.protocols[g.protocol] + ' on ' + data.devices[g.device];
+  }
+  // Whether a pair's cells differ between the environments: one is missing, or their whole
+  // outcome counts differ (whatever the filters leave).
+  function pairDiffers(list) {
+    // (index 0 of data.environments is the empty name of an unmerged report's cells)
+    if (list.length !== data.environments.length - 1) return true;
+    const key = (k) => Array.from(counts.subarray(k * nout, (k + 1) * nout)).join(',') + '/' +
+      cellTotal[k];
+    return list.some((k) => key(k) !== key(list[0]));
   }
   function cellLabel(k) {
     return data.protocols[cells.protocol[k]] + ': ' + data.libraries[cells.producer[k]] +
@@ -436,6 +452,10 @@
     button.dataset.cell = String(k);
     button.dataset.producer = data.libraries[cells.producer[k]];
     button.dataset.consumer = data.libraries[cells.consumer[k]];
+    if (merged) {
+      button.dataset.env = data.environments[cells.env[k]];
+      button.append(el('span', 'l0', data.environments[cells.env[k]]));
+    }
     let tip;
     if (!cellTotal[k]) {
       button.classList.add('c-gap');
@@ -500,7 +520,6 @@
     const section = el('section', 'matrix');
     section.dataset.protocol = data.protocols[g.protocol];
     section.dataset.device = data.devices[g.device];
-    if (merged) section.dataset.env = data.environments[g.env];
     const details = el('details');
     details.open = !onlyGaps || filter.all;
     const summary = el('summary');
@@ -536,9 +555,17 @@
       th.scope = 'row';
       tr.append(th);
       for (const c of colList) {
-        const k = g.lookup.get(r + ',' + c);
+        const list = g.lookup.get(r + ',' + c) || [];
         const td = el('td');
-        if (k !== undefined && cellOk[k]) td.append(renderCell(k));
+        for (const k of list) {
+          if (cellOk[k]) td.append(renderCell(k));
+        }
+        if (merged && list.length && pairDiffers(list)) {
+          td.classList.add('differs');
+          const mark = el('span', 'differs', '\u2260');
+          mark.title = 'differs between the environments';
+          td.append(mark);
+        }
         tr.append(td);
       }
       body.append(tr);

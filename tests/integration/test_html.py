@@ -525,6 +525,47 @@ def check_nothing_ran(tap, browser, what):
            f"{what}: the only request was the page itself", requests)
 
 
+def check_merged(tap, binary, browser, workdir):
+    """A merged report: one matrix per protocol and device, the environments side by side in
+    each cell (a button each), and a mark on the cells whose environments differ: here a pair
+    that only the first environment ran."""
+    paths = [os.path.join(workdir, name) for name in ("env-a.json", "env-b.json", "both.json")]
+    for producers, path in (("numpy,torch", paths[0]), ("numpy", paths[1])):
+        taplib.run(binary, "--producer", producers, "--consumer", "numpy", "--protocol", "dlpack",
+                   "--dtype", "float32", "--layout", "contiguous", "-q", "-o", path)
+    proc = taplib.run(binary, "merge", paths[0], paths[1], "-o", paths[2])
+    taplib.run(binary, "report", paths[2])
+    html = paths[2][:-len(".json")] + ".html"
+    if not tap.ok(proc.returncode == 0 and os.path.exists(html),
+                  "two runs merged, and the merged report's dashboard written", proc.stderr):
+        return
+    envs = [e["id"] for e in taplib.load_report(paths[2])["environments"]]
+    browser.open(html)
+    seen = browser.js("""(() => {
+      const sections = document.querySelectorAll(
+        'section.matrix[data-protocol=dlpack][data-device=cpu]');
+      const td = (p) => { const b = document.querySelector(
+        'section.matrix[data-protocol=dlpack] button.cell[data-producer=' + p +
+        '][data-consumer=numpy]'); return b ? b.closest('td') : null; };
+      const envs = (cell) => cell ? [...cell.querySelectorAll('button.cell')]
+        .map((b) => b.dataset.env) : null;
+      const mark = (cell) => !!(cell && cell.querySelector('span.differs'));
+      return {sections: sections.length, same: envs(td('numpy')), sameMarked: mark(td('numpy')),
+              only: envs(td('torch')), onlyMarked: mark(td('torch'))};
+    })()""")
+    tap.ok(seen == {"sections": 1, "same": envs, "sameMarked": False, "only": envs[:1],
+                    "onlyMarked": True},
+           "merged: one matrix for both environments, a line per environment in each cell, "
+           "the pair only one of them ran marked as differing", (seen, envs))
+    browser.click("section.matrix[data-protocol=dlpack] button.cell[data-producer=numpy]"
+                  f"[data-env='{envs[1]}']")
+    browser.wait_for("!!document.querySelector('#panel h3')")
+    heading = browser.js("(() => { const h = document.querySelector('#panel h3'); "
+                         "return h ? h.textContent : null; })()")
+    tap.ok(heading and envs[1] in heading and "numpy" in heading,
+           "merged: a cell's line opens that environment's cases", heading)
+
+
 def check_edited_report(tap, binary, browser, run_json, workdir):
     """Megabytes and broken UTF-8 cannot come through the driver (it caps and repairs what
     libraries say), so they go straight into a report, as a damaged or foreign file would."""
@@ -689,6 +730,7 @@ def main(tap, args):
 
             check_expectations(tap, binary, browser, run_json, report, workdir)
             check_edited_report(tap, binary, browser, run_json, workdir)
+            check_merged(tap, binary, browser, workdir)
         finally:
             browser.close()
 
