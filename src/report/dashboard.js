@@ -130,6 +130,7 @@
     a.protocol - b.protocol || a.device - b.device);
   // --- filters
   const FILTERS = [
+    ['library', 'Library', data.libraries],
     ['producer', 'Producer', data.libraries],
     ['consumer', 'Consumer', data.libraries],
     ['protocol', 'Protocol', data.protocols],
@@ -138,14 +139,17 @@
     ['dtype', 'Dtype', data.dtypes],
     ['layout', 'Layout', data.layouts],
     ['outcome', 'Outcome', outcomes],
+    ['severity', 'Severity', data.severities],
   ];
-  const filter = {producer: -1, consumer: -1, protocol: -1, device: -1, env: -1, dtype: -1,
-    layout: -1, outcome: -1, id: '', all: false};
+  const filter = {library: -1, producer: -1, consumer: -1, protocol: -1, device: -1, env: -1,
+    dtype: -1, layout: -1, outcome: -1, severity: -1, id: '', all: false};
   const counts = new Int32Array(ncells * nout);
   let shownTotal = 0;
   const shownByOutcome = new Int32Array(nout);
   function cellPasses(k) {
-    return (filter.producer < 0 || cells.producer[k] === filter.producer) &&
+    return (filter.library < 0 || cells.producer[k] === filter.library ||
+        cells.consumer[k] === filter.library) &&
+      (filter.producer < 0 || cells.producer[k] === filter.producer) &&
       (filter.consumer < 0 || cells.consumer[k] === filter.consumer) &&
       (filter.protocol < 0 || cells.protocol[k] === filter.protocol) &&
       (filter.device < 0 || cells.device[k] === filter.device) &&
@@ -155,6 +159,7 @@
     return (filter.dtype < 0 || cases.dtype[i] === filter.dtype) &&
       (filter.layout < 0 || cases.layout[i] === filter.layout) &&
       (filter.outcome < 0 || cases.outcome[i] === filter.outcome) &&
+      (filter.severity < 0 || cases.severity[i] === filter.severity) &&
       (!filter.id || caseId(i).includes(filter.id));
   }
   const cellOk = new Uint8Array(ncells);
@@ -314,11 +319,12 @@
     if (merged && Array.isArray(head.environments)) {
       section.append(el('h2', null, 'Environments'));
       head.environments.forEach((e, n) => {
-        section.append(environmentBlock(e.tool, e.run, e.environment || {}, n === 0,
+        section.append(environmentBlock(e.tool, e.run, e.environment || {}, false,
           'Environment ' + e.id));
       });
     } else {
-      section.append(environmentBlock(head.tool, head.run, head.environment || {}, true,
+      // closed: the page opens on the totals, the findings and the matrices
+      section.append(environmentBlock(head.tool, head.run, head.environment || {}, false,
         'Environment and libraries'));
     }
     return section;
@@ -331,11 +337,14 @@
     const form = el('form', 'wrap');
     form.setAttribute('role', 'search');
     form.addEventListener('submit', (e) => e.preventDefault());
-    const usedAs = {producer: new Set(), consumer: new Set()};
+    const usedAs = {producer: new Set(), consumer: new Set(), library: new Set(),
+      severity: new Set()};
     for (let k = 0; k < ncells; k++) {
       usedAs.producer.add(cells.producer[k]);
       usedAs.consumer.add(cells.consumer[k]);
+      usedAs.library.add(cells.producer[k]).add(cells.consumer[k]);
     }
+    for (let i = 0; i < ncases; i++) usedAs.severity.add(cases.severity[i]);
     for (const [key, label, names] of FILTERS) {
       if (key === 'env' && !merged) continue;
       const select = el('select');
@@ -343,8 +352,8 @@
       select.append(el('option', null, 'all'));
       select.lastChild.value = '-1';
       names.forEach((name, index) => {
-        if (key === 'env' && index === 0) return;
-        if ((key === 'producer' || key === 'consumer') && !usedAs[key].has(index)) return;
+        if ((key === 'env' || key === 'severity') && index === 0) return;
+        if (usedAs[key] && !usedAs[key].has(index)) return;
         const option = el('option', null, name);
         option.value = String(index);
         select.append(option);
@@ -411,18 +420,25 @@
   }
   function renderLegend() {
     const box = el('section', 'block wrap');
-    box.append(el('h2', null, 'Matrices'));
-    box.append(el('p', 'note', 'One matrix per protocol and device: rows are producers, ' +
-      'columns consumers. A cell shows passed/total (of the cases the filters leave) and its ' +
-      'most severe other outcome; click it for its cases.' + (merged ? ' The environments ' +
-      'are side by side: a line per environment in each cell, and \u2260 where they differ ' +
-      '(or a pair is missing from one).' : '')));
+    const about = 'One matrix per protocol and device: rows are producers, columns ' +
+      'consumers; a cell shows passed/total (of the cases the filters leave) and its most ' +
+      'severe other outcome; click it for its cases.' + (merged ? ' The environments are ' +
+      'side by side: a line per environment in each cell, and \u2260 where they differ (or a ' +
+      'pair is missing from one).' : '');
+    const heading = el('h2', null, 'Matrices');
+    heading.title = about;
+    box.append(heading);
     const list = el('ul', 'legend');
     list.setAttribute('aria-label', 'Legend');
     for (const [key, mark, meaning] of CATEGORIES) {
       list.append(el('li', null, [el('span', 'swatch c-' + key, mark), meaning]));
     }
-    box.append(list);
+    // Closed, its marks in the summary line: the first matrix then starts on the first screen
+    // (every cell's tooltip says the same in words).
+    const legend = el('details', 'legend-box');
+    legend.append(el('summary', null, ['Legend: ', ...CATEGORIES.map((c) =>
+      el('span', 'swatch c-' + c[0], c[1]))]), el('p', 'note', about), list);
+    box.append(legend);
     return box;
   }
   // --- matrices
@@ -530,8 +546,9 @@
       'exchanges this way here (open for the reasons)' : fmt(passed) + '/' + fmt(matching) +
       ' passed'));
     details.append(summary);
+    let hiddenNote = null; // under the table, which comes first
     if (hiddenRows.length || hiddenCols.length) {
-      details.append(el('p', 'note', 'Hidden here, without ' + (filtering() ?
+      hiddenNote = (el('p', 'note', 'Hidden here, without ' + (filtering() ?
         'matching ' : '') + 'cases: ' + [hiddenRows.length ? hiddenRows.length +
         ' producer' + (hiddenRows.length > 1 ? 's' : '') : '', hiddenCols.length ?
         hiddenCols.length + ' consumer' + (hiddenCols.length > 1 ? 's' : '') : '']
@@ -572,6 +589,7 @@
     }
     table.append(body);
     details.append(el('div', 'scroll', table));
+    if (hiddenNote) details.append(hiddenNote);
     section.append(details);
     if (selected >= 0 && g.cells.includes(selected) && cellOk[selected]) {
       details.open = true;
@@ -606,7 +624,10 @@
     const close = el('button', null, 'Close');
     close.type = 'button';
     close.addEventListener('click', () => select(-1));
-    top.append(el('h3', null, cellLabel(k)), close);
+    const link = el('a', 'permalink', 'Link');
+    link.href = '#cell=' + k;
+    link.title = 'A link to this cell of this report';
+    top.append(el('h3', null, cellLabel(k)), link, close);
     panel.append(top);
     if (!cellTotal[k]) {
       panel.append(el('p', 'reason', 'No cases: ' + text[cells.gap[k]]));
@@ -803,6 +824,7 @@
     if (filter.id) params.set('id', filter.id);
     if (filter.all) params.set('all', '1');
     if (selected >= 0) params.set('cell', String(selected));
+    if (targetFinding) params.set('finding', targetFinding);
     const hash = params.toString();
     history.replaceState(null, '', hash ? '#' + hash : location.pathname + location.search);
   }
@@ -819,7 +841,9 @@
     selects.all.checked = filter.all;
     const cell = Number(params.get('cell'));
     selected = params.has('cell') && cell >= 0 && cell < ncells ? cell : -1;
+    targetFinding = params.get('finding') || '';
   }
+  let targetFinding = '';
   // --- findings: one row per cause, above the matrices
   function ruleLink(f) {
     if (!f.rule_link || !/^(https?|file):/.test(f.rule_link)) return f.rule;
@@ -837,19 +861,30 @@
     }
     const bySeverity = {};
     for (const f of list) bySeverity[f.severity] = (bySeverity[f.severity] || 0) + 1;
-    box.append(el('h2', null, 'Findings (' + list.length + '): ' +
-      Object.entries(bySeverity).map((e) => e[1] + ' ' + e[0]).join(DOT)));
-    box.append(el('p', 'muted', 'One entry per cause: the library at fault, the rule it ' +
-      'broke and the severity; open one for its cases, an example and a reproducer to paste ' +
-      'into the library\'s tracker.'));
-    for (const f of list) {
+    const title = el('h2', null, 'Findings (' + list.length + '): ' +
+      Object.entries(bySeverity).map((e) => e[1] + ' ' + e[0]).join(DOT));
+    box.append(title);
+    // Said in tooltips, to keep the first screen for the findings themselves and the
+    // matrices.
+    const about = 'One entry per cause: the library at fault, the rule it broke and the ' +
+      'severity; open one for its cases, an example and a reproducer to paste into the ' +
+      'library\'s tracker.';
+    title.title = about;
+    const rest = [];
+    list.forEach((f, n) => {
       const item = el('details', 'finding sev-' + f.severity);
       item.id = 'finding-' + f.id;
+      item.dataset.finding = f.id;
+      const link = el('a', 'permalink', '#');
+      link.href = '#finding=' + encodeURIComponent(f.id);
+      link.title = 'A link to this finding';
+      link.setAttribute('aria-label', 'Link to finding ' + f.id);
       const summary = el('summary', null, [
         el('span', 'sev', f.severity),
         el('span', 'count', String(f.count) + (f.count === 1 ? ' case' : ' cases')),
         el('code', 'fid', f.id),
         el('span', 'what', clip(f.diagnostic || '', 240)),
+        link,
       ]);
       item.append(summary);
       const rows = [
@@ -864,9 +899,38 @@
         item.append(el('h3', null, 'Reproducer'));
         item.append(el('pre', 'repro', f.reproducer));
       }
+      // The first few show, so that the matrices start on the first screen; the rest wait
+      // behind a button (a link to one of them shows them all).
+      if (n >= FIRST_FINDINGS) {
+        item.hidden = true;
+        rest.push(item);
+      }
       box.append(item);
+    });
+    if (rest.length) {
+      const more = el('button', 'more', 'Show all ' + list.length + ' findings');
+      more.type = 'button';
+      more.id = 'more-findings';
+      more.title = about;
+      more.addEventListener('click', () => showAllFindings());
+      box.append(more);
     }
     return box;
+  }
+  const FIRST_FINDINGS = 3;
+  function showAllFindings() {
+    for (const item of document.querySelectorAll('details.finding[hidden]')) item.hidden = false;
+    const more = document.getElementById('more-findings');
+    if (more) more.remove();
+  }
+  // A link to a finding (#finding=ID): it is shown, opened and scrolled to.
+  function focusFinding() {
+    if (!targetFinding) return;
+    const item = document.getElementById('finding-' + targetFinding);
+    if (!item) return;
+    if (item.hidden) showAllFindings();
+    item.open = true;
+    item.scrollIntoView({block: 'start'});
   }
   function update() {
     recount();
@@ -885,9 +949,13 @@
   recount();
   renderStatus();
   renderMatrices();
+  focusFinding();
   window.addEventListener('hashchange', () => {
     loadState();
     update();
+    focusFinding();
+    const panel = document.getElementById('panel');
+    if (panel && !targetFinding) panel.scrollIntoView({block: 'nearest'});
   });
   document.documentElement.dataset.ready = '1';
   const drawn = performance.now() - started;

@@ -242,7 +242,7 @@ struct ic_html_cell {
 
 struct ic_html_data {
     struct ic_strtab protocols, devices, libraries, environments, dtypes, layouts, variants,
-        outcomes, checks, statuses;
+        outcomes, checks, statuses, severities;
     struct ic_strtab text;      /* free text: rules, diagnostics, requests, exports, notes */
     struct ic_strtab cell_keys; /* "protocol,producer,consumer,device,environment" indices */
     struct ic_html_cell *cells; /* parallel to cell_keys */
@@ -261,7 +261,8 @@ struct ic_html_data {
     X(variants)                                                                                    \
     X(outcomes)                                                                                    \
     X(checks)                                                                                      \
-    X(statuses)
+    X(statuses)                                                                                    \
+    X(severities)
 
 static size_t ic_intern_field(struct ic_strtab *t, const cJSON *object, const char *key)
 {
@@ -284,7 +285,8 @@ static void ic_html_seed_libraries(struct ic_html_data *d, const cJSON *environm
 
 /* Fills the name tables in their canonical order (the order of the filters and matrices);
  * names a report holds beyond these are added as they are met. Index 0 of environments,
- * variants and text is "": no environment (a report that is not merged), no variant, no text. */
+ * severities, variants and text is "": no environment (a report that is not merged), no
+ * severity (a case that did not fail), no variant, no text. */
 static void ic_html_seed(struct ic_html_data *d, const cJSON *report)
 {
     for (int i = 0; i < IC_PROTOCOL_COUNT; i++)
@@ -303,6 +305,9 @@ static void ic_html_seed(struct ic_html_data *d, const cJSON *report)
     ic_strtab_intern(&d->statuses, "fail");
     ic_strtab_intern(&d->statuses, "skip");
     ic_strtab_intern(&d->environments, "");
+    ic_strtab_intern(&d->severities, "");
+    for (int i = 0; i < IC_CLASS_COUNT; i++)
+        ic_strtab_intern(&d->severities, ic_severity_name((enum ic_severity_class)i));
     ic_strtab_intern(&d->variants, "");
     ic_strtab_intern(&d->text, "");
 
@@ -364,6 +369,7 @@ IC_NAME_COLUMN(dtype, dtypes)
 IC_NAME_COLUMN(layout, layouts)
 IC_NAME_COLUMN(variant, variants)
 IC_NAME_COLUMN(outcome, outcomes)
+IC_NAME_COLUMN(severity, severities)
 IC_NAME_COLUMN(rule, text)
 IC_NAME_COLUMN(diagnostic, text)
 IC_NAME_COLUMN(request, text)
@@ -425,6 +431,7 @@ static const struct {
     {"layout", ic_column_layout},
     {"variant", ic_column_variant},
     {"outcome", ic_column_outcome},
+    {"severity", ic_column_severity},
     {"rule", ic_column_rule},
     {"diagnostic", ic_column_diagnostic},
     {"request", ic_column_request},

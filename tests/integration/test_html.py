@@ -22,6 +22,7 @@ import struct
 import subprocess
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 
 import taplib
@@ -316,6 +317,10 @@ def check_file(tap, html_path):
 
 
 def check_content(tap, browser, report):
+    closed = browser.js("[...document.querySelectorAll('details.env')].map((d) => d.open)")
+    tap.ok(closed and not any(closed), "the environment block starts closed: the page opens on "
+           "the totals, the findings and the matrices", closed)
+    browser.js("document.querySelectorAll('details.env').forEach((d) => { d.open = true; })")
     body = browser.js("document.body.innerText")
     libraries = {lib["name"]: lib for lib in report["environment"]["libraries"]}
     tap.ok(f"interopcheck {report['tool']['version']}" in body,
@@ -349,6 +354,7 @@ def check_content(tap, browser, report):
            f"{passed}/{len(known)}" in cell[2],
            f"the dlpack numpy -> torch cell shows {passed}/{len(known)}", cell)
 
+    browser.js("document.querySelector('details.legend-box').open = true")
     legend = browser.js("[...document.querySelectorAll('ul.legend li')].map((l) => l.innerText)")
     tap.ok(legend and len(legend) >= 8 and any("every case passed" in e for e in legend) and
            any("no cases" in e for e in legend) and any("failed" in e for e in legend),
@@ -477,6 +483,7 @@ def check_gap(tap, browser, report):
 
 
 def check_hostile(tap, browser, report):
+    browser.js("document.querySelectorAll('details.env').forEach((d) => { d.open = true; })")
     body = browser.js("document.body.innerText")
     hostile = next(lib for lib in report["environment"]["libraries"] if lib["name"] == "hostile")
     tap.ok(hostile["version"] in body, "a version with markup is shown as text", hostile["version"])
@@ -523,6 +530,92 @@ def check_nothing_ran(tap, browser, what):
     tap.ok(requests and all(url.startswith("file://") and url.endswith(".html")
                             for url in requests),
            f"{what}: the only request was the page itself", requests)
+
+
+def open_anew(browser, url):
+    """Opens url as a new page: a navigation that only changes the fragment would not reload."""
+    browser.call("Page.navigate", url="about:blank")
+    browser.wait_for("location.href === 'about:blank'")
+    browser.open(url)
+
+
+def check_first_screen(tap, browser, html, report, artifacts):
+    """What a person sees first, on a desktop (1280x800) and a phone (390x844): the totals and
+    the findings, and on the desktop the first matrix's rows too; nothing wider than the
+    screen. A screenshot of each goes to the test's artifacts."""
+    for width, height, mobile in ((1280, 800, False), (390, 844, True)):
+        browser.call("Emulation.setDeviceMetricsOverride", width=width, height=height,
+                     deviceScaleFactor=1, mobile=mobile)
+        browser.open(html)
+        seen = browser.js("""(() => {
+          const top = (q) => { const e = document.querySelector(q);
+            return e ? Math.round(e.getBoundingClientRect().top) : null; };
+          return {findings: top('#findings h2'), row: top('section.matrix tbody tr'),
+                  wide: document.documentElement.scrollWidth};
+        })()""")
+        what = f"{width}x{height}"
+        tap.ok(seen["findings"] is not None and seen["findings"] < height / 2 and
+               seen["wide"] <= width,
+               f"{what}: the findings start in the top half of the first screen, and the page "
+               "is no wider than the screen", seen)
+        if not mobile:
+            tap.ok(seen["row"] is not None and seen["row"] < height - 40,
+                   f"{what}: the first matrix's first row is on the first screen", seen)
+        shot = browser.call("Page.captureScreenshot", format="png")
+        png = os.path.join(artifacts, f"dashboard-{what}.png")
+        with open(png, "wb") as handle:
+            handle.write(base64.b64decode(shot["data"]))
+        tap.diag(f"screenshot: {png}")
+    browser.call("Emulation.setDeviceMetricsOverride", width=1400, height=1000,
+                 deviceScaleFactor=1, mobile=False)
+
+
+def check_severity_and_library(tap, browser, html, report):
+    """The Severity filter keeps the failing cases of that severity; the Library filter the
+    cells with that library on either side."""
+    browser.open(html)
+    severities = sorted({c["severity"] for c in report["cases"] if c.get("severity")})
+    for severity in severities:
+        browser.choose("severity", severity)
+        want = sum(c.get("severity") == severity for c in report["cases"])
+        tap.ok(browser.shown() == want, f"Severity {severity}: its {want} cases", browser.shown())
+    browser.choose("severity", "all")
+    browser.choose("library", "torch")
+    want = sum("torch" in (c["producer"], c["consumer"]) for c in report["cases"])
+    tap.ok(browser.shown() == want, f"Library torch: the {want} cases with torch on either side",
+           browser.shown())
+    browser.choose("library", "all")
+
+
+def check_permalinks(tap, browser, html, report):
+    """A link per finding (#finding=ID: shown, opened, scrolled to, also beyond the first few)
+    and per cell (its panel's Link: the cell open again from the address alone)."""
+    findings = report.get("findings", [])
+    if not tap.ok(len(findings) > 3, "the run has more findings than the first screen lists",
+                  len(findings)):
+        return
+    target = findings[-1]["id"]
+    open_anew(browser, html + "#finding=" + urllib.parse.quote(target))
+    state = browser.js(f"""(() => {{
+      const d = document.getElementById({json.dumps('finding-' + target)});
+      if (!d) return null;
+      const r = d.getBoundingClientRect();
+      return [d.hidden, d.open, Math.round(r.top), window.innerHeight,
+              d.querySelector('a.permalink').getAttribute('href')];
+    }})()""")
+    tap.ok(state and state[0] is False and state[1] is True and 0 <= state[2] < state[3] and
+           state[4] == "#finding=" + urllib.parse.quote(target),
+           "#finding=ID shows that finding open on the screen (the last of the list), and its "
+           "# link is that address", state)
+    browser.open(html)
+    browser.click(cell_button("dlpack", "numpy", "torch"))
+    link = browser.js("document.querySelector('#panel a.permalink').getAttribute('href')")
+    open_anew(browser, html + link)
+    heading = browser.js("(() => { const h = document.querySelector('#panel h3'); "
+                         "return h ? h.textContent : null; })()")
+    tap.ok(link and link.startswith("#cell=") and heading and "numpy" in heading and
+           "torch" in heading, "a cell's Link opens the same cell from the address alone",
+           (link, heading))
 
 
 def check_merged(tap, binary, browser, workdir):
@@ -731,6 +824,9 @@ def main(tap, args):
             check_expectations(tap, binary, browser, run_json, report, workdir)
             check_edited_report(tap, binary, browser, run_json, workdir)
             check_merged(tap, binary, browser, workdir)
+            check_severity_and_library(tap, browser, html, report)
+            check_permalinks(tap, browser, html, report)
+            check_first_screen(tap, browser, html, report, artifacts)
         finally:
             browser.close()
 
