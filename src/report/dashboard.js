@@ -548,12 +548,12 @@
     details.append(summary);
     let hiddenNote = null; // under the table, which comes first
     if (hiddenRows.length || hiddenCols.length) {
-      hiddenNote = (el('p', 'note', 'Hidden here, without ' + (filtering() ?
+      hiddenNote = el('p', 'note', 'Hidden here, without ' + (filtering() ?
         'matching ' : '') + 'cases: ' + [hiddenRows.length ? hiddenRows.length +
         ' producer' + (hiddenRows.length > 1 ? 's' : '') : '', hiddenCols.length ?
         hiddenCols.length + ' consumer' + (hiddenCols.length > 1 ? 's' : '') : '']
         .filter(Boolean).join(' and ') +
-        ' (\u201cShow libraries without cases\u201d shows them).'));
+        ' (\u201cShow libraries without cases\u201d shows them).');
     }
     const table = el('table', 'grid');
     table.setAttribute('aria-label', groupTitle(g) + ': producers by consumers');
@@ -870,11 +870,9 @@
       'severity; open one for its cases, an example and a reproducer to paste into the ' +
       'library\'s tracker.';
     title.title = about;
-    const rest = [];
     list.forEach((f, n) => {
       const item = el('details', 'finding sev-' + f.severity);
       item.id = 'finding-' + f.id;
-      item.dataset.finding = f.id;
       const link = el('a', 'permalink', '#');
       link.href = '#finding=' + encodeURIComponent(f.id);
       link.title = 'A link to this finding';
@@ -901,13 +899,10 @@
       }
       // The first few show, so that the matrices start on the first screen; the rest wait
       // behind a button (a link to one of them shows them all).
-      if (n >= FIRST_FINDINGS) {
-        item.hidden = true;
-        rest.push(item);
-      }
+      item.hidden = n >= FIRST_FINDINGS;
       box.append(item);
     });
-    if (rest.length) {
+    if (list.length > FIRST_FINDINGS) {
       const more = el('button', 'more', 'Show all ' + list.length + ' findings');
       more.type = 'button';
       more.id = 'more-findings';
