@@ -917,13 +917,14 @@ static void ic_deliver_failure(struct ic_pool *pool, struct ic_proc *p, const st
         what = child;
         outcome = IC_OUTCOME_CRASH;
     }
+    /* Last, after the library's own last words, which are what a maintainer reads for. */
     const char *aside = p->forked ? "; it was a copy of the worker forked to run the cases of "
                                     "a pair that crashed before, and the worker stays"
                                   : "";
     p->forked = false;
     if (outcome == IC_OUTCOME_ERROR) {
-        ic_result_set(&res, outcome, "%s%s%s%s", what, aside, tail[0] ? "; last output: " : "",
-                      tail);
+        ic_result_set(&res, outcome, "%s%s%s%s", what, tail[0] ? "; last output: " : "", tail,
+                      aside);
     } else {
         int producer = ic_catalog_find(pool->catalog, c->producer);
         int consumer = ic_catalog_find(pool->catalog, c->consumer);
@@ -943,13 +944,13 @@ static void ic_deliver_failure(struct ic_pool *pool, struct ic_proc *p, const st
             snprintf(flaw, sizeof(flaw), ", after %s handed it an export that breaks %s: %s",
                      c->producer, ic_rule_id(p->flaw_rule), p->flaw_text);
             ic_result_set_fault(&res, outcome, p->flaw_rule, IC_SIDE_PRODUCER, "%s%s%s%s%s%s", what,
-                                where, flaw, aside, tail[0] ? "; last output: " : "", tail);
+                                where, flaw, tail[0] ? "; last output: " : "", tail, aside);
         } else {
             ic_result_set_fault(&res, outcome,
                                 outcome == IC_OUTCOME_CRASH ? IC_RULE_EXCHANGE_CRASH
                                                             : IC_RULE_EXCHANGE_TIMEOUT,
-                                site.side, "%s%s%s%s%s", what, where, aside,
-                                tail[0] ? "; last output: " : "", tail);
+                                site.side, "%s%s%s%s%s", what, where,
+                                tail[0] ? "; last output: " : "", tail, aside);
         }
     }
     on_result(context, p->case_index, &res);
