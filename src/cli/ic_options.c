@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ic_config.h"
+#include "ic_paths.h"
 #include "ic_device.h"
 #include "ic_dtype.h"
 #include "ic_error.h"
@@ -866,7 +867,7 @@ void ic_options_completion(FILE *out, bool zsh)
             "                done\n"
             "            done\n"
             "            [ \"$prev\" = --consumer ] && words=\"$words interopcheck\" ;;\n",
-            IC_PROBE_DIR);
+            ic_paths_probe_dir());
     fputs("    esac\n"
           "    if [ -n \"$words\" ]; then\n"
           "        # comma-separated lists: complete the name after the last comma\n"

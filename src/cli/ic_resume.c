@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ic_config.h"
+#include "ic_paths.h"
 #include "ic_error.h"
 #include "ic_json.h"
 #include "ic_outputs.h"
@@ -68,7 +69,7 @@ static int ic_resume_options(struct ic_resume *resume, const cJSON *run, struct 
      * those given now, into an array of the resumption's own (the options' array is the
      * caller's). */
     char builtin[PATH_MAX], resolved[PATH_MAX];
-    if (!realpath(IC_PROBE_DIR, builtin))
+    if (!realpath(ic_paths_probe_dir(), builtin))
         builtin[0] = '\0';
     for (int i = 0; i < opts->nprobe_dirs; i++) {
         if (ic_strings_push(&resume->probe_dirs, opts->probe_dirs[i]) < 0)

@@ -11,10 +11,21 @@
 #include <unistd.h>
 
 #include "ic_config.h"
+#include "ic_paths.h"
 #include "ic_error.h"
 #include "ic_layout.h"
 #include "ic_gpu.h"
 #include "ic_python.h"
+
+/* <this program's folder>/python3, when there is one: pip installs interopcheck into the
+ * bin/ of the environment it builds for. The folder's own path, not the link's target, since
+ * a virtual environment's python is a link out of it and decides sys.prefix from its path. */
+static bool ic_python_beside_program(char *out, size_t size)
+{
+    const char *dir = ic_paths_program_dir();
+    snprintf(out, size, "%s/python3", dir);
+    return dir[0] && access(out, X_OK) == 0;
+}
 
 static int ic_resolve_python(const struct ic_options *opts, char *out, size_t size, char *err,
                              size_t err_size)
@@ -27,6 +38,10 @@ static int ic_resolve_python(const struct ic_options *opts, char *out, size_t si
         snprintf(joined, sizeof(joined), "%s/bin/python", venv);
         choice = joined;
         origin = "$VIRTUAL_ENV";
+    }
+    if (!choice && ic_paths_installed() && ic_python_beside_program(joined, sizeof(joined))) {
+        choice = joined;
+        origin = "the environment interopcheck is installed in";
     }
     if (!choice) {
         choice = IC_BUILD_PYTHON;
@@ -153,7 +168,7 @@ int ic_session_open(struct ic_session *session, const struct ic_options *opts, c
     }
     session->self_exe[n] = '\0';
 
-    rc = ic_add_dir(session, IC_PROBE_DIR, err, err_size);
+    rc = ic_add_dir(session, ic_paths_probe_dir(), err, err_size);
     const char *path = getenv("INTEROPCHECK_PROBE_PATH");
     if (rc == 0 && path && path[0]) {
         char *copy = strdup(path);
@@ -294,6 +309,21 @@ cJSON *ic_session_python_json(const struct ic_session *session)
         !cJSON_AddStringToObject(python, "version", session->python_version)) {
         cJSON_Delete(python);
         return NULL;
+    }
+    /* What the embedded interpreter put on sys.path from PYTHONPATH (ic_python.h). */
+    const char *pythonpath = getenv("PYTHONPATH");
+    if (pythonpath && pythonpath[0]) {
+        cJSON *entries = cJSON_AddArrayToObject(python, "pythonpath");
+        char *copy = strdup(pythonpath);
+        bool ok = entries && copy;
+        for (char *save = NULL, *dir = copy ? strtok_r(copy, ":", &save) : NULL; ok && dir;
+             dir = strtok_r(NULL, ":", &save))
+            ok = cJSON_AddItemToArray(entries, cJSON_CreateString(dir));
+        free(copy);
+        if (!ok) {
+            cJSON_Delete(python);
+            return NULL;
+        }
     }
     return python;
 }

@@ -7,7 +7,9 @@
  * - ic_session_open only reads the environment and the file system; it starts no worker. A
  *   failure leaves a message in err that says what to do, and the session closed.
  * - The interpreter is, in order: --python (a bin/python, or an environment directory), the
- *   active virtual environment ($VIRTUAL_ENV), the Python interopcheck was built with.
+ *   active virtual environment ($VIRTUAL_ENV), the environment this program is installed in
+ *   (an installed interopcheck with a python3 beside it: pip puts it in the environment's
+ *   bin/), the Python interopcheck was built with.
  * - Probe directories are, in order: the built-in one, each directory of
  *   $INTEROPCHECK_PROBE_PATH, each --probe-dir; later ones override earlier ones.
  * - Devices: the CPU always; CUDA when the driver module (ic_gpu) is ready, otherwise the

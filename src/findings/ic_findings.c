@@ -1,6 +1,7 @@
 #include "ic_findings.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 
 #include "ic_case.h"
 #include "ic_config.h"
+#include "ic_paths.h"
 #include "ic_dtype.h"
 #include "ic_error.h"
 #include "ic_json.h"
@@ -621,15 +623,15 @@ static bool ic_add_string(cJSON *object, const char *key, const char *value)
     return value && cJSON_AddStringToObject(object, key, value) != NULL;
 }
 
-/* Where the rules document explains the rule: IC_RULES_URL#<anchor>. */
+/* Where the rules document explains the rule: <rules URL>#<anchor> (ic_paths.h). */
 static bool ic_add_rule_link(cJSON *f, const char *rule_id)
 {
     enum ic_rule rule;
-    char anchor[96], link[sizeof(IC_RULES_URL) + 100];
+    char anchor[96], link[PATH_MAX + 128];
     if (ic_rule_from_id(rule_id, &rule) < 0)
         return true; /* a rule this build does not know (a hand-made report): no link */
     ic_rule_anchor(rule, anchor, sizeof(anchor));
-    snprintf(link, sizeof(link), "%s#%s", IC_RULES_URL, anchor);
+    snprintf(link, sizeof(link), "%s#%s", ic_paths_rules_url(), anchor);
     return cJSON_AddStringToObject(f, "rule_link", link) != NULL;
 }
 

@@ -95,11 +95,14 @@ int ic_py_check_interpreter(const char *python, char *version_out, size_t versio
     const char *built = ic_py_build_version();
     size_t built_len = strlen(built);
     if (strncmp(version, built, built_len) != 0 || version[built_len] != '.') {
+        /* An interopcheck embeds one minor's libpython, so another minor needs another
+         * build: say both ways to get one. */
         snprintf(err, err_size,
                  "'%s' is Python %s, but this interopcheck was built against Python %s: use a "
-                 "Python %s environment, or build for this one with "
-                 "'meson setup build-%s -Dpython=%s && meson compile -C build-%s'",
-                 python, version, built, built, version, python, version);
+                 "Python %s environment, or get an interopcheck for Python %s: install one into "
+                 "that environment ('%s -m pip install PATH-OF-THE-interopcheck-SOURCE') or "
+                 "build one ('meson setup build-%s -Dpython=%s && meson compile -C build-%s')",
+                 python, version, built, built, version, python, version, python, version);
         return IC_EENV;
     }
     snprintf(version_out, version_size, "%s", version);
@@ -112,6 +115,23 @@ static void ic_py_status_message(PyStatus status, const char *what, char *err, s
              status.func ? ": " : "", status.err_msg ? status.err_msg : "unknown failure");
 }
 
+/* Puts `dir` at *position of sys.path and advances it. GIL held. */
+static int ic_py_path_insert(const char *dir, Py_ssize_t *position, char *err, size_t err_size)
+{
+    PyObject *sys_path = PySys_GetObject("path"); /* borrowed */
+    PyObject *entry = PyUnicode_DecodeFSDefault(dir);
+    int rc = 0;
+    if (!entry || !sys_path || PyList_Insert(sys_path, *position, entry) < 0) {
+        PyErr_Clear();
+        snprintf(err, err_size, "cannot add '%s' to sys.path", dir);
+        rc = IC_EPYTHON;
+    } else {
+        (*position)++;
+    }
+    Py_XDECREF(entry);
+    return rc;
+}
+
 int ic_py_init(const struct ic_py_config *config, char *err, size_t err_size)
 {
     PyConfig pyconfig;
@@ -119,8 +139,10 @@ int ic_py_init(const struct ic_py_config *config, char *err, size_t err_size)
     int rc = IC_EPYTHON;
     char *argv[] = {"interopcheck", NULL};
 
-    /* Isolated: the tested environment is chosen by --python alone, never by PYTHONPATH or
-     * PYTHONHOME leaking in from the user's shell. Signal handlers stay ours. */
+    /* Isolated: the tested environment is chosen by the interpreter's path, never by
+     * PYTHONHOME or other PYTHON* settings of the user's shell; PYTHONPATH alone is taken, as a
+     * plain python takes it, since users add packages to an environment with it. Signal
+     * handlers stay ours. */
     PyConfig_InitIsolatedConfig(&pyconfig);
     pyconfig.faulthandler = config->faulthandler ? 1 : 0;
     pyconfig.install_signal_handlers = 0;
@@ -151,20 +173,24 @@ int ic_py_init(const struct ic_py_config *config, char *err, size_t err_size)
     }
     ic_py_started = true;
 
-    if (config->sys_path) {
-        PyObject *sys_path = PySys_GetObject("path"); /* borrowed */
-        Py_ssize_t position = 0;
-        for (const char *const *dir = config->sys_path; *dir; dir++) {
-            PyObject *entry = PyUnicode_DecodeFSDefault(*dir);
-            if (!entry || !sys_path || PyList_Insert(sys_path, position++, entry) < 0) {
-                Py_XDECREF(entry);
-                PyErr_Clear();
-                snprintf(err, err_size, "cannot add '%s' to sys.path", *dir);
-                goto cleanup;
-            }
-            Py_DECREF(entry);
-        }
+    /* First the caller's directories, then PYTHONPATH's, in front of the environment's own
+     * (where a plain python puts PYTHONPATH: isolated mode ignores the variable). */
+    Py_ssize_t position = 0;
+    for (const char *const *dir = config->sys_path; dir && *dir; dir++) {
+        if (ic_py_path_insert(*dir, &position, err, err_size) < 0)
+            goto cleanup;
     }
+    const char *pythonpath = getenv("PYTHONPATH");
+    char *entries = pythonpath && pythonpath[0] ? strdup(pythonpath) : NULL;
+    bool path_ok = entries || !pythonpath || !pythonpath[0];
+    if (!path_ok)
+        snprintf(err, err_size, "out of memory reading PYTHONPATH");
+    for (char *save = NULL, *dir = entries ? strtok_r(entries, ":", &save) : NULL; dir && path_ok;
+         dir = strtok_r(NULL, ":", &save))
+        path_ok = ic_py_path_insert(dir, &position, err, err_size) == 0;
+    free(entries);
+    if (!path_ok)
+        goto cleanup;
     rc = 0;
 
 cleanup:

@@ -4,8 +4,10 @@
  *
  * Contract
  * - ic_py_init starts the interpreter of one Python environment (a virtual environment or an
- *   installation) through PyConfig, in isolated mode: PYTHON* environment variables and the
- *   user site are ignored, signal handlers are not installed (the supervisor owns signals).
+ *   installation) through PyConfig, in isolated mode: the user site and the PYTHON*
+ *   environment variables are ignored but PYTHONPATH, which is put on sys.path where a plain
+ *   `python` of that environment puts it (the user's way to add packages to what is tested;
+ *   reports list it); signal handlers are not installed (the supervisor owns signals).
  *   It returns with the GIL released. The interpreter lives until ic_py_finalize.
  * - Code that touches Python objects runs between ic_py_enter() and ic_py_leave(), which
  *   take and drop the GIL. Other modules never call PyGILState_* or PyEval_* themselves.
