@@ -11,7 +11,11 @@ cannot avoid.
    timed in one interpreter for the same cases. Ratio 2 = case median / bare-call median.
 
 Usage: bench_matrix.py INTEROPCHECK [--python PY] [--jobs N] [--samples N] [--device NAME]
-                       [--report FILE]
+                       [--report FILE] [--ledger]
+The run has no crash ledger (src/record/ic_ledger.h): it is the first run in its environment.
+With --ledger, `--all` runs twice with one new ledger folder, and both runs are shown side by
+side: the first, which writes the ledger, and the second, which isolates the pairs that
+crashed in the first from its start (ratio 1 is then given for each).
 With --device (cpu, cuda), the run is `--all --device NAME` and the bare calls build their
 arrays on that device; the import floor is then the libraries that have cases on it. With
 --report, an existing report (.json or .json.gz) is used instead of a new run (the wall time is
@@ -147,6 +151,7 @@ def phase_breakdown(report, wall):
         ("  workers started / of them restarts", f"{timing['workers_started']} / {timing['restarts']}"),
         ("  cases of crashing pairs run isolated", f"{timing['isolated_cases']}"),
         ("  worker starts declined (imports would not pay)", f"{timing.get('starts_declined', 0)}"),
+        ("  pairs isolated from the start (crash ledger)", f"{timing.get('ledger_pairs', 0)}"),
         ("planning, reports, reproducers and stopping (wall)", f"{rest:.2f} s"),
     ]
 
@@ -159,6 +164,7 @@ def main():
     parser.add_argument("--samples", type=int, default=400)
     parser.add_argument("--device")
     parser.add_argument("--report")
+    parser.add_argument("--ledger", action="store_true")
     args = parser.parse_args()
     probes_dir = os.path.join(ROOT, "probes")
 
@@ -168,6 +174,7 @@ def main():
             report = json.load(handle)
         wall = report["run"]["duration_s"]
     else:
+        earlier = []  # (wall, report) of the runs before the last, with --ledger
         with tempfile.TemporaryDirectory() as workdir:
             out = os.path.join(workdir, "all.json")
             command = [args.interopcheck, "--all", "-q", "--python", args.python, "-o", out]
@@ -175,11 +182,16 @@ def main():
                 command += ["-j", str(args.jobs)]
             if args.device:
                 command += ["--device", args.device]
-            start = time.perf_counter()
-            subprocess.run(command, stdout=subprocess.DEVNULL)
-            wall = time.perf_counter() - start
-            with open(out, encoding="utf-8") as handle:
-                report = json.load(handle)
+            cache = os.path.join(workdir, "cache") if args.ledger else ""
+            env = dict(os.environ, INTEROPCHECK_LEDGER_DIR=cache)
+            for run in range(2 if args.ledger else 1):
+                start = time.perf_counter()
+                subprocess.run(command, stdout=subprocess.DEVNULL, env=env)
+                wall = time.perf_counter() - start
+                with open(out, encoding="utf-8") as handle:
+                    report = json.load(handle)
+                if args.ledger and run == 0:
+                    earlier.append((wall, report))
 
     loaded = [lib["name"] for lib in report["environment"]["libraries"]
               if lib["status"] == "loaded"]
@@ -215,7 +227,19 @@ def main():
           f"median bare exchange call of the same cases: {bare_median * 1e3:.1f} us")
     print(f"ratio 2, case / bare exchange call: {case_median / bare_median:.2f}")
     phases = phase_breakdown(report, wall)
-    if phases:
+    if phases and earlier:
+        first_wall, first_report = earlier[0]
+        first = dict(phase_breakdown(first_report, first_wall))
+        print(f"ratio 1 of the first run (no ledger yet): {first_wall / floor:.2f} "
+              f"({first_wall:.2f} s); of the second (the first's ledger): {wall / floor:.2f}")
+        print("where the wall time went (workers' seconds are summed over the workers):")
+        print(f"  {'':<58} {'first run':>14} {'second run':>14}")
+        for label, value in phases:
+            print(f"  {label:<58} {first.get(label, '-'):>14} {value:>14}")
+        same = {c["id"]: c["outcome"] for c in first_report["cases"]} == \
+            {c["id"]: c["outcome"] for c in report["cases"]}
+        print(f"every case's outcome the same in both runs: {same}")
+    elif phases:
         print("where the wall time went (workers' seconds are summed over the workers):")
         for label, value in phases:
             print(f"  {label:<58} {value}")

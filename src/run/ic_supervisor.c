@@ -919,7 +919,8 @@ static void ic_deliver_failure(struct ic_pool *pool, struct ic_proc *p, const st
     }
     /* Last, after the library's own last words, which are what a maintainer reads for. */
     const char *aside = p->forked ? "; it was a copy of the worker forked to run the cases of "
-                                    "a pair that crashed before, and the worker stays"
+                                    "a pair that crashed before (in this run or, by the crash "
+                                    "ledger, an earlier one), and the worker stays"
                                   : "";
     p->forked = false;
     if (outcome == IC_OUTCOME_ERROR) {
@@ -1065,8 +1066,10 @@ struct ic_run_state {
      * cases of workers that went before starting them. */
     size_t *retry, nretry; /* at most two per worker */
     unsigned char *retried;
-    /* Cases of isolated pairs, set aside until the plan is through. */
+    /* Cases of isolated pairs, set aside until the plan is through (or, for pairs isolated
+     * before the run, for a worker that never ran a case), each once (set_aside). */
     size_t *deferred, ndeferred, deferred_next;
+    unsigned char *set_aside;
     /* The plan in library-set order: case indexes by (producer, consumer), each pair's in
      * plan order; a group is one pair's run of it. A worker slot takes whole groups (and, when
      * none is left, the second half of the largest one still running), so that a worker keeps
@@ -1094,6 +1097,16 @@ struct ic_run_state {
 
 /* --- Isolated pairs ------------------------------------------------------------------------ */
 
+/* The key of a pair of libraries (catalog indexes plus one: 0 is a name the catalog lacks,
+ * the reference consumer's); pool->isolated_pairs holds IC_PROTOCOL_COUNT bytes per key. */
+static size_t ic_pair_key(const struct ic_pool *pool, const char *producer, const char *consumer)
+{
+    size_t libs = (size_t)pool->catalog->count + 1;
+    int a = ic_catalog_find(pool->catalog, producer);
+    int b = ic_catalog_find(pool->catalog, consumer);
+    return (size_t)(a + 1) * libs + (size_t)(b + 1);
+}
+
 /* The byte of case `index`'s pair and protocol in pool->isolated_pairs: its pair key (worked
  * out once, when the plan was ordered) and its protocol. */
 static size_t ic_pair_slot(const struct ic_run_state *st, size_t index)
@@ -1116,15 +1129,35 @@ static bool ic_case_forked(const struct ic_pool *pool, const struct ic_run_state
     return ic_pair_isolated(pool, st, index) && !ic_device_is_cuda(st->cases[index].device);
 }
 
-/* A case of this pair crashed or hung: its later cases run isolated. Out of memory: they do
- * not, which costs time, not results. */
-static void ic_isolate_pair(struct ic_pool *pool, const struct ic_run_state *st, size_t index)
+/* Marks byte `slot` of pool->isolated_pairs (ic_pair_slot). */
+static int ic_isolate_slot(struct ic_pool *pool, size_t slot)
 {
     size_t keys = (size_t)(pool->catalog->count + 1) * (size_t)(pool->catalog->count + 1);
     if (!pool->isolated_pairs)
         pool->isolated_pairs = calloc(keys * IC_PROTOCOL_COUNT, 1);
-    if (pool->isolated_pairs)
-        pool->isolated_pairs[ic_pair_slot(st, index)] = 1;
+    if (!pool->isolated_pairs)
+        return IC_ENOMEM;
+    pool->isolated_pairs[slot] = 1;
+    return 0;
+}
+
+/* A case of this pair crashed or hung: its later cases run isolated. Out of memory: they do
+ * not, which costs time, not results. */
+static void ic_isolate_pair(struct ic_pool *pool, const struct ic_run_state *st, size_t index)
+{
+    (void)ic_isolate_slot(pool, ic_pair_slot(st, index));
+}
+
+int ic_pool_isolate_pair(struct ic_pool *pool, const char *producer, const char *consumer,
+                         enum ic_protocol protocol)
+{
+    size_t key = ic_pair_key(pool, producer, consumer);
+    if (pool->isolated_pairs && pool->isolated_pairs[key * IC_PROTOCOL_COUNT + protocol])
+        return 0;
+    int rc = ic_isolate_slot(pool, key * IC_PROTOCOL_COUNT + (size_t)protocol);
+    if (rc == 0)
+        pool->stats.ledger_pairs++;
+    return rc;
 }
 
 /* Gives `slot` its next run of `order`: the next unclaimed pair's cases, or else the second
@@ -1171,7 +1204,10 @@ static bool ic_peek_plan_case(const struct ic_pool *pool, struct ic_run_state *s
                 *ret_index = index;
                 return true;
             }
-            st->deferred[st->ndeferred++] = index;
+            if (!st->set_aside[index]) {
+                st->set_aside[index] = 1;
+                st->deferred[st->ndeferred++] = index;
+            }
             st->cursor[slot]++;
         }
         if (!ic_claim_group(pool, st, slot))
@@ -1187,6 +1223,14 @@ static bool ic_next_case(const struct ic_pool *pool, struct ic_run_state *st, in
 {
     if (st->nretry > 0) {
         *ret_index = st->retry[--st->nretry];
+        return true;
+    }
+    /* A running worker that never ran a case serves the pairs isolated before the run first:
+     * it can fork for them now, and once it runs a case itself it no longer can. */
+    const struct ic_proc *p = &pool->procs[slot];
+    if (p->pid > 0 && !p->ran_in_process && st->deferred_next < st->ndeferred &&
+        ic_case_forked(pool, st, st->deferred[st->deferred_next])) {
+        *ret_index = st->deferred[st->deferred_next++];
         return true;
     }
     if (ic_peek_plan_case(pool, st, slot, ret_index)) {
@@ -1746,11 +1790,8 @@ static int ic_order_by_pair(const struct ic_pool *pool, struct ic_run_state *st)
         free(keyed);
         return IC_ENOMEM;
     }
-    size_t libs = (size_t)pool->catalog->count + 1;
     for (size_t i = 0; i < st->count; i++) {
-        int a = ic_catalog_find(pool->catalog, st->cases[i].producer);
-        int b = ic_catalog_find(pool->catalog, st->cases[i].consumer);
-        st->pair_key[i] = (size_t)(a + 1) * libs + (size_t)(b + 1);
+        st->pair_key[i] = ic_pair_key(pool, st->cases[i].producer, st->cases[i].consumer);
         keyed[i] = (struct ic_keyed_case){st->pair_key[i], i};
     }
     qsort(keyed, st->count, sizeof(*keyed), ic_keyed_compare);
@@ -1765,6 +1806,15 @@ static int ic_order_by_pair(const struct ic_pool *pool, struct ic_run_state *st)
         if (i == 0 || st->pair_key[st->order[i]] != st->pair_key[st->order[i - 1]])
             st->group_start[st->ngroups++] = i;
     }
+    /* The cases of pairs isolated before the run are set aside now, in library-set order, so
+     * that a worker that never ran a case can take them first (ic_next_case). */
+    for (size_t i = 0; i < st->count; i++) {
+        size_t index = st->order[i];
+        if (ic_pair_isolated(pool, st, index)) {
+            st->set_aside[index] = 1;
+            st->deferred[st->ndeferred++] = index;
+        }
+    }
     return 0;
 }
 
@@ -1773,6 +1823,7 @@ static void ic_run_state_release(struct ic_run_state *st)
     free(st->retried);
     free(st->retry);
     free(st->deferred);
+    free(st->set_aside);
     free(st->slot_used);
     free(st->declined);
     free(st->cursor);
@@ -1792,14 +1843,16 @@ int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
     st.retried = calloc(count ? count : 1, 1);
     st.retry = calloc(2 * (size_t)pool->nprocs, sizeof(*st.retry));
     st.deferred = calloc(count ? count : 1, sizeof(*st.deferred));
+    st.set_aside = calloc(count ? count : 1, 1);
     st.slot_used = calloc((size_t)pool->nprocs, 1);
     st.declined = calloc((size_t)pool->nprocs, 1);
     st.unclaimed_libs = calloc((size_t)pool->catalog->count + 1, 1);
     st.unclaimed_at = SIZE_MAX;
     st.cursor = calloc((size_t)pool->nprocs, sizeof(*st.cursor));
     st.group_end = calloc((size_t)pool->nprocs, sizeof(*st.group_end));
-    if (!st.retried || !st.retry || !st.deferred || !st.slot_used || !st.declined ||
-        !st.unclaimed_libs || !st.cursor || !st.group_end || ic_order_by_pair(pool, &st) < 0) {
+    if (!st.retried || !st.retry || !st.deferred || !st.set_aside || !st.slot_used ||
+        !st.declined || !st.unclaimed_libs || !st.cursor || !st.group_end ||
+        ic_order_by_pair(pool, &st) < 0) {
         ic_run_state_release(&st);
         return IC_ENOMEM;
     }

@@ -21,7 +21,9 @@
  *   libraries only coexist in one order), and every later worker follows that order.
  * - A pair of libraries whose case crashed or hung over a protocol is isolated for the rest of
  *   the run: its later cases over that protocol wait until the others are done, then run in a
- *   child forked by a worker that never ran a case itself ("fork" in the request). The child
+ *   child forked by a worker that never ran a case itself ("fork" in the request). A pair
+ *   isolated before the run (ic_pool_isolate_pair) has all its cases set aside, and a worker
+ *   that never ran a case runs them first. The child
  *   runs one isolated case after another until one kills it; the next case gets a new child.
  *   A crash then costs the child: the worker keeps its imports (a crash no longer means
  *   importing the pair again), and no state of a case run outside the child is inherited.
@@ -75,6 +77,7 @@ struct ic_pool_stats {
     unsigned isolated_cases;  /* cases of isolated pairs, run in a worker's case child */
     unsigned starts_declined; /* worker slots that left their cases to the running workers,
                                  and started none, as the imports would not pay */
+    unsigned ledger_pairs;    /* pairs isolated from the start (ic_pool_isolate_pair) */
     double import_s;   /* the first import of each library in each worker slot */
     double reimport_s; /* imports of a library its slot had imported before, in an earlier
                           process (the price of restarts) */
@@ -95,6 +98,15 @@ void ic_pool_destroy(struct ic_pool *pool);
 
 /* Makes `stop` the pool's stop flag (see struct ic_supervisor_config). */
 void ic_pool_set_stop(struct ic_pool *pool, const volatile sig_atomic_t *stop);
+
+/* Isolates the pair (producer, consumer) over `protocol` from the start of the next
+ * ic_pool_run, as a crash or hang of one of its cases in that run would: the crash ledger of
+ * earlier runs (ic_ledger.h). Its cases are set aside from the start, and a worker that has
+ * run no case yet (discovery's, which holds every import) runs them first, each in a child
+ * it forks, so that a crash costs a child instead of a worker and its imports. A name the
+ * catalog lacks is the reference consumer's. IC_ENOMEM leaves the pair as it was. */
+int ic_pool_isolate_pair(struct ic_pool *pool, const char *producer, const char *consumer,
+                         enum ic_protocol protocol);
 
 /* Progress of discovery: called before each library is loaded. */
 typedef void (*ic_discover_progress_fn)(void *context, const struct ic_library *lib);

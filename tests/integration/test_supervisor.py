@@ -279,6 +279,60 @@ def check_many_probes(tap, binary, workdir):
            proc.stderr[-500:])
 
 
+def check_ledger(tap, binary, probes, workdir):
+    """The crash ledger (src/record/ic_ledger.h): a pair whose case crashed is isolated from
+    the start of the next run in the same environment, which then loses no worker to it, and
+    every case keeps its outcome."""
+    cache = os.path.join(workdir, "cache")
+    args = ["--probe-dir", probes, "--producer", "numpy", "--consumer", "badlib,numpy",
+            "--protocol", "dlpack", "--dtype", "float64,float32,int16", "--layout",
+            "contiguous,scalar", "-j", "1", "-q"]
+
+    def run(name, cache_dir):
+        out = os.path.join(workdir, name + ".json")
+        proc = taplib.run(binary, *args, "-o", out, env={"INTEROPCHECK_LEDGER_DIR": cache_dir})
+        if not os.path.exists(out):
+            return proc, None, {}
+        report = taplib.load_report(out)
+        outcomes = {c["id"]: c["outcome"] for c in report["cases"]}
+        return proc, report["run"]["timing"], outcomes
+
+    proc, first, outcomes = run("ledger1", cache)
+    ledgers = [os.path.join(cache, f) for f in os.listdir(cache)] if os.path.isdir(cache) else []
+    lines = open(ledgers[0], encoding="utf-8").read().splitlines() if len(ledgers) == 1 else []
+    crashed = sorted(i for i, o in outcomes.items() if o == "crash")
+    tap.ok(first and first["restarts"] >= 1 and first["ledger_pairs"] == 0 and crashed,
+           f"a first run loses a worker to numpy -> badlib ({len(crashed)} crashes, "
+           f"{first and first['restarts']} restarts)", (first, proc.stderr[-1500:]))
+    tap.ok(len(lines) == 1 and lines[0].startswith("dlpack\tnumpy\t") and
+           lines[0].endswith("\tbadlib\t0.0.1"),
+           "it writes the crash ledger: one line, the pair, the protocol, both versions", lines)
+
+    proc, second, outcomes2 = run("ledger2", cache)
+    pair_cases = [i for i in outcomes2 if i.startswith("dlpack.numpy.badlib.")]
+    tap.ok(second and second["ledger_pairs"] == 1 and second["restarts"] == 0 and
+           second["isolated_cases"] == len(pair_cases),
+           f"the next run isolates the pair from its start: {second and second['isolated_cases']}"
+           f" of its cases forked, no restart", second)
+    tap.ok(outcomes2 == outcomes and outcomes,
+           f"and every case keeps its outcome ({len(outcomes)} cases)",
+           {i: (outcomes.get(i), outcomes2.get(i)) for i in set(outcomes) | set(outcomes2)
+            if outcomes.get(i) != outcomes2.get(i)})
+
+    with open(ledgers[0], "w", encoding="utf-8") as handle:
+        handle.write(lines[0].replace("\t0.0.1", "\t0.0.0") + "\nnot a ledger line\n")
+    proc, third, outcomes3 = run("ledger3", cache)
+    rewritten = open(ledgers[0], encoding="utf-8").read().splitlines()
+    tap.ok(third and third["ledger_pairs"] == 0 and third["restarts"] >= 1 and
+           outcomes3 == outcomes and rewritten == lines,
+           "a ledger line of another version of a library is not applied (it may have mended "
+           "the crash); the crash is recorded again with the version now", (third, rewritten))
+
+    proc, fourth, outcomes4 = run("ledger4", "")
+    tap.ok(fourth and fourth["ledger_pairs"] == 0 and outcomes4 == outcomes,
+           "INTEROPCHECK_LEDGER_DIR set and empty: no ledger", fourth)
+
+
 def main(tap, args):
     binary = args[0]
     probes = os.path.join(taplib.source_root(), "tests", "probes")
@@ -287,6 +341,7 @@ def main(tap, args):
         check_interrupt(tap, binary, probes, workdir)
         check_outputs(tap, binary, probes, workdir)
         check_many_probes(tap, binary, workdir)
+        check_ledger(tap, binary, probes, workdir)
 
 
 if __name__ == "__main__":
