@@ -722,9 +722,10 @@ static int ic_ledger_apply(const struct ic_ledger *ledger, struct ic_session *se
     return 0;
 }
 
-/* The ledger after this run: what it held of pairs this run ran no case of, and every pair
- * whose case crashed or hung now (before expectations turn any into xfail). A pair that ran
- * and did not crash leaves it. Writing it is best effort: it only saves time. */
+/* The ledger after this run: what it held of pairs this run finished no case of (an
+ * interrupted run keeps those it did not reach), and every pair whose case crashed or hung now
+ * (before expectations turn any into xfail). A pair that ran and did not crash leaves it.
+ * Writing it is best effort: it only saves time. */
 static void ic_ledger_update(const struct ic_ledger *ledger, const struct ic_plan *plan,
                              const struct ic_catalog *catalog)
 {
@@ -737,7 +738,7 @@ static void ic_ledger_update(const struct ic_ledger *ledger, const struct ic_pla
         bool ran = false;
         for (size_t k = 0; !ran && k < plan->count; k++) {
             const struct ic_case *c = &plan->items[k].c;
-            ran = plan->items[k].run && c->protocol == e->protocol &&
+            ran = plan->items[k].run && plan->items[k].done && c->protocol == e->protocol &&
                   strcmp(c->producer, e->producer) == 0 && strcmp(c->consumer, e->consumer) == 0;
         }
         ok = ran || ic_ledger_add(&next, e) == 0;

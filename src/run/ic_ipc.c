@@ -186,22 +186,60 @@ static int ic_write_all(int fd, const unsigned char *data, size_t size)
     return 0;
 }
 
-int ic_ipc_send(int fd, const cJSON *msg)
+int ic_outbox_add(struct ic_outbox *out, const cJSON *msg)
 {
     char *text = cJSON_PrintUnformatted(msg);
     if (!text)
         return IC_ENOMEM;
     size_t len = strlen(text);
-    int rc = IC_ERANGE;
-    if (len <= IC_IPC_MAX_FRAME) {
+    int rc = len <= IC_IPC_MAX_FRAME ? 0 : IC_ERANGE;
+    size_t need = out->len + IC_IPC_HEADER_SIZE + len;
+    if (rc == 0 && need > out->cap) {
+        size_t cap = out->cap ? out->cap : 4096;
+        while (cap < need)
+            cap *= 2;
+        unsigned char *data = realloc(out->data, cap);
+        if (data) {
+            out->data = data;
+            out->cap = cap;
+        } else {
+            rc = IC_ENOMEM;
+        }
+    }
+    if (rc == 0) {
         unsigned char header[IC_IPC_HEADER_SIZE] = {
             'I', 'C', 1, 0, (unsigned char)(len >> 24), (unsigned char)(len >> 16),
             (unsigned char)(len >> 8), (unsigned char)len};
-        rc = ic_write_all(fd, header, sizeof(header));
-        if (rc == 0)
-            rc = ic_write_all(fd, (const unsigned char *)text, len);
+        memcpy(out->data + out->len, header, sizeof(header));
+        memcpy(out->data + out->len + sizeof(header), text, len);
+        out->len = need;
     }
     cJSON_free(text);
+    return rc;
+}
+
+int ic_outbox_flush(struct ic_outbox *out, int fd)
+{
+    int rc = out->len ? ic_write_all(fd, out->data, out->len) : 0;
+    out->len = 0;
+    return rc;
+}
+
+void ic_outbox_release(struct ic_outbox *out)
+{
+    free(out->data);
+    memset(out, 0, sizeof(*out));
+}
+
+/* Header and body in one write: each write to the socket wakes the reader, and a header
+ * written alone cost the other side a wake-up (and a poll) for eight bytes. */
+int ic_ipc_send(int fd, const cJSON *msg)
+{
+    struct ic_outbox out = {0};
+    int rc = ic_outbox_add(&out, msg);
+    if (rc == 0)
+        rc = ic_outbox_flush(&out, fd);
+    ic_outbox_release(&out);
     return rc;
 }
 
@@ -230,6 +268,22 @@ int ic_framebuf_fill(struct ic_framebuf *buf, int fd)
 bool ic_framebuf_partial(const struct ic_framebuf *buf)
 {
     return buf->len > 0;
+}
+
+/* The body length a frame header gives (big-endian, after the four magic bytes). */
+static size_t ic_frame_body_len(const unsigned char *header)
+{
+    return ((size_t)header[4] << 24) | ((size_t)header[5] << 16) | ((size_t)header[6] << 8) |
+           header[7];
+}
+
+bool ic_ipc_input_waiting(const struct ic_framebuf *buf, int fd)
+{
+    if (buf->len >= IC_IPC_HEADER_SIZE &&
+        buf->len - IC_IPC_HEADER_SIZE >= ic_frame_body_len(buf->data))
+        return true;
+    struct pollfd in = {.fd = fd, .events = POLLIN};
+    return poll(&in, 1, 0) > 0;
 }
 
 /* What stood where a header was expected, for the reason of a violation. */
@@ -262,8 +316,7 @@ cJSON *ic_framebuf_next(struct ic_framebuf *buf, int *ret_error, char *why, size
     }
     if (buf->len < IC_IPC_HEADER_SIZE)
         return NULL;
-    const unsigned char *h = buf->data;
-    size_t len = ((size_t)h[4] << 24) | ((size_t)h[5] << 16) | ((size_t)h[6] << 8) | h[7];
+    size_t len = ic_frame_body_len(buf->data);
     if (len > IC_IPC_MAX_FRAME) {
         snprintf(why, why_size, "a frame of %zu bytes (at most %u)", len, IC_IPC_MAX_FRAME);
         *ret_error = IC_EPROTO;

@@ -1151,10 +1151,10 @@ static void ic_isolate_pair(struct ic_pool *pool, const struct ic_run_state *st,
 int ic_pool_isolate_pair(struct ic_pool *pool, const char *producer, const char *consumer,
                          enum ic_protocol protocol)
 {
-    size_t key = ic_pair_key(pool, producer, consumer);
-    if (pool->isolated_pairs && pool->isolated_pairs[key * IC_PROTOCOL_COUNT + protocol])
+    size_t slot = ic_pair_key(pool, producer, consumer) * IC_PROTOCOL_COUNT + (size_t)protocol;
+    if (pool->isolated_pairs && pool->isolated_pairs[slot])
         return 0;
-    int rc = ic_isolate_slot(pool, key * IC_PROTOCOL_COUNT + (size_t)protocol);
+    int rc = ic_isolate_slot(pool, slot);
     if (rc == 0)
         pool->stats.ledger_pairs++;
     return rc;
