@@ -1,9 +1,10 @@
 """Counts TAP results in Meson's testlog.json and prints "N passed, N failed".
 
 Every "ok" and "not ok" line of every TAP test counts once ("# SKIP" lines are counted and
-reported as skipped, neither passed nor failed; "# TODO" failures do not count as failed). A test program that
-printed no TAP line at all, or whose Meson result is not OK/SKIP, counts as one failure, so a
-crashed test binary can never hide behind a missing count.
+reported as skipped, neither passed nor failed; "# TODO" failures do not count as failed). A test
+program whose Meson result is not OK, SKIP or EXPECTEDFAIL (it failed, crashed, or was killed at
+its timeout) and printed no "not ok" line counts as one failure, whatever it printed before: a
+test killed after a hundred "ok" lines must not read as "0 failed".
 """
 import json
 import re
@@ -18,7 +19,7 @@ def main(path):
     with open(path, encoding="utf-8") as log:
         for line in log:
             entry = json.loads(line)
-            counted = 0
+            counted = failed_here = 0
             for out in (entry.get("stdout") or "").splitlines():
                 match = TAP_LINE.match(out)
                 if not match:
@@ -31,11 +32,13 @@ def main(path):
                     passed += 1
                 elif "# TODO" not in directive:
                     failed += 1
-            if entry.get("result") not in ("OK", "SKIP", "EXPECTEDFAIL") and counted == 0:
+                    failed_here += 1
+            if entry.get("result") not in ("OK", "SKIP", "EXPECTEDFAIL") and failed_here == 0:
                 failed += 1
-                broken.append(entry.get("name"))
+                broken.append(f"{entry.get('name')} ({entry.get('result')}, "
+                              f"{counted} TAP lines)")
     if broken:
-        print("tests without TAP results: " + ", ".join(str(b) for b in broken))
+        print("tests that did not end OK: " + ", ".join(str(b) for b in broken))
     if skipped:
         print(f"{skipped} skipped (not counted as passed)")
     print(f"{passed} passed, {failed} failed")

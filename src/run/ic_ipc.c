@@ -186,60 +186,28 @@ static int ic_write_all(int fd, const unsigned char *data, size_t size)
     return 0;
 }
 
-int ic_outbox_add(struct ic_outbox *out, const cJSON *msg)
+/* Header and body in one write: each write to the socket wakes the reader, and a header
+ * written alone cost the other side a wake-up (and a poll) for eight bytes. */
+int ic_ipc_send(int fd, const cJSON *msg)
 {
     char *text = cJSON_PrintUnformatted(msg);
     if (!text)
         return IC_ENOMEM;
     size_t len = strlen(text);
-    int rc = len <= IC_IPC_MAX_FRAME ? 0 : IC_ERANGE;
-    size_t need = out->len + IC_IPC_HEADER_SIZE + len;
-    if (rc == 0 && need > out->cap) {
-        size_t cap = out->cap ? out->cap : 4096;
-        while (cap < need)
-            cap *= 2;
-        unsigned char *data = realloc(out->data, cap);
-        if (data) {
-            out->data = data;
-            out->cap = cap;
-        } else {
-            rc = IC_ENOMEM;
-        }
-    }
-    if (rc == 0) {
+    int rc = IC_ERANGE;
+    unsigned char *frame = len <= IC_IPC_MAX_FRAME ? malloc(IC_IPC_HEADER_SIZE + len) : NULL;
+    if (frame) {
         unsigned char header[IC_IPC_HEADER_SIZE] = {
             'I', 'C', 1, 0, (unsigned char)(len >> 24), (unsigned char)(len >> 16),
             (unsigned char)(len >> 8), (unsigned char)len};
-        memcpy(out->data + out->len, header, sizeof(header));
-        memcpy(out->data + out->len + sizeof(header), text, len);
-        out->len = need;
+        memcpy(frame, header, sizeof(header));
+        memcpy(frame + sizeof(header), text, len);
+        rc = ic_write_all(fd, frame, sizeof(header) + len);
+        free(frame);
+    } else if (len <= IC_IPC_MAX_FRAME) {
+        rc = IC_ENOMEM;
     }
     cJSON_free(text);
-    return rc;
-}
-
-int ic_outbox_flush(struct ic_outbox *out, int fd)
-{
-    int rc = out->len ? ic_write_all(fd, out->data, out->len) : 0;
-    out->len = 0;
-    return rc;
-}
-
-void ic_outbox_release(struct ic_outbox *out)
-{
-    free(out->data);
-    memset(out, 0, sizeof(*out));
-}
-
-/* Header and body in one write: each write to the socket wakes the reader, and a header
- * written alone cost the other side a wake-up (and a poll) for eight bytes. */
-int ic_ipc_send(int fd, const cJSON *msg)
-{
-    struct ic_outbox out = {0};
-    int rc = ic_outbox_add(&out, msg);
-    if (rc == 0)
-        rc = ic_outbox_flush(&out, fd);
-    ic_outbox_release(&out);
     return rc;
 }
 
@@ -275,15 +243,6 @@ static size_t ic_frame_body_len(const unsigned char *header)
 {
     return ((size_t)header[4] << 24) | ((size_t)header[5] << 16) | ((size_t)header[6] << 8) |
            header[7];
-}
-
-bool ic_ipc_input_waiting(const struct ic_framebuf *buf, int fd)
-{
-    if (buf->len >= IC_IPC_HEADER_SIZE &&
-        buf->len - IC_IPC_HEADER_SIZE >= ic_frame_body_len(buf->data))
-        return true;
-    struct pollfd in = {.fd = fd, .events = POLLIN};
-    return poll(&in, 1, 0) > 0;
 }
 
 /* What stood where a header was expected, for the reason of a violation. */

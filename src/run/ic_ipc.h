@@ -17,11 +17,9 @@
  *   message only when the receiving side expects it, it has every member its row requires,
  *   no member its row lacks, and each member has its type. Replies carry the "seq" of the
  *   request they answer and, for a case, its id: the supervisor matches both.
- * - Writing: a frame goes out in one write (several held in an ic_outbox, in one write too),
- *   since each write wakes the reader.
- * - Ownership: ic_ipc_send borrows its message. struct ic_framebuf and struct ic_outbox own
- *   their storage (ic_framebuf_release, ic_outbox_release); a message handed out by
- *   ic_framebuf_next is the caller's.
+ * - Writing: a frame goes out in one write, since each write wakes the reader.
+ * - Ownership: ic_ipc_send borrows its message. struct ic_framebuf owns its storage
+ *   (ic_framebuf_release); a message handed out by ic_framebuf_next is the caller's.
  */
 #ifndef IC_IPC_H
 #define IC_IPC_H
@@ -99,25 +97,6 @@ cJSON *ic_framebuf_next(struct ic_framebuf *buf, int *ret_error, char *why, size
 bool ic_framebuf_partial(const struct ic_framebuf *buf);
 
 void ic_framebuf_release(struct ic_framebuf *buf);
-
-/* Frames held back to go out together (the worker's answer to one case and its "begin" of
- * the next, in one write: each write wakes the reader). Owns its storage. */
-struct ic_outbox {
-    unsigned char *data;
-    size_t len;
-    size_t cap;
-};
-
-/* Appends `msg`'s frame; errors as ic_ipc_send's, the outbox as it was. */
-int ic_outbox_add(struct ic_outbox *out, const cJSON *msg);
-
-/* Writes what the outbox holds, in one write, and empties it (on failure too). */
-int ic_outbox_flush(struct ic_outbox *out, int fd);
-
-void ic_outbox_release(struct ic_outbox *out);
-
-/* True when a whole frame is buffered or the descriptor has bytes to read now. */
-bool ic_ipc_input_waiting(const struct ic_framebuf *buf, int fd);
 
 /* Blocks until one message arrives: for the worker, whose only input is the supervisor.
  * NULL at end of file or on error (*ret_error: 0 for end of file, IC_EPROTO with `why`,

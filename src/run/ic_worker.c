@@ -37,9 +37,6 @@ struct ic_worker {
     int child_channel;
     int child_loaded;
     const char *case_id; /* the case being run (its id), for a "flawed" message; else NULL */
-    /* A case's "end", held until the next request is read: when that is a case to run here,
-     * its "begin" goes out in the same write (one wake-up of the supervisor, not two). */
-    struct ic_outbox outbox;
 };
 
 /* --- Children killed by a signal ------------------------------------------------------------ */
@@ -102,30 +99,13 @@ static double ic_worker_now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Adds `msg` to what goes to the supervisor and deletes it. `built` false: building it ran
- * out of memory (msg may be NULL or half made), nothing is added, IC_ENOMEM. */
-static int ic_worker_hold(struct ic_worker *w, cJSON *msg, bool built)
-{
-    int rc = built ? ic_outbox_add(&w->outbox, msg) : IC_ENOMEM;
-    cJSON_Delete(msg);
-    return rc;
-}
-
-/* Sends what is held, in one write. Before anything that may crash or block the worker
- * (an import, a case, a fork, waiting for the supervisor), so that no answer is lost or
- * late. */
-static int ic_worker_flush(struct ic_worker *w)
-{
-    return ic_outbox_flush(&w->outbox, w->fd);
-}
-
-/* Sends `msg` to the supervisor, after whatever was held, and deletes it (as ic_worker_hold).
- */
+/* Sends `msg` to the supervisor and deletes it. `built` false: building it ran out of memory
+ * (msg may be NULL or half made), nothing is sent, IC_ENOMEM. */
 static int ic_worker_send(struct ic_worker *w, cJSON *msg, bool built)
 {
-    int rc = ic_worker_hold(w, msg, built);
-    int sent = ic_worker_flush(w);
-    return rc < 0 ? rc : sent;
+    int rc = built ? ic_ipc_send(w->fd, msg) : IC_ENOMEM;
+    cJSON_Delete(msg);
+    return rc;
 }
 
 /* The flaw listener (ic_exchange.h): tells the supervisor that the export a library consumer
@@ -178,9 +158,6 @@ static int ic_worker_load(struct ic_worker *w, const char *name, const char *pat
 
     if (ic_worker_find(w, name))
         return 0;
-    rc = ic_worker_flush(w); /* an import may crash the worker */
-    if (rc < 0)
-        return rc;
     /* Probes are found by pointer only while a case runs: growing between loads is safe. */
     struct ic_probe *more = ic_grow(w->probes, &w->capacity, (size_t)w->count, sizeof(*more), 16);
     if (!more)
@@ -225,7 +202,7 @@ static int ic_worker_send_end(struct ic_worker *w, const char *id, const struct 
                  cJSON_AddItemToObject(msg, "result", result);
     if (!built && result && !(msg && cJSON_GetObjectItemCaseSensitive(msg, "result") == result))
         cJSON_Delete(result); /* not attached: the message does not own it */
-    return ic_worker_hold(w, msg, built); /* sent with what follows (ic_worker_main) */
+    return ic_worker_send(w, msg, built);
 }
 
 static int ic_worker_load_list(struct ic_worker *w, const cJSON *load);
@@ -264,8 +241,6 @@ static void ic_worker_child_serve(struct ic_worker *w, int channel)
             _exit(70);
         w->seq = req.seq;
         int rc = ic_worker_run_case(w, &c, req.id, req.seed);
-        if (rc == 0)
-            rc = ic_worker_flush(w); /* the case's "end" before the acknowledgement */
         fflush(NULL);
         if (rc < 0 || send(channel, &req.seq, sizeof(req.seq), MSG_NOSIGNAL) != sizeof(req.seq))
             _exit(70);
@@ -528,9 +503,6 @@ int ic_worker_main(const struct ic_worker_config *config)
     for (;;) {
         int error = 0;
         enum ic_message kind;
-        /* A held "end" waits only while the next request is already here to be read. */
-        if (w->outbox.len && !ic_ipc_input_waiting(&in, w->fd) && ic_worker_flush(w) < 0)
-            break;
         cJSON *msg = ic_ipc_receive(w->fd, &in, &error, why, sizeof(why));
         if (!msg) {
             status = error == 0 ? 0 : 1; /* end of file: the supervisor is done with us */
@@ -541,17 +513,9 @@ int ic_worker_main(const struct ic_worker_config *config)
         rc = ic_ipc_check(msg, IC_IPC_WORKER, &kind, why, sizeof(why));
         if (rc == 0)
             w->seq = (unsigned long long)cJSON_GetObjectItemCaseSensitive(msg, "seq")->valuedouble;
-        bool forked = rc == 0 && kind == IC_MSG_RUN &&
-                      cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "fork"));
-        /* Only a case run here goes out with the held "end" (its "begin" flushes both); a
-         * fork must not copy a held message into the child, and anything else answers on
-         * its own. */
-        if ((rc < 0 || kind != IC_MSG_RUN || forked) && ic_worker_flush(w) < 0) {
-            cJSON_Delete(msg);
-            break;
-        }
         /* Only isolated cases go to the case child: anything else is the worker's again. */
-        if (!forked)
+        if (rc < 0 || kind != IC_MSG_RUN ||
+            !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "fork")))
             ic_worker_retire_child(w);
         if (rc == 0 && kind == IC_MSG_QUIT) {
             cJSON_Delete(msg);
@@ -576,8 +540,6 @@ int ic_worker_main(const struct ic_worker_config *config)
     }
 
 done:
-    (void)ic_worker_flush(w); /* what was held, when the loop ended on an error */
-    ic_outbox_release(&w->outbox);
     ic_worker_retire_child(w);
     ic_framebuf_release(&in);
     fflush(stdout);

@@ -19,11 +19,6 @@
  *   "lost" with how it ended; the worker itself goes on with its imports.
  * - The begin message is written before the case touches any library: if the worker dies
  *   after it, the supervisor knows which case killed it.
- * - A case's end is held until the next request is read, when that request is already there:
- *   a case to run in the worker sends its begin with it, in one write (one wake-up of the
- *   supervisor per case instead of two). Anything that may crash, block or fork (an import, a
- *   case, waiting for a request, any other request) sends what is held first, so an end is
- *   never lost with the worker nor kept from a supervisor that waits for it.
  * - Returns the process exit status; the caller (main) leaves with _exit so that no library's
  *   exit-time destructor can turn a finished worker into a crash report.
  */

@@ -104,44 +104,6 @@ static void test_frames(void)
     cJSON_Delete(msg);
 }
 
-/* The outbox: frames held, then written at once, come back one by one, in order; and what
- * "input waiting" says before and after they arrive. */
-static void test_outbox(void)
-{
-    int sv[2];
-    char why[256];
-    int error = 0;
-    struct ic_framebuf buf = {0};
-    struct ic_outbox out = {0};
-    TAP_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "a socketpair for the outbox");
-    TAP_OK(!ic_ipc_input_waiting(&buf, sv[0]), "nothing waits on a fresh channel");
-    cJSON *end = ic_message_new(IC_MSG_END, 3);
-    cJSON *begin = ic_message_new(IC_MSG_BEGIN, 4);
-    cJSON_AddStringToObject(begin, "case", "dlpack.numpy.torch.cpu.int8.flat");
-    TAP_OK(ic_outbox_add(&out, end) == 0 && ic_outbox_add(&out, begin) == 0,
-           "two frames held");
-    TAP_OK(!ic_ipc_input_waiting(&buf, sv[0]), "a held frame is not sent");
-    TAP_OK(ic_outbox_flush(&out, sv[1]) == 0 && out.len == 0, "flushed, the outbox is empty");
-    TAP_OK(ic_ipc_input_waiting(&buf, sv[0]), "the reader has input waiting");
-    int got = ic_framebuf_fill(&buf, sv[0]);
-    TAP_OK(got == (int)buf.len && ic_ipc_input_waiting(&buf, sv[0]),
-           "both frames came in one read (%d bytes), and a whole frame is buffered", got);
-    cJSON *a = ic_ipc_receive(sv[0], &buf, &error, why, sizeof(why));
-    cJSON *b = ic_ipc_receive(sv[0], &buf, &error, why, sizeof(why));
-    TAP_OK(a && b && cJSON_Compare(a, end, true) && cJSON_Compare(b, begin, true),
-           "they come back in the order they were held");
-    TAP_OK(!ic_ipc_input_waiting(&buf, sv[0]), "and nothing waits after them");
-    TAP_OK(ic_outbox_flush(&out, sv[1]) == 0, "flushing an empty outbox writes nothing");
-    cJSON_Delete(a);
-    cJSON_Delete(b);
-    cJSON_Delete(end);
-    cJSON_Delete(begin);
-    ic_outbox_release(&out);
-    ic_framebuf_release(&buf);
-    close(sv[0]);
-    close(sv[1]);
-}
-
 static int check(const char *json, enum ic_ipc_side receiver, char *why, size_t why_size)
 {
     enum ic_message kind;
@@ -197,7 +159,6 @@ static void test_table(void)
 int main(void)
 {
     test_frames();
-    test_outbox();
     test_table();
     return tap_done();
 }
