@@ -736,3 +736,11 @@ void *ic_grow(void *items, size_t *capacity, size_t count, size_t item_size, siz
     *capacity = grown_capacity;
     return grown;
 }
+
+uint64_t ic_text_hash(const char *text)
+{
+    uint64_t hash = 1469598103934665603ULL;
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++)
+        hash = (hash ^ *c) * 1099511628211ULL;
+    return hash;
+}

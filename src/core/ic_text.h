@@ -242,4 +242,8 @@ typedef int (*ic_text_writer_fn)(FILE *file, void *context);
 int ic_text_write_atomic_with(const char *path, ic_text_writer_fn writer, void *context, char *err,
                               size_t err_size);
 
+/* 64-bit FNV-1a of a NUL-terminated string: for hash tables and names that only have to tell
+ * strings apart, never for anything stored as an id. */
+uint64_t ic_text_hash(const char *text);
+
 #endif

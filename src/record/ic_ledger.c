@@ -1,7 +1,6 @@
 #include "ic_ledger.h"
 
 #include <errno.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,32 +10,12 @@
 #include "ic_protocol.h"
 #include "ic_text.h"
 
-/* FNV-1a: the file name only has to tell interpreters apart. */
-static uint64_t ic_ledger_hash(const char *text)
-{
-    uint64_t hash = 1469598103934665603ULL;
-    for (const unsigned char *c = (const unsigned char *)text; *c; c++)
-        hash = (hash ^ *c) * 1099511628211ULL;
-    return hash;
-}
-
-/* The cache folder (see the contract), "" for none. */
+/* The ledger's folder (see the contract), "" for none. */
 static void ic_ledger_dir(char *out, size_t size)
 {
     const char *ledger = getenv("INTEROPCHECK_LEDGER_DIR");
-    const char *own = getenv("INTEROPCHECK_CACHE_DIR");
-    const char *xdg = getenv("XDG_CACHE_HOME");
-    const char *home = getenv("HOME");
-    if (ledger)
-        snprintf(out, size, "%s", ledger);
-    else if (own)
-        snprintf(out, size, "%s", own);
-    else if (xdg && xdg[0] == '/')
-        snprintf(out, size, "%s/interopcheck", xdg);
-    else if (home && home[0] == '/')
-        snprintf(out, size, "%s/.cache/interopcheck", home);
-    else
-        out[0] = '\0';
+    const char *cache = getenv("INTEROPCHECK_CACHE_DIR");
+    snprintf(out, size, "%s", ledger ? ledger : cache ? cache : "");
 }
 
 /* Copies a tab-separated field into `out`; false when it is empty or does not fit. */
@@ -73,7 +52,7 @@ int ic_ledger_open(struct ic_ledger *ledger, const char *python)
     if (!dir[0])
         return 0;
     snprintf(ledger->path, sizeof(ledger->path), "%s/crashed-pairs-%016llx.tsv", dir,
-             (unsigned long long)ic_ledger_hash(python));
+             (unsigned long long)ic_text_hash(python));
     FILE *file = fopen(ledger->path, "re");
     if (!file)
         return 0;

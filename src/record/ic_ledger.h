@@ -8,7 +8,8 @@
  * - It changes where cases run, never a verdict: an isolated case runs the same checks, in a
  *   child forked from a worker that holds the same imports.
  * - One file per tested interpreter, in $INTEROPCHECK_LEDGER_DIR, else the probes' cache folder
- *   ($INTEROPCHECK_CACHE_DIR, else $XDG_CACHE_HOME/interopcheck, else ~/.cache/interopcheck):
+ *   ($INTEROPCHECK_CACHE_DIR, which the session sets to $XDG_CACHE_HOME/interopcheck or
+ *   ~/.cache/interopcheck when the user has not; none without HOME):
  *   crashed-pairs-<16 hex digits of the interpreter path's hash>.tsv, a line per pair and
  *   protocol: protocol, producer, its version, consumer, its version, tab separated. Either
  *   variable set and empty: no ledger (the tests set INTEROPCHECK_LEDGER_DIR so, that a run

@@ -52,14 +52,6 @@ struct ic_strtab {
     int status;
 };
 
-static uint64_t ic_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603u; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211u;
-    return h;
-}
-
 static void ic_strtab_release(struct ic_strtab *t)
 {
     for (size_t i = 0; i < t->count; i++)
@@ -76,7 +68,7 @@ static int ic_strtab_grow(struct ic_strtab *t)
     if (!slots)
         return IC_ENOMEM;
     for (size_t i = 0; i < t->count; i++) {
-        size_t at = (size_t)ic_hash(t->items[i]) & (nslots - 1);
+        size_t at = (size_t)ic_text_hash(t->items[i]) & (nslots - 1);
         while (slots[at])
             at = (at + 1) & (nslots - 1);
         slots[at] = i + 1;
@@ -94,7 +86,7 @@ static size_t ic_strtab_intern(struct ic_strtab *t, const char *s)
         return 0;
     if ((t->count + 1) * 2 > t->nslots && ic_strtab_grow(t) < 0)
         goto nomem;
-    size_t at = (size_t)ic_hash(s) & (t->nslots - 1);
+    size_t at = (size_t)ic_text_hash(s) & (t->nslots - 1);
     for (; t->slots[at]; at = (at + 1) & (t->nslots - 1)) {
         if (strcmp(t->items[t->slots[at] - 1], s) == 0)
             return t->slots[at] - 1;
