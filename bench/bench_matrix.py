@@ -20,7 +20,11 @@ With --device (cpu, cuda), the run is `--all --device NAME` and the bare calls b
 arrays on that device; the import floor is then the libraries that have cases on it. With
 --report, an existing report (.json or .json.gz) is used instead of a new run (the wall time is
 then the report's duration).
-Prints both ratios, and a JSON line for dashboards.
+3. Memory: the supervisor's peak resident memory (VmHWM of the interopcheck process itself,
+   not its workers), read from /proc every 20 ms while `--all` runs (a peak in the last 20 ms
+   before it exits would be missed; VmHWM only grows, so any later read sees an earlier peak).
+   Target: 64 MiB, whatever the number of cases.
+Prints both ratios and the peak, and a JSON line for dashboards.
 """
 import argparse
 import gzip
@@ -30,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -156,6 +161,30 @@ def phase_breakdown(report, wall):
     ]
 
 
+def run_watched(command, env):
+    """Runs command; returns its supervisor's peak VmHWM in KiB (None where /proc has none)."""
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, env=env)
+    peak = [None]
+
+    def watch():
+        path = f"/proc/{proc.pid}/status"
+        while proc.poll() is None:
+            try:
+                with open(path, encoding="ascii") as status:
+                    for line in status:
+                        if line.startswith("VmHWM:"):
+                            peak[0] = int(line.split()[1])
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    proc.wait()
+    watcher.join()
+    return peak[0]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("interopcheck")
@@ -168,13 +197,14 @@ def main():
     args = parser.parse_args()
     probes_dir = os.path.join(ROOT, "probes")
 
+    peak_kib = None
     if args.report:
         opener = gzip.open if args.report.endswith(".gz") else open
         with opener(args.report, "rt", encoding="utf-8") as handle:
             report = json.load(handle)
         wall = report["run"]["duration_s"]
     else:
-        earlier = []  # (wall, report) of the runs before the last, with --ledger
+        earlier = []  # (wall, report, peak) of the runs before the last, with --ledger
         with tempfile.TemporaryDirectory() as workdir:
             out = os.path.join(workdir, "all.json")
             command = [args.interopcheck, "--all", "-q", "--python", args.python, "-o", out]
@@ -186,12 +216,12 @@ def main():
             env = dict(os.environ, INTEROPCHECK_LEDGER_DIR=cache)
             for run in range(2 if args.ledger else 1):
                 start = time.perf_counter()
-                subprocess.run(command, stdout=subprocess.DEVNULL, env=env)
+                peak_kib = run_watched(command, env)
                 wall = time.perf_counter() - start
                 with open(out, encoding="utf-8") as handle:
                     report = json.load(handle)
                 if args.ledger and run == 0:
-                    earlier.append((wall, report))
+                    earlier.append((wall, report, peak_kib))
 
     loaded = [lib["name"] for lib in report["environment"]["libraries"]
               if lib["status"] == "loaded"]
@@ -226,9 +256,14 @@ def main():
     print(f"median case: {case_median * 1e3:.1f} us over {len(sample)} passing cases; "
           f"median bare exchange call of the same cases: {bare_median * 1e3:.1f} us")
     print(f"ratio 2, case / bare exchange call: {case_median / bare_median:.2f}")
+    if peak_kib is not None:
+        print(f"supervisor peak memory (VmHWM): {peak_kib / 1024:.1f} MiB for {cases_total} "
+              f"cases (target 64 MiB)"
+              + (f"; first run {earlier[0][2] / 1024:.1f} MiB" if earlier and earlier[0][2]
+                 else ""))
     phases = phase_breakdown(report, wall)
     if phases and earlier:
-        first_wall, first_report = earlier[0]
+        first_wall, first_report, _ = earlier[0]
         first = dict(phase_breakdown(first_report, first_wall))
         print(f"ratio 1 of the first run (no ledger yet): {first_wall / floor:.2f} "
               f"({first_wall:.2f} s); of the second (the first's ledger): {wall / floor:.2f}")
@@ -247,6 +282,7 @@ def main():
                       wall / floor, "case_median_ms": case_median, "bare_call_median_ms":
                       bare_median, "ratio_case_to_bare": case_median / bare_median,
                       "cases": cases_total, "cases_run": cases_run, "jobs": jobs,
+                      "supervisor_peak_kib": peak_kib,
                       "timing": report["run"].get("timing")}))
 
 

@@ -88,7 +88,9 @@ int ic_cmd_report(const struct ic_options *opts)
         printf("expectations: %d case%s changed\n", changed, changed == 1 ? "" : "s");
     }
     struct ic_views_request views = ic_views_asked(opts);
-    if (ic_views_write(report, json_path, &views, err, sizeof(err)) < 0)
+    struct ic_cases_array cases;
+    ic_cases_of_array(&cases, cJSON_GetObjectItemCaseSensitive(report, "cases"));
+    if (ic_views_write(report, &cases.base, json_path, &views, err, sizeof(err)) < 0)
         goto done;
     status = IC_EXIT_OK;
 done:

@@ -15,6 +15,7 @@
 #include "ic_ledger.h"
 #include "ic_outputs.h"
 #include "ic_plan.h"
+#include "ic_plan_cases.h"
 #include "ic_report.h"
 #include "ic_resume.h"
 #include "ic_session.h"
@@ -181,7 +182,10 @@ static void ic_print_case(struct ic_run *run, const struct ic_case *c, const str
     putchar('\n');
 }
 
-/* `res` is the item's result, whole (the item holds it packed). */
+/* Records a finished case: counts it and writes it to the stream. Once the stream holds it,
+ * the plan keeps only its outcome and attribution, and the report reads the rest back from
+ * the stream (ic_plan_cases); when the stream cannot be written, the whole result stays
+ * packed in the plan instead. `res` is the item's result, whole. */
 static void ic_record_result(struct ic_run *run, struct ic_planned *item,
                              const struct ic_result *res)
 {
@@ -190,10 +194,23 @@ static void ic_record_result(struct ic_run *run, struct ic_planned *item,
     run->counts[res->outcome]++;
     if (run->session->opts->verbose)
         ic_print_case(run, &item->c, res);
-    if (run->stream_ok && ic_stream_write_case(&run->stream, &item->c, res) < 0) {
+    item->stream_offset = 0;
+    if (run->stream_ok &&
+        ic_stream_write_case(&run->stream, &item->c, res, &item->stream_offset) < 0) {
         fprintf(stderr, "\ninteropcheck: cannot write %s: %s; results stay in memory\n",
                 run->stream.path, strerror(errno));
         run->stream_ok = false;
+        item->stream_offset = 0;
+    }
+    if (item->stream_offset > 0) {
+        ic_result_packed_release(&item->result);
+        item->result =
+            (struct ic_result_packed){res->outcome, res->rule, res->side, res->severity, NULL};
+    } else if (ic_result_pack(res, &item->result) < 0) {
+        /* Out of memory: the outcome is kept for the counts, the rest is lost. */
+        ic_result_packed_release(&item->result);
+        item->result =
+            (struct ic_result_packed){res->outcome, res->rule, res->side, res->severity, NULL};
     }
 }
 
@@ -201,12 +218,6 @@ static void ic_on_result(void *context, size_t index, const struct ic_result *re
 {
     struct ic_run *run = context;
     struct ic_planned *item = &run->plan->items[run->run_index[index]];
-    if (ic_result_pack(res, &item->result) < 0) {
-        /* Out of memory: the outcome is kept for the counts, the rest is in the stream. */
-        ic_result_packed_release(&item->result);
-        item->result =
-            (struct ic_result_packed){res->outcome, res->rule, res->side, res->severity, NULL};
-    }
     ic_record_result(run, item, res);
     ic_print_progress(run, &item->c, false);
 }
@@ -247,17 +258,22 @@ static void ic_print_summary(const struct ic_run *run, double seconds, const cha
         ic_views_print_findings(stdout, report, path, 20);
         printf("\n%-16s %7s %6s %6s %7s %6s %7s %6s %6s %6s\n", "protocol", "cases", "pass", "fail",
                "unsupp", "crash", "timeout", "error", "xfail", "xpass");
-        for (int p = 0; p < IC_PROTOCOL_COUNT; p++) {
+        /* From the report's summary, which counts the outcomes after expectations. */
+        const cJSON *protocols = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(report, "summary"), "protocols");
+        const cJSON *protocol;
+        cJSON_ArrayForEach(protocol, protocols)
+        {
             size_t counts[IC_OUTCOME_COUNT] = {0}, total = 0;
-            for (size_t i = 0; i < plan->count; i++) {
-                if (plan->items[i].c.protocol == (enum ic_protocol)p && plan->items[i].done) {
-                    counts[plan->items[i].result.outcome]++;
-                    total++;
-                }
+            const cJSON *outcomes = cJSON_GetObjectItemCaseSensitive(protocol, "outcomes");
+            for (int o = 0; o < IC_OUTCOME_COUNT; o++) {
+                counts[o] =
+                    ic_json_count(cJSON_GetObjectItemCaseSensitive(outcomes, ic_outcome_name(o)));
+                total += counts[o];
             }
             if (!total)
                 continue;
-            printf("%-16s %7zu %6zu %6zu %7zu %6zu %7zu %6zu %6zu %6zu\n", ic_protocol_id(p), total,
+            printf("%-16s %7zu %6zu %6zu %7zu %6zu %7zu %6zu %6zu %6zu\n", protocol->string, total,
                    counts[IC_OUTCOME_PASS], counts[IC_OUTCOME_FAIL], counts[IC_OUTCOME_UNSUPPORTED],
                    counts[IC_OUTCOME_CRASH], counts[IC_OUTCOME_TIMEOUT], counts[IC_OUTCOME_ERROR],
                    counts[IC_OUTCOME_XFAIL], counts[IC_OUTCOME_XPASS]);
@@ -270,20 +286,10 @@ static void ic_print_summary(const struct ic_run *run, double seconds, const cha
 
 /* --- Reproducers ---------------------------------------------------------------------------- */
 
-/* The request for a finding's reproducer: its example case and the failure to show. */
-static cJSON *ic_repro_request(const cJSON *report, const cJSON *finding)
+/* The request for a finding's reproducer: its example case `c` and the failure to show. */
+static cJSON *ic_repro_request(const cJSON *c, const cJSON *finding)
 {
     const char *example = ic_json_string(finding, "example");
-    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(report, "cases");
-    const cJSON *c = NULL, *item;
-    cJSON_ArrayForEach(item, cases)
-    {
-        const char *id = ic_json_string(item, "id");
-        if (id && example && strcmp(id, example) == 0) {
-            c = item;
-            break;
-        }
-    }
     const char *check = ic_json_string_or(finding, "check", "");
     const cJSON *checks = cJSON_GetObjectItemCaseSensitive(c, "checks");
     const cJSON *failed = cJSON_GetObjectItemCaseSensitive(checks, check);
@@ -340,37 +346,66 @@ static void ic_on_script(void *context, size_t index, const char *script, const 
     }
 }
 
+/* The request of each finding, made in one pass over the cases: a finding's example is one of
+ * them. The findings are few (tens), the cases many. */
+static int ic_repro_requests(cJSON *findings, struct ic_cases *cases, cJSON **requests,
+                             cJSON **of_finding, size_t count, size_t *made)
+{
+    const cJSON *c;
+    *made = 0;
+    ic_cases_for_each(c, cases)
+    {
+        const char *id = ic_json_string(c, "id");
+        cJSON *finding;
+        size_t n = 0;
+        cJSON_ArrayForEach(finding, findings)
+        {
+            const char *example = ic_json_string(finding, "example");
+            if (n < count && !requests[n] && id && example && strcmp(id, example) == 0) {
+                requests[n] = ic_repro_request(c, finding);
+                if (!requests[n])
+                    return IC_ENOMEM;
+                (*made)++;
+            }
+            of_finding[n++] = finding;
+        }
+    }
+    return ic_cases_status(cases);
+}
+
 /* Gives every finding of the report its reproducer, written by a worker from the finding's
  * example case. A finding whose script could not be written says why instead. */
-static int ic_run_reproducers(struct ic_session *session, cJSON *report)
+static int ic_run_reproducers(struct ic_session *session, cJSON *report, struct ic_cases *cases)
 {
     cJSON *findings = cJSON_GetObjectItemCaseSensitive(report, "findings");
     size_t count = (size_t)cJSON_GetArraySize(findings);
     struct ic_repro_context ctx = {0};
     cJSON **requests = calloc(count ? count : 1, sizeof(*requests));
+    cJSON **of_finding = calloc(count ? count : 1, sizeof(*of_finding));
     ctx.findings = calloc(count ? count : 1, sizeof(*ctx.findings));
-    int rc = requests && ctx.findings ? 0 : IC_ENOMEM;
-    size_t n = 0;
-    cJSON *finding;
-    cJSON_ArrayForEach(finding, findings)
-    {
-        if (rc < 0)
-            break;
-        requests[n] = ic_repro_request(report, finding);
-        if (!requests[n]) {
-            rc = IC_ENOMEM;
-            break;
-        }
-        ctx.findings[n++] = finding;
+    int rc = requests && of_finding && ctx.findings ? 0 : IC_ENOMEM;
+    size_t made = 0, n = 0;
+    if (rc == 0 && count > 0)
+        rc = ic_repro_requests(findings, cases, requests, of_finding, count, &made);
+    /* Compacted in the findings' order; a finding whose example is not among the cases (it
+     * always is) gets no reproducer. */
+    for (size_t i = 0; rc == 0 && i < count; i++) {
+        if (!requests[i])
+            continue;
+        requests[n] = requests[i];
+        if (n != i)
+            requests[i] = NULL;
+        ctx.findings[n++] = of_finding[i];
     }
     if (rc == 0 && n > 0) {
         ic_session_status(session, true, "writing %zu reproducers", n);
         rc = ic_pool_reproduce(session->pool, requests, n, ic_on_script, &ctx);
         ic_session_status_clear(session);
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; requests && i < count; i++)
         cJSON_Delete(requests[i]);
     free(requests);
+    free(of_finding);
     free(ctx.findings);
     if (ctx.failed)
         fprintf(stderr,
@@ -471,36 +506,26 @@ static void ic_run_policy_close(struct ic_run_policy *policy)
     policy->expectations = NULL;
 }
 
-/* Applies the expectations to the report, warns about entries that matched no case, recounts
- * the summary, and gives the plan the report's outcomes, so that the summary printed from the
- * plan and every writer that reads it agree with the report. */
+/* With expectations, which the run's case source applies to each case it makes: recounts
+ * the report's summary from those cases, warns about entries that matched none, and gives the
+ * terminal's counts the outcomes after expectations, so that every writer agrees with the
+ * report. The plan keeps the outcomes observed (the crash ledger reads those). */
 static int ic_run_policy_apply(const struct ic_run_policy *policy, cJSON *report,
-                               struct ic_plan *plan, size_t counts[IC_OUTCOME_COUNT])
+                               struct ic_plan_cases *cases, size_t counts[IC_OUTCOME_COUNT])
 {
     if (!policy->expectations)
         return 0;
     char err[1024];
-    int rc = ic_views_expect(policy->expectations, report, err, sizeof(err));
+    int rc = ic_views_expect_cases(policy->expectations, report, &cases->base, cases->matched, err,
+                                   sizeof(err));
     if (rc < 0) {
         fprintf(stderr, "interopcheck: %s\n", err);
         return rc;
     }
-    /* The report lists the finished cases in plan order (ic_report_build). */
-    const cJSON *c = cJSON_GetObjectItemCaseSensitive(report, "cases")->child;
-    for (size_t i = 0; i < plan->count && c; i++) {
-        struct ic_planned *item = &plan->items[i];
-        char id[IC_CASE_ID_MAX];
-        enum ic_outcome outcome;
-        if (!item->done)
-            continue;
-        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "outcome"));
-        const char *case_id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "id"));
-        if (ic_case_format_id(&item->c, id, sizeof(id)) == 0 && case_id &&
-            strcmp(id, case_id) == 0 && name && ic_outcome_from_name(name, &outcome) == 0)
-            item->result.outcome = outcome;
-        c = c->next;
-    }
-    ic_report_count(plan, counts);
+    const cJSON *outcomes = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(report, "summary"), "outcomes");
+    for (int o = 0; o < IC_OUTCOME_COUNT; o++)
+        counts[o] = ic_json_count(cJSON_GetObjectItemCaseSensitive(outcomes, ic_outcome_name(o)));
     return 0;
 }
 
@@ -666,8 +691,7 @@ static size_t ic_run_start_stream(struct ic_run *run, struct ic_session *session
     for (size_t i = 0; i < plan->count; i++) {
         if (plan->items[i].run) {
             to_run++;
-        } else {
-            ic_result_unpack(&plan->items[i].result, &res);
+        } else if (ic_plan_result(&session->catalog, &plan->items[i], &res) == 0) {
             ic_record_result(run, &plan->items[i], &res);
         }
     }
@@ -806,7 +830,10 @@ struct ic_run_command {
     int untested;
     struct ic_run run;
     struct ic_run_policy policy;
-    cJSON *tool, *run_json, *python, *report;
+    cJSON *tool, *run_json, *python;
+    cJSON *report; /* without its cases, which `cases` makes when read */
+    struct ic_plan_cases cases;
+    bool cases_open;
     char err[4096], output[PATH_MAX], stream_path[PATH_MAX + 8], started[64];
     double start, discovery_s, cases_wall_s;
     bool interrupted, stream_kept;
@@ -981,21 +1008,27 @@ static int ic_run_command_report(struct ic_run_command *cmd)
         !cJSON_AddNumberToObject(cmd->run_json, "duration_s", ic_wall_s() - cmd->start) ||
         ic_run_timing_json(cmd) < 0)
         return snprintf(cmd->err, sizeof(cmd->err), "out of memory"), IC_ENOMEM;
-    cmd->report = ic_report_build(cmd->tool, cmd->run_json, cmd->python, &cmd->session.catalog,
-                                  &cmd->plan, &cmd->session.devices);
+    cmd->report = ic_report_skeleton(cmd->tool, cmd->run_json, cmd->python, &cmd->session.catalog,
+                                     &cmd->plan, &cmd->session.devices);
     int rc = cmd->report && cJSON_AddBoolToObject(cmd->report, "interrupted", cmd->interrupted)
                  ? 0
                  : IC_ENOMEM;
+    if (rc == 0) {
+        rc = ic_plan_cases_open(&cmd->cases, &cmd->plan, &cmd->session.catalog,
+                                cmd->policy.expectations, cmd->stream_path);
+        cmd->cases_open = rc == 0;
+    }
     if (rc == 0)
-        rc = ic_run_policy_apply(&cmd->policy, cmd->report, &cmd->plan, cmd->run.counts);
+        rc = ic_run_policy_apply(&cmd->policy, cmd->report, &cmd->cases, cmd->run.counts);
     if (rc == 0)
-        rc = ic_findings_attach(cmd->report);
+        rc = ic_findings_attach(cmd->report, &cmd->cases.base);
     if (rc == 0 && !cmd->interrupted)
-        ic_run_reproducers(&cmd->session, cmd->report);
+        ic_run_reproducers(&cmd->session, cmd->report, &cmd->cases.base);
     if (rc < 0)
         snprintf(cmd->err, sizeof(cmd->err), "out of memory while building the report");
     else
-        rc = ic_json_write_atomic(cmd->output, cmd->report, cmd->err, sizeof(cmd->err));
+        rc = ic_report_write_atomic(cmd->output, cmd->report, &cmd->cases.base, cmd->err,
+                                    sizeof(cmd->err));
     if (rc < 0 && cmd->stream_kept) {
         size_t used = strlen(cmd->err);
         snprintf(cmd->err + used, sizeof(cmd->err) - used, " (the results are in %s)",
@@ -1017,7 +1050,8 @@ static int ic_run_command_finish(struct ic_run_command *cmd)
     if (cmd->interrupted)
         status = ic_run_interrupted_status();
     struct ic_views_request views = ic_views_asked(&cmd->opts);
-    if (ic_views_write(cmd->report, cmd->output, &views, cmd->err, sizeof(cmd->err)) < 0) {
+    if (ic_views_write(cmd->report, &cmd->cases.base, cmd->output, &views, cmd->err,
+                       sizeof(cmd->err)) < 0) {
         fprintf(stderr, "interopcheck: %s (make it again with: interopcheck report %s)\n", cmd->err,
                 cmd->output);
         status = IC_EXIT_USAGE;
@@ -1029,6 +1063,8 @@ static void ic_run_command_close(struct ic_run_command *cmd)
 {
     if (cmd->run.stream_ok)
         ic_stream_close(&cmd->run.stream, false);
+    if (cmd->cases_open)
+        ic_plan_cases_close(&cmd->cases);
     cJSON_Delete(cmd->report);
     cJSON_Delete(cmd->tool);
     cJSON_Delete(cmd->run_json);

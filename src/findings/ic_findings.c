@@ -168,8 +168,10 @@ struct ic_universe {
     int nvalues[IC_PARTS], capvalues[IC_PARTS];
     /* The cases holding each value of each part (ic_universe_index): value v of part d is
      * held by cases[d][start[d][v]] up to cases[d][start[d][v + 1]]. A pattern's cases are
-     * among those of any part it fixes, so a check of a pattern reads the fewest. */
-    size_t *start[IC_PARTS], *cases[IC_PARTS];
+     * among those of any part it fixes, so a check of a pattern reads the fewest. The case
+     * indexes are 32-bit: 7 lists of --all's 196 000 cases are the findings' largest memory. */
+    size_t *start[IC_PARTS];
+    uint32_t *cases[IC_PARTS];
 };
 
 static int ic_value_index(struct ic_universe *u, int dim, const char *text, size_t len)
@@ -225,7 +227,7 @@ static int ic_universe_index(struct ic_universe *u)
 {
     for (int dim = 0; dim < IC_PARTS; dim++) {
         size_t *start = calloc((size_t)u->nvalues[dim] + 1, sizeof(*start));
-        size_t *cases = malloc((u->count ? u->count : 1) * sizeof(*cases));
+        uint32_t *cases = malloc((u->count ? u->count : 1) * sizeof(*cases));
         u->start[dim] = start;
         u->cases[dim] = cases;
         if (!start || !cases)
@@ -235,7 +237,7 @@ static int ic_universe_index(struct ic_universe *u)
         for (int v = 0; v < u->nvalues[dim]; v++)
             start[v + 1] += start[v];
         for (size_t i = 0; i < u->count; i++) /* then start[v] is v's end, and shifts back */
-            cases[start[u->parts[i][dim]]++] = i;
+            cases[start[u->parts[i][dim]]++] = (uint32_t)i;
         for (int v = u->nvalues[dim]; v > 0; v--)
             start[v] = start[v - 1];
         start[0] = 0;
@@ -266,7 +268,7 @@ struct ic_group {
     char side[16];
     char check[24];
     char signature[IC_SIGNATURE_MAX];
-    char id[2 * IC_NAME_MAX + 96];
+    char id[IC_FINDING_ID_MAX];
     uint32_t hash;
     int rank; /* severity class, for ordering */
 
@@ -275,9 +277,10 @@ struct ic_group {
     size_t outcomes[IC_OUTCOME_COUNT];
     size_t example;
     int example_score;
-    const cJSON *example_case;
-    const char *example_note;
-    const char *documented;
+    /* Copies: a case source frees each case when it reads the next (ic_cases.h). */
+    char *example_id;
+    char *example_note;
+    char *documented;
 };
 
 struct ic_groups {
@@ -305,6 +308,7 @@ static struct ic_group *ic_group_find(struct ic_groups *groups, const struct ic_
     g->count = g->cap = 0;
     memset(g->outcomes, 0, sizeof(g->outcomes));
     g->example_score = -1;
+    g->example_id = g->example_note = g->documented = NULL;
     return g;
 }
 
@@ -357,13 +361,22 @@ static int ic_group_add(struct ic_group *g, size_t index, const cJSON *c, const 
     g->outcomes[observed]++;
     int score = ic_example_score(c);
     if (score > g->example_score) {
+        char *id = strdup(ic_json_string_or(c, "id", ""));
+        char *copy = strdup(note ? note : "");
+        if (!id || !copy) {
+            free(id);
+            free(copy);
+            return IC_ENOMEM;
+        }
+        free(g->example_id);
+        free(g->example_note);
         g->example_score = score;
         g->example = index;
-        g->example_case = c;
-        g->example_note = note;
+        g->example_id = id;
+        g->example_note = copy;
     }
-    if (documented && !g->documented)
-        g->documented = documented;
+    if (documented && !g->documented && !(g->documented = strdup(documented)))
+        return IC_ENOMEM;
     return 0;
 }
 
@@ -392,70 +405,88 @@ static void ic_culprit_of(const cJSON *c, const char *side, char *buf, size_t si
         snprintf(buf, size, "%s+%s", producer, consumer);
 }
 
-/* Adds one failure (a failed check, or the whole case for a crash or timeout). */
-static int ic_collect_failure(struct ic_groups *groups, size_t index, const cJSON *c,
-                              const cJSON *failure, const char *check, const char *note,
-                              enum ic_outcome observed, bool primary, char *ret_id, size_t id_size)
+/* The group a failure belongs to: its culprit, rule, severity and signature, and the id they
+ * make. */
+static void ic_failure_key(const cJSON *c, const cJSON *failure, const char *check,
+                           const char *note, struct ic_group *key)
 {
-    struct ic_group key;
-    memset(&key, 0, sizeof(key));
+    memset(key, 0, sizeof(*key));
     const char *side = ic_json_string(failure, "side");
-    ic_culprit_of(c, side, key.culprit, sizeof(key.culprit));
-    snprintf(key.rule, sizeof(key.rule), "%s", ic_json_string_or(failure, "rule", "unknown"));
-    snprintf(key.severity, sizeof(key.severity), "%s",
+    ic_culprit_of(c, side, key->culprit, sizeof(key->culprit));
+    snprintf(key->rule, sizeof(key->rule), "%s", ic_json_string_or(failure, "rule", "unknown"));
+    snprintf(key->severity, sizeof(key->severity), "%s",
              ic_json_string_or(failure, "severity", "harmful"));
-    snprintf(key.side, sizeof(key.side), "%s", side ? side : "both");
-    snprintf(key.check, sizeof(key.check), "%s", check);
+    snprintf(key->side, sizeof(key->side), "%s", side ? side : "both");
+    snprintf(key->check, sizeof(key->check), "%s", check);
     enum ic_severity_class rank = IC_CLASS_HARMFUL;
-    ic_severity_from_name(key.severity, &rank);
-    key.rank = (int)rank;
+    ic_severity_from_name(key->severity, &rank);
+    key->rank = (int)rank;
     char signature[IC_SIGNATURE_MAX];
     ic_findings_signature(note ? note : "", ic_json_string_or(c, "producer", ""),
                           ic_json_string_or(c, "consumer", ""), signature, sizeof(signature));
-    snprintf(key.signature, sizeof(key.signature), "%s: %s", check, signature);
+    snprintf(key->signature, sizeof(key->signature), "%s: %s", check, signature);
     /* a long library message is cut mid-character here: the signature goes into JSON */
-    ic_utf8_repair_in_place(key.signature, sizeof(key.signature));
+    ic_utf8_repair_in_place(key->signature, sizeof(key->signature));
     char text[2 * IC_SIGNATURE_MAX];
-    snprintf(text, sizeof(text), "%s|%s|%s|%s", key.culprit, key.rule, key.severity, key.signature);
-    key.hash = ic_fnv1a(text);
-    snprintf(key.id, sizeof(key.id), "%s.%s.%06x", key.culprit, key.rule,
-             (unsigned)(key.hash & 0xffffff));
-    struct ic_group *g = ic_group_find(groups, &key);
-    if (!g)
-        return IC_ENOMEM;
-    if (primary)
-        snprintf(ret_id, id_size, "%s", g->id);
-    return ic_group_add(g, index, c, note, observed, ic_json_string(c, "documented"));
+    snprintf(text, sizeof(text), "%s|%s|%s|%s", key->culprit, key->rule, key->severity,
+             key->signature);
+    key->hash = ic_fnv1a(text);
+    snprintf(key->id, sizeof(key->id), "%s.%s.%06x", key->culprit, key->rule,
+             (unsigned)(key->hash & 0xffffff));
 }
 
-static int ic_collect_case(struct ic_groups *groups, size_t index, const cJSON *c,
-                           enum ic_outcome observed, char *primary_id, size_t id_size)
+/* A case's primary failure: for a crash or a timeout the case itself; for a fail the failed
+ * check that carries the case's rule (the check that gave the case its rule), or, in a report
+ * written by hand where no check carries it, the case's diagnostic. */
+struct ic_primary {
+    const cJSON *failure;
+    const char *check;
+    const char *note;
+};
+
+static struct ic_primary ic_primary_failure(const cJSON *c, enum ic_outcome observed)
 {
-    primary_id[0] = '\0';
     if (observed != IC_OUTCOME_FAIL)
-        return ic_collect_failure(groups, index, c, c, ic_outcome_name(observed),
-                                  ic_json_string(c, "diagnostic"), observed, true, primary_id,
-                                  id_size);
+        return (struct ic_primary){c, ic_outcome_name(observed), ic_json_string(c, "diagnostic")};
     const char *rule = ic_json_string(c, "rule");
-    const cJSON *checks = cJSON_GetObjectItemCaseSensitive(c, "checks");
     const cJSON *check;
-    int rc = 0;
-    /* The case's own failure (its rule) is the primary failure, which makes its finding; the
-     * other failed checks stay in the case for the reader. */
-    cJSON_ArrayForEach(check, checks)
+    cJSON_ArrayForEach(check, cJSON_GetObjectItemCaseSensitive(c, "checks"))
     {
         const char *check_rule = ic_json_string(check, "rule");
         if (strcmp(ic_json_string_or(check, "status", ""), "fail") != 0 || !rule || !check_rule ||
             strcmp(rule, check_rule) != 0)
             continue;
-        return ic_collect_failure(groups, index, c, check, check->string,
-                                  ic_json_string(check, "note"), observed, true, primary_id,
-                                  id_size);
+        return (struct ic_primary){check, check->string, ic_json_string(check, "note")};
     }
-    /* No check carries the rule (a report written by hand): the case's diagnostic stands. */
-    rc = ic_collect_failure(groups, index, c, c, "case", ic_json_string(c, "diagnostic"), observed,
-                            true, primary_id, id_size);
-    return rc;
+    return (struct ic_primary){c, "case", ic_json_string(c, "diagnostic")};
+}
+
+/* Adds a case to the finding of its primary failure; the other failed checks stay in the
+ * case for the reader. */
+static int ic_collect_case(struct ic_groups *groups, size_t index, const cJSON *c,
+                           enum ic_outcome observed)
+{
+    struct ic_primary primary = ic_primary_failure(c, observed);
+    struct ic_group key;
+    ic_failure_key(c, primary.failure, primary.check, primary.note, &key);
+    struct ic_group *g = ic_group_find(groups, &key);
+    if (!g)
+        return IC_ENOMEM;
+    return ic_group_add(g, index, c, primary.note, observed, ic_json_string(c, "documented"));
+}
+
+int ic_findings_case_finding(const cJSON *c, char *id, size_t size)
+{
+    enum ic_outcome observed;
+    if (size)
+        id[0] = '\0';
+    if (!ic_observed_failure(c, &observed))
+        return 0;
+    struct ic_primary primary = ic_primary_failure(c, observed);
+    struct ic_group key;
+    ic_failure_key(c, primary.failure, primary.check, primary.note, &key);
+    snprintf(id, size, "%s", key.id);
+    return 1;
 }
 
 /* --- Patterns ------------------------------------------------------------------------------- */
@@ -641,7 +672,7 @@ static cJSON *ic_group_json(const struct ic_universe *u, const struct ic_group *
     cJSON *f = cJSON_CreateObject();
     if (!f)
         return NULL;
-    const char *example = ic_json_string(g->example_case, "id");
+    const char *example = g->example_id;
     bool ok = ic_add_string(f, "id", g->id) && ic_add_string(f, "severity", g->severity) &&
               ic_add_string(f, "culprit", g->culprit) && ic_add_string(f, "side", g->side) &&
               ic_add_string(f, "rule", g->rule) && ic_add_rule_link(f, g->rule) &&
@@ -688,51 +719,66 @@ const cJSON *ic_findings_find(const cJSON *report, const char *id)
 
 static void ic_groups_release(struct ic_groups *groups)
 {
-    for (size_t i = 0; i < groups->count; i++)
+    for (size_t i = 0; i < groups->count; i++) {
         free(groups->items[i].cases);
+        free(groups->items[i].example_id);
+        free(groups->items[i].example_note);
+        free(groups->items[i].documented);
+    }
     free(groups->items);
     memset(groups, 0, sizeof(*groups));
 }
 
-static int ic_collect(cJSON *cases, struct ic_universe *u, struct ic_groups *groups)
+static int ic_collect(struct ic_cases *cases, struct ic_universe *u, struct ic_groups *groups)
 {
-    cJSON *c;
+    const cJSON *c;
     size_t index = 0;
-    cJSON_ArrayForEach(c, cases)
+    ic_cases_for_each(c, cases)
     {
         const char *id = ic_json_string(c, "id");
-        if (!id || ic_universe_add(u, index, id) < 0)
+        if (index >= u->count || !id || ic_universe_add(u, index, id) < 0)
             return IC_EINVAL;
         enum ic_outcome observed;
-        char primary[2 * IC_NAME_MAX + 96] = "";
         const char *outcome = ic_json_string_or(c, "outcome", "");
         u->open[index] = strcmp(outcome, "unsupported") == 0 || strcmp(outcome, "error") == 0;
-        cJSON_DeleteItemFromObjectCaseSensitive(c, "finding");
         if (ic_observed_failure(c, &observed)) {
-            int rc = ic_collect_case(groups, index, c, observed, primary, sizeof(primary));
+            int rc = ic_collect_case(groups, index, c, observed);
             if (rc < 0)
                 return rc;
-            if (primary[0] && !cJSON_AddStringToObject(c, "finding", primary))
-                return IC_ENOMEM;
         }
         index++;
+    }
+    if (ic_cases_status(cases) < 0)
+        return ic_cases_status(cases);
+    return index == u->count ? 0 : IC_EINVAL;
+}
+
+int ic_findings_label(cJSON *cases)
+{
+    cJSON *c;
+    cJSON_ArrayForEach(c, cases)
+    {
+        char id[IC_FINDING_ID_MAX];
+        cJSON_DeleteItemFromObjectCaseSensitive(c, "finding");
+        if (ic_findings_case_finding(c, id, sizeof(id)) > 0 &&
+            !cJSON_AddStringToObject(c, "finding", id))
+            return IC_ENOMEM;
     }
     return 0;
 }
 
-int ic_findings_attach(cJSON *report)
+int ic_findings_attach(cJSON *report, struct ic_cases *cases)
 {
     struct ic_universe u;
     struct ic_groups groups = {0};
-    cJSON *cases = cJSON_GetObjectItemCaseSensitive(report, "cases");
     cJSON *findings = NULL;
     cJSON *previous = NULL;
     int rc = IC_ENOMEM;
 
     memset(&u, 0, sizeof(u));
-    if (!cJSON_IsArray(cases))
-        return IC_EINVAL;
-    size_t ncases = (size_t)cJSON_GetArraySize(cases);
+    size_t ncases = cases->count;
+    if (ncases > UINT32_MAX)
+        return IC_ERANGE;
     u.count = ncases;
     u.parts = calloc(ncases ? ncases : 1, sizeof(*u.parts));
     u.open = calloc(ncases ? ncases : 1, 1);
@@ -774,4 +820,17 @@ done:
     ic_groups_release(&groups);
     ic_universe_release(&u);
     return rc;
+}
+
+int ic_findings_attach_report(cJSON *report)
+{
+    cJSON *cases = cJSON_GetObjectItemCaseSensitive(report, "cases");
+    if (!cJSON_IsArray(cases))
+        return IC_EINVAL;
+    int rc = ic_findings_label(cases);
+    if (rc < 0)
+        return rc;
+    struct ic_cases_array source;
+    ic_cases_of_array(&source, cases);
+    return ic_findings_attach(report, &source.base);
 }

@@ -16,16 +16,38 @@
  *   the finding and no other case with a verdict: a pattern widens a part to `*` only where
  *   that adds no pass and no other failure (it may take in unsupported and error cases, which
  *   expectations leave alone).
- * - ic_findings_attach rewrites the report in place: it replaces "findings" and each case's
- *   "finding". A reproducer already in the report (a merged input's) is kept by id.
- *   On failure (no memory) the report may hold part of the findings; the caller drops it.
+ * - ic_findings_attach replaces the report's "findings" with those of `cases` (one pass over
+ *   the source; the report's own "cases" member is not read). A reproducer already in the
+ *   report (a merged input's) is kept by id. On failure (no memory, a source that fails, an id
+ *   that is not a case id) the report may hold part of the findings; the caller drops it.
+ * - A case's "finding" is a function of the case alone (ic_findings_case_finding), so a case
+ *   source labels each case as it makes it; ic_findings_label labels the cases of an array in
+ *   place (a report read from a file, a merge).
  */
 #ifndef IC_FINDINGS_H
 #define IC_FINDINGS_H
 
 #include <cjson/cJSON.h>
 
-int ic_findings_attach(cJSON *report);
+#include "ic_case.h"
+#include "ic_cases.h"
+
+/* Room for a finding id: "<culprit>.<rule id>.<6 hex digits>". */
+#define IC_FINDING_ID_MAX (2 * IC_NAME_MAX + 96)
+
+int ic_findings_attach(cJSON *report, struct ic_cases *cases);
+
+/* Writes the id of the finding case `c` belongs to into id (always terminated) and returns 1;
+ * returns 0 with an empty id when the case is not a failure. */
+int ic_findings_case_finding(const cJSON *c, char *id, size_t size);
+
+/* Sets every case's "finding" in the array `cases` (removes it from a case that is not a
+ * failure). IC_ENOMEM. */
+int ic_findings_label(cJSON *cases);
+
+/* Both for a report that holds its cases: labels them (ic_findings_label), then attaches the
+ * findings of its "cases" array. IC_EINVAL when it has none. */
+int ic_findings_attach_report(cJSON *report);
 
 /* The finding `id` of a report, or NULL. */
 const cJSON *ic_findings_find(const cJSON *report, const char *id);

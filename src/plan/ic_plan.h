@@ -39,9 +39,15 @@ struct ic_filter {
 
 struct ic_planned {
     struct ic_case c;
-    bool run;                       /* false: decided at plan time (result holds the outcome) */
+    bool run;                       /* false: decided before the run (by the plan, or resumed) */
     bool done;                      /* the result is final */
+    bool decided;                   /* decided by the plan: ic_plan_result makes its texts */
     struct ic_result_packed result; /* the plan's (ic_plan_release) */
+    /* Where the run's result stream holds the case's line (ic_stream_read_case), 0 when it
+     * does not. Once it does, the result keeps only its outcome and attribution (no blob):
+     * the rest is read back from the stream, so a run of any size holds a few dozen bytes a
+     * case. */
+    int64_t stream_offset;
 };
 
 struct ic_plan {
@@ -60,6 +66,12 @@ int ic_plan_build(const struct ic_catalog *catalog, const struct ic_filter *filt
                   uint32_t available, struct ic_plan *plan);
 
 void ic_plan_release(struct ic_plan *plan);
+
+/* The whole result of `item`: its packed result unpacked, or for a case the plan decided
+ * (whose item keeps only the outcome) the same result made again from the catalog. IC_EINVAL
+ * when the catalog no longer has the producer, or no longer refuses the case. */
+int ic_plan_result(const struct ic_catalog *catalog, const struct ic_planned *item,
+                   struct ic_result *ret);
 
 /* Keeps, in plan order, the cases whose id `keep` accepts, and releases the others' results
  * (--case, --last-failed). Returns how many are kept. */

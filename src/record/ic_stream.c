@@ -1,6 +1,7 @@
 #include "ic_stream.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,8 +46,12 @@ int ic_stream_open(struct ic_stream *rec, const char *path, const cJSON *run_inf
 }
 
 int ic_stream_write_case(struct ic_stream *rec, const struct ic_case *c,
-                           const struct ic_result *res)
+                         const struct ic_result *res, int64_t *ret_offset)
 {
+    off_t offset = ftello(rec->file);
+    if (offset < 0)
+        return IC_EIO;
+    *ret_offset = (int64_t)offset;
     cJSON *json = ic_case_to_json(c, res);
     if (!json || !cJSON_AddStringToObject(json, "type", "case")) {
         cJSON_Delete(json);
@@ -70,3 +75,22 @@ int ic_stream_close(struct ic_stream *rec, bool complete)
     return rc;
 }
 
+int ic_stream_read_case(FILE *file, int64_t offset, char **line, size_t *size, cJSON **ret)
+{
+    *ret = NULL;
+    if (fseeko(file, (off_t)offset, SEEK_SET) != 0)
+        return IC_EIO;
+    ssize_t len = getline(line, size, file);
+    if (len < 0)
+        return ferror(file) ? IC_EIO : IC_EPROTO;
+    cJSON *json = cJSON_ParseWithLength(*line, (size_t)len);
+    const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(json, "type"));
+    if (!json || !type || strcmp(type, "case") != 0) {
+        cJSON_Delete(json);
+        return IC_EPROTO;
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(json,
+                                            "type"); /* the last member: ic_stream_write_case */
+    *ret = json;
+    return 0;
+}

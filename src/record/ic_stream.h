@@ -15,6 +15,7 @@
 #ifndef IC_STREAM_H
 #define IC_STREAM_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include <cjson/cJSON.h>
@@ -31,8 +32,16 @@ struct ic_stream {
 /* `skeleton`: the report without cases (NULL: none, and the stream cannot be read back). */
 int ic_stream_open(struct ic_stream *rec, const char *path, const cJSON *run_info,
                    const cJSON *skeleton);
+/* Writes the case's line and sets *ret_offset to where it starts in the file (never 0: the
+ * run line is first), for ic_stream_read_case. */
 int ic_stream_write_case(struct ic_stream *rec, const struct ic_case *c,
-                           const struct ic_result *res);
+                         const struct ic_result *res, int64_t *ret_offset);
+
+/* Reads back the case whose line starts at `offset` of a stream open for reading: the object
+ * ic_case_to_json made (*ret, the caller's). `line` and `size` are a getline buffer the caller
+ * keeps between calls and frees. IC_EIO when the file cannot be read, IC_EPROTO when no case
+ * line starts there. */
+int ic_stream_read_case(FILE *file, int64_t offset, char **line, size_t *size, cJSON **ret);
 int ic_stream_close(struct ic_stream *rec, bool complete);
 
 #endif

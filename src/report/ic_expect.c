@@ -442,8 +442,8 @@ static int ic_expect_mark(cJSON *c, const struct ic_expect_entry *entry, const c
     return 0;
 }
 
-static void ic_expect_list_unmatched(const struct ic_expectations *set, const bool *matched,
-                                     char *out, size_t size)
+void ic_expect_list_unmatched(const struct ic_expectations *set, const bool *matched, char *out,
+                              size_t size)
 {
     size_t used = 0;
     if (!out || size == 0)
@@ -463,6 +463,43 @@ static void ic_expect_list_unmatched(const struct ic_expectations *set, const bo
     }
 }
 
+size_t ic_expect_count(const struct ic_expectations *expectations)
+{
+    return expectations ? expectations->count : 0;
+}
+
+int ic_expect_apply_case(const struct ic_expectations *expectations, cJSON *c, bool *matched)
+{
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(c, "id");
+    if (!cJSON_IsString(id))
+        return 0;
+    const struct ic_expect_entry *first = NULL;
+    /* Every entry that matches is marked, not only the first: an entry shadowed by an
+     * earlier one still describes this case, so it is not stale. */
+    for (size_t i = 0; i < expectations->count; i++) {
+        if (ic_expect_match(expectations->entries[i].pattern, id->valuestring)) {
+            matched[i] = true;
+            if (!first)
+                first = &expectations->entries[i];
+        }
+    }
+    const cJSON *outcome = cJSON_GetObjectItemCaseSensitive(c, "outcome");
+    enum ic_outcome observed;
+    if (!first || !cJSON_IsString(outcome) ||
+        ic_outcome_from_name(outcome->valuestring, &observed) < 0)
+        return 0;
+    enum ic_outcome expected;
+    if (observed == IC_OUTCOME_FAIL || observed == IC_OUTCOME_CRASH ||
+        observed == IC_OUTCOME_TIMEOUT)
+        expected = IC_OUTCOME_XFAIL;
+    else if (observed == IC_OUTCOME_PASS)
+        expected = IC_OUTCOME_XPASS;
+    else
+        return 0; /* unsupported and error are not failures of the library */
+    int rc = ic_expect_mark(c, first, ic_outcome_name(observed), expected);
+    return rc < 0 ? rc : 1;
+}
+
 int ic_expect_apply(const struct ic_expectations *expectations, cJSON *report, char *unmatched,
                     size_t unmatched_size)
 {
@@ -476,38 +513,12 @@ int ic_expect_apply(const struct ic_expectations *expectations, cJSON *report, c
     cJSON *c;
     cJSON_ArrayForEach(c, cases)
     {
-        const cJSON *id = cJSON_GetObjectItemCaseSensitive(c, "id");
-        if (!cJSON_IsString(id))
-            continue;
-        const struct ic_expect_entry *first = NULL;
-        /* Every entry that matches is marked, not only the first: an entry shadowed by an
-         * earlier one still describes this case, so it is not stale. */
-        for (size_t i = 0; i < expectations->count; i++) {
-            if (ic_expect_match(expectations->entries[i].pattern, id->valuestring)) {
-                matched[i] = true;
-                if (!first)
-                    first = &expectations->entries[i];
-            }
-        }
-        const cJSON *outcome = cJSON_GetObjectItemCaseSensitive(c, "outcome");
-        enum ic_outcome observed;
-        if (!first || !cJSON_IsString(outcome) ||
-            ic_outcome_from_name(outcome->valuestring, &observed) < 0)
-            continue;
-        enum ic_outcome expected;
-        if (observed == IC_OUTCOME_FAIL || observed == IC_OUTCOME_CRASH ||
-            observed == IC_OUTCOME_TIMEOUT)
-            expected = IC_OUTCOME_XFAIL;
-        else if (observed == IC_OUTCOME_PASS)
-            expected = IC_OUTCOME_XPASS;
-        else
-            continue; /* unsupported and error are not failures of the library */
-        rc = ic_expect_mark(c, first, ic_outcome_name(observed), expected);
+        rc = ic_expect_apply_case(expectations, c, matched);
         if (rc < 0)
             break;
-        changed++;
+        changed += rc;
     }
-    if (rc == 0)
+    if (rc >= 0)
         ic_expect_list_unmatched(expectations, matched, unmatched, unmatched_size);
     free(matched);
     return rc < 0 ? rc : changed;

@@ -46,4 +46,17 @@ bool ic_expect_match(const char *pattern, const char *id);
 int ic_expect_apply(const struct ic_expectations *expectations, cJSON *report, char *unmatched,
                     size_t unmatched_size);
 
+/* The number of entries (the size of a `matched` array). */
+size_t ic_expect_count(const struct ic_expectations *expectations);
+
+/* Applies the expectations to one case, in place, and sets matched[i] for every entry i that
+ * matches its id. Returns 1 when the case's outcome changed, 0 when not, IC_ENOMEM. A case
+ * source applies them this way as it makes each case (ic_plan_cases). */
+int ic_expect_apply_case(const struct ic_expectations *expectations, cJSON *c, bool *matched);
+
+/* "FILE:LINE: PATTERN" lines, one per entry whose matched[i] is false, into out (whole lines
+ * only, always terminated; out may be NULL). */
+void ic_expect_list_unmatched(const struct ic_expectations *expectations, const bool *matched,
+                              char *out, size_t size);
+
 #endif

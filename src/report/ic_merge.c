@@ -549,7 +549,7 @@ static int ic_merge_build(const cJSON *const *reports, int nreports,
         }
     }
     if (rc == 0)
-        rc = ic_findings_attach(merged);
+        rc = ic_findings_attach_report(merged);
     if (rc < 0)
         goto fail;
     *ret = merged;

@@ -257,20 +257,15 @@ static cJSON *ic_platform(void)
     return json;
 }
 
-/* The report; `with_cases` false: its "cases" array is left empty. */
-static cJSON *ic_report_assemble(const cJSON *tool, const cJSON *run, const cJSON *python,
-                                 const struct ic_catalog *catalog, const struct ic_plan *plan,
-                                 const struct ic_devices *devices, bool with_cases)
+cJSON *ic_report_skeleton(const cJSON *tool, const cJSON *run, const cJSON *python,
+                          const struct ic_catalog *catalog, const struct ic_plan *plan,
+                          const struct ic_devices *devices)
 {
     cJSON *report = cJSON_CreateObject();
-    cJSON *environment, *cases, *summary, *protocols;
+    cJSON *environment, *summary, *protocols;
     size_t counts[IC_OUTCOME_COUNT];
-    struct ic_result *res = malloc(sizeof(*res)); /* each case's, unpacked in turn */
-    if (!report || !res) {
-        cJSON_Delete(report);
-        free(res);
+    if (!report)
         return NULL;
-    }
     if (!cJSON_AddStringToObject(report, "schema", "interopcheck-report") ||
         !cJSON_AddNumberToObject(report, "schema_version", IC_REPORT_SCHEMA_VERSION))
         goto fail;
@@ -284,20 +279,10 @@ static cJSON *ic_report_assemble(const cJSON *tool, const cJSON *run, const cJSO
     cJSON_AddItemToObject(environment, "libraries", ic_report_libraries(catalog));
     cJSON_AddItemToObject(environment, "devices", ic_report_devices(devices));
 
-    cases = cJSON_AddArrayToObject(report, "cases");
-    if (!cases)
+    /* The place of the cases, which are written from a case source (ic_report_write_atomic)
+     * or a line each into a stream. */
+    if (!cJSON_AddArrayToObject(report, "cases"))
         goto fail;
-    for (size_t i = 0; i < plan->count && with_cases; i++) {
-        const struct ic_planned *item = &plan->items[i];
-        if (!item->done)
-            continue;
-        ic_result_unpack(&item->result, res);
-        cJSON *json = ic_case_to_json(&item->c, res);
-        if (!json || !cJSON_AddItemToArray(cases, json)) {
-            cJSON_Delete(json);
-            goto fail;
-        }
-    }
 
     summary = cJSON_AddObjectToObject(report, "summary");
     if (!summary)
@@ -317,26 +302,10 @@ static cJSON *ic_report_assemble(const cJSON *tool, const cJSON *run, const cJSO
             goto fail;
         cJSON_AddItemToObject(protocols, ic_protocol_id(p), item);
     }
-    free(res);
     return report;
 fail:
-    free(res);
     cJSON_Delete(report);
     return NULL;
-}
-
-cJSON *ic_report_build(const cJSON *tool, const cJSON *run, const cJSON *python,
-                       const struct ic_catalog *catalog, const struct ic_plan *plan,
-                       const struct ic_devices *devices)
-{
-    return ic_report_assemble(tool, run, python, catalog, plan, devices, true);
-}
-
-cJSON *ic_report_skeleton(const cJSON *tool, const cJSON *run, const cJSON *python,
-                          const struct ic_catalog *catalog, const struct ic_plan *plan,
-                          const struct ic_devices *devices)
-{
-    return ic_report_assemble(tool, run, python, catalog, plan, devices, false);
 }
 
 /* Writes `item` as JSON text (formatted or on one line) and a separator. */
@@ -350,29 +319,54 @@ static int ic_json_put(FILE *file, const cJSON *item, bool formatted, const char
     return rc;
 }
 
+/* What ic_json_stream writes: `json`, and with `cases` the elements of its "cases" member
+ * taken from that source instead of from the member. */
+struct ic_report_text {
+    const cJSON *json;
+    struct ic_cases *cases;
+};
+
+/* The elements of an array member, each on a line and each but the last followed by a comma,
+ * from the array or from the case source. */
+static int ic_json_put_elements(FILE *file, const cJSON *array, struct ic_cases *cases)
+{
+    const cJSON *e = cases ? ic_cases_first(cases) : array->child;
+    int rc = fputs(e ? "[\n" : "[]", file) < 0 ? IC_EIO : 0;
+    while (e && rc == 0) {
+        rc = ic_json_put(file, e, false, "");
+        const cJSON *next = NULL;
+        if (rc == 0)
+            next = cases ? ic_cases_next(cases) : e->next;
+        if (rc == 0 && fputs(next ? ",\n" : "\n]", file) < 0)
+            rc = IC_EIO;
+        e = next;
+    }
+    if (rc == 0 && cases)
+        rc = ic_cases_status(cases);
+    return rc;
+}
+
 /* An object a member at a time, and an array member an element at a time, each on a line of
  * its own: a report's text is never whole in memory (tens of megabytes for --all, as much
  * again while cJSON grows its buffer), and a case is one line to grep. */
 static int ic_json_stream(FILE *file, void *context)
 {
-    const cJSON *json = context;
+    const struct ic_report_text *text = context;
+    const cJSON *json = text->json;
     if (!cJSON_IsObject(json))
         return ic_json_put(file, json, true, "\n");
     if (fputs("{\n", file) < 0)
         return IC_EIO;
     for (const cJSON *item = json->child; item; item = item->next) {
+        struct ic_cases *cases =
+            text->cases && item->string && strcmp(item->string, "cases") == 0 ? text->cases : NULL;
         cJSON *key = cJSON_CreateStringReference(item->string ? item->string : "");
         int rc = key ? ic_json_put(file, key, false, ": ") : IC_ENOMEM;
         cJSON_Delete(key);
-        if (rc == 0 && cJSON_IsArray(item) && item->child) {
-            rc = fputs("[\n", file) < 0 ? IC_EIO : 0;
-            for (const cJSON *e = item->child; e && rc == 0; e = e->next)
-                rc = ic_json_put(file, e, false, e->next ? ",\n" : "\n");
-            if (rc == 0 && fputs("]", file) < 0)
-                rc = IC_EIO;
-        } else if (rc == 0) {
+        if (rc == 0 && (cases || (cJSON_IsArray(item) && item->child)))
+            rc = ic_json_put_elements(file, item, cases);
+        else if (rc == 0)
             rc = ic_json_put(file, item, true, "");
-        }
         if (rc == 0 && fputs(item->next ? ",\n" : "\n", file) < 0)
             rc = IC_EIO;
         if (rc < 0)
@@ -383,7 +377,23 @@ static int ic_json_stream(FILE *file, void *context)
 
 int ic_json_write_atomic(const char *path, const cJSON *json, char *err, size_t err_size)
 {
-    return ic_text_write_atomic_with(path, ic_json_stream, (void *)json, err, err_size);
+    struct ic_report_text text = {json, NULL};
+    return ic_text_write_atomic_with(path, ic_json_stream, &text, err, err_size);
+}
+
+int ic_report_write_atomic(const char *path, const cJSON *report, struct ic_cases *cases, char *err,
+                           size_t err_size)
+{
+    struct ic_report_text text = {report, cases};
+    if (!cJSON_IsObject(report)) {
+        snprintf(err, err_size, "no report to write to %s", path);
+        return IC_EINVAL;
+    }
+    int rc = ic_text_write_atomic_with(path, ic_json_stream, &text, err, err_size);
+    if (rc < 0 && ic_cases_status(cases) < 0)
+        snprintf(err, err_size, "cannot write %s: the cases could not be read back: %s", path,
+                 ic_strerror(ic_cases_status(cases)));
+    return rc;
 }
 
 /* The shortest decimal form of `value` that reads back as the same double, so that 2.0000001
@@ -672,6 +682,15 @@ static struct ic_recount_cell *ic_recount_find(struct ic_recount_cell *cells, si
 int ic_report_recount(cJSON *report)
 {
     cJSON *cases = cJSON_GetObjectItemCaseSensitive(report, "cases");
+    if (!cJSON_IsArray(cases))
+        return IC_EINVAL;
+    struct ic_cases_array source;
+    ic_cases_of_array(&source, cases);
+    return ic_report_recount_from(report, &source.base);
+}
+
+int ic_report_recount_from(cJSON *report, struct ic_cases *cases)
+{
     cJSON *summary = cJSON_GetObjectItemCaseSensitive(report, "summary");
     cJSON *protocols = cJSON_GetObjectItemCaseSensitive(summary, "protocols");
     size_t totals[IC_OUTCOME_COUNT] = {0};
@@ -682,7 +701,7 @@ int ic_report_recount(cJSON *report)
     cJSON *protocol, *cell;
     int rc = IC_ENOMEM;
 
-    if (!cJSON_IsArray(cases) || !cJSON_IsObject(summary))
+    if (!cJSON_IsObject(summary))
         return IC_EINVAL;
     cJSON_ArrayForEach(protocol, protocols)
     {
@@ -719,7 +738,7 @@ int ic_report_recount(cJSON *report)
     if (ncells) /* cells is NULL then: qsort and bsearch want an array (fuzz_report) */
         qsort(cells, ncells, sizeof(*cells), ic_recount_compare);
 
-    cJSON_ArrayForEach(c, cases)
+    ic_cases_for_each(c, cases)
     {
         int o = ic_outcome_of(c);
         if (o < 0)
@@ -735,6 +754,9 @@ int ic_report_recount(cJSON *report)
             per_protocol[found->protocol][o]++;
         }
     }
+    rc = ic_cases_status(cases);
+    if (rc < 0)
+        goto done;
     ic_set_counts(cJSON_GetObjectItemCaseSensitive(summary, "outcomes"), totals);
     for (size_t i = 0; i < ncells; i++)
         ic_set_counts(cJSON_GetObjectItemCaseSensitive(cells[i].cell, "outcomes"), cells[i].counts);

@@ -20,6 +20,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "ic_cases.h"
 #include "ic_catalog.h"
 #include "ic_plan.h"
 
@@ -34,14 +35,12 @@ struct ic_devices {
 /* The environment's "devices" object, also used by `interopcheck list --json`. */
 cJSON *ic_report_devices(const struct ic_devices *devices);
 
-/* Builds the report. `tool` and `run` are objects made by the caller and copied in;
- * `python` describes the interpreter. NULL when memory runs out. */
-cJSON *ic_report_build(const cJSON *tool, const cJSON *run, const cJSON *python,
-                       const struct ic_catalog *catalog, const struct ic_plan *plan,
-                       const struct ic_devices *devices);
-
-/* The report as ic_report_build makes it, with an empty "cases" array: the first line of a
- * result stream, which then holds the cases a line each. */
+/* The report without its cases: everything but the cases, and an empty "cases" array where
+ * they go. `tool` and `run` are objects made by the caller and copied in; `python` describes
+ * the interpreter. The summary counts the plan's finished cases as observed (expectations
+ * recount it). It is the first line of a result stream, which then holds the cases a line
+ * each, and the report a run writes with its cases from a source (ic_report_write_atomic).
+ * NULL when memory runs out. */
 cJSON *ic_report_skeleton(const cJSON *tool, const cJSON *run, const cJSON *python,
                           const struct ic_catalog *catalog, const struct ic_plan *plan,
                           const struct ic_devices *devices);
@@ -54,9 +53,15 @@ void ic_report_count(const struct ic_plan *plan, size_t counts[IC_OUTCOME_COUNT]
 
 int ic_json_write_atomic(const char *path, const cJSON *json, char *err, size_t err_size);
 
-/* Reads a report written by ic_report_build (or merged): parses it and checks that it is an
- * interopcheck report of a schema version this build reads. On failure err says what is
- * wrong with the file and nothing is returned. The caller deletes the tree.
+/* Writes `report` as ic_json_write_atomic would if its "cases" array held the cases of
+ * `cases`: the report's own "cases" member is only the place they go (one pass over the
+ * source, a case a line, so the cases are never all in memory). */
+int ic_report_write_atomic(const char *path, const cJSON *report, struct ic_cases *cases, char *err,
+                           size_t err_size);
+
+/* Reads a report a run wrote (ic_report_write_atomic) or merge made: parses it and checks
+ * that it is an interopcheck report of a schema version this build reads. On failure err says what
+ * is wrong with the file and nothing is returned. The caller deletes the tree.
  * - Strict JSON: a NUL byte, a syntax error or anything after the value is refused, naming
  *   the line and column (from 1; the column in characters).
  * - "schema_version" must be a number whose value is IC_REPORT_SCHEMA_VERSION: a string, a
@@ -77,6 +82,9 @@ FILE *ic_report_open(const char *path, const char *mode, const char *what, char 
 /* Recounts every outcome count of the report's summary (totals, per protocol, per cell) from
  * its cases, after their outcomes changed (expectations). Gaps are kept as they are. */
 int ic_report_recount(cJSON *report);
+
+/* The same from the cases of a source (the report's own "cases" member is not read). */
+int ic_report_recount_from(cJSON *report, struct ic_cases *cases);
 
 /* Holds a report read from a file to what a run writes: valid UTF-8, every string capped
  * (IC_TEXT_FIELD_CAP; reproducers IC_TEXT_SCRIPT_CAP, a longer one dropped with the reason).

@@ -1,5 +1,6 @@
 #include "ic_report_html.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdbool.h>
@@ -10,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ic_cases.h"
 #include "ic_catalog.h"
 #include "ic_dtype.h"
 #include "ic_error.h"
@@ -38,6 +40,15 @@
  * - A check that passed without a note is one bit of a mask; only the others are spelled out.
  *   Case ids are rebuilt by the page from their parts, and only an id that differs from its
  *   parts is stored.
+ *
+ * The writer's memory does not grow with the number of cases (196,000 for --all): it holds
+ * the name and text tables and the cells, never the cases or the page. The cases come from a
+ * case source (ic_cases.h), one at a time, and it reads them once, since every pass rebuilds
+ * every case. That one pass writes each column, and the ids and expectations, into a
+ * temporary file of its own; the files are then copied into the page, one after the other.
+ * The page goes straight into the atomically written file, which a failure discards.
+ * The page is the same as one written column by column: see struct ic_html_sink for how the
+ * indices of the tables that several columns fill keep that order.
  */
 
 /* --- Interned strings ------------------------------------------------------------------------ */
@@ -344,46 +355,96 @@ static size_t ic_html_cell_of(struct ic_html_data *d, const char *protocol, cons
 
 /* --- Case columns ---------------------------------------------------------------------------- */
 
-/* Each column writes one value per case. */
-typedef void (*ic_html_column_fn)(struct ic_html_data *d, const cJSON *c, FILE *out);
+/* The bytes that mark, in a sink's file, an index into the sink's own text or outcome table
+ * (the index follows in decimal); ic_html_copy writes the page's index in its place. Nothing
+ * else a sink writes (numbers, commas, brackets) holds these bytes. */
+#define IC_HTML_TEXT_MARK    '\001'
+#define IC_HTML_OUTCOME_MARK '\002'
 
-static void ic_column_cell(struct ic_html_data *d, const cJSON *c, FILE *out)
+/*
+ * Where one column, or the ids, or the expectations, go during the pass over the cases: a
+ * temporary file, copied into the page once the pass is over.
+ *
+ * A writer that went column by column would fill the tables column after column; reading case
+ * by case, the order in which names are first met changes where two sinks fill the same table.
+ * A table that only one sink fills during the pass (the cells and their names, dtypes, layouts,
+ * variants, severities, checks, statuses) still gets its names in the same order, and the sink
+ * fills it directly. The text table is filled by several columns, the ids and the expectations,
+ * and the outcome table by the outcome column and the expectations: so each of these sinks keeps
+ * its own table for them and writes its indices into it, marked. After the pass the sinks'
+ * tables are added to the page's in column order, which gives each name the index a column by
+ * column writer gave it (the page is the same), and the copy writes that index for the marked
+ * one.
+ */
+struct ic_html_sink {
+    struct ic_html_data *d;
+    FILE *file;
+    size_t entries;                 /* the ids or expectations written so far */
+    struct ic_strtab text;          /* the sink's own text table */
+    struct ic_strtab outcomes;      /* the sink's own outcome table (the expectations') */
+    size_t *text_map, *outcome_map; /* after the pass: own index -> the page's index */
+};
+
+/* Each column writes one value per case. */
+typedef void (*ic_html_column_fn)(struct ic_html_sink *s, const cJSON *c);
+
+/* The index of the text `object[key]` ("" when it has none) in the sink's own text table. */
+static size_t ic_html_text(struct ic_html_sink *s, const cJSON *object, const char *key)
 {
-    fprintf(out, "%zu", ic_html_cell_of(d, ic_json_string(c, "protocol"), c));
+    return ic_intern_field(&s->text, object, key);
+}
+
+/* Writes an index of the sink's own text table, marked. */
+static void ic_html_put_text(struct ic_html_sink *s, size_t text)
+{
+    fprintf(s->file, "%c%zu", IC_HTML_TEXT_MARK, text);
+}
+
+static void ic_column_cell(struct ic_html_sink *s, const cJSON *c)
+{
+    fprintf(s->file, "%zu", ic_html_cell_of(s->d, ic_json_string(c, "protocol"), c));
 }
 
 #define IC_NAME_COLUMN(field, table)                                                               \
-    static void ic_column_##field(struct ic_html_data *d, const cJSON *c, FILE *out)               \
+    static void ic_column_##field(struct ic_html_sink *s, const cJSON *c)                          \
     {                                                                                              \
-        fprintf(out, "%zu", ic_intern_field(&d->table, c, #field));                                \
+        fprintf(s->file, "%zu", ic_intern_field(&s->d->table, c, #field));                         \
     }
 IC_NAME_COLUMN(dtype, dtypes)
 IC_NAME_COLUMN(layout, layouts)
 IC_NAME_COLUMN(variant, variants)
 IC_NAME_COLUMN(outcome, outcomes)
 IC_NAME_COLUMN(severity, severities)
-IC_NAME_COLUMN(rule, text)
-IC_NAME_COLUMN(diagnostic, text)
-IC_NAME_COLUMN(request, text)
-IC_NAME_COLUMN(exported, text)
 #undef IC_NAME_COLUMN
 
+#define IC_TEXT_COLUMN(field)                                                                      \
+    static void ic_column_##field(struct ic_html_sink *s, const cJSON *c)                          \
+    {                                                                                              \
+        ic_html_put_text(s, ic_html_text(s, c, #field));                                           \
+    }
+IC_TEXT_COLUMN(rule)
+IC_TEXT_COLUMN(diagnostic)
+IC_TEXT_COLUMN(request)
+IC_TEXT_COLUMN(exported)
+#undef IC_TEXT_COLUMN
+
 /* Durations to a tenth of a millisecond: finer digits cost bytes and say nothing. */
-static void ic_column_ms(struct ic_html_data *d, const cJSON *c, FILE *out)
+static void ic_column_ms(struct ic_html_sink *s, const cJSON *c)
 {
-    (void)d;
     const cJSON *ms = cJSON_GetObjectItemCaseSensitive(c, "duration_ms");
     double value = 0;
     if (cJSON_IsNumber(ms) && ms->valuedouble > 0 && ms->valuedouble < 1e12)
         value = (double)(long long)(ms->valuedouble * 10 + 0.5) / 10;
-    fprintf(out, "%.10g", value);
+    fprintf(s->file, "%.10g", value);
 }
 
 /* The checks of a case: the mask of checks that passed without a note (bit i: check i of the
  * checks table), alone when that is all; otherwise an array of the mask followed by (check,
  * status, rule, note) index quadruples for the others. */
-static void ic_column_checks(struct ic_html_data *d, const cJSON *c, FILE *out)
+static void ic_column_checks(struct ic_html_sink *s, const cJSON *c)
 {
+    struct ic_html_data *d = s->d;
+    FILE *out = s->file;
     const cJSON *check;
     unsigned long mask = 0;
     bool listed = false;
@@ -408,8 +469,13 @@ static void ic_column_checks(struct ic_html_data *d, const cJSON *c, FILE *out)
         size_t name = ic_strtab_intern(&d->checks, check->string ? check->string : "");
         if (name < 31 && (mask & (1ul << name)))
             continue;
-        fprintf(out, ",%zu,%zu,%zu,%zu", name, ic_intern_field(&d->statuses, check, "status"),
-                ic_intern_field(&d->text, check, "rule"), ic_intern_field(&d->text, check, "note"));
+        /* The note's text is met before the rule's: the order this page's indices always had. */
+        size_t note = ic_html_text(s, check, "note");
+        size_t rule = ic_html_text(s, check, "rule");
+        fprintf(out, ",%zu,%zu,", name, ic_intern_field(&d->statuses, check, "status"));
+        ic_html_put_text(s, rule);
+        putc(',', out);
+        ic_html_put_text(s, note);
     }
     putc(']', out);
 }
@@ -431,6 +497,12 @@ static const struct {
     {"ms", ic_column_ms},
     {"checks", ic_column_checks},
 };
+
+/* The sinks: one per column, in ic_case_columns' order, then the ids, then the expectations. */
+#define IC_HTML_COLUMNS           (sizeof(ic_case_columns) / sizeof(ic_case_columns[0]))
+#define IC_HTML_SINK_IDS          IC_HTML_COLUMNS
+#define IC_HTML_SINK_EXPECTATIONS (IC_HTML_COLUMNS + 1)
+#define IC_HTML_SINKS             (IC_HTML_COLUMNS + 2)
 
 /* The id the page rebuilds from a case's parts: protocol.producer.consumer.device.dtype.
  * layout[.variant]. */
@@ -458,38 +530,138 @@ static bool ic_html_id_is_derived(const cJSON *c)
     return *id == '\0';
 }
 
-/* The ids the page cannot rebuild ([case, text index] pairs) and the expectations of cases
- * that have one ([case, pattern, reason, link, observed outcome]). */
-static void ic_html_put_sparse(struct ic_html_data *d, const cJSON *cases, FILE *out)
+/* The ids the page cannot rebuild ([case, text index] pairs): case `i`'s, when it is one. */
+static void ic_html_put_id(struct ic_html_sink *s, const cJSON *c, size_t i)
 {
-    const cJSON *c;
+    if (ic_html_id_is_derived(c))
+        return;
+    fprintf(s->file, "%s[%zu,", s->entries++ ? "," : "", i);
+    ic_html_put_text(s, ic_html_text(s, c, "id"));
+    putc(']', s->file);
+}
+
+/* The expectations of cases that have one ([case, pattern, reason, link, observed outcome]):
+ * case `i`'s, when it has one. */
+static void ic_html_put_expectation(struct ic_html_sink *s, const cJSON *c, size_t i)
+{
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(c, "expectation");
+    if (!cJSON_IsObject(e))
+        return;
+    /* Their texts are met last first: the order this page's indices always had. */
+    size_t link = ic_html_text(s, e, "link");
+    size_t reason = ic_html_text(s, e, "reason");
+    size_t pattern = ic_html_text(s, e, "pattern");
+    fprintf(s->file, "%s[%zu,", s->entries++ ? "," : "", i);
+    ic_html_put_text(s, pattern);
+    putc(',', s->file);
+    ic_html_put_text(s, reason);
+    putc(',', s->file);
+    ic_html_put_text(s, link);
+    fprintf(s->file, ",%c%zu]", IC_HTML_OUTCOME_MARK, ic_intern_field(&s->outcomes, e, "observed"));
+}
+
+/* What stopped a page, beyond what ic_text_write_atomic_with says itself. */
+struct ic_html_job {
+    const cJSON *report;
+    struct ic_cases *cases;
+    int cases_failure; /* the case source's failure */
+    int temp_errno;    /* why a temporary file could not be made, written or read */
+};
+
+/* Reads the cases once (the only pass), writing every sink's file. Returns 0 or IC_EIO, with
+ * the cause in `job`. */
+static int ic_html_pass(struct ic_html_sink *sinks, struct ic_html_job *job)
+{
+    for (size_t k = 0; k < IC_HTML_SINKS; k++) {
+        errno = 0;
+        sinks[k].file = tmpfile();
+        if (!sinks[k].file) {
+            job->temp_errno = errno ? errno : EIO;
+            return IC_EIO;
+        }
+    }
     size_t i = 0;
-    bool first = true;
-    fputs(",\"ids\":[", out);
-    cJSON_ArrayForEach(c, cases)
-    {
-        if (!ic_html_id_is_derived(c)) {
-            fprintf(out, "%s[%zu,%zu]", first ? "" : ",", i, ic_intern_field(&d->text, c, "id"));
-            first = false;
+    const cJSON *c;
+    if (job->cases) {
+        ic_cases_for_each(c, job->cases)
+        {
+            for (size_t col = 0; col < IC_HTML_COLUMNS; col++) {
+                if (i)
+                    putc(',', sinks[col].file);
+                ic_case_columns[col].write(&sinks[col], c);
+            }
+            ic_html_put_id(&sinks[IC_HTML_SINK_IDS], c, i);
+            ic_html_put_expectation(&sinks[IC_HTML_SINK_EXPECTATIONS], c, i);
+            i++;
         }
-        i++;
-    }
-    fputs("],\"expectations\":[", out);
-    i = 0;
-    first = true;
-    cJSON_ArrayForEach(c, cases)
-    {
-        const cJSON *e = cJSON_GetObjectItemCaseSensitive(c, "expectation");
-        if (cJSON_IsObject(e)) {
-            fprintf(out, "%s[%zu,%zu,%zu,%zu,%zu]", first ? "" : ",", i,
-                    ic_intern_field(&d->text, e, "pattern"), ic_intern_field(&d->text, e, "reason"),
-                    ic_intern_field(&d->text, e, "link"),
-                    ic_intern_field(&d->outcomes, e, "observed"));
-            first = false;
+        int status = ic_cases_status(job->cases);
+        if (status < 0) {
+            job->cases_failure = status;
+            return IC_EIO;
         }
-        i++;
     }
-    putc(']', out);
+    for (size_t k = 0; k < IC_HTML_SINKS; k++) {
+        errno = 0;
+        if (fflush(sinks[k].file) != 0 || ferror(sinks[k].file)) {
+            job->temp_errno = errno ? errno : EIO;
+            return IC_EIO;
+        }
+    }
+    return 0;
+}
+
+/* The page's index of each name of a sink's own table `own`, added to the page's table `page`
+ * in `own`'s order (see struct ic_html_sink); NULL when memory ran out. */
+static size_t *ic_html_merge(struct ic_strtab *page, const struct ic_strtab *own)
+{
+    if (own->status)
+        return NULL;
+    size_t *map = malloc((own->count ? own->count : 1) * sizeof(*map));
+    if (!map)
+        return NULL;
+    for (size_t i = 0; i < own->count; i++)
+        map[i] = ic_strtab_intern(page, own->items[i]);
+    return map;
+}
+
+static void ic_html_sinks_release(struct ic_html_sink *sinks)
+{
+    for (size_t k = 0; k < IC_HTML_SINKS; k++) {
+        if (sinks[k].file)
+            fclose(sinks[k].file);
+        ic_strtab_release(&sinks[k].text);
+        ic_strtab_release(&sinks[k].outcomes);
+        free(sinks[k].text_map);
+        free(sinks[k].outcome_map);
+    }
+}
+
+/* Copies a sink's file into the page, with the page's index in place of each marked one.
+ * Returns 0 or IC_EIO (with the cause in `job`). */
+static int ic_html_copy(FILE *out, const struct ic_html_sink *s, struct ic_html_job *job)
+{
+    int ch;
+    errno = 0;
+    rewind(s->file);
+    while ((ch = getc(s->file)) != EOF) {
+        if (ch != IC_HTML_TEXT_MARK && ch != IC_HTML_OUTCOME_MARK) {
+            putc(ch, out);
+            continue;
+        }
+        bool text = ch == IC_HTML_TEXT_MARK;
+        size_t index;
+        if (fscanf(s->file, "%zu", &index) != 1 ||
+            index >= (text ? s->text.count : s->outcomes.count)) {
+            job->temp_errno = errno ? errno : EIO;
+            return IC_EIO;
+        }
+        fprintf(out, "%zu", (text ? s->text_map : s->outcome_map)[index]);
+    }
+    if (ferror(s->file)) {
+        job->temp_errno = errno ? errno : EIO;
+        return IC_EIO;
+    }
+    return 0;
 }
 
 static void ic_html_put_table(FILE *out, const char *name, const struct ic_strtab *t)
@@ -542,13 +714,17 @@ static void ic_html_put_outcome_facts(FILE *out)
     putc(']', out);
 }
 
-/* Writes the data object. Returns 0 or IC_ENOMEM (the output is then incomplete). */
-static int ic_html_put_data(FILE *out, const cJSON *report)
+/* Writes the data object, reading the cases in one pass. Returns 0, IC_ENOMEM, or IC_EIO (with
+ * the cause in `job`); the output is then incomplete. */
+static int ic_html_put_data(FILE *out, struct ic_html_job *job)
 {
+    const cJSON *report = job->report;
     struct ic_html_data d = {0};
-    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(report, "cases");
-    const cJSON *c;
+    struct ic_html_sink sinks[IC_HTML_SINKS];
 
+    memset(sinks, 0, sizeof(sinks));
+    for (size_t k = 0; k < IC_HTML_SINKS; k++)
+        sinks[k].d = &d;
     ic_html_seed(&d, report);
     fputs("{\"format\":1,\"head\":{", out);
     static const char *const head[] = {"tool", "run", "environment", "environments", "findings"};
@@ -561,20 +737,36 @@ static int ic_html_put_data(FILE *out, const cJSON *report)
         ic_html_put_value(out, item, IC_TEXT_FIELD_CAP);
         first = false;
     }
-    fputs("},\"cases\":{", out);
-    for (size_t col = 0; col < sizeof(ic_case_columns) / sizeof(ic_case_columns[0]); col++) {
-        fprintf(out, "%s\"%s\":[", col ? "," : "", ic_case_columns[col].name);
-        size_t i = 0;
-        cJSON_ArrayForEach(c, cases)
-        {
-            if (i++)
-                putc(',', out);
-            ic_case_columns[col].write(&d, c, out);
+
+    int rc = ic_html_pass(sinks, job);
+    /* The sinks' own tables join the page's in column order: see struct ic_html_sink. */
+    for (size_t k = 0; k < IC_HTML_SINKS && !rc; k++) {
+        sinks[k].text_map = ic_html_merge(&d.text, &sinks[k].text);
+        sinks[k].outcome_map = ic_html_merge(&d.outcomes, &sinks[k].outcomes);
+        if (!sinks[k].text_map || !sinks[k].outcome_map)
+            rc = IC_ENOMEM;
+    }
+    if (!rc) {
+        fputs("},\"cases\":{", out);
+        for (size_t col = 0; col < IC_HTML_COLUMNS && !rc; col++) {
+            fprintf(out, "%s\"%s\":[", col ? "," : "", ic_case_columns[col].name);
+            rc = ic_html_copy(out, &sinks[col], job);
+            putc(']', out);
         }
+        putc('}', out);
+    }
+    if (!rc) {
+        fputs(",\"ids\":[", out);
+        rc = ic_html_copy(out, &sinks[IC_HTML_SINK_IDS], job);
+    }
+    if (!rc) {
+        fputs("],\"expectations\":[", out);
+        rc = ic_html_copy(out, &sinks[IC_HTML_SINK_EXPECTATIONS], job);
         putc(']', out);
     }
-    putc('}', out);
-    ic_html_put_sparse(&d, cases, out);
+    ic_html_sinks_release(sinks);
+    if (rc)
+        goto done;
 
     /* Gaps become cells too, with their reason: the page shows them in the matrix. */
     const cJSON *summary = cJSON_GetObjectItemCaseSensitive(report, "summary");
@@ -600,7 +792,9 @@ static int ic_html_put_data(FILE *out, const cJSON *report)
     ic_html_put_outcome_facts(out);
     putc('}', out);
 
-    int rc = d.status;
+done:
+    if (!rc)
+        rc = d.status;
 #define IC_HTML_RELEASE(name)                                                                      \
     if (!rc)                                                                                       \
         rc = d.name.status;                                                                        \
@@ -646,8 +840,10 @@ static void ic_html_nonce(char out[33])
         snprintf(out + 2 * i, 3, "%02x", bytes[i]);
 }
 
-static int ic_html_put_page(FILE *out, const cJSON *report)
+/* Writes the page (an ic_text_writer_fn). Returns 0, IC_ENOMEM or IC_EIO. */
+static int ic_html_put_page(FILE *out, void *context)
 {
+    struct ic_html_job *job = context;
     char nonce[33];
     const char *page = (const char *)ic_dashboard_html;
     const char *end = page + ic_dashboard_html_size;
@@ -656,7 +852,7 @@ static int ic_html_put_page(FILE *out, const cJSON *report)
     /* The policy lets nothing load from anywhere, and only this page's own script and style
      * (by the nonce) run; the script fills in the title, as text like every text of the
      * report. */
-    while (page < end) {
+    while (page < end && !rc) {
         const char *marker = memchr(page, '@', (size_t)(end - page));
         if (!marker) {
             fwrite(page, 1, (size_t)(end - page), out);
@@ -671,7 +867,7 @@ static int ic_html_put_page(FILE *out, const cJSON *report)
             fwrite(ic_dashboard_css, 1, ic_dashboard_css_size, out);
             page = marker + 7;
         } else if (left >= 6 && memcmp(marker, "@DATA@", 6) == 0) {
-            rc = ic_html_put_data(out, report);
+            rc = ic_html_put_data(out, job);
             page = marker + 6;
         } else if (left >= 8 && memcmp(marker, "@SCRIPT@", 8) == 0) {
             fwrite(ic_dashboard_js, 1, ic_dashboard_js_size, out);
@@ -681,29 +877,26 @@ static int ic_html_put_page(FILE *out, const cJSON *report)
             page = marker + 1;
         }
     }
+    if (!rc && ferror(out))
+        rc = IC_EIO;
     return rc;
 }
 
-int ic_html_write(const cJSON *report, const char *path, char *err, size_t err_size)
+int ic_html_write(const cJSON *report, struct ic_cases *cases, const char *path, char *err,
+                  size_t err_size)
 {
-    /* The page is built in memory (a few MB for the full matrix) and written in one go, so
-     * that a failure midway leaves no file and a reader never sees half a page. */
-    char *page = NULL;
-    size_t size = 0;
-    FILE *out = open_memstream(&page, &size);
-    if (!out) {
-        snprintf(err, err_size, "out of memory while writing %s", path);
-        return IC_ENOMEM;
+    /* Straight into the temporary file that replaces `path` once it is whole: a failure midway
+     * leaves no file, and a reader never sees half a page. */
+    struct ic_html_job job = {.report = report, .cases = cases};
+    int rc = ic_text_write_atomic_with(path, ic_html_put_page, &job, err, err_size);
+    if (rc < 0 && job.cases_failure < 0) {
+        snprintf(err, err_size, "cannot write %s: its cases could not be read (%s)", path,
+                 ic_strerror(job.cases_failure));
+        rc = job.cases_failure;
+    } else if (rc < 0 && job.temp_errno) {
+        snprintf(err, err_size, "cannot write %s: a temporary file failed: %s", path,
+                 strerror(job.temp_errno));
+        rc = IC_EIO;
     }
-    int rc = ic_html_put_page(out, report);
-    if (ferror(out) && rc == 0)
-        rc = IC_ENOMEM;
-    if (fclose(out) != 0 && rc == 0)
-        rc = IC_ENOMEM;
-    if (rc < 0)
-        snprintf(err, err_size, "out of memory while writing %s", path);
-    else
-        rc = ic_text_write_atomic(path, page, size, err, err_size);
-    free(page);
     return rc;
 }

@@ -14,7 +14,13 @@
  * - The data is compact (index tables, cases as columns, passing checks as bit masks): the full
  *   matrix's page is a fifteenth of its JSON report, and cases are drawn only when their cell
  *   is opened.
- * - Written atomically. Returns 0 or a negative IC_E* code with err saying why.
+ * - The cases come from `cases` (ic_cases.h; NULL: none), read in exactly one pass; the
+ *   report's own "cases" member is ignored (it may be empty or absent). Everything else (tool,
+ *   run, environment, environments, findings, the summary and its gaps) comes from `report`.
+ *   The writer's memory does not grow with the number of cases: it keeps the name and text
+ *   tables, not the cases or the page.
+ * - Written atomically: a failure leaves no file (and never half a page). Returns 0 or a
+ *   negative IC_E* code with err saying why; when the case source failed, its code.
  */
 #ifndef IC_REPORT_HTML_H
 #define IC_REPORT_HTML_H
@@ -23,6 +29,9 @@
 
 #include <cjson/cJSON.h>
 
-int ic_html_write(const cJSON *report, const char *path, char *err, size_t err_size);
+#include "ic_cases.h"
+
+int ic_html_write(const cJSON *report, struct ic_cases *cases, const char *path, char *err,
+                  size_t err_size);
 
 #endif

@@ -1,11 +1,14 @@
 #include "ic_report_junit.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ic_cases.h"
 #include "ic_error.h"
 #include "ic_json.h"
 #include "ic_result.h"
@@ -20,18 +23,49 @@
 #define IC_JUNIT_NOTE_CAP    2000
 #define IC_JUNIT_NAME_CAP    300
 
-/* One case, with what groups it into a suite. */
-struct ic_junit_case {
-    const cJSON *json;
-    const char *environment; /* "" outside a merged report */
-    const char *protocol, *producer, *consumer;
-    size_t index; /* position in the report: the order within a suite */
+struct ic_junit_counts {
+    size_t tests, failures, errors, skipped;
+    double seconds;
 };
 
-/* One <testsuite>: a run of cases in the sorted array. */
+/* One <testsuite>: the cases of one environment, protocol and producer/consumer pair. Suites
+ * are numbered in the order their first case comes in the report, which is the order they are
+ * written in. */
 struct ic_junit_suite {
-    size_t first, count;
-    size_t order; /* index of its first case in the report: suites come in report order */
+    char *key; /* "environment\0protocol\0producer\0consumer\0" ("" outside a merged report) */
+    const char *environment, *protocol, *producer, *consumer; /* into key */
+    uint64_t hash;
+    size_t first; /* its first case in the sorted order (ic_junit_sort) */
+    size_t cases;
+    struct ic_junit_counts counts; /* seconds summed in report order, as the suite lists them */
+};
+
+/* What the writer keeps of one case it writes, in report order: which suite, where its
+ * <testcase> text lies in the temporary file, and its seconds. */
+struct ic_junit_record {
+    uint64_t offset;
+    double seconds;
+    uint32_t suite;
+    uint32_t length;
+};
+
+/* Everything the writer holds between its pass over the cases and the document. */
+struct ic_junit_state {
+    const cJSON *report;
+    bool per_case;
+    const char *timestamp, *hostname;
+    double root_seconds; /* the run's duration, or the cases' seconds */
+    struct ic_junit_suite *suites;
+    size_t nsuites, suites_cap;
+    size_t *slots; /* hash table of suite index + 1 (0: free); capacity a power of two */
+    size_t slots_cap;
+    struct ic_junit_record *records;
+    size_t nrecords, records_cap;
+    uint32_t *order; /* records sorted by suite, then report order */
+    FILE *tmp;       /* the <testcase> texts, one after another, in report order */
+    uint64_t tmp_len;
+    int tmp_errno; /* why reading the temporary file back failed */
+    struct ic_junit_counts root;
 };
 
 static int ic_case_outcome(const cJSON *c)
@@ -41,33 +75,6 @@ static int ic_case_outcome(const cJSON *c)
     if (!name || ic_outcome_from_name(name, &outcome) < 0)
         return IC_OUTCOME_ERROR; /* a case the writer cannot read is not a pass */
     return (int)outcome;
-}
-
-static int ic_junit_case_cmp(const void *a, const void *b)
-{
-    const struct ic_junit_case *x = a, *y = b;
-    int d = strcmp(x->environment, y->environment);
-    if (!d)
-        d = strcmp(x->protocol, y->protocol);
-    if (!d)
-        d = strcmp(x->producer, y->producer);
-    if (!d)
-        d = strcmp(x->consumer, y->consumer);
-    if (!d)
-        d = x->index < y->index ? -1 : x->index > y->index;
-    return d;
-}
-
-static bool ic_junit_same_suite(const struct ic_junit_case *x, const struct ic_junit_case *y)
-{
-    return strcmp(x->environment, y->environment) == 0 && strcmp(x->protocol, y->protocol) == 0 &&
-           strcmp(x->producer, y->producer) == 0 && strcmp(x->consumer, y->consumer) == 0;
-}
-
-static int ic_junit_suite_cmp(const void *a, const void *b)
-{
-    const struct ic_junit_suite *x = a, *y = b;
-    return x->order < y->order ? -1 : x->order > y->order;
 }
 
 /* Seconds with microseconds, written without printf's %f so that no locale can turn the
@@ -94,11 +101,6 @@ static void ic_junit_attr(struct ic_text_buf *out, const char *name, const char 
     ic_text_buf_adds(out, "\"");
 }
 
-struct ic_junit_counts {
-    size_t tests, failures, errors, skipped;
-    double seconds;
-};
-
 /* The element a case's testcase holds: the outcome table's junit column. */
 static const char *ic_junit_element(int outcome)
 {
@@ -106,9 +108,9 @@ static const char *ic_junit_element(int outcome)
     return info ? info->junit : "error";
 }
 
-static void ic_junit_count(struct ic_junit_counts *counts, const cJSON *c)
+static void ic_junit_count(struct ic_junit_counts *counts, int outcome, double seconds)
 {
-    const char *element = ic_junit_element(ic_case_outcome(c));
+    const char *element = ic_junit_element(outcome);
     counts->tests++;
     if (strcmp(element, "failure") == 0)
         counts->failures++;
@@ -116,7 +118,7 @@ static void ic_junit_count(struct ic_junit_counts *counts, const cJSON *c)
         counts->errors++;
     else if (strcmp(element, "skipped") == 0)
         counts->skipped++;
-    counts->seconds += ic_case_seconds(c);
+    counts->seconds += seconds;
 }
 
 static void ic_junit_count_attrs(struct ic_text_buf *out, const struct ic_junit_counts *counts,
@@ -169,7 +171,7 @@ static void ic_junit_property(struct ic_text_buf *out, const char *name, const c
 /* What a reader of the suite needs to reproduce it: versions of the tool, of Python and of
  * both libraries, the platform, the seed. */
 static void ic_junit_properties(struct ic_text_buf *out, const cJSON *report,
-                                const struct ic_junit_case *first)
+                                const struct ic_junit_suite *first)
 {
     const cJSON *scope = ic_junit_environment_of(report, first->environment);
     const cJSON *tool = cJSON_GetObjectItemCaseSensitive(scope, "tool");
@@ -294,10 +296,8 @@ static void ic_junit_message(struct ic_text_buf *out, const char *prefix, const 
     ic_text_buf_release(&message);
 }
 
-static void ic_junit_testcase(struct ic_text_buf *out, const struct ic_junit_case *jc,
-                              const char *classname)
+static void ic_junit_testcase(struct ic_text_buf *out, const cJSON *c, const char *classname)
 {
-    const cJSON *c = jc->json;
     int outcome = ic_case_outcome(c);
     const char *outcome_name = ic_outcome_name((enum ic_outcome)outcome);
     const char *diagnostic = ic_json_string(c, "diagnostic");
@@ -374,31 +374,33 @@ static void ic_junit_testcase(struct ic_text_buf *out, const struct ic_junit_cas
     ic_text_buf_adds(out, "    </testcase>\n");
 }
 
-static void ic_junit_suite(struct ic_text_buf *out, const cJSON *report,
-                           const struct ic_junit_case *cases, const struct ic_junit_suite *suite,
-                           size_t suite_index, const char *timestamp, const char *hostname)
+/* "interopcheck.[<environment>.]<protocol>.<producer>.<consumer>": a suite's name and its
+ * testcases' classname. */
+static void ic_junit_classname(char *classname, size_t size, const char *environment,
+                               const char *protocol, const char *producer, const char *consumer)
 {
-    const struct ic_junit_case *first = &cases[suite->first];
-    struct ic_junit_counts counts = {0};
-    char classname[IC_JUNIT_NAME_CAP];
+    snprintf(classname, size, "interopcheck.%s%s%s.%s.%s", environment, environment[0] ? "." : "",
+             protocol, producer, consumer);
+}
 
-    for (size_t i = 0; i < suite->count; i++)
-        ic_junit_count(&counts, cases[suite->first + i].json);
-    snprintf(classname, sizeof(classname), "interopcheck.%s%s%s.%s.%s", first->environment,
-             first->environment[0] ? "." : "", first->protocol, first->producer, first->consumer);
+/* A suite's opening tag and properties; its testcases follow from the temporary file. */
+static void ic_junit_suite_head(struct ic_text_buf *out, const cJSON *report,
+                                const struct ic_junit_suite *suite, size_t suite_index,
+                                const char *timestamp, const char *hostname)
+{
+    char classname[IC_JUNIT_NAME_CAP];
+    ic_junit_classname(classname, sizeof(classname), suite->environment, suite->protocol,
+                       suite->producer, suite->consumer);
 
     ic_text_buf_addf(out, "  <testsuite id=\"%zu\"", suite_index);
     ic_junit_attr(out, "name", classname, IC_JUNIT_NAME_CAP);
-    ic_junit_count_attrs(out, &counts, counts.seconds);
+    ic_junit_count_attrs(out, &suite->counts, suite->counts.seconds);
     if (timestamp)
         ic_junit_attr(out, "timestamp", timestamp, IC_JUNIT_NAME_CAP);
     if (hostname)
         ic_junit_attr(out, "hostname", hostname, IC_JUNIT_NAME_CAP);
     ic_text_buf_adds(out, ">\n");
-    ic_junit_properties(out, report, first);
-    for (size_t i = 0; i < suite->count; i++)
-        ic_junit_testcase(out, &cases[suite->first + i], classname);
-    ic_text_buf_adds(out, "  </testsuite>\n");
+    ic_junit_properties(out, report, suite);
 }
 
 /* One testcase per finding: a finding that crashed or hung is an <error>, any other a
@@ -476,93 +478,333 @@ static void ic_junit_findings(struct ic_text_buf *out, const cJSON *report, cons
     ic_text_buf_adds(out, "  </testsuite>\n");
 }
 
-int ic_junit_write(const cJSON *report, const char *path, bool per_case, bool with_unsupported,
-                   char *err, size_t err_size)
+/* The suite of (environment, protocol, producer, consumer): its index in st->suites, a new
+ * suite when none had that key yet (so suites are numbered in the order of their first case). */
+static int ic_junit_intern(struct ic_junit_state *st, const char *const parts[4], uint32_t *ret)
 {
-    const cJSON *cases_json = cJSON_GetObjectItemCaseSensitive(report, "cases");
+    uint64_t hash = 1469598103934665603ULL;
+    for (int i = 0; i < 4; i++)
+        hash = (hash ^ ic_text_hash(parts[i])) * 1099511628211ULL;
+    size_t mask = st->slots_cap - 1;
+    for (size_t at = hash & mask; st->slots_cap && st->slots[at]; at = (at + 1) & mask) {
+        const struct ic_junit_suite *suite = &st->suites[st->slots[at] - 1];
+        if (suite->hash == hash && strcmp(suite->environment, parts[0]) == 0 &&
+            strcmp(suite->protocol, parts[1]) == 0 && strcmp(suite->producer, parts[2]) == 0 &&
+            strcmp(suite->consumer, parts[3]) == 0) {
+            *ret = (uint32_t)(st->slots[at] - 1);
+            return 0;
+        }
+    }
+
+    if (st->nsuites >= UINT32_MAX - 1)
+        return IC_ERANGE;
+    /* The table stays at most half full. */
+    if ((st->nsuites + 1) * 2 > st->slots_cap) {
+        size_t cap = st->slots_cap ? st->slots_cap * 2 : 64;
+        size_t *slots = calloc(cap, sizeof(*slots));
+        if (!slots)
+            return IC_ENOMEM;
+        for (size_t i = 0; i < st->nsuites; i++) {
+            size_t at = st->suites[i].hash & (cap - 1);
+            while (slots[at])
+                at = (at + 1) & (cap - 1);
+            slots[at] = i + 1;
+        }
+        free(st->slots);
+        st->slots = slots;
+        st->slots_cap = cap;
+    }
+    struct ic_junit_suite *suites =
+        ic_grow(st->suites, &st->suites_cap, st->nsuites, sizeof(*suites), 16);
+    if (!suites)
+        return IC_ENOMEM;
+    st->suites = suites;
+
+    size_t lengths[4], total = 0;
+    for (int i = 0; i < 4; i++)
+        total += lengths[i] = strlen(parts[i]) + 1;
+    char *key = malloc(total);
+    if (!key)
+        return IC_ENOMEM;
+    const char *fields[4];
+    for (size_t i = 0, at = 0; i < 4; at += lengths[i++]) {
+        memcpy(key + at, parts[i], lengths[i]);
+        fields[i] = key + at;
+    }
+    suites[st->nsuites] = (struct ic_junit_suite){.key = key,
+                                                  .environment = fields[0],
+                                                  .protocol = fields[1],
+                                                  .producer = fields[2],
+                                                  .consumer = fields[3],
+                                                  .hash = hash};
+    size_t at = hash & (st->slots_cap - 1);
+    while (st->slots[at])
+        at = (at + 1) & (st->slots_cap - 1);
+    st->slots[at] = st->nsuites + 1;
+    *ret = (uint32_t)st->nsuites++;
+    return 0;
+}
+
+/* One case of the pass: its suite and counts, and with per_case its <testcase> text appended
+ * to the temporary file (`text` is scratch). */
+static int ic_junit_keep(struct ic_junit_state *st, const cJSON *c, struct ic_text_buf *text)
+{
+    const char *parts[4] = {
+        ic_json_string_or(c, "environment", ""), ic_json_string_or(c, "protocol", "unknown"),
+        ic_json_string_or(c, "producer", "unknown"), ic_json_string_or(c, "consumer", "unknown")};
+    uint32_t suite;
+    int rc = ic_junit_intern(st, parts, &suite);
+    if (rc < 0)
+        return rc;
+    if (st->nrecords >= UINT32_MAX)
+        return IC_ERANGE;
+    struct ic_junit_record *records =
+        ic_grow(st->records, &st->records_cap, st->nrecords, sizeof(*records), 1024);
+    if (!records)
+        return IC_ENOMEM;
+    st->records = records;
+
+    double seconds = ic_case_seconds(c);
+    struct ic_junit_record *record = &records[st->nrecords];
+    *record = (struct ic_junit_record){.offset = st->tmp_len, .seconds = seconds, .suite = suite};
+    ic_junit_count(&st->suites[suite].counts, ic_case_outcome(c), seconds);
+    st->suites[suite].cases++;
+    st->nrecords++;
+    if (!st->per_case)
+        return 0;
+
+    char classname[IC_JUNIT_NAME_CAP];
+    ic_junit_classname(classname, sizeof(classname), parts[0], parts[1], parts[2], parts[3]);
+    ic_text_buf_truncate(text, 0);
+    ic_junit_testcase(text, c, classname);
+    if (text->status)
+        return text->status;
+    if (text->len > UINT32_MAX)
+        return IC_ERANGE;
+    if (fwrite(ic_text_buf_str(text), 1, text->len, st->tmp) != text->len)
+        return IC_EIO;
+    record->length = (uint32_t)text->len;
+    st->tmp_len += text->len;
+    return 0;
+}
+
+/* Sorts the records by suite (suites in the order of their first case), then report order,
+ * into st->order: a counting sort, so stable and linear. */
+static int ic_junit_sort(struct ic_junit_state *st)
+{
+    size_t *next = calloc(st->nsuites ? st->nsuites : 1, sizeof(*next));
+    st->order = malloc((st->nrecords ? st->nrecords : 1) * sizeof(*st->order));
+    if (!next || !st->order) {
+        free(next);
+        return IC_ENOMEM;
+    }
+    for (size_t s = 0, at = 0; s < st->nsuites; at += st->suites[s++].cases)
+        next[s] = st->suites[s].first = at;
+    for (size_t i = 0; i < st->nrecords; i++)
+        st->order[next[st->records[i].suite]++] = (uint32_t)i;
+    free(next);
+    return 0;
+}
+
+static int ic_junit_key_cmp(const void *a, const void *b)
+{
+    const struct ic_junit_suite *x = *(const struct ic_junit_suite *const *)a;
+    const struct ic_junit_suite *y = *(const struct ic_junit_suite *const *)b;
+    int d = strcmp(x->environment, y->environment);
+    if (!d)
+        d = strcmp(x->protocol, y->protocol);
+    if (!d)
+        d = strcmp(x->producer, y->producer);
+    if (!d)
+        d = strcmp(x->consumer, y->consumer);
+    return d;
+}
+
+/* The cases' seconds, summed as the tool always summed them: suites in the order of their
+ * keys, each suite's cases in report order (a sum of doubles depends on its order). */
+static int ic_junit_cases_seconds(const struct ic_junit_state *st, double *ret)
+{
+    const struct ic_junit_suite **by_key =
+        malloc((st->nsuites ? st->nsuites : 1) * sizeof(*by_key));
+    if (!by_key)
+        return IC_ENOMEM;
+    for (size_t s = 0; s < st->nsuites; s++)
+        by_key[s] = &st->suites[s];
+    if (st->nsuites)
+        qsort(by_key, st->nsuites, sizeof(*by_key), ic_junit_key_cmp);
+    double seconds = 0;
+    for (size_t s = 0; s < st->nsuites; s++) {
+        for (size_t k = 0; k < by_key[s]->cases; k++)
+            seconds += st->records[st->order[by_key[s]->first + k]].seconds;
+    }
+    free(by_key);
+    *ret = seconds;
+    return 0;
+}
+
+/* Writes what `out` holds to `file` and empties it. */
+static int ic_junit_flush(struct ic_text_buf *out, FILE *file)
+{
+    if (out->status)
+        return out->status;
+    if (out->len && fwrite(ic_text_buf_str(out), 1, out->len, file) != out->len)
+        return IC_EIO;
+    ic_text_buf_truncate(out, 0);
+    return 0;
+}
+
+/* Copies the bytes [offset, offset + length) of the temporary file to `file`. */
+static int ic_junit_copy(struct ic_junit_state *st, FILE *file, uint64_t *at, uint64_t offset,
+                         size_t length)
+{
+    char chunk[32768];
+    if (*at != offset) {
+        if (fseeko(st->tmp, (off_t)offset, SEEK_SET) != 0)
+            goto unreadable;
+        *at = offset;
+    }
+    while (length) {
+        size_t n = length < sizeof(chunk) ? length : sizeof(chunk);
+        if (fread(chunk, 1, n, st->tmp) != n)
+            goto unreadable;
+        if (fwrite(chunk, 1, n, file) != n)
+            return IC_EIO;
+        length -= n;
+        *at += n;
+    }
+    return 0;
+unreadable:
+    st->tmp_errno = errno ? errno : EIO;
+    return IC_EIO;
+}
+
+/* The document, for ic_text_write_atomic_with. */
+static int ic_junit_document(FILE *file, void *context)
+{
+    struct ic_junit_state *st = context;
+    struct ic_text_buf out;
+    uint64_t at = UINT64_MAX; /* where the temporary file is read next: unknown */
+    int rc;
+
+    ic_text_buf_init(&out);
+    ic_text_buf_adds(
+        &out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"interopcheck\"");
+    ic_junit_count_attrs(&out, &st->root, st->root_seconds);
+    if (st->timestamp)
+        ic_junit_attr(&out, "timestamp", st->timestamp, IC_JUNIT_NAME_CAP);
+    ic_text_buf_adds(&out, ">\n");
+    ic_junit_findings(&out, st->report, st->timestamp);
+    rc = ic_junit_flush(&out, file);
+    for (size_t s = 0; rc == 0 && st->per_case && s < st->nsuites; s++) {
+        const struct ic_junit_suite *suite = &st->suites[s];
+        ic_junit_suite_head(&out, st->report, suite, s + 1, st->timestamp, st->hostname);
+        rc = ic_junit_flush(&out, file);
+        for (size_t k = 0; rc == 0 && k < suite->cases; k++) {
+            const struct ic_junit_record *record = &st->records[st->order[suite->first + k]];
+            rc = ic_junit_copy(st, file, &at, record->offset, record->length);
+        }
+        if (rc == 0) {
+            ic_text_buf_adds(&out, "  </testsuite>\n");
+            rc = ic_junit_flush(&out, file);
+        }
+    }
+    if (rc == 0) {
+        ic_text_buf_adds(&out, "</testsuites>\n");
+        rc = ic_junit_flush(&out, file);
+    }
+    ic_text_buf_release(&out);
+    return rc;
+}
+
+int ic_junit_write(const cJSON *report, struct ic_cases *cases, const char *path, bool per_case,
+                   bool with_unsupported, char *err, size_t err_size)
+{
     const cJSON *run = cJSON_GetObjectItemCaseSensitive(report, "run");
     const cJSON *platform = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(report, "environment"), "platform");
-    struct ic_junit_case *cases = NULL;
-    struct ic_junit_suite *suites = NULL;
-    struct ic_text_buf out;
-    size_t ncases = 0, nsuites = 0;
-    int rc = IC_ENOMEM;
+    const cJSON *duration = cJSON_GetObjectItemCaseSensitive(run, "duration_s");
+    struct ic_junit_state st = {.report = report,
+                                .per_case = per_case,
+                                .timestamp = ic_json_string(run, "started"),
+                                .hostname = ic_json_string(platform, "host")};
+    struct ic_text_buf text;
+    int rc = 0;
 
-    ic_text_buf_init(&out);
-    if (!cJSON_IsArray(cases_json)) {
+    ic_text_buf_init(&text);
+    if (!cases) {
         snprintf(err, err_size, "the report has no cases to write as JUnit");
         return IC_EINVAL;
     }
-    size_t total = (size_t)cJSON_GetArraySize(cases_json);
-    cases = calloc(total ? total : 1, sizeof(*cases));
-    suites = calloc(total ? total : 1, sizeof(*suites));
-    if (!cases || !suites)
-        goto nomem;
-
-    const cJSON *c;
-    cJSON_ArrayForEach(c, cases_json)
-    {
-        if (!with_unsupported && strcmp(ic_json_string_or(c, "outcome", ""), "unsupported") == 0)
-            continue;
-        struct ic_junit_case *jc = &cases[ncases];
-        jc->json = c;
-        jc->index = ncases++;
-        jc->environment = ic_json_string_or(c, "environment", "");
-        jc->protocol = ic_json_string_or(c, "protocol", "unknown");
-        jc->producer = ic_json_string_or(c, "producer", "unknown");
-        jc->consumer = ic_json_string_or(c, "consumer", "unknown");
+    /* One pass over the cases, when anything of them is written: the testcases, or the cases'
+     * seconds standing in for a run without a duration. */
+    bool pass = per_case || !cJSON_IsNumber(duration);
+    if (pass && per_case && !(st.tmp = tmpfile())) {
+        snprintf(err, err_size, "cannot create a temporary file to write %s: %s", path,
+                 strerror(errno));
+        return IC_EIO;
     }
-    /* Cases of a suite are contiguous in a report the tool wrote, but not in a merged or
-     * edited one: sort by suite, then put suites in the order their first case came. */
-    if (ncases)
-        qsort(cases, ncases, sizeof(*cases), ic_junit_case_cmp);
-    for (size_t i = 0; i < ncases; i++) {
-        if (i == 0 || !ic_junit_same_suite(&cases[i - 1], &cases[i]))
-            suites[nsuites++] = (struct ic_junit_suite){.first = i, .order = cases[i].index};
-        suites[nsuites - 1].count++;
+    if (pass) {
+        const cJSON *c;
+        ic_cases_for_each(c, cases)
+        {
+            if (!with_unsupported &&
+                strcmp(ic_json_string_or(c, "outcome", ""), "unsupported") == 0)
+                continue;
+            if ((rc = ic_junit_keep(&st, c, &text)) < 0)
+                break;
+        }
+        if (rc == 0 && ic_cases_status(cases) < 0) {
+            rc = ic_cases_status(cases);
+            snprintf(err, err_size, "cannot read the report's cases to write %s: %s", path,
+                     ic_strerror(rc));
+            goto done;
+        }
+        if (rc == 0 && st.tmp && (fflush(st.tmp) != 0 || ferror(st.tmp)))
+            rc = IC_EIO;
+        if (rc == IC_EIO) {
+            snprintf(err, err_size, "cannot write a temporary file to write %s: %s", path,
+                     strerror(errno ? errno : EIO));
+            goto done;
+        }
+        if (rc == 0)
+            rc = ic_junit_sort(&st);
     }
-    if (nsuites)
-        qsort(suites, nsuites, sizeof(*suites), ic_junit_suite_cmp);
 
-    struct ic_junit_counts counts = {0};
-    for (size_t i = 0; i < ncases; i++)
-        ic_junit_count(&counts, cases[i].json);
-    const cJSON *duration = cJSON_GetObjectItemCaseSensitive(run, "duration_s");
-    const char *timestamp = ic_json_string(run, "started");
-    const char *hostname = ic_json_string(platform, "host");
-
-    ic_text_buf_adds(
-        &out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"interopcheck\"");
-    /* The totals are the findings' suite's, plus the cases' when they are written. */
-    struct ic_junit_counts root = {0};
-    ic_junit_count_findings(&root, report);
-    if (per_case) {
-        root.tests += counts.tests;
-        root.failures += counts.failures;
-        root.errors += counts.errors;
-        root.skipped += counts.skipped;
+    /* The totals are the findings' suite's, plus the cases' when they are written; the time
+     * is the run's, else the cases' own. */
+    ic_junit_count_findings(&st.root, report);
+    for (size_t s = 0; per_case && s < st.nsuites; s++) {
+        st.root.tests += st.suites[s].counts.tests;
+        st.root.failures += st.suites[s].counts.failures;
+        st.root.errors += st.suites[s].counts.errors;
+        st.root.skipped += st.suites[s].counts.skipped;
     }
-    ic_junit_count_attrs(&out, &root,
-                         cJSON_IsNumber(duration) ? duration->valuedouble : counts.seconds);
-    if (timestamp)
-        ic_junit_attr(&out, "timestamp", timestamp, IC_JUNIT_NAME_CAP);
-    ic_text_buf_adds(&out, ">\n");
-    ic_junit_findings(&out, report, timestamp);
-    for (size_t s = 0; per_case && s < nsuites; s++)
-        ic_junit_suite(&out, report, cases, &suites[s], s + 1, timestamp, hostname);
-    ic_text_buf_adds(&out, "</testsuites>\n");
-    if (out.status)
-        goto nomem;
-    rc = ic_text_write_atomic(path, out.data, out.len, err, err_size);
-    goto done;
+    if (rc == 0 && cJSON_IsNumber(duration))
+        st.root_seconds = duration->valuedouble;
+    else if (rc == 0)
+        rc = ic_junit_cases_seconds(&st, &st.root_seconds);
+    if (rc == IC_ERANGE) {
+        snprintf(err, err_size, "too many cases or too long a testcase to write %s", path);
+        goto done;
+    }
+    if (rc < 0) {
+        snprintf(err, err_size, "out of memory while writing %s", path);
+        goto done;
+    }
+    rc = ic_text_write_atomic_with(path, ic_junit_document, &st, err, err_size);
+    if (rc < 0 && st.tmp_errno)
+        snprintf(err, err_size, "cannot read back the temporary file while writing %s: %s", path,
+                 strerror(st.tmp_errno));
 
-nomem:
-    snprintf(err, err_size, "out of memory while writing %s", path);
-    rc = IC_ENOMEM;
 done:
-    ic_text_buf_release(&out);
-    free(cases);
-    free(suites);
+    ic_text_buf_release(&text);
+    if (st.tmp)
+        fclose(st.tmp);
+    for (size_t s = 0; s < st.nsuites; s++)
+        free(st.suites[s].key);
+    free(st.suites);
+    free(st.slots);
+    free(st.records);
+    free(st.order);
     return rc;
 }

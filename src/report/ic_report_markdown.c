@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ic_cases.h"
 #include "ic_error.h"
 #include "ic_json.h"
 #include "ic_result.h"
@@ -609,12 +610,45 @@ static bool ic_md_listed_in(int outcome, int group)
     }
 }
 
+/* The rows of one group of listed cases, kept from the pass over the cases until the group's
+ * turn comes: only as many as could be shown (rows stop once they pass `max_bytes`, beyond
+ * which nothing is committed), so what is kept stays under the cap too. */
+struct ic_md_rows {
+    struct ic_text_buf text; /* the rows, one after another */
+    size_t *ends;            /* where each row ends in text */
+    size_t count, cap;
+    int status; /* 0, or IC_ENOMEM */
+};
+
+static void ic_md_rows_add(struct ic_md_rows *rows, const cJSON *c, bool merged, size_t max_bytes)
+{
+    if (rows->status || rows->text.len > max_bytes)
+        return;
+    size_t *ends = ic_grow(rows->ends, &rows->cap, rows->count, sizeof(*ends), 64);
+    if (!ends) {
+        rows->status = IC_ENOMEM;
+        return;
+    }
+    rows->ends = ends;
+    ic_md_case_row(&rows->text, c, merged);
+    if (rows->text.status)
+        rows->status = rows->text.status;
+    ends[rows->count++] = rows->text.len;
+}
+
+static void ic_md_rows_release(struct ic_md_rows *rows)
+{
+    ic_text_buf_release(&rows->text);
+    free(rows->ends);
+}
+
+/* The groups of listed cases, from what the pass over the cases kept (rows[1] errors, rows[2]
+ * unexpected passes). */
 static void ic_md_cases(struct ic_md_writer *w, const cJSON *report,
-                        const size_t counts[IC_OUTCOME_COUNT])
+                        const size_t counts[IC_OUTCOME_COUNT], const struct ic_md_rows rows[3])
 {
     static const char *const titles[] = {"Failures", "Errors (not charged to a library)",
                                          "Unexpected passes"};
-    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(report, "cases");
     bool merged = cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(report, "environments"));
     struct ic_text_buf section;
     /* Failing cases are not listed one by one: the findings stand for them. */
@@ -633,13 +667,12 @@ static void ic_md_cases(struct ic_md_writer *w, const cJSON *report,
                          merged ? "---|" : "");
         if (!ic_md_commit(w, &section))
             continue;
-        const cJSON *c;
-        cJSON_ArrayForEach(c, cases)
-        {
-            if (!ic_md_listed_in(ic_case_outcome(c), group))
-                continue;
+        const struct ic_md_rows *group_rows = &rows[group];
+        for (size_t i = 0; i < group_rows->count; i++) {
+            size_t start = i ? group_rows->ends[i - 1] : 0;
             ic_text_buf_truncate(&section, 0);
-            ic_md_case_row(&section, c, merged);
+            ic_text_buf_add(&section, ic_text_buf_str(&group_rows->text) + start,
+                            group_rows->ends[i] - start);
             if (!ic_md_commit(w, &section))
                 break;
             w->listed_shown++;
@@ -701,25 +734,42 @@ static void ic_md_closing(struct ic_text_buf *out, const struct ic_md_writer *w,
         ic_text_buf_adds(out, "\n");
 }
 
-int ic_markdown_write(const cJSON *report, const char *path, size_t max_bytes,
-                      const char *full_report, char *err, size_t err_size)
+int ic_markdown_write(const cJSON *report, struct ic_cases *cases, const char *path,
+                      size_t max_bytes, const char *full_report, char *err, size_t err_size)
 {
-    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(report, "cases");
+    bool merged = cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(report, "environments"));
     struct ic_md_writer w = {0};
     struct ic_text_buf closing;
+    struct ic_md_rows rows[3] = {0};
     size_t counts[IC_OUTCOME_COUNT] = {0};
     size_t total = 0;
     int rc;
 
-    if (!cJSON_IsArray(cases)) {
+    if (!cases) {
         snprintf(err, err_size, "the report has no cases to summarize in Markdown");
         return IC_EINVAL;
     }
+    /* One pass over the cases: the counts, and the rows of the cases listed one by one. */
+    for (int group = 0; group < 3; group++)
+        ic_text_buf_init(&rows[group].text);
     const cJSON *c;
-    cJSON_ArrayForEach(c, cases)
+    ic_cases_for_each(c, cases)
     {
-        counts[ic_case_outcome(c)]++;
+        int outcome = ic_case_outcome(c);
+        counts[outcome]++;
         total++;
+        for (int group = 1; group < 3; group++) {
+            if (ic_md_listed_in(outcome, group))
+                ic_md_rows_add(&rows[group], c, merged, max_bytes);
+        }
+    }
+    if (ic_cases_status(cases) < 0) {
+        rc = ic_cases_status(cases);
+        snprintf(err, err_size, "cannot read the report's cases to write %s: %s", path,
+                 ic_strerror(rc));
+        for (int group = 0; group < 3; group++)
+            ic_md_rows_release(&rows[group]);
+        return rc;
     }
     ic_text_buf_init(&w.out);
     ic_text_buf_init(&closing);
@@ -743,11 +793,11 @@ int ic_markdown_write(const cJSON *report, const char *path, size_t max_bytes,
     ic_md_findings(&w, report);
     ic_md_environment(&w, report);
     ic_md_matrices(&w, report);
-    ic_md_cases(&w, report, counts);
+    ic_md_cases(&w, report, counts, rows);
     ic_text_buf_truncate(&closing, 0);
     ic_md_closing(&closing, &w, max_bytes, full_report);
     ic_text_buf_add(&w.out, ic_text_buf_str(&closing), closing.len);
-    if (w.out.status || closing.status)
+    if (w.out.status || closing.status || rows[1].status || rows[2].status)
         goto nomem;
     rc = ic_text_write_atomic(path, w.out.data, w.out.len, err, err_size);
     goto done;
@@ -758,5 +808,7 @@ nomem:
 done:
     ic_text_buf_release(&w.out);
     ic_text_buf_release(&closing);
+    for (int group = 0; group < 3; group++)
+        ic_md_rows_release(&rows[group]);
     return rc;
 }

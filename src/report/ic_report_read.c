@@ -140,7 +140,7 @@ int ic_stream_load(const char *path, cJSON **ret, char *err, size_t err_size)
         cJSON_DeleteItemFromObjectCaseSensitive(r.report, "interrupted");
         if (!cJSON_AddBoolToObject(r.report, "interrupted", !r.ended) ||
             ic_report_hold_text(r.report) < 0 || ic_report_recount(r.report) < 0 ||
-            ic_stream_finish_time(r.report, file) < 0 || ic_findings_attach(r.report) < 0) {
+            ic_stream_finish_time(r.report, file) < 0 || ic_findings_attach_report(r.report) < 0) {
             snprintf(err, err_size, "out of memory while reading %s", path);
             rc = IC_ENOMEM;
         }

@@ -18,6 +18,20 @@
 /* Room for the unmatched-entry lines of ic_expect_apply: one "FILE:LINE: PATTERN" each. */
 #define IC_UNMATCHED_MAX (64 * 1024)
 
+/* Warns on stderr about each "FILE:LINE: PATTERN" line of `unmatched`. */
+static void ic_views_warn_unmatched(char *unmatched)
+{
+    char *save = NULL;
+    for (char *line = strtok_r(unmatched, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char shown[1200]; /* a file name and a pattern, escaped */
+        ic_text_for_terminal(shown, sizeof(shown), line);
+        fprintf(stderr,
+                "interopcheck: warning: %s matches no case of this report (a stale "
+                "expectation?)\n",
+                shown);
+    }
+}
+
 int ic_views_expect(const struct ic_expectations *expectations, cJSON *report, char *err,
                     size_t err_size)
 {
@@ -32,15 +46,7 @@ int ic_views_expect(const struct ic_expectations *expectations, cJSON *report, c
         free(unmatched);
         return changed;
     }
-    char *save = NULL;
-    for (char *line = strtok_r(unmatched, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        char shown[1200]; /* a file name and a pattern, escaped */
-        ic_text_for_terminal(shown, sizeof(shown), line);
-        fprintf(stderr,
-                "interopcheck: warning: %s matches no case of this report (a stale "
-                "expectation?)\n",
-                shown);
-    }
+    ic_views_warn_unmatched(unmatched);
     free(unmatched);
     int rc = ic_report_recount(report);
     if (rc < 0) {
@@ -50,8 +56,27 @@ int ic_views_expect(const struct ic_expectations *expectations, cJSON *report, c
     return changed;
 }
 
-int ic_views_write(const cJSON *report, const char *json_path, const struct ic_views_request *opts,
-                   char *err, size_t err_size)
+int ic_views_expect_cases(const struct ic_expectations *expectations, cJSON *report,
+                          struct ic_cases *cases, const bool *matched, char *err, size_t err_size)
+{
+    int rc = ic_report_recount_from(report, cases);
+    if (rc < 0) {
+        snprintf(err, err_size, "cannot recount the summary: %s", ic_strerror(rc));
+        return rc;
+    }
+    char *unmatched = calloc(1, IC_UNMATCHED_MAX);
+    if (!unmatched) {
+        snprintf(err, err_size, "out of memory while applying expectations");
+        return IC_ENOMEM;
+    }
+    ic_expect_list_unmatched(expectations, matched, unmatched, IC_UNMATCHED_MAX);
+    ic_views_warn_unmatched(unmatched);
+    free(unmatched);
+    return 0;
+}
+
+int ic_views_write(const cJSON *report, struct ic_cases *cases, const char *json_path,
+                   const struct ic_views_request *opts, char *err, size_t err_size)
 {
     char html_path[PATH_MAX];
     int rc;
@@ -60,13 +85,13 @@ int ic_views_write(const cJSON *report, const char *json_path, const struct ic_v
         snprintf(html_path, sizeof(html_path), "%s", opts->html);
     else
         ic_output_sibling(json_path, ".html", html_path, sizeof(html_path)); /* RUN.html */
-    rc = ic_html_write(report, html_path, err, err_size);
+    rc = ic_html_write(report, cases, html_path, err, err_size);
     if (rc < 0)
         goto done;
     printf("html: %s\n", html_path);
     if (opts->junit) {
-        rc = ic_junit_write(report, opts->junit, opts->junit_cases, opts->junit_unsupported, err,
-                            err_size);
+        rc = ic_junit_write(report, cases, opts->junit, opts->junit_cases, opts->junit_unsupported,
+                            err, err_size);
         if (rc < 0)
             goto done;
         printf("junit: %s\n", opts->junit);
@@ -74,7 +99,7 @@ int ic_views_write(const cJSON *report, const char *json_path, const struct ic_v
     if (opts->markdown) {
         /* The summary may be cut to fit a CI comment; it points to the JSON for the rest. */
         size_t cap = opts->markdown_max ? opts->markdown_max : IC_MARKDOWN_DEFAULT_MAX;
-        rc = ic_markdown_write(report, opts->markdown, cap, json_path, err, err_size);
+        rc = ic_markdown_write(report, cases, opts->markdown, cap, json_path, err, err_size);
         if (rc < 0)
             goto done;
         printf("markdown: %s\n", opts->markdown);

@@ -6,6 +6,10 @@
  * Contract
  * - ic_views_expect applies loaded expectations to the report in place, warns on stderr about
  *   entries that match no case (a stale expectation), and recounts the summary.
+ *   ic_views_expect_cases does the same for a report whose cases come from a source that
+ *   applies the expectations itself (a run: ic_plan_cases), from what the source matched.
+ * - The views read the cases from a case source (ic_cases.h), never from the report's own
+ *   "cases" member, so a run's views are written without its cases all in memory.
  * - What these print from a report (ids, diagnostics, patterns) goes through
  *   ic_text_for_terminal: control characters and ANSI sequences show escaped, never act. On failure
  *   the report may hold changed outcomes with an old summary: the caller writes nothing.
@@ -23,11 +27,17 @@
 
 #include <cjson/cJSON.h>
 
+#include "ic_cases.h"
 #include "ic_expect.h"
 
 /* Returns the number of cases changed, or a negative IC_E* code with err saying why. */
 int ic_views_expect(const struct ic_expectations *expectations, cJSON *report, char *err,
                     size_t err_size);
+
+/* Recounts the summary from `cases`, then warns about the entries `matched` says matched no
+ * case. 0, or a negative IC_E* code with err saying why. */
+int ic_views_expect_cases(const struct ic_expectations *expectations, cJSON *report,
+                          struct ic_cases *cases, const bool *matched, char *err, size_t err_size);
 
 /* The views a command asks for (NULL paths: not asked; the dashboard is always written). */
 struct ic_views_request {
@@ -39,9 +49,8 @@ struct ic_views_request {
     size_t markdown_max;  /* 0: the default cap */
 };
 
-int ic_views_write(const cJSON *report, const char *json_path,
-                   const struct ic_views_request *views,
-                   char *err, size_t err_size);
+int ic_views_write(const cJSON *report, struct ic_cases *cases, const char *json_path,
+                   const struct ic_views_request *views, char *err, size_t err_size);
 
 /* The terminal view of the report's findings, most severe first: every harmful finding (and so
  * every crash and timeout), then up to `max_other` of the others with a count of the rest.

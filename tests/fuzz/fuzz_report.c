@@ -68,7 +68,7 @@ static void fuzz_loaded(cJSON *report)
 
     cJSON *copy = cJSON_Duplicate(report, true);
     if (copy) {
-        ic_findings_attach(copy);
+        ic_findings_attach_report(copy);
         cJSON_Delete(copy);
     }
     ic_report_recount(report);

@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "fuzz_common.h"
+#include "ic_cases.h"
 #include "ic_error.h"
 #include "ic_report.h"
 #include "ic_report_html.h"
@@ -42,9 +43,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (ic_report_load(path, &report, err, sizeof(err)) < 0)
         return 0;
     /* Writing can only fail for the file system, never for what the report holds. */
-    FUZZ_CHECK(ic_junit_write(report, junit, true, true, err, sizeof(err)) == 0);
-    FUZZ_CHECK(ic_markdown_write(report, markdown, 65536, "run.json", err, sizeof(err)) == 0);
-    FUZZ_CHECK(ic_html_write(report, html, err, sizeof(err)) == 0);
+    struct ic_cases_array cases;
+    ic_cases_of_array(&cases, cJSON_GetObjectItemCaseSensitive(report, "cases"));
+    FUZZ_CHECK(ic_junit_write(report, &cases.base, junit, true, true, err, sizeof(err)) == 0);
+    FUZZ_CHECK(
+        ic_markdown_write(report, &cases.base, markdown, 65536, "run.json", err, sizeof(err)) == 0);
+    FUZZ_CHECK(ic_html_write(report, &cases.base, html, err, sizeof(err)) == 0);
     cJSON_Delete(report);
     return 0;
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ic_cases.h"
 #include "ic_error.h"
 #include "ic_report.h"
 #include "ic_report_junit.h"
@@ -51,12 +52,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "write_reports: %s\n", err);
         return 1;
     }
-    if (junit && ic_junit_write(report, junit, true, true, err, sizeof(err)) < 0) {
+    struct ic_cases_array cases;
+    ic_cases_of_array(&cases, cJSON_GetObjectItemCaseSensitive(report, "cases"));
+    if (junit && ic_junit_write(report, &cases.base, junit, true, true, err, sizeof(err)) < 0) {
         fprintf(stderr, "write_reports: junit: %s\n", err);
         status = 1;
     }
-    if (markdown &&
-        ic_markdown_write(report, markdown, max_bytes, full_report, err, sizeof(err)) < 0) {
+    if (markdown && ic_markdown_write(report, &cases.base, markdown, max_bytes, full_report, err,
+                                      sizeof(err)) < 0) {
         fprintf(stderr, "write_reports: markdown: %s\n", err);
         status = 1;
     }

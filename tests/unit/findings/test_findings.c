@@ -140,7 +140,7 @@ static void test_grouping(void)
     cJSON_AddItemToArray(
         cases, case_json("dlpack.torch.numpy.cpu.int32.flat", "pass", NULL, NULL, NULL, NULL));
 
-    TAP_OK(ic_findings_attach(report) == 0, "findings are attached");
+    TAP_OK(ic_findings_attach_report(report) == 0, "findings are attached");
     const cJSON *findings = cJSON_GetObjectItemCaseSensitive(report, "findings");
     TAP_OK(cJSON_GetArraySize(findings) == 3, "three causes, three findings (%d)",
            cJSON_GetArraySize(findings));
@@ -198,7 +198,7 @@ static void test_grouping(void)
     cJSON_AddStringToObject((cJSON *)first, "reproducer", "print('hi')");
     char kept[160];
     snprintf(kept, sizeof(kept), "%s", first_id);
-    TAP_OK(ic_findings_attach(report) == 0, "findings are attached again");
+    TAP_OK(ic_findings_attach_report(report) == 0, "findings are attached again");
     const cJSON *again = ic_findings_find(report, kept);
     TAP_OK(again && strcmp(ic_json_string_or(again, "reproducer", ""), "print('hi')") == 0,
            "ids are stable, and a reproducer stays with its finding");
