@@ -346,66 +346,40 @@ static void ic_on_script(void *context, size_t index, const char *script, const 
     }
 }
 
-/* The request of each finding, made in one pass over the cases: a finding's example is one of
- * them. The findings are few (tens), the cases many. */
-static int ic_repro_requests(cJSON *findings, struct ic_cases *cases, cJSON **requests,
-                             cJSON **of_finding, size_t count, size_t *made)
-{
-    const cJSON *c;
-    *made = 0;
-    ic_cases_for_each(c, cases)
-    {
-        const char *id = ic_json_string(c, "id");
-        cJSON *finding;
-        size_t n = 0;
-        cJSON_ArrayForEach(finding, findings)
-        {
-            const char *example = ic_json_string(finding, "example");
-            if (n < count && !requests[n] && id && example && strcmp(id, example) == 0) {
-                requests[n] = ic_repro_request(c, finding);
-                if (!requests[n])
-                    return IC_ENOMEM;
-                (*made)++;
-            }
-            of_finding[n++] = finding;
-        }
-    }
-    return ic_cases_status(cases);
-}
-
 /* Gives every finding of the report its reproducer, written by a worker from the finding's
- * example case. A finding whose script could not be written says why instead. */
-static int ic_run_reproducers(struct ic_session *session, cJSON *report, struct ic_cases *cases)
+ * example case (`examples`, in the findings' order: ic_findings_attach). A finding whose
+ * script could not be written says why instead. */
+static int ic_run_reproducers(struct ic_session *session, cJSON *report, const cJSON *examples)
 {
     cJSON *findings = cJSON_GetObjectItemCaseSensitive(report, "findings");
     size_t count = (size_t)cJSON_GetArraySize(findings);
     struct ic_repro_context ctx = {0};
     cJSON **requests = calloc(count ? count : 1, sizeof(*requests));
-    cJSON **of_finding = calloc(count ? count : 1, sizeof(*of_finding));
     ctx.findings = calloc(count ? count : 1, sizeof(*ctx.findings));
-    int rc = requests && of_finding && ctx.findings ? 0 : IC_ENOMEM;
-    size_t made = 0, n = 0;
-    if (rc == 0 && count > 0)
-        rc = ic_repro_requests(findings, cases, requests, of_finding, count, &made);
-    /* Compacted in the findings' order; a finding whose example is not among the cases (it
-     * always is) gets no reproducer. */
-    for (size_t i = 0; rc == 0 && i < count; i++) {
-        if (!requests[i])
-            continue;
-        requests[n] = requests[i];
-        if (n != i)
-            requests[i] = NULL;
-        ctx.findings[n++] = of_finding[i];
+    int rc = requests && ctx.findings ? 0 : IC_ENOMEM;
+    size_t n = 0;
+    cJSON *finding;
+    const cJSON *example = cJSON_IsArray(examples) ? examples->child : NULL;
+    cJSON_ArrayForEach(finding, findings)
+    {
+        if (rc < 0 || !example)
+            break;
+        requests[n] = ic_repro_request(example, finding);
+        if (!requests[n]) {
+            rc = IC_ENOMEM;
+            break;
+        }
+        ctx.findings[n++] = finding;
+        example = example->next;
     }
     if (rc == 0 && n > 0) {
         ic_session_status(session, true, "writing %zu reproducers", n);
         rc = ic_pool_reproduce(session->pool, requests, n, ic_on_script, &ctx);
         ic_session_status_clear(session);
     }
-    for (size_t i = 0; requests && i < count; i++)
+    for (size_t i = 0; i < n; i++)
         cJSON_Delete(requests[i]);
     free(requests);
-    free(of_finding);
     free(ctx.findings);
     if (ctx.failed)
         fprintf(stderr,
@@ -1020,10 +994,12 @@ static int ic_run_command_report(struct ic_run_command *cmd)
     }
     if (rc == 0)
         rc = ic_run_policy_apply(&cmd->policy, cmd->report, &cmd->cases, cmd->run.counts);
+    cJSON *examples = NULL;
     if (rc == 0)
-        rc = ic_findings_attach(cmd->report, &cmd->cases.base);
+        rc = ic_findings_attach(cmd->report, &cmd->cases.base, &examples);
     if (rc == 0 && !cmd->interrupted)
-        ic_run_reproducers(&cmd->session, cmd->report, &cmd->cases.base);
+        ic_run_reproducers(&cmd->session, cmd->report, examples);
+    cJSON_Delete(examples);
     if (rc < 0)
         snprintf(cmd->err, sizeof(cmd->err), "out of memory while building the report");
     else

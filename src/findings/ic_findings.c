@@ -281,11 +281,13 @@ struct ic_group {
     char *example_id;
     char *example_note;
     char *documented;
+    cJSON *example_case; /* a copy of the whole case, when the caller asks for it */
 };
 
 struct ic_groups {
     struct ic_group *items;
     size_t count, cap;
+    bool keep_examples; /* each group keeps a copy of its example case (example_case) */
 };
 
 static struct ic_group *ic_group_find(struct ic_groups *groups, const struct ic_group *key)
@@ -309,6 +311,7 @@ static struct ic_group *ic_group_find(struct ic_groups *groups, const struct ic_
     memset(g->outcomes, 0, sizeof(g->outcomes));
     g->example_score = -1;
     g->example_id = g->example_note = g->documented = NULL;
+    g->example_case = NULL;
     return g;
 }
 
@@ -349,7 +352,7 @@ static int ic_example_score(const cJSON *c)
 }
 
 static int ic_group_add(struct ic_group *g, size_t index, const cJSON *c, const char *note,
-                        enum ic_outcome observed, const char *documented)
+                        enum ic_outcome observed, const char *documented, bool keep_example)
 {
     if (g->count && g->cases[g->count - 1] == index)
         return 0; /* one failure per case and finding */
@@ -363,13 +366,17 @@ static int ic_group_add(struct ic_group *g, size_t index, const cJSON *c, const 
     if (score > g->example_score) {
         char *id = strdup(ic_json_string_or(c, "id", ""));
         char *copy = strdup(note ? note : "");
-        if (!id || !copy) {
+        cJSON *whole = keep_example ? cJSON_Duplicate(c, true) : NULL;
+        if (!id || !copy || (keep_example && !whole)) {
             free(id);
             free(copy);
+            cJSON_Delete(whole);
             return IC_ENOMEM;
         }
         free(g->example_id);
         free(g->example_note);
+        cJSON_Delete(g->example_case);
+        g->example_case = whole;
         g->example_score = score;
         g->example = index;
         g->example_id = id;
@@ -472,7 +479,8 @@ static int ic_collect_case(struct ic_groups *groups, size_t index, const cJSON *
     struct ic_group *g = ic_group_find(groups, &key);
     if (!g)
         return IC_ENOMEM;
-    return ic_group_add(g, index, c, primary.note, observed, ic_json_string(c, "documented"));
+    return ic_group_add(g, index, c, primary.note, observed, ic_json_string(c, "documented"),
+                        groups->keep_examples);
 }
 
 int ic_findings_case_finding(const cJSON *c, char *id, size_t size)
@@ -724,6 +732,7 @@ static void ic_groups_release(struct ic_groups *groups)
         free(groups->items[i].example_id);
         free(groups->items[i].example_note);
         free(groups->items[i].documented);
+        cJSON_Delete(groups->items[i].example_case);
     }
     free(groups->items);
     memset(groups, 0, sizeof(*groups));
@@ -767,14 +776,16 @@ int ic_findings_label(cJSON *cases)
     return 0;
 }
 
-int ic_findings_attach(cJSON *report, struct ic_cases *cases)
+int ic_findings_attach(cJSON *report, struct ic_cases *cases, cJSON **ret_examples)
 {
     struct ic_universe u;
-    struct ic_groups groups = {0};
-    cJSON *findings = NULL;
+    struct ic_groups groups = {.keep_examples = ret_examples != NULL};
+    cJSON *findings = NULL, *examples = NULL;
     cJSON *previous = NULL;
     int rc = IC_ENOMEM;
 
+    if (ret_examples)
+        *ret_examples = NULL;
     memset(&u, 0, sizeof(u));
     size_t ncases = cases->count;
     if (ncases > UINT32_MAX)
@@ -810,13 +821,28 @@ int ic_findings_attach(cJSON *report, struct ic_cases *cases)
         }
     }
     cJSON_Delete(holder);
+    /* The examples, in the findings' order: each group's copy moves into the array. */
+    examples = ret_examples && rc == 0 ? cJSON_CreateArray() : NULL;
+    if (ret_examples && !examples)
+        rc = IC_ENOMEM;
+    for (size_t i = 0; examples && i < groups.count && rc == 0; i++) {
+        if (!cJSON_AddItemToArray(examples, groups.items[i].example_case))
+            rc = IC_ENOMEM;
+        else
+            groups.items[i].example_case = NULL;
+    }
     if (rc == 0 && !cJSON_AddItemToObject(report, "findings", findings))
         rc = IC_ENOMEM;
-    if (rc == 0)
+    if (rc == 0) {
         findings = NULL;
+        if (ret_examples)
+            *ret_examples = examples;
+        examples = NULL;
+    }
 
 done:
     cJSON_Delete(findings);
+    cJSON_Delete(examples);
     ic_groups_release(&groups);
     ic_universe_release(&u);
     return rc;
@@ -832,5 +858,5 @@ int ic_findings_attach_report(cJSON *report)
         return rc;
     struct ic_cases_array source;
     ic_cases_of_array(&source, cases);
-    return ic_findings_attach(report, &source.base);
+    return ic_findings_attach(report, &source.base, NULL);
 }

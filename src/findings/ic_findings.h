@@ -35,7 +35,10 @@
 /* Room for a finding id: "<culprit>.<rule id>.<6 hex digits>". */
 #define IC_FINDING_ID_MAX (2 * IC_NAME_MAX + 96)
 
-int ic_findings_attach(cJSON *report, struct ic_cases *cases);
+/* `examples` (may be NULL): set to an array, the caller's, of each finding's example case
+ * (whole, as the source gave it), in the findings' order: what a reproducer is written from,
+ * without another pass over the cases. */
+int ic_findings_attach(cJSON *report, struct ic_cases *cases, cJSON **examples);
 
 /* Writes the id of the finding case `c` belongs to into id (always terminated) and returns 1;
  * returns 0 with an empty id when the case is not a failure. */

@@ -193,6 +193,22 @@ fail:
     return IC_EPROBE;
 }
 
+int ic_probe_open(struct ic_probe *probe, const char *name, const char *path, struct ic_py_exc *exc)
+{
+    char module_name[IC_NAME_MAX + 32];
+    snprintf(module_name, sizeof(module_name), "interopcheck_probe_%s", name);
+    PyObject *module = ic_import_file(module_name, path);
+    if (!module) {
+        ic_py_fetch(exc);
+        return IC_EPROBE;
+    }
+    memset(probe, 0, sizeof(*probe));
+    snprintf(probe->name, sizeof(probe->name), "%s", name);
+    snprintf(probe->path, sizeof(probe->path), "%s", path);
+    probe->module = module;
+    return 0;
+}
+
 void ic_probe_release(struct ic_probe *probe)
 {
     Py_CLEAR(probe->module);

@@ -29,7 +29,7 @@ struct ic_probe {
     char name[IC_NAME_MAX];
     char path[1024];
     PyObject *module; /* NULL until loaded */
-    PyObject *info;   /* the dict load() returned */
+    PyObject *info;   /* the dict load() returned; NULL for a probe only opened (ic_probe_open) */
     /* load() failed because the library itself is not installed: its import raised
      * ModuleNotFoundError for the probe's MODULE (default: the probe's name), not for one of
      * the library's own dependencies. */
@@ -75,6 +75,12 @@ int ic_probe_kit_load(const char *path, struct ic_py_exc *exc);
 char *ic_probe_reproducer(const char *kit_path, const char *failure_json, const struct ic_case *c,
                           struct ic_probe *producer, struct ic_probe *consumer,
                           struct ic_py_exc *exc);
+
+/* Imports the probe file without calling its load(), so without importing its library: for
+ * what a probe says in text alone (its REPRO description, read by ic_probe_reproducer).
+ * probe->module is set, probe->info stays NULL. IC_EPROBE with the reason in `exc`. */
+int ic_probe_open(struct ic_probe *probe, const char *name, const char *path,
+                  struct ic_py_exc *exc);
 
 /* Imports the probe file and calls its load(). On success probe->module and probe->info are
  * set and *ret_info_json (malloc'd, the caller frees) holds info as JSON. */

@@ -44,7 +44,7 @@ enum ic_ipc_side {
 #define IC_MESSAGE_LIST(X)                                                                         \
     X(LOAD, "load", IC_IPC_SUPERVISOR, "seq:i probe:s path:s")                                     \
     X(RUN, "run", IC_IPC_SUPERVISOR, "seq:i case:s seed:s load:a fork:b?")                         \
-    X(REPRO, "repro", IC_IPC_SUPERVISOR, "seq:i case:s failure:o load:a")                          \
+    X(REPRO, "repro", IC_IPC_SUPERVISOR, "seq:i case:s failure:o probes:a")                        \
     X(QUIT, "quit", IC_IPC_SUPERVISOR, "seq:i")                                                    \
     X(LOADED, "loaded", IC_IPC_WORKER, "seq:i probe:s ok:b ms:n info:o? error:o?")                 \
     X(BEGIN, "begin", IC_IPC_WORKER, "seq:i case:s pid:i?")                                        \

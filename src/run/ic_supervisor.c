@@ -797,6 +797,27 @@ static void ic_proc_note_loaded(struct ic_pool *pool, struct ic_proc *p, const c
         ic_libset_add(&p->loaded, index); /* out of memory: imported again later, harmlessly */
 }
 
+/* The "probes" of a reproducer's request: the case's producer and consumer (not the
+ * reference consumer, which has no probe), each with its file. */
+static int ic_add_probe_list(struct ic_pool *pool, cJSON *msg, const struct ic_case *c)
+{
+    cJSON *probes = cJSON_AddArrayToObject(msg, "probes");
+    if (!probes)
+        return IC_ENOMEM;
+    const char *names[] = {c->producer, c->consumer};
+    for (size_t i = 0; i < 2; i++) {
+        int lib = ic_catalog_find(pool->catalog, names[i]);
+        if (lib < 0)
+            continue; /* the reference consumer; an unknown name, which the worker reports */
+        cJSON *item = cJSON_CreateObject();
+        if (!item || !cJSON_AddItemToArray(probes, item) ||
+            !cJSON_AddStringToObject(item, "probe", pool->catalog->libs[lib].name) ||
+            !cJSON_AddStringToObject(item, "path", pool->catalog->libs[lib].path))
+            return IC_ENOMEM;
+    }
+    return 0;
+}
+
 /* One reproducer: sends the request to `p` and waits for its answer. */
 static void ic_reproduce_one(struct ic_pool *pool, struct ic_proc *p, const cJSON *request,
                              size_t index, ic_script_fn on_script, void *context)
@@ -809,17 +830,16 @@ static void ic_reproduce_one(struct ic_pool *pool, struct ic_proc *p, const cJSO
         on_script(context, index, NULL, "the example case id is not valid");
         return;
     }
-    struct ic_needs needed = ic_needed(pool, c.producer, c.consumer);
-    if (p->pid && ic_proc_conflicts(pool, p, &needed))
-        ic_proc_stop(pool, p);
     if (p->pid == 0 && ic_proc_spawn(pool, p) < 0) {
         on_script(context, index, NULL, "no worker process could be started");
         return;
     }
+    /* The worker opens the two probes without their load(): a reproducer is their REPRO text,
+     * and needs neither library imported, so any worker writes any reproducer. */
     cJSON *msg = ic_proc_request(pool, p, IC_MSG_REPRO, id);
     if (!msg || !cJSON_AddStringToObject(msg, "case", id) ||
         !cJSON_AddItemToObject(msg, "failure", cJSON_Duplicate(failure, true)) ||
-        ic_add_load_list(pool, p, msg, &needed) < 0 || ic_ipc_send(p->fd, msg) < 0) {
+        ic_add_probe_list(pool, msg, &c) < 0 || ic_ipc_send(p->fd, msg) < 0) {
         cJSON_Delete(msg);
         ic_proc_kill(p);
         on_script(context, index, NULL, "the request could not be sent to a worker");

@@ -31,6 +31,11 @@ struct ic_worker {
     struct ic_probe *probes;           /* count loaded, room for capacity (owned) */
     int count;
     size_t capacity;
+    /* Probes opened without their load() (ic_probe_open), for reproducers only: writing one
+     * reads the probes' REPRO text and needs no library imported. */
+    struct ic_probe *opened;
+    int nopened;
+    size_t opened_capacity;
     /* The child that runs isolated cases (ic_worker_run_forked): its pid (0: none), the
      * worker's end of their private channel, and how many probes were loaded when it forked. */
     pid_t child_pid;
@@ -430,31 +435,71 @@ static int ic_worker_load_list(struct ic_worker *w, const cJSON *load)
     return 0;
 }
 
-/* {"op":"repro","case":ID,"failure":{...},"load":[...]}: writes the reproducer of the case's
- * failure and answers {"ev":"repro","case":ID,"script":S} or {...,"error":E}. */
+/* The probe called `name` for a reproducer: the loaded one, else one opened without its
+ * load() from the request's "probes" list (kept for the next reproducers). NULL with the
+ * reason in `error` when it cannot be opened. */
+static struct ic_probe *ic_worker_repro_probe(struct ic_worker *w, const char *name,
+                                              const cJSON *probes, char *error, size_t size)
+{
+    struct ic_probe *probe = ic_worker_find(w, name);
+    for (int i = 0; !probe && i < w->nopened; i++) {
+        if (strcmp(w->opened[i].name, name) == 0)
+            probe = &w->opened[i];
+    }
+    if (probe)
+        return probe;
+    const char *path = NULL;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, probes)
+    {
+        if (strcmp(ic_json_string_or(item, "probe", ""), name) == 0)
+            path = ic_json_string(item, "path");
+    }
+    struct ic_probe *more =
+        ic_grow(w->opened, &w->opened_capacity, (size_t)w->nopened, sizeof(*more), 8);
+    struct ic_py_exc exc;
+    if (!path || !more) {
+        snprintf(error, size, "the %s probe %s", name,
+                 path ? "could not be opened: out of memory" : "was not named in the request");
+        return NULL;
+    }
+    w->opened = more;
+    ic_py_enter();
+    int rc = ic_probe_open(&w->opened[w->nopened], name, path, &exc);
+    ic_py_leave();
+    if (rc < 0) {
+        char why[1000];
+        ic_py_exc_format(&exc, why, sizeof(why));
+        snprintf(error, size, "the %s probe could not be opened: %s", name, why);
+        return NULL;
+    }
+    return &w->opened[w->nopened++];
+}
+
+/* {"op":"repro","case":ID,"failure":{...},"probes":[...]}: writes the reproducer of the case's
+ * failure and answers {"ev":"repro","case":ID,"script":S} or {...,"error":E}. The probes are
+ * opened, not loaded: no library is imported for a reproducer, so writing the findings'
+ * reproducers after a run costs milliseconds, not every library's import again. */
 static int ic_worker_repro(struct ic_worker *w, const cJSON *msg, const char *kit_path)
 {
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "case");
     const cJSON *failure = cJSON_GetObjectItemCaseSensitive(msg, "failure");
+    const cJSON *probes = cJSON_GetObjectItemCaseSensitive(msg, "probes");
     struct ic_case c;
     struct ic_py_exc exc;
     char *failure_json = NULL, *script = NULL, error[1400] = "";
 
     if (ic_case_parse_id(id->valuestring, &c) < 0)
         return IC_EPROTO;
-    int rc = ic_worker_load_list(w, cJSON_GetObjectItemCaseSensitive(msg, "load"));
-    if (rc < 0)
-        return rc;
-    struct ic_probe *producer = ic_worker_find(w, c.producer);
-    struct ic_probe *consumer = ic_worker_find(w, c.consumer);
     bool reference = strcmp(c.consumer, IC_REFERENCE_CONSUMER) == 0;
+    struct ic_probe *producer = ic_worker_repro_probe(w, c.producer, probes, error, sizeof(error));
+    struct ic_probe *consumer =
+        producer && !reference ? ic_worker_repro_probe(w, c.consumer, probes, error, sizeof(error))
+                               : NULL;
     failure_json = cJSON_PrintUnformatted(failure);
     if (!failure_json)
         return IC_ENOMEM;
-    if (!producer || (!consumer && !reference)) {
-        snprintf(error, sizeof(error), "the %s probe could not be loaded",
-                 producer ? c.consumer : c.producer);
-    } else {
+    if (producer && (consumer || reference)) {
         ic_py_enter();
         script = ic_probe_reproducer(kit_path, failure_json, &c, producer,
                                      reference ? NULL : consumer, &exc);
@@ -547,6 +592,7 @@ done:
     /* No ic_py_finalize: interpreter shutdown runs the libraries' teardown, which is not
      * under test and would only add noise after the last result was sent. */
     free(w->probes);
+    free(w->opened);
     free(w);
     return status;
 }

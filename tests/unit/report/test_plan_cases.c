@@ -59,8 +59,8 @@ static void expect_case(struct fixture *f, const struct ic_case *c, const struct
 }
 
 /* Runs the plan as ic_cmd_run records it: refusals and most cases into the stream, every third
- * run case a failure, one case left unfinished (an interrupted run) and the last one packed in
- * the plan (a stream that could not be written). */
+ * run case a failure of one of two kinds, one case left unfinished (an interrupted run) and the
+ * last one packed in the plan (a stream that could not be written). */
 static int fixture_run(struct fixture *f)
 {
     struct ic_filter filter;
@@ -95,7 +95,12 @@ static int fixture_run(struct fixture *f)
         } else {
             memset(res, 0, sizeof(*res));
             ic_result_check(res, IC_CHECK_EXPORT, IC_CHECK_PASS, NULL);
-            if (ran % 3 == 0) {
+            if (ran % 6 == 3) {
+                ic_result_fail(res, IC_CHECK_DTYPE, IC_RULE_EXCHANGE_DTYPE, IC_SIDE_PRODUCER,
+                               "the export says int%zu", 8 * (i % 4 + 1));
+                if (!f->fails++)
+                    ic_case_format_id(&item->c, f->first_fail, sizeof(f->first_fail));
+            } else if (ran % 3 == 0) {
                 ic_result_fail(res, IC_CHECK_CONTENTS, IC_RULE_EXCHANGE_CONTENTS, IC_SIDE_CONSUMER,
                                "element %zu reads 0x%zx, not the producer's value", i, i * 16);
                 if (!f->fails++)
@@ -197,7 +202,9 @@ static void test_passes(struct fixture *f)
     free(b);
 
     /* Findings from the source are those of the report that holds the cases. */
-    TAP_OK(ic_findings_attach(skeleton, &source.base) == 0 && ic_findings_attach_report(whole) == 0,
+    cJSON *examples = NULL;
+    TAP_OK(ic_findings_attach(skeleton, &source.base, &examples) == 0 &&
+               ic_findings_attach_report(whole) == 0,
            "findings are made from the source and from the whole report");
     char *fs = print(cJSON_GetObjectItemCaseSensitive(skeleton, "findings"));
     char *fw = print(cJSON_GetObjectItemCaseSensitive(whole, "findings"));
@@ -206,6 +213,26 @@ static void test_passes(struct fixture *f)
            "they are the same findings, cases and patterns included");
     free(fs);
     free(fw);
+    /* Each finding's example case comes with it, whole, as the source gave it. */
+    const cJSON *finding, *example = examples ? examples->child : NULL;
+    size_t whole_examples = 0, nfindings = 0;
+    cJSON_ArrayForEach(finding, cJSON_GetObjectItemCaseSensitive(skeleton, "findings"))
+    {
+        const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(finding, "example"));
+        const cJSON *c;
+        nfindings++;
+        cJSON_ArrayForEach(c, f->expected)
+        {
+            const char *cid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "id"));
+            if (example && id && cid && strcmp(id, cid) == 0 && cJSON_Compare(c, example, true))
+                whole_examples++;
+        }
+        example = example ? example->next : NULL;
+    }
+    TAP_OK(nfindings > 0 && whole_examples == nfindings && !example,
+           "the examples are the findings' example cases, whole, in their order (%zu of %zu)",
+           whole_examples, nfindings);
+    cJSON_Delete(examples);
     cJSON_Delete(skeleton);
     cJSON_Delete(whole);
     ic_plan_cases_close(&source);
