@@ -1000,8 +1000,11 @@ static int ic_run_command_report(struct ic_run_command *cmd)
     if (rc == 0 && !cmd->interrupted)
         ic_run_reproducers(&cmd->session, cmd->report, examples);
     cJSON_Delete(examples);
-    if (rc < 0)
+    if (rc == IC_ENOMEM)
         snprintf(cmd->err, sizeof(cmd->err), "out of memory while building the report");
+    else if (rc < 0) /* the case source could not read a result back (ic_plan_cases.h) */
+        snprintf(cmd->err, sizeof(cmd->err), "cannot read the results back from %s: %s",
+                 cmd->stream_path, ic_strerror(rc));
     else
         rc = ic_report_write_atomic(cmd->output, cmd->report, &cmd->cases.base, cmd->err,
                                     sizeof(cmd->err));
