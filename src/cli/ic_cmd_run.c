@@ -202,7 +202,11 @@ static void ic_record_result(struct ic_run *run, struct ic_planned *item,
         run->stream_ok = false;
         item->stream_offset = 0;
     }
-    if (item->stream_offset > 0) {
+    /* A line written while the stream is held reaches the file only when the batch is
+     * flushed: until then only a result the plan can make again (ic_plan_result) drops its
+     * text. */
+    bool in_stream = item->stream_offset > 0 && !run->stream.held;
+    if (item->decided || in_stream) {
         ic_result_packed_release(&item->result);
         item->result =
             (struct ic_result_packed){res->outcome, res->rule, res->side, res->severity, NULL};
@@ -662,12 +666,26 @@ static size_t ic_run_start_stream(struct ic_run *run, struct ic_session *session
                 strerror(errno));
     size_t to_run = 0;
     struct ic_result res;
+    /* One flush for the batch, not one a line: --all decides 138 000 cases here, and a run
+     * killed before the batch is out decides them again when it is resumed. */
+    bool held = run->stream_ok && ic_stream_hold(&run->stream, true) == 0;
     for (size_t i = 0; i < plan->count; i++) {
         if (plan->items[i].run) {
             to_run++;
         } else if (ic_plan_result(&session->catalog, &plan->items[i], &res) == 0) {
             ic_record_result(run, &plan->items[i], &res);
         }
+    }
+    if (held && run->stream_ok && ic_stream_hold(&run->stream, false) < 0) {
+        fprintf(stderr, "interopcheck: cannot write %s: %s; results stay in memory\n",
+                run->stream.path, strerror(errno));
+        run->stream_ok = false;
+    }
+    /* A batch that did not reach the file is not read back: its cases are made again from
+     * the plan, or from what a resumed case kept packed while the stream was held. */
+    for (size_t i = 0; held && !run->stream_ok && i < plan->count; i++) {
+        if (!plan->items[i].run)
+            plan->items[i].stream_offset = 0;
     }
     return to_run;
 }

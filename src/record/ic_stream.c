@@ -12,7 +12,8 @@ static int ic_stream_line(struct ic_stream *rec, const cJSON *json)
     char *text = cJSON_PrintUnformatted(json);
     if (!text)
         return IC_ENOMEM;
-    int rc = fprintf(rec->file, "%s\n", text) < 0 || fflush(rec->file) != 0 ? IC_EIO : 0;
+    int rc =
+        fprintf(rec->file, "%s\n", text) < 0 || (!rec->held && fflush(rec->file) != 0) ? IC_EIO : 0;
     cJSON_free(text);
     return rc;
 }
@@ -60,6 +61,12 @@ int ic_stream_write_case(struct ic_stream *rec, const struct ic_case *c,
     int rc = ic_stream_line(rec, json);
     cJSON_Delete(json);
     return rc;
+}
+
+int ic_stream_hold(struct ic_stream *rec, bool hold)
+{
+    rec->held = hold;
+    return !hold && rec->file && fflush(rec->file) != 0 ? IC_EIO : 0;
 }
 
 int ic_stream_close(struct ic_stream *rec, bool complete)

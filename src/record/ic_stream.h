@@ -7,6 +7,8 @@
  *   then one {"type":"case",...} line per finished case; and {"type":"end"} when the run
  *   completes. Each line is flushed when written, so a run that is killed keeps every result
  *   it had, and the stream alone is enough to rebuild the report (ic_stream_load) or resume.
+ *   The exception is a batch written under ic_stream_hold (the cases the plan decides, which
+ *   a resumed run decides again): flushed once, when the hold is released.
  * - Case objects have the same form here and in the JSON matrix (ic_case_to_json).
  * - The recorder owns its FILE, opened close-on-exec; ic_stream_close closes it (also after
  *   an error).
@@ -15,6 +17,7 @@
 #ifndef IC_STREAM_H
 #define IC_STREAM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -26,6 +29,7 @@
 struct ic_stream {
     FILE *file;
     char path[1024];
+    bool held; /* lines wait in the FILE's buffer until ic_stream_hold(rec, false) */
 };
 
 
@@ -42,6 +46,10 @@ int ic_stream_write_case(struct ic_stream *rec, const struct ic_case *c,
  * keeps between calls and frees. IC_EIO when the file cannot be read, IC_EPROTO when no case
  * line starts there. */
 int ic_stream_read_case(FILE *file, int64_t offset, char **line, size_t *size, cJSON **ret);
+/* Holds the flushing of case lines (true), or flushes what was held and flushes each line
+ * again (false). IC_EIO when the flush fails. */
+int ic_stream_hold(struct ic_stream *rec, bool hold);
+
 int ic_stream_close(struct ic_stream *rec, bool complete);
 
 #endif

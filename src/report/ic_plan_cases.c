@@ -36,7 +36,9 @@ static int ic_plan_cases_make(struct ic_plan_cases *source, size_t i, cJSON **re
     const struct ic_planned *item = &source->plan->items[i];
     cJSON *c = NULL;
     int rc = 0;
-    if (item->stream_offset > 0) {
+    /* A case the plan decided is made again (no text to read back: ic_plan_result), one in
+     * the stream is read back from its line, any other was kept packed. */
+    if (!item->decided && item->stream_offset > 0) {
         rc = ic_plan_cases_read(source, item, &c);
     } else {
         rc = ic_plan_result(source->catalog, item, source->scratch);

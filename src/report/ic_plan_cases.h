@@ -4,8 +4,9 @@
  *
  * Contract
  * - Each pass yields, in plan order, the object ic_case_to_json made of every finished case:
- *   read back from the run's result stream where the stream holds it (the item's
- *   stream_offset), else made from the plan (ic_plan_result); with the expectations applied to it
+ *   for a case the plan decided, made again from the plan (ic_plan_result); for a case the
+ *   run's result stream holds (the item's stream_offset), read back from its line; else
+ *   unpacked from the plan; with the expectations applied to it
  *   (ic_expect_apply_case: its outcome and "expectation" as the report holds them) and its
  *   "finding" (ic_findings_case_finding). So every reader of a run's cases (findings, the JSON
  *   report, the views) sees what the report says, and the supervisor holds one case at a time

@@ -2,6 +2,7 @@
 
 Usage: test_exchange.py INTEROPCHECK_BINARY
 """
+import json
 import os
 import tempfile
 
@@ -70,6 +71,24 @@ def check_numpy_torch(tap, binary, workdir):
     tap.ok(len(lines) == len(report["cases"]) + 2,
            "the .jsonl stream has a run line, one line per case and an end line",
            f"{len(lines)} lines for {len(report['cases'])} cases")
+    # The run writes its report from the stream, reading each case back from its line
+    # (src/report/ic_plan_cases.h): every case of the report is its stream line, in plan
+    # order, with only its finding added.
+    streamed = {}
+    for line in lines:
+        item = json.loads(line)
+        if item.pop("type", None) == "case":
+            streamed[item["id"]] = item
+    differing = []
+    for case in report["cases"]:
+        expected = dict(streamed.get(case["id"], {}))
+        if "finding" in case:
+            expected["finding"] = case["finding"]
+        if expected != case or list(expected) != list(case):
+            differing.append(case["id"])
+    tap.ok(not differing and len(streamed) == len(report["cases"]),
+           "each case of the report is its line of the stream, keys in the same order, with its "
+           "finding added", differing[:3])
 
 
 def check_untyped_and_buffer(tap, binary, workdir):

@@ -284,8 +284,8 @@ static void test_broken_stream(struct fixture *f)
 {
     struct ic_plan_cases source;
     size_t first = SIZE_MAX, second = SIZE_MAX, yielded;
-    for (size_t i = 0; i < f->plan.count; i++) {
-        if (f->plan.items[i].stream_offset > 0) {
+    for (size_t i = 0; i < f->plan.count; i++) { /* two cases read back from the stream */
+        if (!f->plan.items[i].decided && f->plan.items[i].stream_offset > 0) {
             if (first == SIZE_MAX)
                 first = i;
             else if (second == SIZE_MAX)
