@@ -11,9 +11,9 @@
  *   "finding" (ic_findings_case_finding). So every reader of a run's cases (findings, the JSON
  *   report, the views) sees what the report says, and the supervisor holds one case at a time
  *   instead of the whole report (hundreds of MB for --all).
- * - The source reads the plan, the catalog and the expectations, which must outlive it and stay
- * unchanged while it is read. It owns the case it last returned, and `matched` (which expectation
- *   entries matched some case, over every pass so far).
+ * - The source reads the plan, the catalog and the expectations, which must outlive it and
+ *   stay unchanged while it is read. It owns the case it last returned, and `matched` (which
+ *   expectation entries matched some case, over every pass so far).
  * - A failure ends the pass early with its status: IC_ENOMEM; IC_EIO when the stream cannot
  *   be read; IC_EPROTO when the line at an item's offset is not that case's (the stream was
  *   changed under the run).
