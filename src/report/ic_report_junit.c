@@ -12,6 +12,7 @@
 #include "ic_error.h"
 #include "ic_json.h"
 #include "ic_result.h"
+#include "ic_strtab.h"
 #include "ic_text.h"
 
 /* Caps on library text, in escaped bytes. A message attribute is what CI pages show in a
@@ -34,7 +35,6 @@ struct ic_junit_counts {
 struct ic_junit_suite {
     char *key; /* "environment\0protocol\0producer\0consumer\0" ("" outside a merged report) */
     const char *environment, *protocol, *producer, *consumer; /* into key */
-    uint64_t hash;
     size_t first; /* its first case in the sorted order (ic_junit_sort) */
     size_t cases;
     struct ic_junit_counts counts; /* seconds summed in report order, as the suite lists them */
@@ -57,8 +57,7 @@ struct ic_junit_state {
     double root_seconds; /* the run's duration, or the cases' seconds */
     struct ic_junit_suite *suites;
     size_t nsuites, suites_cap;
-    size_t *slots; /* hash table of suite index + 1 (0: free); capacity a power of two */
-    size_t slots_cap;
+    struct ic_strtab keys; /* each suite's key (ic_junit_intern), at the suite's index */
     struct ic_junit_record *records;
     size_t nrecords, records_cap;
     uint32_t *order; /* records sorted by suite, then report order */
@@ -479,69 +478,50 @@ static void ic_junit_findings(struct ic_text_buf *out, const cJSON *report, cons
 }
 
 /* The suite of (environment, protocol, producer, consumer): its index in st->suites, a new
- * suite when none had that key yet (so suites are numbered in the order of their first case). */
+ * suite when none had that key yet (so suites are numbered in the order of their first case).
+ * The key spells each part with its length first, so that no two different part lists make
+ * the same key, whatever characters a merged or edited report's names hold. */
 static int ic_junit_intern(struct ic_junit_state *st, const char *const parts[4], uint32_t *ret)
 {
-    uint64_t hash = 1469598103934665603ULL;
+    size_t lengths[4], total = 0;
     for (int i = 0; i < 4; i++)
-        hash = (hash ^ ic_text_hash(parts[i])) * 1099511628211ULL;
-    size_t mask = st->slots_cap - 1;
-    for (size_t at = hash & mask; st->slots_cap && st->slots[at]; at = (at + 1) & mask) {
-        const struct ic_junit_suite *suite = &st->suites[st->slots[at] - 1];
-        if (suite->hash == hash && strcmp(suite->environment, parts[0]) == 0 &&
-            strcmp(suite->protocol, parts[1]) == 0 && strcmp(suite->producer, parts[2]) == 0 &&
-            strcmp(suite->consumer, parts[3]) == 0) {
-            *ret = (uint32_t)(st->slots[at] - 1);
-            return 0;
-        }
-    }
-
-    if (st->nsuites >= UINT32_MAX - 1)
+        total += (lengths[i] = strlen(parts[i])) + 24;
+    char *key = malloc(total + 1);
+    if (!key)
+        return IC_ENOMEM;
+    size_t used = 0;
+    for (int i = 0; i < 4; i++)
+        used += (size_t)snprintf(key + used, total + 1 - used, "%zu:%s", lengths[i], parts[i]);
+    size_t index = ic_strtab_intern(&st->keys, key);
+    free(key);
+    if (st->keys.status)
+        return st->keys.status;
+    if (index > UINT32_MAX - 1)
         return IC_ERANGE;
-    /* The table stays at most half full. */
-    if ((st->nsuites + 1) * 2 > st->slots_cap) {
-        size_t cap = st->slots_cap ? st->slots_cap * 2 : 64;
-        size_t *slots = calloc(cap, sizeof(*slots));
-        if (!slots)
-            return IC_ENOMEM;
-        for (size_t i = 0; i < st->nsuites; i++) {
-            size_t at = st->suites[i].hash & (cap - 1);
-            while (slots[at])
-                at = (at + 1) & (cap - 1);
-            slots[at] = i + 1;
-        }
-        free(st->slots);
-        st->slots = slots;
-        st->slots_cap = cap;
-    }
+    *ret = (uint32_t)index;
+    if (index < st->nsuites)
+        return 0;
     struct ic_junit_suite *suites =
         ic_grow(st->suites, &st->suites_cap, st->nsuites, sizeof(*suites), 16);
     if (!suites)
         return IC_ENOMEM;
     st->suites = suites;
-
-    size_t lengths[4], total = 0;
+    size_t sizes[4], whole = 0;
     for (int i = 0; i < 4; i++)
-        total += lengths[i] = strlen(parts[i]) + 1;
-    char *key = malloc(total);
-    if (!key)
+        whole += sizes[i] = lengths[i] + 1;
+    char *copy = malloc(whole);
+    if (!copy)
         return IC_ENOMEM;
     const char *fields[4];
-    for (size_t i = 0, at = 0; i < 4; at += lengths[i++]) {
-        memcpy(key + at, parts[i], lengths[i]);
-        fields[i] = key + at;
+    for (size_t i = 0, at = 0; i < 4; at += sizes[i++]) {
+        memcpy(copy + at, parts[i], sizes[i]);
+        fields[i] = copy + at;
     }
-    suites[st->nsuites] = (struct ic_junit_suite){.key = key,
-                                                  .environment = fields[0],
-                                                  .protocol = fields[1],
-                                                  .producer = fields[2],
-                                                  .consumer = fields[3],
-                                                  .hash = hash};
-    size_t at = hash & (st->slots_cap - 1);
-    while (st->slots[at])
-        at = (at + 1) & (st->slots_cap - 1);
-    st->slots[at] = st->nsuites + 1;
-    *ret = (uint32_t)st->nsuites++;
+    suites[st->nsuites++] = (struct ic_junit_suite){.key = copy,
+                                                    .environment = fields[0],
+                                                    .protocol = fields[1],
+                                                    .producer = fields[2],
+                                                    .consumer = fields[3]};
     return 0;
 }
 
@@ -552,7 +532,7 @@ static int ic_junit_keep(struct ic_junit_state *st, const cJSON *c, struct ic_te
     const char *parts[4] = {
         ic_json_string_or(c, "environment", ""), ic_json_string_or(c, "protocol", "unknown"),
         ic_json_string_or(c, "producer", "unknown"), ic_json_string_or(c, "consumer", "unknown")};
-    uint32_t suite;
+    uint32_t suite = 0;
     int rc = ic_junit_intern(st, parts, &suite);
     if (rc < 0)
         return rc;
@@ -803,7 +783,7 @@ done:
     for (size_t s = 0; s < st.nsuites; s++)
         free(st.suites[s].key);
     free(st.suites);
-    free(st.slots);
+    ic_strtab_release(&st.keys);
     free(st.records);
     free(st.order);
     return rc;
