@@ -4,6 +4,7 @@
 #include "ic_worker.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
@@ -297,6 +298,33 @@ static int ic_worker_spawn_child(struct ic_worker *w)
     return 0;
 }
 
+/* Waits for the case child's acknowledgement on its channel: what recv() got, or -1 when the
+ * child ended without one. A process the case started inherits the child's end of the
+ * channel, and one that outlives the child keeps it from reading as closed: the child's end is
+ * looked for between reads, and then it is reaped here (*ret_reaped, *ret_status). */
+static ssize_t ic_worker_await_child(struct ic_worker *w, void *buf, size_t size, int *ret_status,
+                                     bool *ret_reaped)
+{
+    for (;;) {
+        struct pollfd channel = {.fd = w->child_channel, .events = POLLIN};
+        int n = poll(&channel, 1, 100);
+        if (n > 0) {
+            ssize_t got;
+            do
+                got = recv(w->child_channel, buf, size, 0);
+            while (got < 0 && errno == EINTR);
+            return got;
+        }
+        if (n < 0 && errno != EINTR)
+            return -1;
+        pid_t ended = waitpid(w->child_pid, ret_status, WNOHANG);
+        if (ended == w->child_pid || (ended < 0 && errno != EINTR)) {
+            *ret_reaped = ended == w->child_pid;
+            return -1;
+        }
+    }
+}
+
 /* An isolated case (the request says "fork"): it runs in a child of the worker, so that a
  * crash costs the child alone and the worker keeps its imports for the next case. The child
  * stays and serves the next isolated cases too (a fork of a process holding large libraries
@@ -325,23 +353,19 @@ static int ic_worker_run_forked(struct ic_worker *w, const struct ic_case *c, co
         sent = send(w->child_channel, &req, sizeof(req), MSG_NOSIGNAL) == (ssize_t)sizeof(req);
     }
     unsigned long long ack[2]; /* room for more than an acknowledgement, to see one */
-    ssize_t got = -1;
-    if (sent) {
-        do
-            got = recv(w->child_channel, ack, sizeof(ack), 0);
-        while (got < 0 && errno == EINTR);
-    }
+    int status = 0;
+    bool reaped = false;
+    ssize_t got = sent ? ic_worker_await_child(w, ack, sizeof(ack), &status, &reaped) : -1;
     if (got == (ssize_t)sizeof(ack[0]) && ack[0] == req.seq)
         return 0;
     /* Anything else on the channel was written by the case's code, not by our child: the
      * child cannot be trusted to go on, and the case is a protocol violation. */
     bool forged = got > 0;
     pid_t pid = w->child_pid;
-    int status = 0;
     if (forged)
         kill(pid, SIGKILL);
     close(w->child_channel);
-    while (waitpid(pid, &status, 0) < 0) {
+    while (!reaped && waitpid(pid, &status, 0) < 0) {
         if (errno != EINTR)
             return IC_EIO;
     }
