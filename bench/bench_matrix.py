@@ -9,6 +9,10 @@ cannot avoid.
    the proxy, import, describe, check everything in C, collect), against the median of the bare
    exchange call it verifies (the consumer's import of the producer's export, nothing else),
    timed in one interpreter for the same cases. Ratio 2 = case median / bare-call median.
+   The same in the worker, on warm caches: the run's cases' time summed by stage
+   (run.timing.stages_s, measured by the worker around each step of a case), against the
+   stage that is the bare exchange call (`import`: the consumer's import through the proxy).
+   Printed with each stage's share, and the ratio of our checks in C alone to that call.
 
 Usage: bench_matrix.py INTEROPCHECK [--python PY] [--jobs N] [--samples N] [--device NAME]
                        [--report FILE] [--ledger]
@@ -148,6 +152,8 @@ def phase_breakdown(report, wall):
     rest = wall - timing["discovery_s"] - timing["cases_wall_s"]
     return [
         ("discovery (importing every library once, in a worker)", f"{timing['discovery_s']:.2f} s"),
+        ("  the second worker's imports meanwhile (prewarming)",
+         f"{timing.get('prewarm_import_s', 0):.2f} s"),
         ("running the cases (wall)", f"{timing['cases_wall_s']:.2f} s"),
         ("  workers' first import of each library", f"{timing['import_s']:.2f} s"),
         ("  re-imports in workers started after a crash or a stop", f"{timing['reimport_s']:.2f} s"),
@@ -256,6 +262,14 @@ def main():
     print(f"median case: {case_median * 1e3:.1f} us over {len(sample)} passing cases; "
           f"median bare exchange call of the same cases: {bare_median * 1e3:.1f} us")
     print(f"ratio 2, case / bare exchange call: {case_median / bare_median:.2f}")
+    stages = (report["run"].get("timing") or {}).get("stages_s")
+    if stages and stages.get("import"):
+        total = sum(stages.values())
+        print(f"in the worker, summed over the {cases_run} cases run: {total:.2f} s, of which")
+        for name, seconds in stages.items():
+            print(f"  {name:<14} {seconds:8.2f} s {100 * seconds / total:5.1f} %")
+        print(f"ratio 2 in the worker, all stages / the import call: {total / stages['import']:.2f}; "
+              f"our checks in C / the import call: {stages['checks'] / stages['import']:.2f}")
     if peak_kib is not None:
         print(f"supervisor peak memory (VmHWM): {peak_kib / 1024:.1f} MiB for {cases_total} "
               f"cases (target 64 MiB)"

@@ -83,7 +83,7 @@ int ic_cmd_list(const struct ic_options *opts)
         return IC_EXIT_USAGE;
     }
     struct ic_libset all = {.all = true};
-    ic_session_discover(&session, &all);
+    ic_session_discover(&session, &all, false);
     int status = IC_EXIT_OK;
     if (opts->json) {
         cJSON *json = cJSON_CreateObject();

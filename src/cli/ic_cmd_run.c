@@ -896,7 +896,7 @@ static int ic_run_command_plan(struct ic_run_command *cmd)
     if (!opts->consumers.count)
         ic_libset_fill(&cmd->wanted);
     double discovery_start = ic_wall_s();
-    if (ic_session_discover(session, &cmd->wanted) < 0)
+    if (ic_session_discover(session, &cmd->wanted, true) < 0)
         return snprintf(cmd->err, sizeof(cmd->err), "discovery failed"), IC_EENV;
     cmd->discovery_s = ic_wall_s() - discovery_start;
     cmd->untested = ic_report_untested(&session->catalog, &cmd->wanted, opts);
@@ -979,6 +979,7 @@ static int ic_run_timing_json(struct ic_run_command *cmd)
         !cJSON_AddNumberToObject(timing, "cases_wall_s", cmd->cases_wall_s) ||
         !cJSON_AddNumberToObject(timing, "import_s", stats.import_s) ||
         !cJSON_AddNumberToObject(timing, "reimport_s", stats.reimport_s) ||
+        !cJSON_AddNumberToObject(timing, "prewarm_import_s", stats.prewarm_s) ||
         !cJSON_AddNumberToObject(timing, "case_s", stats.case_s) ||
         !cJSON_AddNumberToObject(timing, "wait_s", stats.wait_s) ||
         !cJSON_AddNumberToObject(timing, "workers_started", stats.workers_started) ||
@@ -987,7 +988,12 @@ static int ic_run_timing_json(struct ic_run_command *cmd)
         !cJSON_AddNumberToObject(timing, "starts_declined", stats.starts_declined) ||
         !cJSON_AddNumberToObject(timing, "ledger_pairs", stats.ledger_pairs))
         return IC_ENOMEM;
-    return 0;
+    cJSON *stages = cJSON_AddObjectToObject(timing, "stages_s");
+    for (int i = 0; stages && i < IC_STAGE_COUNT; i++) {
+        if (!cJSON_AddNumberToObject(stages, ic_stage_name((enum ic_stage)i), stats.stage_s[i]))
+            return IC_ENOMEM;
+    }
+    return stages ? 0 : IC_ENOMEM;
 }
 
 /* The report: what ran, the expectations applied, findings with their reproducers (which

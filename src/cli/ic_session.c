@@ -265,9 +265,9 @@ static void ic_discover_progress(void *context, const struct ic_library *lib)
     ic_session_status(context, false, "importing %s ...", lib->name);
 }
 
-int ic_session_discover(struct ic_session *session, const struct ic_libset *wanted)
+int ic_session_discover(struct ic_session *session, const struct ic_libset *wanted, bool prewarm)
 {
-    int rc = ic_pool_discover(session->pool, wanted, ic_discover_progress, session);
+    int rc = ic_pool_discover(session->pool, wanted, prewarm, ic_discover_progress, session);
     ic_session_status_clear(session);
     return rc;
 }

@@ -75,8 +75,8 @@ bool ic_session_status_due(const struct ic_session *session, bool force);
 void ic_session_status_clear(struct ic_session *session);
 
 /* Loads the libraries whose catalog index is in `wanted`, with a progress line on a
- * terminal. */
-int ic_session_discover(struct ic_session *session, const struct ic_libset *wanted);
+ * terminal; `prewarm` when cases follow (ic_pool_discover). */
+int ic_session_discover(struct ic_session *session, const struct ic_libset *wanted, bool prewarm);
 
 void ic_session_close(struct ic_session *session);
 

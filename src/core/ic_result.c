@@ -33,6 +33,17 @@ static const char *const ic_check_status_names[IC_CHECK_STATUS_COUNT] = {
 #undef IC_CHECK_STATUS_NAME
 };
 
+static const char *const ic_stage_names[IC_STAGE_COUNT] = {
+#define IC_STAGE_NAME(e, name, what) [IC_STAGE_##e] = (name),
+    IC_STAGE_LIST(IC_STAGE_NAME)
+#undef IC_STAGE_NAME
+};
+
+const char *ic_stage_name(enum ic_stage stage)
+{
+    return (unsigned)stage < IC_STAGE_COUNT ? ic_stage_names[stage] : "invalid";
+}
+
 const char *ic_outcome_name(enum ic_outcome outcome)
 {
     return IC_TABLE_FIELD(ic_outcome_table, outcome, IC_OUTCOME_COUNT, name, "invalid");

@@ -98,6 +98,28 @@ enum ic_check_status {
         IC_CHECK_STATUS_COUNT
 };
 
+/* Where a case's time goes, in the order its stages run (ic_exchange_run): the one table of
+ * them. X(ENUM, name, what). Only the worker measures them; a report keeps their sums over the
+ * run (run.timing.stages_s), not each case's. */
+#define IC_STAGE_LIST(X)                                                                           \
+    X(BUILD, "build", "the producer's array built from the pattern and described")                 \
+    X(EXPORT, "export", "the producer's export object, and the proxy that watches it")             \
+    X(IMPORT, "import", "the consumer's import call: the bare exchange, through the proxy")        \
+    X(DESCRIBE, "describe", "the consumer's description of its import")                            \
+    X(CHECKS, "checks", "interopcheck's checks in C: export, contents, metadata, attribution")     \
+    X(COMPUTE, "compute", "the consumer's operation on its import, and its description")           \
+    X(WRITE_THROUGH, "write_through", "a write through the import, read back on both sides")       \
+    X(LIFETIME, "lifetime", "letting go: collections, deleter counts, the owner's release")
+
+enum ic_stage {
+#define IC_STAGE_ENUM(e, name, what) IC_STAGE_##e,
+    IC_STAGE_LIST(IC_STAGE_ENUM)
+#undef IC_STAGE_ENUM
+        IC_STAGE_COUNT
+};
+
+const char *ic_stage_name(enum ic_stage stage);
+
 #define IC_NOTE_MAX       400
 #define IC_DIAGNOSTIC_MAX 1200
 #define IC_DOCUMENTED_MAX 240
@@ -121,6 +143,8 @@ struct ic_result {
     char request[160];                  /* what the consumer asked the producer for */
     char exported[160];                 /* what the producer exported */
     double duration_ms;
+    /* duration_ms by stage (the worker's measure; not in the result's JSON or packed form) */
+    double stage_ms[IC_STAGE_COUNT];
     struct ic_check_result checks[IC_CHECK_COUNT];
 };
 

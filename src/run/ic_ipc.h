@@ -48,7 +48,7 @@ enum ic_ipc_side {
     X(QUIT, "quit", IC_IPC_SUPERVISOR, "seq:i")                                                    \
     X(LOADED, "loaded", IC_IPC_WORKER, "seq:i probe:s ok:b ms:n info:o? error:o?")                 \
     X(BEGIN, "begin", IC_IPC_WORKER, "seq:i case:s pid:i?")                                        \
-    X(END, "end", IC_IPC_WORKER, "seq:i case:s result:o")                                          \
+    X(END, "end", IC_IPC_WORKER, "seq:i case:s result:o stages:a?")                                \
     X(SCRIPT, "script", IC_IPC_WORKER, "seq:i case:s script:s? error:s?")                          \
     X(LOST, "lost", IC_IPC_WORKER, "seq:i case:s how:s pid:i violation:s?")                        \
     X(FLAWED, "flawed", IC_IPC_WORKER, "seq:i case:s rule:s text:s")

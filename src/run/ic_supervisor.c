@@ -84,6 +84,19 @@ struct ic_pool {
     /* What starting a worker costs besides its imports (the interpreter and the probe kit):
      * measured on the last start that loaded a library (ic_pool_load). */
     double start_s;
+    /* Prewarming (ic_pool_discover with prewarm set and two slots or more): the second slot's
+     * worker imports each library discovery's worker has just imported, on the core discovery
+     * leaves idle, so that it starts the run with discovery's imports instead of making them
+     * then. Its loads in flight, oldest first: catalog index and request number of each. */
+    struct {
+        bool on;
+        bool moved;      /* discovery moved a library in the order: the worker's answers are all
+                            waited for before the run (ic_prewarm_finish) */
+        unsigned spawns; /* procs[1].spawns of the prewarming process */
+        int *lib;
+        unsigned long long *seq;
+        int sent, answered;
+    } prewarm;
 };
 
 static double ic_clock_s(void)
@@ -493,6 +506,8 @@ void ic_pool_destroy(struct ic_pool *pool)
 {
     if (!pool)
         return;
+    free(pool->prewarm.lib); /* left by a discovery that did not finish */
+    free(pool->prewarm.seq);
     for (int i = 0; i < pool->nprocs; i++) {
         ic_proc_stop(pool, &pool->procs[i]);
         ic_libset_release(&pool->procs[i].loaded);
@@ -632,15 +647,148 @@ static int ic_pool_restore(struct ic_pool *pool, struct ic_proc *p)
     return 0;
 }
 
-int ic_pool_discover(struct ic_pool *pool, const struct ic_libset *wanted,
-                     ic_discover_progress_fn progress,
-                     void *context)
+/* --- Prewarming ----------------------------------------------------------------------------- */
+
+static int ic_order_position(const struct ic_catalog *catalog, int index);
+
+static void ic_prewarm_stop(struct ic_pool *pool)
+{
+    if (pool->prewarm.on && pool->prewarm.answered < pool->prewarm.sent)
+        ic_proc_kill(&pool->procs[1]); /* half through an import: of no use to the run */
+    pool->prewarm.on = false;
+    free(pool->prewarm.lib);
+    free(pool->prewarm.seq);
+    pool->prewarm.lib = NULL;
+    pool->prewarm.seq = NULL;
+}
+
+/* Gives the prewarming worker up: it is killed, and the run starts its slot afresh. */
+static void ic_prewarm_abandon(struct ic_pool *pool)
+{
+    ic_proc_kill(&pool->procs[1]);
+    ic_libset_clear(&pool->procs[1].loaded);
+    ic_prewarm_stop(pool);
+}
+
+/* Takes `msg` if it is the answer to the prewarming worker's oldest load in flight: true,
+ * and the library is counted imported when the import succeeded. */
+static bool ic_prewarm_answer(struct ic_pool *pool, const cJSON *msg)
+{
+    struct ic_proc *p = &pool->procs[1];
+    int k = pool->prewarm.answered;
+    if (!pool->prewarm.on || k >= pool->prewarm.sent || p->spawns != pool->prewarm.spawns)
+        return false;
+    const cJSON *seq = cJSON_GetObjectItemCaseSensitive(msg, "seq");
+    const char *lib_name = pool->catalog->libs[pool->prewarm.lib[k]].name;
+    if (!cJSON_IsNumber(seq) || seq->valuedouble != (double)pool->prewarm.seq[k] ||
+        strcmp(ic_json_string_or(msg, "msg", ""), "loaded") != 0 ||
+        strcmp(ic_json_string_or(msg, "probe", ""), lib_name) != 0)
+        return false;
+    double seconds = ic_json_number_or(msg, "ms", 0) / 1000.0;
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "ok"))) {
+        ic_libset_add(&p->loaded, pool->prewarm.lib[k]);
+        pool->stats.prewarm_s += seconds;
+    }
+    p->import_s += seconds; /* during a run: import time of the request in flight, no wait */
+    if (++pool->prewarm.answered == pool->prewarm.sent)
+        ic_prewarm_stop(pool);
+    return true;
+}
+
+/* Reads the prewarming worker's answers that arrive by `deadline`, in the order its loads
+ * were sent. A worker that dies or breaks the protocol is given up (killed), and the run starts
+ * its slot afresh as it would without prewarming; an import that fails there (and not in
+ * discovery's worker) is left to the run, whose requests list it again. */
+static void ic_prewarm_collect(struct ic_pool *pool, double deadline)
+{
+    struct ic_proc *p = &pool->procs[1];
+    char how[256];
+    while (pool->prewarm.on && pool->prewarm.answered < pool->prewarm.sent) {
+        cJSON *msg = NULL;
+        int k = pool->prewarm.answered;
+        p->seq = pool->prewarm.seq[k]; /* answers come in the order the loads were sent */
+        int rc = ic_proc_next(p, deadline, &msg, how, sizeof(how));
+        if (rc == 0)
+            return; /* not yet: looked at again later */
+        bool ok = rc > 0 && ic_prewarm_answer(pool, msg);
+        cJSON_Delete(msg);
+        if (!ok)
+            ic_prewarm_abandon(pool);
+    }
+}
+
+/* Discovery's worker has imported library `index` on its first try: the prewarming worker
+ * imports it too, after the ones before it, so that what it holds is always a prefix of the
+ * import order discovery checked, less the libraries discovery had to move. */
+static void ic_prewarm_follow(struct ic_pool *pool, int index)
+{
+    struct ic_proc *p = &pool->procs[1];
+    if (!pool->prewarm.on)
+        return;
+    if (p->pid == 0) {
+        if (ic_proc_spawn(pool, p) < 0) {
+            ic_prewarm_stop(pool);
+            return;
+        }
+        pool->stats.workers_started++;
+        pool->prewarm.spawns = p->spawns;
+    }
+    const struct ic_library *lib = &pool->catalog->libs[index];
+    if (ic_send_load(pool, p, lib) < 0) {
+        ic_prewarm_abandon(pool);
+        return;
+    }
+    pool->prewarm.lib[pool->prewarm.sent] = index;
+    pool->prewarm.seq[pool->prewarm.sent++] = p->seq;
+    ic_prewarm_collect(pool, ic_clock_s() + 0.001); /* takes what has arrived, so that its
+                                                        answers never fill the socket */
+}
+
+/* Discovery is over. The prewarming worker keeps what it imports only if every library sent to
+ * it is still in the import order, in that order; otherwise it is stopped, and the run starts
+ * that slot afresh. Where discovery moved no library, the run starts at once and takes the
+ * worker's last answers as they come (ic_prewarm_answer): the worker reads the run's requests
+ * after its loads, and a run request lists every library not answered yet (one loaded
+ * already is skipped). Otherwise each answer is waited for (within the import timeout), so
+ * that import-order conflicts are judged on what the worker holds. */
+static void ic_prewarm_finish(struct ic_pool *pool)
+{
+    if (!pool->prewarm.on)
+        return;
+    int last = -1;
+    for (int k = 0; k < pool->prewarm.sent; k++) {
+        int position = ic_order_position(pool->catalog, pool->prewarm.lib[k]);
+        if (position >= pool->catalog->order_count || position < last) {
+            ic_prewarm_abandon(pool);
+            return;
+        }
+        last = position;
+    }
+    while (pool->prewarm.on && pool->prewarm.moved && pool->prewarm.answered < pool->prewarm.sent) {
+        int before = pool->prewarm.answered;
+        ic_prewarm_collect(pool, ic_clock_s() + pool->config.load_timeout_s);
+        if (pool->prewarm.on && pool->prewarm.answered == before)
+            ic_prewarm_abandon(pool); /* an import past the timeout: the run does without it */
+    }
+}
+
+int ic_pool_discover(struct ic_pool *pool, const struct ic_libset *wanted, bool prewarm,
+                     ic_discover_progress_fn progress, void *context)
 {
     struct ic_catalog *catalog = pool->catalog;
     struct ic_proc *p = &pool->procs[0];
     char why[1024], alone_why[1024];
 
     catalog->order_count = 0;
+    if (prewarm && pool->nprocs > 1 && pool->procs[1].pid == 0) {
+        pool->prewarm.lib = calloc((size_t)catalog->count + 1, sizeof(*pool->prewarm.lib));
+        pool->prewarm.seq = calloc((size_t)catalog->count + 1, sizeof(*pool->prewarm.seq));
+        pool->prewarm.sent = pool->prewarm.answered = 0;
+        pool->prewarm.moved = false;
+        pool->prewarm.on = pool->prewarm.lib && pool->prewarm.seq;
+        if (!pool->prewarm.on)
+            ic_prewarm_stop(pool); /* out of memory: no prewarming, nothing else lost */
+    }
     for (int index = 0; index < catalog->count; index++) {
         struct ic_library *lib = &catalog->libs[index];
         if (!ic_libset_has(wanted, index) || lib->state != IC_LIBRARY_FOUND)
@@ -650,6 +798,7 @@ int ic_pool_discover(struct ic_pool *pool, const struct ic_libset *wanted,
         enum ic_load_result result = ic_pool_load(pool, p, index, why, sizeof(why));
         if (result == IC_LOAD_OK) {
             catalog->order[catalog->order_count++] = index;
+            ic_prewarm_follow(pool, index);
             continue;
         }
         if (result == IC_LOAD_IMPORT_ERROR || result == IC_LOAD_NOT_INSTALLED) {
@@ -664,6 +813,7 @@ int ic_pool_discover(struct ic_pool *pool, const struct ic_libset *wanted,
             continue;
         }
         /* It died after others were imported: try it alone, first in a fresh worker. */
+        pool->prewarm.moved = true;
         ic_proc_kill(p);
         result = ic_pool_load(pool, p, index, alone_why, sizeof(alone_why));
         if (result == IC_LOAD_IMPORT_ERROR || result == IC_LOAD_NOT_INSTALLED) {
@@ -712,6 +862,7 @@ int ic_pool_discover(struct ic_pool *pool, const struct ic_libset *wanted,
             ic_text_fix_formatted(lib->error, sizeof(lib->error), len);
         }
     }
+    ic_prewarm_finish(pool);
     return 0;
 }
 
@@ -1039,6 +1190,17 @@ static bool ic_handle_message(struct ic_pool *pool, struct ic_proc *p, const cJS
                       "worker protocol violation: the result of the \"end\" message is malformed");
     }
     pool->stats.case_s += ic_clock_s() - p->began_at;
+    const cJSON *stages = cJSON_GetObjectItemCaseSensitive(msg, "stages");
+    if (cJSON_GetArraySize(stages) == IC_STAGE_COUNT) {
+        int i = 0;
+        const cJSON *ms;
+        cJSON_ArrayForEach(ms, stages)
+        {
+            if (cJSON_IsNumber(ms) && ms->valuedouble > 0)
+                pool->stats.stage_s[i] += ms->valuedouble / 1000.0;
+            i++;
+        }
+    }
     on_result(context, p->case_index, &res);
     p->busy = false;
     return true;
@@ -1660,6 +1822,11 @@ static void ic_proc_read(struct ic_pool *pool, struct ic_proc *p, struct ic_run_
         cJSON *msg = ic_framebuf_next(&p->in, &error, why, sizeof(why));
         if (!msg && !error)
             break;
+        if (msg && p == &pool->procs[1] && ic_prewarm_answer(pool, msg)) {
+            p->deadline = ic_clock_s() + pool->config.load_timeout_s;
+            cJSON_Delete(msg);
+            continue;
+        }
         if (msg && ic_proc_accept(p, msg, &kind, why, sizeof(why)) == 0) {
             const char *violation = ic_json_string(msg, "violation");
             if (kind == IC_MSG_LOST && violation) {

@@ -71,7 +71,8 @@ struct ic_supervisor_config {
 /* What running the cases cost (ic_pool_stats), for the report's run.timing and bench/.
  * Seconds are summed over the workers: with N of them they can add up to N times the wall. */
 struct ic_pool_stats {
-    unsigned workers_started; /* processes started to run cases (discovery's not counted) */
+    unsigned workers_started; /* processes started to run cases (discovery's not counted, a
+                                 prewarming one is) */
     unsigned restarts;        /* of those, the ones replacing a worker that crashed, hung, was
                                  stopped for an import-order conflict or for an isolated pair */
     unsigned isolated_cases;  /* cases of isolated pairs, run in a worker's case child */
@@ -81,7 +82,11 @@ struct ic_pool_stats {
     double import_s;   /* the first import of each library in each worker slot */
     double reimport_s; /* imports of a library its slot had imported before, in an earlier
                           process (the price of restarts) */
+    double prewarm_s;  /* imports of the prewarming worker during discovery (ic_pool_discover),
+                          on a core discovery leaves idle */
     double case_s;     /* from a case's "begin" to its "end" */
+    double stage_s[IC_STAGE_COUNT]; /* the cases' own time in the worker, by stage (the "end"
+                                       messages' "stages"): where case_s goes */
     double wait_s;     /* from a request sent to its "begin", less its imports: the round trip
                           and the worker's own overhead between cases */
 };
@@ -112,10 +117,13 @@ int ic_pool_isolate_pair(struct ic_pool *pool, const char *producer, const char 
 typedef void (*ic_discover_progress_fn)(void *context, const struct ic_library *lib);
 
 /* Loads the libraries whose catalog index is in `wanted` and fills the catalog: state,
- * version, info or error, and the import order. */
-int ic_pool_discover(struct ic_pool *pool, const struct ic_libset *wanted,
-                     ic_discover_progress_fn progress,
-                     void *context);
+ * version, info or error, and the import order. With `prewarm` (a run follows) and two worker
+ * slots or more, the second slot's worker is started at the first import and imports what
+ * discovery imports, one library behind, on a core discovery leaves idle: the run then starts
+ * with two workers holding every library. A prewarming worker that fails is stopped, and the
+ * run starts that slot as it would have; discovery's own results never depend on it. */
+int ic_pool_discover(struct ic_pool *pool, const struct ic_libset *wanted, bool prewarm,
+                     ic_discover_progress_fn progress, void *context);
 
 /* Called once per case with its index in `cases`. */
 typedef void (*ic_result_fn)(void *context, size_t index, const struct ic_result *res);

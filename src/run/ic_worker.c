@@ -200,12 +200,18 @@ static int ic_worker_load(struct ic_worker *w, const char *name, const char *pat
     return rc == 0 ? 0 : IC_EPROBE;
 }
 
+/* "end": the case's result, and its milliseconds by stage (IC_STAGE_LIST order), which the
+ * supervisor sums for run.timing. */
 static int ic_worker_send_end(struct ic_worker *w, const char *id, const struct ic_result *res)
 {
     cJSON *msg = ic_message_new(IC_MSG_END, w->seq);
     cJSON *result = ic_result_to_json(res);
-    bool built = msg && result && cJSON_AddStringToObject(msg, "case", id) &&
-                 cJSON_AddItemToObject(msg, "result", result);
+    cJSON *stages = cJSON_CreateDoubleArray(res->stage_ms, IC_STAGE_COUNT);
+    bool built = msg && result && stages && cJSON_AddItemToObject(msg, "stages", stages);
+    if (!built)
+        cJSON_Delete(stages);
+    built = built && cJSON_AddStringToObject(msg, "case", id) &&
+            cJSON_AddItemToObject(msg, "result", result);
     if (!built && result && !(msg && cJSON_GetObjectItemCaseSensitive(msg, "result") == result))
         cJSON_Delete(result); /* not attached: the message does not own it */
     return ic_worker_send(w, msg, built);

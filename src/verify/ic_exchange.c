@@ -21,6 +21,14 @@ static double ic_now_ms(void)
 
 /* --- Stage 1: the producer's array ---------------------------------------------------------- */
 
+/* Charges the time since the last mark to `stage` of the case's result. */
+static void ic_stage_mark(struct ic_case_state *st, struct ic_result *res, enum ic_stage stage)
+{
+    double now = ic_now_ms();
+    res->stage_ms[stage] += now - st->stage_at;
+    st->stage_at = now;
+}
+
 static int ic_stage_build(struct ic_case_state *st, uint64_t run_seed, struct ic_result *res)
 {
     const struct ic_case *c = st->c;
@@ -312,6 +320,7 @@ static int ic_stage_exchange(struct ic_case_state *st, struct ic_result *res)
     char text[IC_DIAGNOSTIC_MAX];
 
     st->export_obj = ic_probe_export(st->producer, st->array, c->protocol, &st->exc);
+    ic_stage_mark(st, res, IC_STAGE_EXPORT);
     if (!st->export_obj)
         return ic_export_failed(st, res);
 
@@ -321,7 +330,9 @@ static int ic_stage_exchange(struct ic_case_state *st, struct ic_result *res)
         return IC_STAGE_DECIDED;
 
     if (!st->consumer) {
-        if (st->ops->reference_consume(st->export_obj, &st->rec, &st->imported) < 0) {
+        int consumed = st->ops->reference_consume(st->export_obj, &st->rec, &st->imported);
+        ic_stage_mark(st, res, IC_STAGE_IMPORT);
+        if (consumed < 0) {
             ic_py_fetch(&st->exc);
             ic_result_set(res, IC_OUTCOME_ERROR, "interopcheck's %s consumer failed",
                           ic_protocol_id(st->ops->protocol));
@@ -348,7 +359,9 @@ static int ic_stage_exchange(struct ic_case_state *st, struct ic_result *res)
         }
         st->proxy = Py_NewRef(st->export_obj);
     }
+    ic_stage_mark(st, res, IC_STAGE_EXPORT);
     st->imported = ic_probe_consume(st->consumer, st->proxy, c, &st->exc);
+    ic_stage_mark(st, res, IC_STAGE_IMPORT);
     if (st->ops->observe)
         st->ops->observe(st->proxy, &st->rec);
     if (!st->imported) {
@@ -363,6 +376,7 @@ static int ic_stage_exchange(struct ic_case_state *st, struct ic_result *res)
         return IC_STAGE_DECIDED;
     }
     st->have_consumed = true;
+    ic_stage_mark(st, res, IC_STAGE_DESCRIBE);
     return IC_STAGE_GO;
 }
 
@@ -591,6 +605,7 @@ int ic_exchange_run(struct ic_exchange_cache *cache, const struct ic_case *c,
     st.producer = producer;
     st.consumer = consumer;
     st.consumer_name = consumer ? c->consumer : IC_REFERENCE_CONSUMER;
+    st.stage_at = start;
     st.ops = ic_protocol_ops(c->protocol);
     if (consumer)
         ic_probe_import_traits(consumer, c->protocol, &st.traits);
@@ -602,8 +617,10 @@ int ic_exchange_run(struct ic_exchange_cache *cache, const struct ic_case *c,
         rc = ic_stage_check_producer(&st, res);
     if (rc == IC_STAGE_GO)
         rc = ic_stage_queue_writes(&st, res);
+    ic_stage_mark(&st, res, IC_STAGE_BUILD);
     if (rc == IC_STAGE_GO)
         rc = ic_stage_exchange(&st, res);
+    ic_stage_mark(&st, res, IC_STAGE_CHECKS); /* what the stages above left unmarked */
     if (rc == IC_STAGE_GO)
         rc = ic_order_reads(&st, res);
     if (rc != IC_STAGE_GO)
@@ -613,11 +630,16 @@ int ic_exchange_run(struct ic_exchange_cache *cache, const struct ic_case *c,
     snprintf(res->exported, sizeof(res->exported), "%s", st.rec.detail);
     ic_judge_exchange(&st, res);
     if (ic_judge_compute_wanted(&st, res)) {
+        ic_stage_mark(&st, res, IC_STAGE_CHECKS);
         ic_stage_compute(&st);
+        ic_stage_mark(&st, res, IC_STAGE_COMPUTE);
         ic_judge_compute(&st, res);
+        ic_stage_mark(&st, res, IC_STAGE_CHECKS);
         ic_write_through_run(&st, res);
+        ic_stage_mark(&st, res, IC_STAGE_WRITE_THROUGH);
         ic_relay_run(&st, res);
     }
+    ic_stage_mark(&st, res, IC_STAGE_CHECKS);
     /* Lifetime is judged after the consumer let go, also when it failed: a consumer that
      * renamed a capsule and then raised still owes the deleter call. */
     ic_case_state_release_imports(&st);
@@ -628,6 +650,7 @@ int ic_exchange_run(struct ic_exchange_cache *cache, const struct ic_case *c,
 done:
     ic_export_set_observer(NULL, NULL);
     ic_case_state_release(&st);
+    ic_stage_mark(&st, res, IC_STAGE_LIFETIME);
     res->duration_ms = ic_now_ms() - start;
     return rc < 0 ? rc : 0;
 }

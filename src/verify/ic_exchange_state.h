@@ -36,6 +36,8 @@ struct ic_case_state {
     const char *consumer_name;
     struct ic_import_traits traits;
 
+    double stage_at; /* when the stage being timed began (ic_stage_mark), in ms */
+
     unsigned char *base;     /* the pattern the producer's array is built from */
     struct ic_view expected; /* the layout applied to `base` */
     uint64_t seed;           /* of the pattern in `base` */

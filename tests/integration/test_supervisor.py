@@ -333,6 +333,50 @@ def check_ledger(tap, binary, probes, workdir):
            "INTEROPCHECK_LEDGER_DIR set and empty: no ledger", fourth)
 
 
+def check_prewarm(tap, binary, probes, workdir):
+    """With -j2 a run's discovery starts the second worker and has it import each library
+    discovery has imported (src/run/README.md, prewarming): the run starts with two workers
+    holding the libraries, and no case's outcome depends on which worker ran it. A library
+    whose import kills the process sends discovery down its crash path, which moves libraries
+    in the import order: the second worker is then waited for, and the run is the same."""
+    def run(name, producers, jobs):
+        out = os.path.join(workdir, name + ".json")
+        proc = taplib.run(binary, "--probe-dir", probes, "--producer", producers, "--consumer",
+                          "numpy,copylib,computelib", "--protocol", "dlpack,array_interface",
+                          "--dtype", "float32,int16,float64", "-j", str(jobs), "-o", out, "-q")
+        if not os.path.exists(out):
+            return proc, None, {}
+        report = taplib.load_report(out)
+        return proc, report["run"]["timing"], {c["id"]: c["outcome"] for c in report["cases"]}
+
+    proc1, one, outcomes1 = run("prewarm1", "numpy,copylib", 1)
+    stages = (one or {}).get("stages_s", {})
+    names = ["build", "export", "import", "describe", "checks", "compute", "write_through",
+             "lifetime"]
+    spent = sum(stages.values())
+    tap.ok(list(stages) == names and stages["import"] > 0 and stages["build"] > 0 and
+           0.5 * one["case_s"] <= spent <= one["case_s"] + 0.01,
+           f"run.timing.stages_s splits the cases' time by stage ({spent:.3f} s of case_s "
+           f"{one and one['case_s']:.3f} s; the bare import call {stages.get('import', 0):.3f} s)",
+           one)
+    proc2, two, outcomes2 = run("prewarm2", "numpy,copylib", 2)
+    tap.ok(one and one["prewarm_import_s"] == 0 and two and two["prewarm_import_s"] > 0 and
+           two["workers_started"] >= 1 and two["import_s"] == 0,
+           "-j2 prewarms the second worker during discovery: it imports nothing in the run "
+           f"({two and two['prewarm_import_s']:.2f} s of imports beside discovery; -j1 none)",
+           (one, two, proc2.stderr[-800:]))
+    tap.ok(outcomes1 and outcomes2 == outcomes1 and "pass" in outcomes1.values(),
+           f"and every case's outcome is -j1's ({len(outcomes1)} cases)",
+           {i: (outcomes1.get(i), outcomes2.get(i)) for i in set(outcomes1) | set(outcomes2)
+            if outcomes1.get(i) != outcomes2.get(i)})
+    proc3, three, outcomes3 = run("prewarm3", "numpy,crash_on_import,copylib", 2)
+    same = {i: o for i, o in outcomes3.items() if i in outcomes1}
+    tap.ok(proc3.returncode == 3 and "crash_on_import could not be tested" in proc3.stderr and
+           three and same == outcomes1,
+           "a library that kills its importer during a prewarmed discovery is reported (exit "
+           "status 3) and changes no outcome of the others", (three, proc3.stderr[-800:]))
+
+
 def main(tap, args):
     binary = args[0]
     probes = os.path.join(taplib.source_root(), "tests", "probes")
@@ -342,6 +386,7 @@ def main(tap, args):
         check_outputs(tap, binary, probes, workdir)
         check_many_probes(tap, binary, workdir)
         check_ledger(tap, binary, probes, workdir)
+        check_prewarm(tap, binary, probes, workdir)
 
 
 if __name__ == "__main__":
