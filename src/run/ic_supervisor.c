@@ -1206,8 +1206,21 @@ static bool ic_handle_message(struct ic_pool *pool, struct ic_proc *p, const cJS
     return true;
 }
 
+/* The library worker `p` is importing for prewarming (a load sent during discovery, not
+ * answered yet), or -1: such a load comes before anything the run asked of it. */
+static int ic_prewarm_importing(const struct ic_pool *pool, const struct ic_proc *p)
+{
+    if (p != &pool->procs[1] || !pool->prewarm.on || p->spawns != pool->prewarm.spawns ||
+        pool->prewarm.answered >= pool->prewarm.sent)
+        return -1;
+    return pool->prewarm.lib[pool->prewarm.answered];
+}
+
 static const char *ic_proc_importing(const struct ic_pool *pool, const struct ic_proc *p)
 {
+    int prewarming = ic_prewarm_importing(pool, p);
+    if (prewarming >= 0)
+        return pool->catalog->libs[prewarming].name;
     return p->npending ? pool->catalog->libs[p->pending[0]].name : "libraries";
 }
 
@@ -1218,7 +1231,8 @@ static const char *ic_proc_importing(const struct ic_pool *pool, const struct ic
 static bool ic_learn_import_order(struct ic_pool *pool, const struct ic_proc *p)
 {
     struct ic_catalog *catalog = pool->catalog;
-    if (!p->npending || ic_libset_empty(&p->loaded))
+    /* A prewarming import follows discovery's own order: its death is no conflict to learn. */
+    if (!p->npending || ic_libset_empty(&p->loaded) || ic_prewarm_importing(pool, p) >= 0)
         return false;
     int index = p->pending[0];
     struct ic_library *lib = &catalog->libs[index];
@@ -1740,12 +1754,33 @@ static void ic_proc_requeue(struct ic_proc *p, struct ic_run_state *st)
     st->retry[st->nretry++] = p->queued_index;
 }
 
+/* Worker `p` died or hung in a prewarming import (one sent during discovery), before its case
+ * began: no case's failure, as the run never asked for that import. The worker is given up
+ * with the prewarming, and its cases run again (once), where the slot's next worker or another
+ * slot takes them. False when that is not what happened. */
+static bool ic_prewarm_failed(struct ic_pool *pool, struct ic_proc *p, struct ic_run_state *st)
+{
+    if (p->began || ic_prewarm_importing(pool, p) < 0 || st->retried[p->case_index] ||
+        st->nretry + 2 > 2 * (size_t)pool->nprocs)
+        return false;
+    ic_proc_kill(p);
+    st->retried[p->case_index] = 1;
+    st->retry[st->nretry++] = p->case_index;
+    ic_proc_requeue(p, st);
+    p->busy = false;
+    ic_libset_clear(&p->loaded);
+    ic_prewarm_stop(pool);
+    return true;
+}
+
 /* A busy worker ended (or closed its channel) before its case's end: a crash, an error
  * before the case began, or an import-order conflict learned and the case queued again. */
 static void ic_proc_died(struct ic_pool *pool, struct ic_proc *p, struct ic_run_state *st)
 {
     char how[256], what[400];
     ic_proc_reap(p, how, sizeof(how));
+    if (ic_prewarm_failed(pool, p, st))
+        return;
     if (!p->began && st->nretry < (size_t)pool->nprocs && !st->retried[p->case_index] &&
         ic_learn_import_order(pool, p)) {
         st->retried[p->case_index] = 1;
@@ -1920,6 +1955,8 @@ static void ic_pool_expire(struct ic_pool *pool, struct ic_run_state *st)
             ic_proc_violated(pool, p, st, "the worker stopped in the middle of a frame");
             continue;
         }
+        if (ic_prewarm_failed(pool, p, st))
+            continue;
         if (p->began)
             ic_proc_abort(p); /* its Python stack, for the diagnostic */
         ic_proc_drain_output(p);

@@ -377,6 +377,33 @@ def check_prewarm(tap, binary, probes, workdir):
            "status 3) and changes no outcome of the others", (three, proc3.stderr[-800:]))
 
 
+def check_prewarm_failure(tap, binary, probes, workdir):
+    """A prewarming import that hangs (tests/probes/second_import_hangs.py: the second import
+    of the library, the prewarming worker's) is no case's failure: that worker is given up after
+    the import timeout, its cases run again, and every outcome is -j1's."""
+    def run(name, jobs):
+        imports = os.path.join(workdir, name + "-imports")
+        os.mkdir(imports)
+        out = os.path.join(workdir, name + ".json")
+        proc = taplib.run(binary, "--probe-dir", probes, "--producer", "numpy,second_import_hangs",
+                          "--consumer", "numpy,second_import_hangs", "--protocol", "dlpack",
+                          "--dtype", "float32,int16", "--import-timeout", "3", "-j", str(jobs),
+                          "-o", out, "-q", env={"IC_TEST_IMPORT_DIR": imports}, timeout=120)
+        if not os.path.exists(out):
+            return proc, {}, 0
+        report = taplib.load_report(out)
+        return proc, {c["id"]: c["outcome"] for c in report["cases"]}, len(os.listdir(imports))
+
+    proc1, outcomes1, _ = run("hang1", 1)
+    proc2, outcomes2, imports2 = run("hang2", 2)
+    tap.ok(outcomes1 and outcomes2 == outcomes1 and "error" not in outcomes2.values() and
+           imports2 >= 3,
+           f"a prewarming import that hangs charges no case: every outcome is -j1's "
+           f"({len(outcomes2)} cases, {imports2} imports of the library)",
+           ({i: (outcomes1.get(i), outcomes2.get(i)) for i in set(outcomes1) | set(outcomes2)
+             if outcomes1.get(i) != outcomes2.get(i)}, proc2.stderr[-800:]))
+
+
 def main(tap, args):
     binary = args[0]
     probes = os.path.join(taplib.source_root(), "tests", "probes")
@@ -387,6 +414,7 @@ def main(tap, args):
         check_many_probes(tap, binary, workdir)
         check_ledger(tap, binary, probes, workdir)
         check_prewarm(tap, binary, probes, workdir)
+        check_prewarm_failure(tap, binary, probes, workdir)
 
 
 if __name__ == "__main__":
