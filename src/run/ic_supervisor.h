@@ -82,8 +82,8 @@ struct ic_pool_stats {
     double import_s;   /* the first import of each library in each worker slot */
     double reimport_s; /* imports of a library its slot had imported before, in an earlier
                           process (the price of restarts) */
-    double prewarm_s;  /* imports of the prewarming worker during discovery (ic_pool_discover),
-                          on a core discovery leaves idle */
+    double prewarm_s;  /* imports of the prewarming worker (ic_pool_discover): sent during
+                          discovery, on a core it leaves idle; the last may end in the run */
     double case_s;     /* from a case's "begin" to its "end" */
     double stage_s[IC_STAGE_COUNT]; /* the cases' own time in the worker, by stage (the "end"
                                        messages' "stages"): where case_s goes */
@@ -119,9 +119,11 @@ typedef void (*ic_discover_progress_fn)(void *context, const struct ic_library *
 /* Loads the libraries whose catalog index is in `wanted` and fills the catalog: state,
  * version, info or error, and the import order. With `prewarm` (a run follows) and two worker
  * slots or more, the second slot's worker is started at the first import and imports what
- * discovery imports, one library behind, on a core discovery leaves idle: the run then starts
- * with two workers holding every library. A prewarming worker that fails is stopped, and the
- * run starts that slot as it would have; discovery's own results never depend on it. */
+ * discovery imports, one library behind, on a core discovery leaves idle; the run that follows
+ * takes its last answers as they come (ic_pool_run), and waits for them here only where
+ * discovery moved a library in the order. A prewarming worker that fails is given up, no case
+ * is charged with it, and its slot starts as it would have; discovery's own results never
+ * depend on it. */
 int ic_pool_discover(struct ic_pool *pool, const struct ic_libset *wanted, bool prewarm,
                      ic_discover_progress_fn progress, void *context);
 
