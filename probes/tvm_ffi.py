@@ -56,11 +56,18 @@ REPRO = {
 
 
 def load():
-    global tvm_ffi, np
+    global tvm_ffi, np, _capsule_pointer, _c_uint8
+    import ctypes
+
     import numpy as _np
     import tvm_ffi as _tvm_ffi
 
     tvm_ffi, np = _tvm_ffi, _np
+    # a function object of our own: setting restype on ctypes.pythonapi's would change it for
+    # every other user in the process
+    _capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+        ("PyCapsule_GetPointer", ctypes.pythonapi))
+    _c_uint8 = ctypes.c_uint8
     no_complex = "tvm_ffi.from_dlpack rejects kDLComplex (unknown type_code=5)"
     return _probekit.load_info(
         tvm_ffi.__version__,
@@ -96,23 +103,21 @@ _DL_COMPLEX = 5  # DLDataTypeCode kDLComplex
 _DTYPE_OFFSET = 52
 
 
+_capsule_pointer = None  # PyCapsule_GetPointer, made once by load()
+_c_uint8 = None
+
+
 def _dlpack_type_code(x):
     """The DLDataType code of x, from a versioned capsule of x's own (released unconsumed);
     None where this tvm_ffi makes none."""
-    import ctypes
-
     to_dlpack = getattr(x, "_to_dlpack_versioned", None)
     if to_dlpack is None:
         return None
-    # a function object of our own: setting restype on ctypes.pythonapi's would change it for
-    # every other user in the process
-    get = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
-        ("PyCapsule_GetPointer", ctypes.pythonapi))
     try:
-        address = get(to_dlpack(), b"dltensor_versioned")
+        address = _capsule_pointer(to_dlpack(), b"dltensor_versioned")
     except Exception:  # a capsule of another name or none: Tensor.dtype is asked as before
         return None
-    return ctypes.c_uint8.from_address(address + _DTYPE_OFFSET).value
+    return _c_uint8.from_address(address + _DTYPE_OFFSET).value
 
 
 def describe(x):

@@ -1754,6 +1754,17 @@ static void ic_proc_requeue(struct ic_proc *p, struct ic_run_state *st)
     st->retry[st->nretry++] = p->queued_index;
 }
 
+/* Worker `p`, gone before its case began for a reason that is not the case's, hands its case
+ * (and a queued one) back to run again, once: the caller checked st->retried and room. */
+static void ic_proc_retry_case(struct ic_proc *p, struct ic_run_state *st)
+{
+    st->retried[p->case_index] = 1;
+    st->retry[st->nretry++] = p->case_index;
+    p->busy = false;
+    ic_libset_clear(&p->loaded);
+    ic_proc_requeue(p, st);
+}
+
 /* Worker `p` died or hung in a prewarming import (one sent during discovery), before its case
  * began: no case's failure, as the run never asked for that import. The worker is given up
  * with the prewarming, and its cases run again (once), where the slot's next worker or another
@@ -1764,11 +1775,7 @@ static bool ic_prewarm_failed(struct ic_pool *pool, struct ic_proc *p, struct ic
         st->nretry + 2 > 2 * (size_t)pool->nprocs)
         return false;
     ic_proc_kill(p);
-    st->retried[p->case_index] = 1;
-    st->retry[st->nretry++] = p->case_index;
-    ic_proc_requeue(p, st);
-    p->busy = false;
-    ic_libset_clear(&p->loaded);
+    ic_proc_retry_case(p, st);
     ic_prewarm_stop(pool);
     return true;
 }
@@ -1783,11 +1790,7 @@ static void ic_proc_died(struct ic_pool *pool, struct ic_proc *p, struct ic_run_
         return;
     if (!p->began && st->nretry < (size_t)pool->nprocs && !st->retried[p->case_index] &&
         ic_learn_import_order(pool, p)) {
-        st->retried[p->case_index] = 1;
-        st->retry[st->nretry++] = p->case_index;
-        p->busy = false;
-        ic_libset_clear(&p->loaded);
-        ic_proc_requeue(p, st);
+        ic_proc_retry_case(p, st);
         return;
     }
     ic_proc_requeue(p, st);

@@ -207,13 +207,14 @@ static int ic_worker_send_end(struct ic_worker *w, const char *id, const struct 
     cJSON *msg = ic_message_new(IC_MSG_END, w->seq);
     cJSON *result = ic_result_to_json(res);
     cJSON *stages = cJSON_CreateDoubleArray(res->stage_ms, IC_STAGE_COUNT);
-    bool built = msg && result && stages && cJSON_AddItemToObject(msg, "stages", stages);
-    if (!built)
-        cJSON_Delete(stages);
-    built = built && cJSON_AddStringToObject(msg, "case", id) &&
-            cJSON_AddItemToObject(msg, "result", result);
+    bool built = msg && result && stages && cJSON_AddStringToObject(msg, "case", id) &&
+                 cJSON_AddItemToObject(msg, "result", result) &&
+                 cJSON_AddItemToObject(msg, "stages", stages);
+    /* what is not attached is not the message's to free */
     if (!built && result && !(msg && cJSON_GetObjectItemCaseSensitive(msg, "result") == result))
-        cJSON_Delete(result); /* not attached: the message does not own it */
+        cJSON_Delete(result);
+    if (!built && stages && !(msg && cJSON_GetObjectItemCaseSensitive(msg, "stages") == stages))
+        cJSON_Delete(stages);
     return ic_worker_send(w, msg, built);
 }
 
