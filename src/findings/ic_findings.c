@@ -166,10 +166,15 @@ struct ic_universe {
     unsigned char *open; /* no verdict (unsupported, error): a pattern may cover it */
     char **values[IC_PARTS];
     int nvalues[IC_PARTS], capvalues[IC_PARTS];
-    /* The cases holding each value of each part (ic_universe_index): value v of part d is
-     * held by cases[d][start[d][v]] up to cases[d][start[d][v + 1]]. A pattern's cases are
-     * among those of any part it fixes, so a check of a pattern reads the fewest. The case
-     * indexes are 32-bit: 7 lists of --all's 196 000 cases are the findings' largest memory. */
+    /* The cases with a verdict (not open), the only ones that can make a pattern too wide,
+     * indexed two ways by ic_universe_index. By value: value v of part d is held by
+     * cases[d][start[d][v]] up to cases[d][start[d][v + 1]]. In order: `sorted` lists them by
+     * their parts, compared part by part, so the cases of a pattern that fixes its first k
+     * parts are one run of it. A pattern's cases are among those of any part it fixes, and
+     * among those of its fixed prefix, so a check of a pattern reads the fewest. The case
+     * indexes are 32-bit: these lists are the findings' largest memory. */
+    size_t nverdicts;
+    uint32_t *sorted;
     size_t *start[IC_PARTS];
     uint32_t *cases[IC_PARTS];
 };
@@ -222,26 +227,52 @@ static int ic_universe_add(struct ic_universe *u, size_t index, const char *id)
     return 0;
 }
 
-/* Lists the cases of each value of each part, once every case was added. IC_ENOMEM. */
+static const struct ic_universe *ic_sorting; /* qsort has no context argument */
+
+static int ic_case_order(const void *a, const void *b)
+{
+    const int *x = ic_sorting->parts[*(const uint32_t *)a];
+    const int *y = ic_sorting->parts[*(const uint32_t *)b];
+    for (int d = 0; d < IC_PARTS; d++) {
+        if (x[d] != y[d])
+            return x[d] < y[d] ? -1 : 1;
+    }
+    return 0;
+}
+
+/* Indexes the cases with a verdict, once every case was added. IC_ENOMEM. */
 static int ic_universe_index(struct ic_universe *u)
 {
+    u->sorted = malloc((u->count ? u->count : 1) * sizeof(*u->sorted));
+    if (!u->sorted)
+        return IC_ENOMEM;
+    for (size_t i = 0; i < u->count; i++) {
+        if (!u->open[i])
+            u->sorted[u->nverdicts++] = (uint32_t)i;
+    }
     for (int dim = 0; dim < IC_PARTS; dim++) {
         size_t *start = calloc((size_t)u->nvalues[dim] + 1, sizeof(*start));
-        uint32_t *cases = malloc((u->count ? u->count : 1) * sizeof(*cases));
+        uint32_t *cases = malloc((u->nverdicts ? u->nverdicts : 1) * sizeof(*cases));
         u->start[dim] = start;
         u->cases[dim] = cases;
         if (!start || !cases)
             return IC_ENOMEM;
-        for (size_t i = 0; i < u->count; i++)
-            start[u->parts[i][dim] + 1]++;
+        for (size_t k = 0; k < u->nverdicts; k++)
+            start[u->parts[u->sorted[k]][dim] + 1]++;
         for (int v = 0; v < u->nvalues[dim]; v++)
             start[v + 1] += start[v];
-        for (size_t i = 0; i < u->count; i++) /* then start[v] is v's end, and shifts back */
-            cases[start[u->parts[i][dim]]++] = (uint32_t)i;
+        for (size_t k = 0; k < u->nverdicts; k++) { /* then start[v] is v's end, shifted back */
+            uint32_t i = u->sorted[k];
+            cases[start[u->parts[i][dim]]++] = i;
+        }
         for (int v = u->nvalues[dim]; v > 0; v--)
             start[v] = start[v - 1];
         start[0] = 0;
     }
+    ic_sorting = u;
+    if (u->nverdicts > 1)
+        qsort(u->sorted, u->nverdicts, sizeof(*u->sorted), ic_case_order);
+    ic_sorting = NULL;
     return 0;
 }
 
@@ -254,6 +285,7 @@ static void ic_universe_release(struct ic_universe *u)
         free(u->start[dim]);
         free(u->cases[dim]);
     }
+    free(u->sorted);
     free(u->parts);
     free(u->open);
     memset(u, 0, sizeof(*u));
@@ -508,26 +540,64 @@ static bool ic_matches(const int *pattern, const int *parts)
     return true;
 }
 
+/* Compares a case's first `len` parts with a pattern's (all fixed). */
+static int ic_prefix_compare(const int *parts, const int *pattern, int len)
+{
+    for (int d = 0; d < len; d++) {
+        if (parts[d] != pattern[d])
+            return parts[d] < pattern[d] ? -1 : 1;
+    }
+    return 0;
+}
+
+/* The run of u->sorted whose cases match the pattern's fixed prefix (its first parts up to
+ * the first open one): [*lo, *hi). */
+static void ic_prefix_run(const struct ic_universe *u, const int *pattern, size_t *lo, size_t *hi)
+{
+    int len = 0;
+    while (len < IC_PARTS && pattern[len] >= 0)
+        len++;
+    size_t a = 0, b = u->nverdicts;
+    while (a < b) { /* the first case not before the prefix */
+        size_t mid = a + (b - a) / 2;
+        if (ic_prefix_compare(u->parts[u->sorted[mid]], pattern, len) < 0)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    *lo = a;
+    b = u->nverdicts;
+    while (a < b) { /* the first case after it */
+        size_t mid = a + (b - a) / 2;
+        if (ic_prefix_compare(u->parts[u->sorted[mid]], pattern, len) <= 0)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    *hi = a;
+}
+
 /* True when every case of the report that `pattern` matches is in `member`, or has no
- * verdict (unsupported, error: an expectation leaves those alone anyway). */
+ * verdict (unsupported, error: an expectation leaves those alone anyway). Reads the cases
+ * with a verdict of the pattern's fixed prefix, or of its rarest fixed value if fewer. */
 static bool ic_pattern_exact(const struct ic_universe *u, const unsigned char *member,
                              const int *pattern)
 {
-    int narrowest = -1;
-    size_t fewest = u->count;
+    size_t lo, hi;
+    ic_prefix_run(u, pattern, &lo, &hi);
+    const uint32_t *list = u->sorted + lo;
+    size_t fewest = hi - lo;
     for (int d = 0; d < IC_PARTS; d++) {
         if (pattern[d] < 0)
             continue;
         size_t held = u->start[d][pattern[d] + 1] - u->start[d][pattern[d]];
-        if (held < fewest || narrowest < 0) {
+        if (held < fewest) {
             fewest = held;
-            narrowest = d;
+            list = u->cases[d] + u->start[d][pattern[d]];
         }
     }
     for (size_t k = 0; k < fewest; k++) {
-        size_t i =
-            narrowest < 0 ? k : u->cases[narrowest][u->start[narrowest][pattern[narrowest]] + k];
-        if (ic_matches(pattern, u->parts[i]) && !member[i] && !u->open[i])
+        if (!member[list[k]] && ic_matches(pattern, u->parts[list[k]]))
             return false;
     }
     return true;
@@ -590,11 +660,6 @@ static void ic_pattern_text(const struct ic_universe *u, const int *pattern, cha
         snprintf(buf + used, used < size ? size - used : 0, ".%s", u->values[IC_PARTS - 1][v]);
 }
 
-static int ic_parts_compare(const void *a, const void *b)
-{
-    return memcmp(a, b, sizeof(int[IC_PARTS]));
-}
-
 static cJSON *ic_group_patterns(const struct ic_universe *u, const struct ic_group *g)
 {
     unsigned char *member = calloc(u->count ? u->count : 1, 1);
@@ -611,17 +676,15 @@ static cJSON *ic_group_patterns(const struct ic_universe *u, const struct ic_gro
         memcpy(patterns[count++], u->parts[g->cases[i]], sizeof(patterns[0]));
     }
     /* Merged reports repeat ids: a pattern that matches one environment's case of an id
-     * matches the others too, so membership is by id (looked up in the sorted ids' parts: a
-     * group can hold thousands of the report's hundreds of thousands of cases). The sorted
-     * copy is in `rejected`, which ic_widen uses afresh; widening starts from the ids in
-     * report order, as its greedy steps depend on the order. */
-    memcpy(rejected, patterns, count * sizeof(patterns[0]));
-    if (count > 1)
-        qsort(rejected, count, sizeof(rejected[0]), ic_parts_compare);
-    for (size_t i = 0; i < u->count; i++) {
-        if (!member[i] && count > 0 &&
-            bsearch(u->parts[i], rejected, count, sizeof(rejected[0]), ic_parts_compare))
-            member[i] = 2;
+     * matches the others too, so membership is by id. Only cases with a verdict are read
+     * when patterns are checked, so only those need the mark: the run of the sorted ones
+     * that hold the id's parts. Widening starts from the ids in report order, as its greedy
+     * steps depend on the order. */
+    for (size_t i = 0; i < count; i++) {
+        size_t lo, hi;
+        ic_prefix_run(u, patterns[i], &lo, &hi);
+        for (size_t k = lo; k < hi; k++)
+            member[u->sorted[k]] = member[u->sorted[k]] ? member[u->sorted[k]] : 2;
     }
     count = ic_widen(u, member, patterns, count, rejected);
     for (size_t i = 0; i < count; i++) {
