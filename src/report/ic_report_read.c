@@ -43,7 +43,7 @@ static cJSON *ic_stream_skeleton(cJSON *run_line, const char *path, char *err, s
 
 /* A stream says when its run started, not when it stopped: the last write to the file is
  * when the last result came, which is what "finished" means for a run that was killed. */
-static int ic_stream_finish_time(cJSON *report, FILE *file)
+static int ic_stream_finish_time(cJSON *report, const char *path)
 {
     cJSON *run = cJSON_GetObjectItemCaseSensitive(report, "run");
     struct stat st;
@@ -51,7 +51,9 @@ static int ic_stream_finish_time(cJSON *report, FILE *file)
     char finished[64];
     if (!cJSON_IsObject(run) || cJSON_GetObjectItemCaseSensitive(run, "finished"))
         return 0;
-    if (fstat(fileno(file), &st) != 0)
+    /* By the path: the FILE reads through the gzip layer, which has no descriptor to fstat
+     * (a finished stream then read as one finished now). */
+    if (stat(path, &st) != 0)
         st.st_mtime = time(NULL);
     gmtime_r(&st.st_mtime, &finished_tm);
     strftime(finished, sizeof(finished), "%Y-%m-%dT%H:%M:%SZ", &finished_tm);
@@ -140,7 +142,7 @@ int ic_stream_load(const char *path, cJSON **ret, char *err, size_t err_size)
         cJSON_DeleteItemFromObjectCaseSensitive(r.report, "interrupted");
         if (!cJSON_AddBoolToObject(r.report, "interrupted", !r.ended) ||
             ic_report_hold_text(r.report) < 0 || ic_report_recount(r.report) < 0 ||
-            ic_stream_finish_time(r.report, file) < 0 || ic_findings_attach_report(r.report) < 0) {
+            ic_stream_finish_time(r.report, path) < 0 || ic_findings_attach_report(r.report) < 0) {
             snprintf(err, err_size, "out of memory while reading %s", path);
             rc = IC_ENOMEM;
         }

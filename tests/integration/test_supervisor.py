@@ -181,8 +181,14 @@ def check_interrupt(tap, binary, probes, workdir):
     run.communicate(timeout=60)
     time.sleep(0.3)
     tap.ok(not workers_of("kill"), "SIGKILL: the workers die with the supervisor")
+    time.sleep(1.1)  # so that a finish time taken from the clock would show
     proc = taplib.run(binary, "report", stream)
     rebuilt = taplib.load_report(out) if os.path.exists(out) else {}
+    last_write = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(os.stat(stream).st_mtime))
+    finished = rebuilt.get("run", {}).get("finished")
+    tap.ok(finished == last_write,
+           "report FILE.jsonl: the run finished when its stream was last written, not when read",
+           f"finished {finished}, stream last written {last_write}")
     tap.ok(proc.returncode == 0 and rebuilt.get("interrupted") is True and
            not taplib.schema_errors(rebuilt) and 0 < len(rebuilt.get("cases", [])),
            "report FILE.jsonl of a killed run: a valid report, marked interrupted, and its views",
