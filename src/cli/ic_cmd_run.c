@@ -826,6 +826,9 @@ struct ic_run_command {
     cJSON *report; /* without its cases, which `cases` makes when read */
     struct ic_plan_cases cases;
     bool cases_open;
+    /* The dashboard's cases, collected while the JSON report is written (NULL: not, or the
+     * write failed; the dashboard then reads the cases itself). */
+    struct ic_html_collector *html_cases;
     char err[4096], output[PATH_MAX], stream_path[PATH_MAX + 8], started[64];
     double start, discovery_s, cases_wall_s;
     bool interrupted, stream_kept;
@@ -996,8 +999,60 @@ static int ic_run_timing_json(struct ic_run_command *cmd)
     return stages ? 0 : IC_ENOMEM;
 }
 
-/* The report: what ran, the expectations applied, findings with their reproducers (which
- * need workers, so an interrupted run leaves them to its resumption), written atomically. */
+/* What the JSON report's pass over the cases also fills: the findings and the dashboard. */
+struct ic_run_pass {
+    struct ic_run_command *cmd;
+    struct ic_findings_collector *findings;
+};
+
+static void ic_run_pass_case(void *context, const cJSON *c)
+{
+    struct ic_run_pass *pass = context;
+    ic_findings_collector_add(pass->findings, c);
+    if (pass->cmd->html_cases)
+        ic_html_collector_add(pass->cmd->html_cases, c);
+}
+
+/* Once the cases are written: the findings, with their reproducers (which need workers, so an
+ * interrupted run leaves them to its resumption), join the report after them. */
+static int ic_run_pass_findings(void *context)
+{
+    struct ic_run_pass *pass = context;
+    struct ic_run_command *cmd = pass->cmd;
+    cJSON *examples = NULL;
+    int rc = ic_findings_collector_attach(pass->findings, cmd->report, &examples);
+    if (rc == 0 && !cmd->interrupted)
+        ic_run_reproducers(&cmd->session, cmd->report, examples);
+    cJSON_Delete(examples);
+    return rc;
+}
+
+/* The JSON report, in one pass over the cases that also collects the findings (written after
+ * the cases) and the dashboard's cases (written later, as a view). A dashboard that cannot
+ * collect here (no temporary file) reads the cases itself later, where the error is said. */
+static int ic_run_write_json(struct ic_run_command *cmd)
+{
+    struct ic_run_pass pass = {.cmd = cmd};
+    int rc = ic_findings_collector_new(cmd->cases.base.count, true, &pass.findings);
+    if (rc < 0) {
+        snprintf(cmd->err, sizeof(cmd->err), "out of memory while building the report");
+        return rc;
+    }
+    if (ic_html_collector_new(cmd->report, &cmd->html_cases) < 0)
+        cmd->html_cases = NULL;
+    struct ic_report_observer observer = {ic_run_pass_case, ic_run_pass_findings, &pass};
+    rc = ic_report_write_atomic_observed(cmd->output, cmd->report, &cmd->cases.base, &observer,
+                                         cmd->err, sizeof(cmd->err));
+    ic_findings_collector_free(pass.findings);
+    if (rc < 0) {
+        ic_html_collector_free(cmd->html_cases);
+        cmd->html_cases = NULL;
+    }
+    return rc;
+}
+
+/* The report: what ran, the expectations applied, findings with their reproducers, written
+ * atomically. */
 static int ic_run_command_report(struct ic_run_command *cmd)
 {
     char finished[64];
@@ -1018,20 +1073,13 @@ static int ic_run_command_report(struct ic_run_command *cmd)
     }
     if (rc == 0)
         rc = ic_run_policy_apply(&cmd->policy, cmd->report, &cmd->cases, cmd->run.counts);
-    cJSON *examples = NULL;
-    if (rc == 0)
-        rc = ic_findings_attach(cmd->report, &cmd->cases.base, &examples);
-    if (rc == 0 && !cmd->interrupted)
-        ic_run_reproducers(&cmd->session, cmd->report, examples);
-    cJSON_Delete(examples);
     if (rc == IC_ENOMEM)
         snprintf(cmd->err, sizeof(cmd->err), "out of memory while building the report");
     else if (rc < 0) /* the case source could not read a result back (ic_plan_cases.h) */
         snprintf(cmd->err, sizeof(cmd->err), "cannot read the results back from %s: %s",
                  cmd->stream_path, ic_strerror(rc));
     else
-        rc = ic_report_write_atomic(cmd->output, cmd->report, &cmd->cases.base, cmd->err,
-                                    sizeof(cmd->err));
+        rc = ic_run_write_json(cmd);
     if (rc < 0 && cmd->stream_kept) {
         size_t used = strlen(cmd->err);
         snprintf(cmd->err + used, sizeof(cmd->err) - used, " (the results are in %s)",
@@ -1053,6 +1101,7 @@ static int ic_run_command_finish(struct ic_run_command *cmd)
     if (cmd->interrupted)
         status = ic_run_interrupted_status();
     struct ic_views_request views = ic_views_asked(&cmd->opts);
+    views.html_cases = cmd->html_cases;
     if (ic_views_write(cmd->report, &cmd->cases.base, cmd->output, &views, cmd->err,
                        sizeof(cmd->err)) < 0) {
         fprintf(stderr, "interopcheck: %s (make it again with: interopcheck report %s)\n", cmd->err,
@@ -1068,6 +1117,7 @@ static void ic_run_command_close(struct ic_run_command *cmd)
         ic_stream_close(&cmd->run.stream, false);
     if (cmd->cases_open)
         ic_plan_cases_close(&cmd->cases);
+    ic_html_collector_free(cmd->html_cases);
     cJSON_Delete(cmd->report);
     cJSON_Delete(cmd->tool);
     cJSON_Delete(cmd->run_json);

@@ -26,9 +26,12 @@ enum {
 /* The views the options ask for, as the report stage takes them. */
 static inline struct ic_views_request ic_views_asked(const struct ic_options *opts)
 {
-    struct ic_views_request views = {opts->html,        opts->junit,
-                                     opts->junit_cases, opts->junit_unsupported,
-                                     opts->markdown,    opts->markdown_max};
+    struct ic_views_request views = {.html = opts->html,
+                                     .junit = opts->junit,
+                                     .junit_cases = opts->junit_cases,
+                                     .junit_unsupported = opts->junit_unsupported,
+                                     .markdown = opts->markdown,
+                                     .markdown_max = opts->markdown_max};
     return views;
 }
 

@@ -801,28 +801,62 @@ static void ic_groups_release(struct ic_groups *groups)
     memset(groups, 0, sizeof(*groups));
 }
 
-static int ic_collect(struct ic_cases *cases, struct ic_universe *u, struct ic_groups *groups)
+/* The findings of cases as they are read: the universe of their ids and the groups of the
+ * failing ones. */
+struct ic_findings_collector {
+    struct ic_universe u;
+    struct ic_groups groups;
+    size_t added;
+    int status; /* 0, or the first failure (IC_E*) */
+};
+
+int ic_findings_collector_new(size_t ncases, bool keep_examples, struct ic_findings_collector **ret)
 {
-    const cJSON *c;
-    size_t index = 0;
-    ic_cases_for_each(c, cases)
-    {
-        const char *id = ic_json_string(c, "id");
-        if (index >= u->count || !id || ic_universe_add(u, index, id) < 0)
-            return IC_EINVAL;
-        enum ic_outcome observed;
-        const char *outcome = ic_json_string_or(c, "outcome", "");
-        u->open[index] = strcmp(outcome, "unsupported") == 0 || strcmp(outcome, "error") == 0;
-        if (ic_observed_failure(c, &observed)) {
-            int rc = ic_collect_case(groups, index, c, observed);
-            if (rc < 0)
-                return rc;
-        }
-        index++;
+    *ret = NULL;
+    if (ncases > UINT32_MAX)
+        return IC_ERANGE;
+    struct ic_findings_collector *col = calloc(1, sizeof(*col));
+    if (!col)
+        return IC_ENOMEM;
+    col->groups.keep_examples = keep_examples;
+    col->u.count = ncases;
+    col->u.parts = calloc(ncases ? ncases : 1, sizeof(*col->u.parts));
+    col->u.open = calloc(ncases ? ncases : 1, 1);
+    if (!col->u.parts || !col->u.open) {
+        ic_findings_collector_free(col);
+        return IC_ENOMEM;
     }
-    if (ic_cases_status(cases) < 0)
-        return ic_cases_status(cases);
-    return index == u->count ? 0 : IC_EINVAL;
+    *ret = col;
+    return 0;
+}
+
+void ic_findings_collector_add(struct ic_findings_collector *col, const cJSON *c)
+{
+    if (col->status < 0)
+        return;
+    size_t index = col->added++;
+    const char *id = ic_json_string(c, "id");
+    if (index >= col->u.count || !id || ic_universe_add(&col->u, index, id) < 0) {
+        col->status = IC_EINVAL;
+        return;
+    }
+    enum ic_outcome observed;
+    const char *outcome = ic_json_string_or(c, "outcome", "");
+    col->u.open[index] = strcmp(outcome, "unsupported") == 0 || strcmp(outcome, "error") == 0;
+    if (ic_observed_failure(c, &observed)) {
+        int rc = ic_collect_case(&col->groups, index, c, observed);
+        if (rc < 0)
+            col->status = rc;
+    }
+}
+
+void ic_findings_collector_free(struct ic_findings_collector *col)
+{
+    if (!col)
+        return;
+    ic_groups_release(&col->groups);
+    ic_universe_release(&col->u);
+    free(col);
 }
 
 int ic_findings_label(cJSON *cases)
@@ -839,33 +873,26 @@ int ic_findings_label(cJSON *cases)
     return 0;
 }
 
-int ic_findings_attach(cJSON *report, struct ic_cases *cases, cJSON **ret_examples)
+int ic_findings_collector_attach(struct ic_findings_collector *col, cJSON *report,
+                                 cJSON **ret_examples)
 {
-    struct ic_universe u;
-    struct ic_groups groups = {.keep_examples = ret_examples != NULL};
+    struct ic_universe *u = &col->u;
+    struct ic_groups *groups = &col->groups;
     cJSON *findings = NULL, *examples = NULL;
     cJSON *previous = NULL;
-    int rc = IC_ENOMEM;
 
     if (ret_examples)
         *ret_examples = NULL;
-    memset(&u, 0, sizeof(u));
-    size_t ncases = cases->count;
-    if (ncases > UINT32_MAX)
-        return IC_ERANGE;
-    u.count = ncases;
-    u.parts = calloc(ncases ? ncases : 1, sizeof(*u.parts));
-    u.open = calloc(ncases ? ncases : 1, 1);
-    if (!u.parts || !u.open)
-        goto done;
-    rc = ic_collect(cases, &u, &groups);
+    int rc = col->status;
+    if (rc == 0 && col->added != u->count)
+        rc = IC_EINVAL;
     if (rc == 0)
-        rc = ic_universe_index(&u);
+        rc = ic_universe_index(u);
     if (rc < 0)
-        goto done;
+        return rc;
     /* qsort's array may not be NULL, even for no elements: a report without failures has none */
-    if (groups.count > 1)
-        qsort(groups.items, groups.count, sizeof(groups.items[0]), ic_group_order);
+    if (groups->count > 1)
+        qsort(groups->items, groups->count, sizeof(groups->items[0]), ic_group_order);
     /* Reproducers of the report's earlier findings (a merge's inputs) carry over by id. */
     previous = cJSON_DetachItemFromObjectCaseSensitive(report, "findings");
     cJSON *holder = previous ? cJSON_CreateObject() : NULL;
@@ -876,8 +903,8 @@ int ic_findings_attach(cJSON *report, struct ic_cases *cases, cJSON **ret_exampl
     }
     findings = cJSON_CreateArray();
     rc = findings ? 0 : IC_ENOMEM;
-    for (size_t i = 0; i < groups.count && rc == 0; i++) {
-        cJSON *f = ic_group_json(&u, &groups.items[i], holder);
+    for (size_t i = 0; i < groups->count && rc == 0; i++) {
+        cJSON *f = ic_group_json(u, &groups->items[i], holder);
         if (!f || !cJSON_AddItemToArray(findings, f)) {
             cJSON_Delete(f);
             rc = IC_ENOMEM;
@@ -886,13 +913,13 @@ int ic_findings_attach(cJSON *report, struct ic_cases *cases, cJSON **ret_exampl
     cJSON_Delete(holder);
     /* The examples, in the findings' order: each group's copy moves into the array. */
     examples = ret_examples && rc == 0 ? cJSON_CreateArray() : NULL;
-    if (ret_examples && !examples)
+    if (ret_examples && rc == 0 && !examples)
         rc = IC_ENOMEM;
-    for (size_t i = 0; examples && i < groups.count && rc == 0; i++) {
-        if (!cJSON_AddItemToArray(examples, groups.items[i].example_case))
+    for (size_t i = 0; examples && i < groups->count && rc == 0; i++) {
+        if (!cJSON_AddItemToArray(examples, groups->items[i].example_case))
             rc = IC_ENOMEM;
         else
-            groups.items[i].example_case = NULL;
+            groups->items[i].example_case = NULL;
     }
     if (rc == 0 && !cJSON_AddItemToObject(report, "findings", findings))
         rc = IC_ENOMEM;
@@ -902,12 +929,28 @@ int ic_findings_attach(cJSON *report, struct ic_cases *cases, cJSON **ret_exampl
             *ret_examples = examples;
         examples = NULL;
     }
-
-done:
     cJSON_Delete(findings);
     cJSON_Delete(examples);
-    ic_groups_release(&groups);
-    ic_universe_release(&u);
+    return rc;
+}
+
+int ic_findings_attach(cJSON *report, struct ic_cases *cases, cJSON **ret_examples)
+{
+    struct ic_findings_collector *col;
+    if (ret_examples)
+        *ret_examples = NULL;
+    int rc = ic_findings_collector_new(cases->count, ret_examples != NULL, &col);
+    if (rc < 0)
+        return rc;
+    const cJSON *c;
+    ic_cases_for_each(c, cases)
+    {
+        ic_findings_collector_add(col, c);
+    }
+    rc = ic_cases_status(cases);
+    if (rc == 0)
+        rc = ic_findings_collector_attach(col, report, ret_examples);
+    ic_findings_collector_free(col);
     return rc;
 }
 

@@ -27,6 +27,9 @@
 #ifndef IC_FINDINGS_H
 #define IC_FINDINGS_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include <cjson/cJSON.h>
 
 #include "ic_case.h"
@@ -39,6 +42,19 @@
  * (whole, as the source gave it), in the findings' order: what a reproducer is written from,
  * without another pass over the cases. */
 int ic_findings_attach(cJSON *report, struct ic_cases *cases, cJSON **examples);
+
+/* The same in steps, for a caller that reads the cases anyway (a run writing its JSON report):
+ * a collector for `ncases` cases, each case of one whole pass added in order, then the findings
+ * attached as ic_findings_attach would (IC_EINVAL when fewer or more cases were added, or one
+ * had no case id). The collector is the caller's, released by ic_findings_collector_free (also
+ * after a failure). ic_findings_attach is exactly that, over `cases`. */
+struct ic_findings_collector;
+int ic_findings_collector_new(size_t ncases, bool keep_examples,
+                              struct ic_findings_collector **ret);
+void ic_findings_collector_add(struct ic_findings_collector *col, const cJSON *c);
+int ic_findings_collector_attach(struct ic_findings_collector *col, cJSON *report,
+                                 cJSON **examples);
+void ic_findings_collector_free(struct ic_findings_collector *col);
 
 /* Writes the id of the finding case `c` belongs to into id (always terminated) and returns 1;
  * returns 0 with an empty id when the case is not a failure. */

@@ -320,20 +320,24 @@ static int ic_json_put(FILE *file, const cJSON *item, bool formatted, const char
 }
 
 /* What ic_json_stream writes: `json`, and with `cases` the elements of its "cases" member
- * taken from that source instead of from the member. */
+ * taken from that source instead of from the member, each shown to `observer` (if any). */
 struct ic_report_text {
     const cJSON *json;
     struct ic_cases *cases;
+    const struct ic_report_observer *observer; /* NULL: none */
 };
 
 /* The elements of an array member, each on a line and each but the last followed by a comma,
  * from the array or from the case source. */
-static int ic_json_put_elements(FILE *file, const cJSON *array, struct ic_cases *cases)
+static int ic_json_put_elements(FILE *file, const cJSON *array, const struct ic_report_text *text)
 {
+    struct ic_cases *cases = text ? text->cases : NULL;
     const cJSON *e = cases ? ic_cases_first(cases) : array->child;
     int rc = fputs(e ? "[\n" : "[]", file) < 0 ? IC_EIO : 0;
     while (e && rc == 0) {
         rc = ic_json_put(file, e, false, "");
+        if (rc == 0 && cases && text->observer && text->observer->on_case)
+            text->observer->on_case(text->observer->context, e);
         const cJSON *next = NULL;
         if (rc == 0)
             next = cases ? ic_cases_next(cases) : e->next;
@@ -358,15 +362,17 @@ static int ic_json_stream(FILE *file, void *context)
     if (fputs("{\n", file) < 0)
         return IC_EIO;
     for (const cJSON *item = json->child; item; item = item->next) {
-        struct ic_cases *cases =
-            text->cases && item->string && strcmp(item->string, "cases") == 0 ? text->cases : NULL;
+        bool cases = text->cases && item->string && strcmp(item->string, "cases") == 0;
         cJSON *key = cJSON_CreateStringReference(item->string ? item->string : "");
         int rc = key ? ic_json_put(file, key, false, ": ") : IC_ENOMEM;
         cJSON_Delete(key);
         if (rc == 0 && (cases || (cJSON_IsArray(item) && item->child)))
-            rc = ic_json_put_elements(file, item, cases);
+            rc = ic_json_put_elements(file, item, cases ? text : NULL);
         else if (rc == 0)
             rc = ic_json_put(file, item, true, "");
+        /* Members the hook adds go at the end of the object: this loop reaches them. */
+        if (rc == 0 && cases && text->observer && text->observer->after_cases)
+            rc = text->observer->after_cases(text->observer->context);
         if (rc == 0 && fputs(item->next ? ",\n" : "\n", file) < 0)
             rc = IC_EIO;
         if (rc < 0)
@@ -377,14 +383,21 @@ static int ic_json_stream(FILE *file, void *context)
 
 int ic_json_write_atomic(const char *path, const cJSON *json, char *err, size_t err_size)
 {
-    struct ic_report_text text = {json, NULL};
+    struct ic_report_text text = {json, NULL, NULL};
     return ic_text_write_atomic_with(path, ic_json_stream, &text, err, err_size);
 }
 
 int ic_report_write_atomic(const char *path, const cJSON *report, struct ic_cases *cases, char *err,
                            size_t err_size)
 {
-    struct ic_report_text text = {report, cases};
+    return ic_report_write_atomic_observed(path, report, cases, NULL, err, err_size);
+}
+
+int ic_report_write_atomic_observed(const char *path, const cJSON *report, struct ic_cases *cases,
+                                    const struct ic_report_observer *observer, char *err,
+                                    size_t err_size)
+{
+    struct ic_report_text text = {report, cases, observer};
     if (!cJSON_IsObject(report)) {
         snprintf(err, err_size, "no report to write to %s", path);
         return IC_EINVAL;

@@ -59,6 +59,21 @@ int ic_json_write_atomic(const char *path, const cJSON *json, char *err, size_t 
 int ic_report_write_atomic(const char *path, const cJSON *report, struct ic_cases *cases, char *err,
                            size_t err_size);
 
+/* The same, showing each case to `on_case` once it is written, so that other writers fill
+ * themselves in the same pass (a run's findings and dashboard), and calling `after_cases` once
+ * the "cases" member is whole, before the members that follow it are written: it may add
+ * members at the end of the report (a run's findings). Its failure (IC_E*) fails the write.
+ * When the write returns 0, on_case saw every case of one whole pass, in order; otherwise it
+ * may have seen part of one. */
+struct ic_report_observer {
+    void (*on_case)(void *context, const cJSON *c);
+    int (*after_cases)(void *context);
+    void *context;
+};
+int ic_report_write_atomic_observed(const char *path, const cJSON *report, struct ic_cases *cases,
+                                    const struct ic_report_observer *observer, char *err,
+                                    size_t err_size);
+
 /* Reads a report a run wrote (ic_report_write_atomic) or merge made: parses it and checks
  * that it is an interopcheck report of a schema version this build reads. On failure err says what
  * is wrong with the file and nothing is returned. The caller deletes the tree.

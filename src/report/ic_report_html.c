@@ -495,50 +495,64 @@ static void ic_html_put_expectation(struct ic_html_sink *s, const cJSON *c, size
     fprintf(s->file, ",%c%zu]", IC_HTML_OUTCOME_MARK, ic_intern_field(&s->outcomes, e, "observed"));
 }
 
+/* The cases of a page, as they are read: the tables and the sinks of the pass. Heap-allocated,
+ * as each sink points at `d`. */
+struct ic_html_collector {
+    struct ic_html_data d;
+    struct ic_html_sink sinks[IC_HTML_SINKS];
+    size_t count;   /* the cases added */
+    int temp_errno; /* why a temporary file could not be made or written */
+};
+
 /* What stopped a page, beyond what ic_text_write_atomic_with says itself. */
 struct ic_html_job {
     const cJSON *report;
-    struct ic_cases *cases;
-    int cases_failure; /* the case source's failure */
+    struct ic_html_collector *cases;
     int temp_errno;    /* why a temporary file could not be made, written or read */
 };
 
-/* Reads the cases once (the only pass), writing every sink's file. Returns 0 or IC_EIO, with
- * the cause in `job`. */
-static int ic_html_pass(struct ic_html_sink *sinks, struct ic_html_job *job)
+int ic_html_collector_new(const cJSON *report, struct ic_html_collector **ret)
+{
+    struct ic_html_collector *col = calloc(1, sizeof(*col));
+    *ret = NULL;
+    if (!col)
+        return IC_ENOMEM;
+    for (size_t k = 0; k < IC_HTML_SINKS; k++)
+        col->sinks[k].d = &col->d;
+    ic_html_seed(&col->d, report);
+    for (size_t k = 0; k < IC_HTML_SINKS; k++) {
+        errno = 0;
+        col->sinks[k].file = tmpfile();
+        if (!col->sinks[k].file) {
+            int failure = errno ? errno : EIO;
+            ic_html_collector_free(col);
+            errno = failure;
+            return IC_EIO;
+        }
+    }
+    *ret = col;
+    return 0;
+}
+
+void ic_html_collector_add(struct ic_html_collector *col, const cJSON *c)
+{
+    for (size_t column = 0; column < IC_HTML_COLUMNS; column++) {
+        if (col->count)
+            putc(',', col->sinks[column].file);
+        ic_case_columns[column].write(&col->sinks[column], c);
+    }
+    ic_html_put_id(&col->sinks[IC_HTML_SINK_IDS], c, col->count);
+    ic_html_put_expectation(&col->sinks[IC_HTML_SINK_EXPECTATIONS], c, col->count);
+    col->count++;
+}
+
+/* Every sink written through to its file: 0, or IC_EIO with the cause in `col`. */
+static int ic_html_collector_flush(struct ic_html_collector *col)
 {
     for (size_t k = 0; k < IC_HTML_SINKS; k++) {
         errno = 0;
-        sinks[k].file = tmpfile();
-        if (!sinks[k].file) {
-            job->temp_errno = errno ? errno : EIO;
-            return IC_EIO;
-        }
-    }
-    size_t i = 0;
-    const cJSON *c;
-    if (job->cases) {
-        ic_cases_for_each(c, job->cases)
-        {
-            for (size_t col = 0; col < IC_HTML_COLUMNS; col++) {
-                if (i)
-                    putc(',', sinks[col].file);
-                ic_case_columns[col].write(&sinks[col], c);
-            }
-            ic_html_put_id(&sinks[IC_HTML_SINK_IDS], c, i);
-            ic_html_put_expectation(&sinks[IC_HTML_SINK_EXPECTATIONS], c, i);
-            i++;
-        }
-        int status = ic_cases_status(job->cases);
-        if (status < 0) {
-            job->cases_failure = status;
-            return IC_EIO;
-        }
-    }
-    for (size_t k = 0; k < IC_HTML_SINKS; k++) {
-        errno = 0;
-        if (fflush(sinks[k].file) != 0 || ferror(sinks[k].file)) {
-            job->temp_errno = errno ? errno : EIO;
+        if (fflush(col->sinks[k].file) != 0 || ferror(col->sinks[k].file)) {
+            col->temp_errno = errno ? errno : EIO;
             return IC_EIO;
         }
     }
@@ -559,16 +573,25 @@ static size_t *ic_html_merge(struct ic_strtab *page, const struct ic_strtab *own
     return map;
 }
 
-static void ic_html_sinks_release(struct ic_html_sink *sinks)
+void ic_html_collector_free(struct ic_html_collector *col)
 {
+    if (!col)
+        return;
     for (size_t k = 0; k < IC_HTML_SINKS; k++) {
-        if (sinks[k].file)
-            fclose(sinks[k].file);
-        ic_strtab_release(&sinks[k].text);
-        ic_strtab_release(&sinks[k].outcomes);
-        free(sinks[k].text_map);
-        free(sinks[k].outcome_map);
+        if (col->sinks[k].file)
+            fclose(col->sinks[k].file);
+        ic_strtab_release(&col->sinks[k].text);
+        ic_strtab_release(&col->sinks[k].outcomes);
+        free(col->sinks[k].text_map);
+        free(col->sinks[k].outcome_map);
     }
+#define IC_HTML_RELEASE(name) ic_strtab_release(&col->d.name);
+    IC_HTML_TABLES(IC_HTML_RELEASE)
+    IC_HTML_RELEASE(text)
+    IC_HTML_RELEASE(cell_keys)
+#undef IC_HTML_RELEASE
+    free(col->d.cells);
+    free(col);
 }
 
 /* Copies a sink's file into the page, with the page's index in place of each marked one.
@@ -651,16 +674,15 @@ static void ic_html_put_outcome_facts(FILE *out)
 
 /* Writes the data object, reading the cases in one pass. Returns 0, IC_ENOMEM, or IC_EIO (with
  * the cause in `job`); the output is then incomplete. */
+/* The page's data: the report's head, the collected cases' columns (their sinks' tables
+ * joined to the page's), the cells and the tables. Returns 0, IC_ENOMEM or IC_EIO. */
 static int ic_html_put_data(FILE *out, struct ic_html_job *job)
 {
     const cJSON *report = job->report;
-    struct ic_html_data d = {0};
-    struct ic_html_sink sinks[IC_HTML_SINKS];
+    struct ic_html_collector *col = job->cases;
+    struct ic_html_data *d = &col->d;
+    struct ic_html_sink *sinks = col->sinks;
 
-    memset(sinks, 0, sizeof(sinks));
-    for (size_t k = 0; k < IC_HTML_SINKS; k++)
-        sinks[k].d = &d;
-    ic_html_seed(&d, report);
     fputs("{\"format\":1,\"head\":{", out);
     static const char *const head[] = {"tool", "run", "environment", "environments", "findings"};
     bool first = true;
@@ -673,19 +695,19 @@ static int ic_html_put_data(FILE *out, struct ic_html_job *job)
         first = false;
     }
 
-    int rc = ic_html_pass(sinks, job);
+    int rc = 0;
     /* The sinks' own tables join the page's in column order: see struct ic_html_sink. */
     for (size_t k = 0; k < IC_HTML_SINKS && !rc; k++) {
-        sinks[k].text_map = ic_html_merge(&d.text, &sinks[k].text);
-        sinks[k].outcome_map = ic_html_merge(&d.outcomes, &sinks[k].outcomes);
+        sinks[k].text_map = ic_html_merge(&d->text, &sinks[k].text);
+        sinks[k].outcome_map = ic_html_merge(&d->outcomes, &sinks[k].outcomes);
         if (!sinks[k].text_map || !sinks[k].outcome_map)
             rc = IC_ENOMEM;
     }
     if (!rc) {
         fputs("},\"cases\":{", out);
-        for (size_t col = 0; col < IC_HTML_COLUMNS && !rc; col++) {
-            fprintf(out, "%s\"%s\":[", col ? "," : "", ic_case_columns[col].name);
-            rc = ic_html_copy(out, &sinks[col], job);
+        for (size_t column = 0; column < IC_HTML_COLUMNS && !rc; column++) {
+            fprintf(out, "%s\"%s\":[", column ? "," : "", ic_case_columns[column].name);
+            rc = ic_html_copy(out, &sinks[column], job);
             putc(']', out);
         }
         putc('}', out);
@@ -699,9 +721,8 @@ static int ic_html_put_data(FILE *out, struct ic_html_job *job)
         rc = ic_html_copy(out, &sinks[IC_HTML_SINK_EXPECTATIONS], job);
         putc(']', out);
     }
-    ic_html_sinks_release(sinks);
     if (rc)
-        goto done;
+        return rc;
 
     /* Gaps become cells too, with their reason: the page shows them in the matrix. */
     const cJSON *summary = cJSON_GetObjectItemCaseSensitive(report, "summary");
@@ -711,34 +732,30 @@ static int ic_html_put_data(FILE *out, struct ic_html_job *job)
         const cJSON *gap;
         cJSON_ArrayForEach(gap, cJSON_GetObjectItemCaseSensitive(protocol, "gaps"))
         {
-            size_t cell = ic_html_cell_of(&d, protocol->string, gap);
+            size_t cell = ic_html_cell_of(d, protocol->string, gap);
             const char *reason = ic_json_string(gap, "reason");
-            if (!d.status && !d.cell_keys.status)
-                d.cells[cell].gap_reason =
-                    ic_strtab_intern(&d.text, reason && reason[0] ? reason : "no reason given");
+            if (!d->status && !d->cell_keys.status)
+                d->cells[cell].gap_reason =
+                    ic_strtab_intern(&d->text, reason && reason[0] ? reason : "no reason given");
         }
     }
-    ic_html_put_cells(out, &d);
+    ic_html_put_cells(out, d);
 
-#define IC_HTML_PUT_TABLE(name) ic_html_put_table(out, #name, &d.name);
+#define IC_HTML_PUT_TABLE(name) ic_html_put_table(out, #name, &d->name);
     IC_HTML_TABLES(IC_HTML_PUT_TABLE)
 #undef IC_HTML_PUT_TABLE
-    ic_html_put_table(out, "text", &d.text);
+    ic_html_put_table(out, "text", &d->text);
     ic_html_put_outcome_facts(out);
     putc('}', out);
 
-done:
-    if (!rc)
-        rc = d.status;
-#define IC_HTML_RELEASE(name)                                                                      \
+    rc = d->status;
+#define IC_HTML_STATUS(name)                                                                       \
     if (!rc)                                                                                       \
-        rc = d.name.status;                                                                        \
-    ic_strtab_release(&d.name);
-    IC_HTML_TABLES(IC_HTML_RELEASE)
-    IC_HTML_RELEASE(text)
-    IC_HTML_RELEASE(cell_keys)
-#undef IC_HTML_RELEASE
-    free(d.cells);
+        rc = d->name.status;
+    IC_HTML_TABLES(IC_HTML_STATUS)
+    IC_HTML_STATUS(text)
+    IC_HTML_STATUS(cell_keys)
+#undef IC_HTML_STATUS
     return rc;
 }
 
@@ -817,21 +834,51 @@ static int ic_html_put_page(FILE *out, void *context)
     return rc;
 }
 
-int ic_html_write(const cJSON *report, struct ic_cases *cases, const char *path, char *err,
-                  size_t err_size)
+int ic_html_write_collected(const cJSON *report, struct ic_html_collector *cases, const char *path,
+                            char *err, size_t err_size)
 {
     /* Straight into the temporary file that replaces `path` once it is whole: a failure midway
      * leaves no file, and a reader never sees half a page. */
     struct ic_html_job job = {.report = report, .cases = cases};
-    int rc = ic_text_write_atomic_with(path, ic_html_put_page, &job, err, err_size);
-    if (rc < 0 && job.cases_failure < 0) {
-        snprintf(err, err_size, "cannot write %s: its cases could not be read (%s)", path,
-                 ic_strerror(job.cases_failure));
-        rc = job.cases_failure;
-    } else if (rc < 0 && job.temp_errno) {
+    int rc = ic_html_collector_flush(cases);
+    if (rc == 0)
+        rc = ic_text_write_atomic_with(path, ic_html_put_page, &job, err, err_size);
+    else
+        job.temp_errno = cases->temp_errno;
+    if (rc < 0 && job.temp_errno) {
         snprintf(err, err_size, "cannot write %s: a temporary file failed: %s", path,
                  strerror(job.temp_errno));
         rc = IC_EIO;
     }
+    return rc;
+}
+
+int ic_html_write(const cJSON *report, struct ic_cases *cases, const char *path, char *err,
+                  size_t err_size)
+{
+    struct ic_html_collector *col;
+    int rc = ic_html_collector_new(report, &col);
+    if (rc < 0) {
+        if (rc == IC_ENOMEM)
+            snprintf(err, err_size, "out of memory while writing %s", path);
+        else
+            snprintf(err, err_size, "cannot write %s: a temporary file failed: %s", path,
+                     strerror(errno));
+        return rc;
+    }
+    const cJSON *c;
+    if (cases) {
+        ic_cases_for_each(c, cases)
+        {
+            ic_html_collector_add(col, c);
+        }
+        rc = ic_cases_status(cases);
+    }
+    if (rc < 0)
+        snprintf(err, err_size, "cannot write %s: its cases could not be read (%s)", path,
+                 ic_strerror(rc));
+    else
+        rc = ic_html_write_collected(report, col, path, err, err_size);
+    ic_html_collector_free(col);
     return rc;
 }

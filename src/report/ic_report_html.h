@@ -21,6 +21,13 @@
  *   tables, not the cases or the page.
  * - Written atomically: a failure leaves no file (and never half a page). Returns 0 or a
  *   negative IC_E* code with err saying why; when the case source failed, its code.
+ * - A caller that reads the cases anyway (a run writing its JSON report) collects them for the
+ *   page in the same pass: ic_html_collector_new, then ic_html_collector_add for each case of
+ *   one whole pass, in order, then ic_html_write_collected. The collector owns the pass's
+ *   temporary files and tables, and ic_html_collector_free releases them (also after a
+ *   failure, and when no page is written). ic_html_write is exactly that, over `cases`.
+ *   ic_html_collector_new returns IC_ENOMEM, or IC_EIO with errno saying why no temporary
+ *   file could be made.
  */
 #ifndef IC_REPORT_HTML_H
 #define IC_REPORT_HTML_H
@@ -33,5 +40,15 @@
 
 int ic_html_write(const cJSON *report, struct ic_cases *cases, const char *path, char *err,
                   size_t err_size);
+
+/* The page's cases, collected a case at a time. */
+struct ic_html_collector;
+
+/* `report` gives the names the tables start with (its environments and libraries). */
+int ic_html_collector_new(const cJSON *report, struct ic_html_collector **ret);
+void ic_html_collector_add(struct ic_html_collector *col, const cJSON *c);
+int ic_html_write_collected(const cJSON *report, struct ic_html_collector *cases, const char *path,
+                            char *err, size_t err_size);
+void ic_html_collector_free(struct ic_html_collector *col);
 
 #endif

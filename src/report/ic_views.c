@@ -85,7 +85,9 @@ int ic_views_write(const cJSON *report, struct ic_cases *cases, const char *json
         snprintf(html_path, sizeof(html_path), "%s", opts->html);
     else
         ic_output_sibling(json_path, ".html", html_path, sizeof(html_path)); /* RUN.html */
-    rc = ic_html_write(report, cases, html_path, err, err_size);
+    rc = opts->html_cases
+             ? ic_html_write_collected(report, opts->html_cases, html_path, err, err_size)
+             : ic_html_write(report, cases, html_path, err, err_size);
     if (rc < 0)
         goto done;
     printf("html: %s\n", html_path);

@@ -29,6 +29,7 @@
 
 #include "ic_cases.h"
 #include "ic_expect.h"
+#include "ic_report_html.h"
 
 /* Returns the number of cases changed, or a negative IC_E* code with err saying why. */
 int ic_views_expect(const struct ic_expectations *expectations, cJSON *report, char *err,
@@ -47,6 +48,9 @@ struct ic_views_request {
     bool junit_unsupported; /* ... unsupported cases among them too */
     const char *markdown;
     size_t markdown_max;  /* 0: the default cap */
+    /* The dashboard's cases, collected from a whole pass made anyway (the JSON report's):
+     * then the dashboard makes no pass of its own. NULL: it does. Not released here. */
+    struct ic_html_collector *html_cases;
 };
 
 int ic_views_write(const cJSON *report, struct ic_cases *cases, const char *json_path,
