@@ -1003,6 +1003,7 @@ static int ic_run_timing_json(struct ic_run_command *cmd)
 struct ic_run_pass {
     struct ic_run_command *cmd;
     struct ic_findings_collector *findings;
+    int findings_rc; /* why the findings could not be attached (the write then fails) */
 };
 
 static void ic_run_pass_case(void *context, const cJSON *c)
@@ -1024,6 +1025,7 @@ static int ic_run_pass_findings(void *context)
     if (rc == 0 && !cmd->interrupted)
         ic_run_reproducers(&cmd->session, cmd->report, examples);
     cJSON_Delete(examples);
+    pass->findings_rc = rc;
     return rc;
 }
 
@@ -1044,6 +1046,11 @@ static int ic_run_write_json(struct ic_run_command *cmd)
     rc = ic_report_write_atomic_observed(cmd->output, cmd->report, &cmd->cases.base, &observer,
                                          cmd->err, sizeof(cmd->err));
     ic_findings_collector_free(pass.findings);
+    if (pass.findings_rc == IC_ENOMEM)
+        snprintf(cmd->err, sizeof(cmd->err), "out of memory while building the report");
+    else if (pass.findings_rc < 0) /* a case without a case id, or a pass of another length */
+        snprintf(cmd->err, sizeof(cmd->err), "cannot group the cases read back from %s: %s",
+                 cmd->stream_path, ic_strerror(pass.findings_rc));
     if (rc < 0) {
         ic_html_collector_free(cmd->html_cases);
         cmd->html_cases = NULL;

@@ -23,8 +23,9 @@
  *   negative IC_E* code with err saying why; when the case source failed, its code.
  * - A caller that reads the cases anyway (a run writing its JSON report) collects them for the
  *   page in the same pass: ic_html_collector_new, then ic_html_collector_add for each case of
- *   one whole pass, in order, then ic_html_write_collected. The collector owns the pass's
- *   temporary files and tables, and ic_html_collector_free releases them (also after a
+ *   one whole pass, in order, then ic_html_write_collected once (writing the page joins the
+ *   collected tables into the page's: a second page from it would differ). The collector owns the
+ * pass's temporary files and tables, and ic_html_collector_free releases them (also after a
  *   failure, and when no page is written). ic_html_write is exactly that, over `cases`.
  *   ic_html_collector_new returns IC_ENOMEM, or IC_EIO with errno saying why no temporary
  *   file could be made.
