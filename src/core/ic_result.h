@@ -109,6 +109,7 @@ enum ic_check_status {
     X(CHECKS, "checks", "interopcheck's checks in C: export, contents, metadata, attribution")     \
     X(COMPUTE, "compute", "the consumer's operation on its import, and its description")           \
     X(WRITE_THROUGH, "write_through", "a write through the import, read back on both sides")       \
+    X(RELAY, "relay", "the import handed on over another protocol and read back")                  \
     X(LIFETIME, "lifetime", "letting go: collections, deleter counts, the owner's release")
 
 enum ic_stage {

@@ -1193,11 +1193,11 @@ static bool ic_handle_message(struct ic_pool *pool, struct ic_proc *p, const cJS
     const cJSON *stages = cJSON_GetObjectItemCaseSensitive(msg, "stages");
     if (cJSON_GetArraySize(stages) == IC_STAGE_COUNT) {
         int i = 0;
-        const cJSON *ms;
-        cJSON_ArrayForEach(ms, stages)
+        const cJSON *us;
+        cJSON_ArrayForEach(us, stages)
         {
-            if (cJSON_IsNumber(ms) && ms->valuedouble > 0)
-                pool->stats.stage_s[i] += ms->valuedouble / 1000.0;
+            if (cJSON_IsNumber(us) && us->valuedouble > 0)
+                pool->stats.stage_s[i] += us->valuedouble / 1e6;
             i++;
         }
     }

@@ -200,13 +200,19 @@ static int ic_worker_load(struct ic_worker *w, const char *name, const char *pat
     return rc == 0 ? 0 : IC_EPROBE;
 }
 
-/* "end": the case's result, and its milliseconds by stage (IC_STAGE_LIST order), which the
- * supervisor sums for run.timing. */
+/* "end": the case's result, and its whole microseconds by stage (IC_STAGE_LIST order), which
+ * the supervisor sums for run.timing: integers, as cJSON prints them with one short format
+ * where a fraction costs it two tries at 15 and 17 digits, on every case. */
 static int ic_worker_send_end(struct ic_worker *w, const char *id, const struct ic_result *res)
 {
     cJSON *msg = ic_message_new(IC_MSG_END, w->seq);
     cJSON *result = ic_result_to_json(res);
-    cJSON *stages = cJSON_CreateDoubleArray(res->stage_ms, IC_STAGE_COUNT);
+    int us[IC_STAGE_COUNT];
+    for (int i = 0; i < IC_STAGE_COUNT; i++)
+        us[i] = res->stage_ms[i] > 0 && res->stage_ms[i] < 2e6
+                    ? (int)(res->stage_ms[i] * 1000 + 0.5)
+                    : 0;
+    cJSON *stages = cJSON_CreateIntArray(us, IC_STAGE_COUNT);
     bool built = msg && result && stages && cJSON_AddStringToObject(msg, "case", id) &&
                  cJSON_AddItemToObject(msg, "result", result) &&
                  cJSON_AddItemToObject(msg, "stages", stages);

@@ -638,6 +638,7 @@ int ic_exchange_run(struct ic_exchange_cache *cache, const struct ic_case *c,
         ic_write_through_run(&st, res);
         ic_stage_mark(&st, res, IC_STAGE_WRITE_THROUGH);
         ic_relay_run(&st, res);
+        ic_stage_mark(&st, res, IC_STAGE_RELAY);
     }
     ic_stage_mark(&st, res, IC_STAGE_CHECKS);
     /* Lifetime is judged after the consumer let go, also when it failed: a consumer that

@@ -358,7 +358,7 @@ def check_prewarm(tap, binary, probes, workdir):
     proc1, one, outcomes1 = run("prewarm1", "numpy,copylib", 1)
     stages = (one or {}).get("stages_s", {})
     names = ["build", "export", "import", "describe", "checks", "compute", "write_through",
-             "lifetime"]
+             "relay", "lifetime"]
     spent = sum(stages.values())
     tap.ok(list(stages) == names and stages["import"] > 0 and stages["build"] > 0 and
            0.5 * one["case_s"] <= spent <= one["case_s"] + 0.01,
