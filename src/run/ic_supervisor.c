@@ -1266,9 +1266,10 @@ struct ic_run_state {
      * before the run, for a worker that never ran a case), each once (set_aside). */
     size_t *deferred, ndeferred, deferred_next;
     unsigned char *set_aside;
-    /* The plan in library-set order: case indexes by (producer, consumer), each pair's in
-     * plan order; a group is one pair's run of it. A worker slot takes whole groups (and, when
-     * none is left, the second half of the largest one still running), so that a worker keeps
+    /* The plan in library-set order: case indexes by (consumer, producer), each pair's in
+     * plan order; a group is one pair's run of it. A worker slot takes the groups of one
+     * consumer at a time, whose compiled kernels then live in one worker (and, when none is
+     * left, the second half of the largest remainder another slot has), so that a worker keeps
      * its imports, a crashing pair's cases stay on one worker instead of crashing every worker
      * in turn, and the next case's libraries are loaded when it is pipelined. */
     size_t *order;
@@ -1356,13 +1357,16 @@ int ic_pool_isolate_pair(struct ic_pool *pool, const char *producer, const char 
     return rc;
 }
 
-/* Gives `slot` its next run of `order`: the next unclaimed pair's cases, or else the second
- * half of the largest remainder another slot still has. False when nothing is left. */
+/* Gives `slot` its next run of `order`: the cases of the next unclaimed consumer's pairs, or
+ * else the second half of the largest remainder another slot still has. False when nothing is
+ * left. */
 static bool ic_claim_group(const struct ic_pool *pool, struct ic_run_state *st, int slot)
 {
     if (st->claim < st->count) {
+        size_t libs = (size_t)pool->catalog->count + 1;
         size_t start = st->claim, end = start + 1;
-        while (end < st->count && st->pair_key[st->order[end]] == st->pair_key[st->order[start]])
+        size_t consumer = st->pair_key[st->order[start]] % libs;
+        while (end < st->count && st->pair_key[st->order[end]] % libs == consumer)
             end++;
         st->cursor[slot] = start;
         st->group_end[slot] = end;
@@ -1994,7 +1998,8 @@ static void ic_pool_abandon(struct ic_pool *pool)
     }
 }
 
-/* Sorts the plan into library-set order (struct ic_run_state): by pair, then plan order. */
+/* Sorts the plan into library-set order (struct ic_run_state): by consumer, then producer,
+ * then plan order. */
 struct ic_keyed_case {
     size_t key, index;
 };
@@ -2017,9 +2022,11 @@ static int ic_order_by_pair(const struct ic_pool *pool, struct ic_run_state *st)
         free(keyed);
         return IC_ENOMEM;
     }
+    size_t libs = (size_t)pool->catalog->count + 1;
     for (size_t i = 0; i < st->count; i++) {
         st->pair_key[i] = ic_pair_key(pool, st->cases[i].producer, st->cases[i].consumer);
-        keyed[i] = (struct ic_keyed_case){st->pair_key[i], i};
+        size_t by_consumer = (st->pair_key[i] % libs) * libs + st->pair_key[i] / libs;
+        keyed[i] = (struct ic_keyed_case){by_consumer, i};
     }
     qsort(keyed, st->count, sizeof(*keyed), ic_keyed_compare);
     for (size_t i = 0; i < st->count; i++)

@@ -29,9 +29,10 @@
  *   importing the pair again), and no state of a case run outside the child is inherited.
  *   Not on a GPU: the CUDA driver refuses every call in a child of a process that initialised
  *   it, so an isolated GPU case runs in a worker itself, and a crash costs that worker.
- * - Cases run in library-set order (by producer and consumer; each worker takes one pair's
- *   cases at a time), and a worker running a case is sent the next one as well, so that it
- *   keeps its imports and never waits for a round trip.
+ * - Cases run in library-set order (by consumer, then producer; each worker takes every pair
+ *   of one consumer at a time), and a worker running a case is sent the next one as well, so
+ *   that it keeps its imports, a consumer's compiled kernels are made in one worker, and no
+ *   worker waits for a round trip.
  * - A worker slot without a process (discovery's worker fills slot 0) starts one only when it
  *   pays: when its share of the cases not yet handed out, at the mean time per case measured
  *   in the run, lasts more than twice the imports the unclaimed pairs need (and the process
