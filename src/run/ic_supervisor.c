@@ -1415,6 +1415,9 @@ static bool ic_peek_plan_case(const struct ic_pool *pool, struct ic_run_state *s
     }
 }
 
+static bool ic_isolated_server_elsewhere(const struct ic_pool *pool, int slot,
+                                         const struct ic_needs *needs);
+
 /* The next case for an idle worker: one to run again, else the plan's next (a case of an
  * isolated pair is set aside instead), else, once the plan is through, one set aside. False
  * when none is left to hand out. */
@@ -1425,15 +1428,25 @@ static bool ic_next_case(const struct ic_pool *pool, struct ic_run_state *st, in
         *ret_index = st->retry[--st->nretry];
         return true;
     }
-    /* A running worker that never ran a case serves the pairs isolated before the run first:
-     * it can fork for them now, and once it runs a case itself it no longer can. */
+    /* A worker that never ran a case (one running, or the one the slot is about to start, as
+     * after a crash) serves the isolated pairs first: it can fork for them now, and once it
+     * runs a case itself it no longer can, and a worker would be started for them later. The
+     * slot's own isolated cases ahead are set aside first: after a crash, the rest of the
+     * crashing pair's cases, which the new worker thus runs forked at once. */
     const struct ic_proc *p = &pool->procs[slot];
-    if (p->pid > 0 && !p->ran_in_process && st->deferred_next < st->ndeferred &&
+    size_t index_planned = 0;
+    bool planned = ic_peek_plan_case(pool, st, slot, &index_planned);
+    if ((p->pid == 0 || !p->ran_in_process) && st->deferred_next < st->ndeferred &&
         ic_case_forked(pool, st, st->deferred[st->deferred_next])) {
-        *ret_index = st->deferred[st->deferred_next++];
-        return true;
+        const struct ic_case *c = &st->cases[st->deferred[st->deferred_next]];
+        struct ic_needs needs = ic_needed(pool, c->producer, c->consumer);
+        if (!ic_isolated_server_elsewhere(pool, slot, &needs)) {
+            *ret_index = st->deferred[st->deferred_next++];
+            return true;
+        }
     }
-    if (ic_peek_plan_case(pool, st, slot, ret_index)) {
+    if (planned) {
+        *ret_index = index_planned;
         st->cursor[slot]++;
         return true;
     }

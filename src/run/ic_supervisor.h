@@ -20,10 +20,11 @@
  *   alone it imports, it is ordered before the libraries loaded earlier (some pairs of
  *   libraries only coexist in one order), and every later worker follows that order.
  * - A pair of libraries whose case crashed or hung over a protocol is isolated for the rest of
- *   the run: its later cases over that protocol wait until the others are done, then run in a
- *   child forked by a worker that never ran a case itself ("fork" in the request). A pair
- *   isolated before the run (ic_pool_isolate_pair) has all its cases set aside, and a worker
- *   that never ran a case runs them first. The child
+ *   the run: its later cases over that protocol are set aside, to run in a child forked by a
+ *   worker that never ran a case itself ("fork" in the request). A pair isolated before the
+ *   run (ic_pool_isolate_pair) has all its cases set aside from the start. A worker that never
+ *   ran a case, the one started after a crash included, runs the set-aside cases first (unless
+ *   another such worker serves them); the others wait until the plan is through. The child
  *   runs one isolated case after another until one kills it; the next case gets a new child.
  *   A crash then costs the child: the worker keeps its imports (a crash no longer means
  *   importing the pair again), and no state of a case run outside the child is inherited.
