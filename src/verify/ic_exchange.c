@@ -422,6 +422,11 @@ static void ic_stage_compute(struct ic_case_state *st)
 
 static void ic_case_state_release_imports(struct ic_case_state *st)
 {
+    /* Once is enough: the driver lets the consumer go before lifetime is judged, and the
+     * release at the end has nothing of the consumer's left to collect. */
+    if (st->imports_released)
+        return;
+    st->imports_released = true;
     ic_described_release(&st->computed_desc);
     Py_CLEAR(st->computed);
     ic_described_release(&st->consumed);

@@ -76,6 +76,7 @@ struct ic_case_state {
     bool consumer_raised;
     bool refused;         /* the judge found an allowed refusal and set the outcome (unsupported) */
     bool flaw_told;       /* the flaw listener heard of a broken export of this case */
+    bool imports_released; /* ic_case_state_release_imports ran: the consumer let go */
     char nulls_note[200]; /* the nulls variants: what the contents check's pass covered */
 };
 
