@@ -12,8 +12,10 @@ static int ic_stream_line(struct ic_stream *rec, const cJSON *json)
     char *text = cJSON_PrintUnformatted(json);
     if (!text)
         return IC_ENOMEM;
-    int rc =
-        fprintf(rec->file, "%s\n", text) < 0 || (!rec->held && fflush(rec->file) != 0) ? IC_EIO : 0;
+    int len = fprintf(rec->file, "%s\n", text);
+    int rc = len < 0 || (!rec->held && fflush(rec->file) != 0) ? IC_EIO : 0;
+    if (len > 0)
+        rec->written += len;
     cJSON_free(text);
     return rc;
 }
@@ -49,10 +51,7 @@ int ic_stream_open(struct ic_stream *rec, const char *path, const cJSON *run_inf
 int ic_stream_write_case(struct ic_stream *rec, const struct ic_case *c,
                          const struct ic_result *res, int64_t *ret_offset)
 {
-    off_t offset = ftello(rec->file);
-    if (offset < 0)
-        return IC_EIO;
-    *ret_offset = (int64_t)offset;
+    *ret_offset = rec->written;
     cJSON *json = ic_case_to_json(c, res);
     if (!json || !cJSON_AddStringToObject(json, "type", "case")) {
         cJSON_Delete(json);

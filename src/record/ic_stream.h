@@ -30,6 +30,8 @@ struct ic_stream {
     FILE *file;
     char path[1024];
     bool held; /* lines wait in the FILE's buffer until ic_stream_hold(rec, false) */
+    int64_t written; /* bytes written so far: where the next line starts, without asking the
+                      * file (ftello costs a system call a case) */
 };
 
 
