@@ -749,12 +749,13 @@ def aligned_storage(data):
     return storage
 
 
-def numpy_from_bytes(np, data, dtype):
+def numpy_from_bytes(np, data, dtype, past_alignment=0):
     """A writable 1-D NumPy array holding a copy of `data`, its first byte on an ALIGNMENT
-    boundary. `np` is NumPy, as the probe imported it."""
+    boundary, or `past_alignment` bytes past one (a multiple of the itemsize, under
+    ALIGNMENT). `np` is NumPy, as the probe imported it."""
     itemsize = ITEMSIZE[dtype]
-    block = np.empty(len(data) + itemsize + ALIGNMENT, dtype=np.uint8)
-    skip = -block.ctypes.data % ALIGNMENT
+    block = np.empty(len(data) + itemsize + 2 * ALIGNMENT, dtype=np.uint8)
+    skip = -block.ctypes.data % ALIGNMENT + past_alignment
     block[skip:skip + len(data)] = np.frombuffer(data, dtype=np.uint8)
     # Viewed as the dtype while it holds at least one element (NumPy moves the data pointer of
     # a zero-size view to its base's start), then cut to the elements given.

@@ -145,7 +145,8 @@ def build(data, dtype, ops, readonly=False, device="cpu"):
     # to it (with a GPU backend JAX's default device is the GPU). jnp.array() and reshape() are
     # operations JAX compiles for each new shape and dtype (5-12 ms each, from its cache), which
     # every worker paid for each of a few hundred shapes; a transfer compiles nothing.
-    host = _probekit.numpy_from_bytes(numpy, data, dtype)
+    # Staged 16 bytes past the alignment JAX borrows host memory at (_put_owned).
+    host = _probekit.numpy_from_bytes(numpy, data, dtype, past_alignment=16)
     target = _gpus()[0] if device == "cuda" else jax.devices("cpu")[0]
     for name, arg in ops:
         if name == "other_device":
@@ -153,26 +154,21 @@ def build(data, dtype, ops, readonly=False, device="cpu"):
         else:
             (shape,) = _probekit.reshape_only([(name, arg)], "JAX")
             host = host.reshape(tuple(shape))
-    x = _put_owned(numpy, host, target)
+    x = _put_owned(host, target)
     x.block_until_ready()
     return x
 
 
-def _put_owned(numpy, host, target):
+def _put_owned(host, target):
     """A JAX array on `target` holding a copy of NumPy array `host` in a buffer JAX allocated.
 
     On the CPU, device_put() borrows a host array aligned to 64 bytes instead of copying it
     (may_alias=False notwithstanding), and JAX treats such an array differently: its
-    __dlpack__(stream=1) exports where its own arrays raise. So the host copy handed over is
-    placed off that alignment (16 bytes past it, aligned for every dtype), and an array that
-    still borrows it is made again by jnp.array(copy=True), which compiles but always copies."""
-    block = numpy.empty(host.nbytes + 128, dtype=numpy.uint8)
-    skip = -block.ctypes.data % 64 + 16
-    staged = block[skip:skip + host.nbytes + host.itemsize].view(host.dtype)
-    staged = staged[:host.size].reshape(host.shape)
-    staged[...] = host
-    x = jax.device_put(staged, target)
-    if target.platform == "cpu" and host.size and x.unsafe_buffer_pointer() == staged.ctypes.data:
+    __dlpack__(stream=1) exports where its own arrays raise. build() stages `host` off that
+    alignment (16 bytes past it, aligned for every dtype); an array that still borrows it is
+    made again by jnp.array(copy=True), which compiles but always copies."""
+    x = jax.device_put(host, target)
+    if target.platform == "cpu" and host.size and x.unsafe_buffer_pointer() == host.ctypes.data:
         with jax.default_device(target):
             x = jax.device_put(jnp.array(host, copy=True), target)
     return x
