@@ -4,7 +4,8 @@
  * Contract
  * - Workers run with faulthandler enabled, so a fatal signal (and the SIGABRT the supervisor
  *   sends a hung worker) writes the Python stack of every thread to the output the supervisor
- *   keeps. ic_crash_locate reads the current thread's stack from that output: the innermost
+ *   keeps. The supervisor passes the part of it the case wrote (earlier cases' stacks are
+ *   not this case's), and ic_crash_locate reads the current thread's stack from it: the innermost
  *   frame (the Python call that was running) and the innermost frame in a probe file of the
  *   case, whose function (build, export, stream: the producer's; consume, compute: the
  *   consumer's; describe) says which side was at work.

@@ -35,6 +35,9 @@ struct ic_proc {
     struct ic_framebuf in;
     char tail[IC_TAIL_MAX + 1];
     size_t tail_len;
+    /* Bytes of output kept since the slot's first worker, and that count when the case
+     * before the one in flight ended (ic_proc_case_output): what the case wrote starts there. */
+    unsigned long long out_total, case_out_from;
     struct ic_libset loaded; /* catalog indexes the worker has imported (owned) */
 
     unsigned long long seq; /* of the request in flight */
@@ -140,6 +143,7 @@ static void ic_proc_keep_output(struct ic_proc *p, const char *data, size_t n)
         p->tail_len += n;
     }
     p->tail[p->tail_len] = '\0';
+    p->out_total += n;
 }
 
 static void ic_proc_drain_output(struct ic_proc *p)
@@ -155,6 +159,26 @@ static void ic_proc_drain_output(struct ic_proc *p)
             continue;
         break; /* EAGAIN (non-blocking) or end of file */
     }
+}
+
+/* Marks the output kept so far as written before the case that comes next: read first what
+ * the pipe holds, as the worker wrote it before its message. */
+static void ic_proc_mark_case_output(struct ic_proc *p)
+{
+    ic_proc_drain_output(p);
+    p->case_out_from = p->out_total;
+}
+
+/* What the worker wrote since the case before the one in flight ended (or failed, or the
+ * worker's last import), as far as the tail still holds it: the case's own output, from its
+ * imports to its crash. A mark at the case's "begin" would come too late: a case that crashes
+ * at once has written its Python stack before the supervisor reads its "begin". Output before it is
+ * other cases' or the imports' (TensorFlow's greeting, the Python stack of a forked copy that died
+ * on the case before), and must not speak for this case's crash. */
+static const char *ic_proc_case_output(const struct ic_proc *p)
+{
+    unsigned long long dropped = p->out_total - p->tail_len;
+    return p->case_out_from > dropped ? p->tail + (p->case_out_from - dropped) : p->tail;
 }
 
 /* Reads what the worker's SIGCHLD handler reported: the first child killed during the case
@@ -442,25 +466,44 @@ static int ic_proc_next(struct ic_proc *p, double deadline, cJSON **ret_msg, cha
     }
 }
 
-/* The worker's last output, flattened to one line for a diagnostic. The Python stack that
- * faulthandler wrote when the worker died is left out: the diagnostic names the call it
- * shows, and the library's own last words are what a reader needs besides. So is the C++
- * backtrace that follows an uncaught exception's message in PyTorch ("frame #0: ..."): the
- * message before it ("what(): ...") says what went wrong, the frames only addresses. */
-static void ic_proc_tail_text(const struct ic_proc *p, char *buf, size_t size)
+/* Where the first of `markers` appears in [text, end), or `end`. */
+static const char *ic_first_marker(const char *text, const char *end, const char *const *markers,
+                                   size_t count)
 {
-    size_t end = p->tail_len;
-    for (const char *at = p->tail; (at = strstr(at, "Fatal Python error: ")) != NULL; at++)
-        end = (size_t)(at - p->tail);
-    size_t frames = end;
-    for (const char *at = p->tail;
-         (at = strstr(at, "\nframe #0: ")) != NULL && (size_t)(at - p->tail) < end; at++)
-        frames = (size_t)(at - p->tail);
-    end = frames;
-    size_t start = end > 600 ? end - 600 : 0;
+    const char *first = end;
+    for (size_t m = 0; m < count; m++) {
+        const char *at = strstr(text, markers[m]);
+        if (at && at < first)
+            first = at;
+    }
+    return first;
+}
+
+/* The worker's last output of the case (from `text` on), flattened to one line for a
+ * diagnostic. The Python stack that faulthandler wrote when the worker died is left out: the
+ * diagnostic names the call it shows, and the library's own last words are what a reader
+ * needs besides. When the stack's header was pushed out of the tail (dozens of threads, the
+ * list of extension modules), what is left of the stack is left out too. So are the C++
+ * backtraces that follow the message of a failure: PyTorch's after an uncaught exception
+ * ("frame #0: ...") and the one absl writes after a failed CHECK in TensorFlow ("*** Check
+ * failure stack trace: ***" and "@ 0x..." lines): the message before them ("what(): ...",
+ * "Check failed: ...") says what went wrong, the frames only addresses. */
+static void ic_proc_tail_text(const char *text, char *buf, size_t size)
+{
+    const char *end = text + strlen(text);
+    for (const char *at = text; (at = strstr(at, "Fatal Python error: ")) != NULL; at++)
+        end = at;
+    if (end == text + strlen(text)) {
+        static const char *const stack[] = {"\nCurrent thread 0x", "\nThread 0x",
+                                            "\nExtension modules: "};
+        end = ic_first_marker(text, end, stack, sizeof(stack) / sizeof(stack[0]));
+    }
+    static const char *const backtraces[] = {"\nframe #0: ", "*** Check failure stack trace: ***"};
+    end = ic_first_marker(text, end, backtraces, sizeof(backtraces) / sizeof(backtraces[0]));
+    const char *start = end - text > 600 ? end - 600 : text;
     size_t used = 0;
-    for (size_t i = start; i < end && used + 1 < size; i++) {
-        char ch = p->tail[i];
+    for (const char *at = start; at < end && used + 1 < size; at++) {
+        char ch = *at;
         buf[used++] = (ch == '\n' || ch == '\r' || ch == '\t') ? ' ' : ch;
     }
     buf[used] = '\0';
@@ -586,7 +629,7 @@ static enum ic_load_result ic_pool_load(struct ic_pool *pool, struct ic_proc *p,
             ic_proc_kill(p);
         }
         cJSON_Delete(msg);
-        ic_proc_tail_text(p, tail, sizeof(tail));
+        ic_proc_tail_text(p->tail, tail, sizeof(tail));
         if (rc == IC_ECHILD)
             snprintf(why, why_size, "the worker died with %s while importing it%s%s", how,
                      tail[0] ? "; last output: " : "", tail);
@@ -595,6 +638,7 @@ static enum ic_load_result ic_pool_load(struct ic_pool *pool, struct ic_proc *p,
                      tail[0] ? "; last output: " : "", tail);
         return IC_LOAD_DIED;
     }
+    ic_proc_mark_case_output(p); /* the import's greeting is not a case's output */
     enum ic_load_result result;
     const cJSON *ms = cJSON_GetObjectItemCaseSensitive(msg, "ms");
     lib->load_ms = cJSON_IsNumber(ms) ? ms->valuedouble : 0;
@@ -690,6 +734,7 @@ static bool ic_prewarm_answer(struct ic_pool *pool, const cJSON *msg)
         pool->stats.prewarm_s += seconds;
     }
     p->import_s += seconds; /* during a run: import time of the request in flight, no wait */
+    ic_proc_mark_case_output(p);
     if (++pool->prewarm.answered == pool->prewarm.sent)
         ic_prewarm_stop(pool);
     return true;
@@ -1078,7 +1123,9 @@ static void ic_deliver_failure(struct ic_pool *pool, struct ic_proc *p, const st
     char tail[700], where[600] = "";
     char child[400], flaw[IC_DIAG_MSG_MAX + 200];
     memset(&res, 0, sizeof(res));
-    ic_proc_tail_text(p, tail, sizeof(tail));
+    ic_proc_drain_output(p); /* the Python stack of a copy that died is in the pipe */
+    const char *output = ic_proc_case_output(p);
+    ic_proc_tail_text(output, tail, sizeof(tail));
     if (outcome != IC_OUTCOME_ERROR && p->child_pid) {
         /* A child the case started died by a signal and the worker failed after it: the
          * child's crash is the case's, whatever the worker did next (hang or die). */
@@ -1100,7 +1147,7 @@ static void ic_deliver_failure(struct ic_pool *pool, struct ic_proc *p, const st
     } else {
         int producer = ic_catalog_find(pool->catalog, c->producer);
         int consumer = ic_catalog_find(pool->catalog, c->consumer);
-        ic_crash_locate(p->tail, producer >= 0 ? pool->catalog->libs[producer].path : NULL,
+        ic_crash_locate(output, producer >= 0 ? pool->catalog->libs[producer].path : NULL,
                         consumer >= 0 ? pool->catalog->libs[consumer].path : NULL, &site);
         if (site.probe_call[0])
             snprintf(where, sizeof(where), " in %s (innermost Python frame: %s)", site.probe_call,
@@ -1127,6 +1174,7 @@ static void ic_deliver_failure(struct ic_pool *pool, struct ic_proc *p, const st
     }
     on_result(context, p->case_index, &res);
     p->busy = false;
+    p->case_out_from = p->out_total; /* read above, with the failure's own */
 }
 
 /* Handles one accepted message of a busy worker. Returns true when the case ended. */
@@ -1153,6 +1201,7 @@ static bool ic_handle_message(struct ic_pool *pool, struct ic_proc *p, const cJS
             }
         }
         p->deadline = ic_clock_s() + pool->config.load_timeout_s;
+        ic_proc_mark_case_output(p); /* the import's greeting is not the case's output */
         return false;
     }
     if (kind == IC_MSG_FLAWED) {
@@ -1203,6 +1252,7 @@ static bool ic_handle_message(struct ic_pool *pool, struct ic_proc *p, const cJS
     }
     on_result(context, p->case_index, &res);
     p->busy = false;
+    ic_proc_mark_case_output(p);
     return true;
 }
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -96,6 +97,14 @@ static void ic_worker_isolate(const struct ic_worker_config *config)
     }
     /* A supervisor killed outright takes its workers with it. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* No core files: a worker holding TensorFlow, torch and paddle maps gigabytes, and a run
+     * where a consumer crashes on every dtype would write one such core a crash. The
+     * reproducer of a crash finding gives a core of the crash alone, where one is wanted. */
+    struct rlimit no_core;
+    if (getrlimit(RLIMIT_CORE, &no_core) == 0) {
+        no_core.rlim_cur = 0;
+        setrlimit(RLIMIT_CORE, &no_core);
+    }
 }
 
 static double ic_worker_now_ms(void)
