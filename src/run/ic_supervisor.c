@@ -1221,10 +1221,10 @@ static bool ic_handle_message(struct ic_pool *pool, struct ic_proc *p, const cJS
     if (kind == IC_MSG_BEGIN) {
         p->began = true;
         const cJSON *pid = cJSON_GetObjectItemCaseSensitive(msg, "pid");
-        /* Only a process of the worker's own group is ever signalled. */
-        p->case_pid = cJSON_IsNumber(pid) && getpgid((pid_t)pid->valuedouble) == p->pid
-                          ? (pid_t)pid->valuedouble
-                          : 0;
+        /* Only a process of the worker's own group is ever signalled: the worker itself (it
+         * leads the group, no need to ask) or a copy of it it forked. */
+        pid_t said = cJSON_IsNumber(pid) ? (pid_t)pid->valuedouble : 0;
+        p->case_pid = said > 0 && (said == p->pid || getpgid(said) == p->pid) ? said : 0;
         p->npending = 0;
         p->began_at = ic_clock_s();
         double wait = p->began_at - p->sent_at - p->import_s;
