@@ -490,10 +490,10 @@ static const char *ic_first_marker(const char *text, const char *end, const char
  * "Check failed: ...") says what went wrong, the frames only addresses. */
 static void ic_proc_tail_text(const char *text, char *buf, size_t size)
 {
-    const char *end = text + strlen(text);
+    const char *whole = text + strlen(text), *end = whole;
     for (const char *at = text; (at = strstr(at, "Fatal Python error: ")) != NULL; at++)
         end = at;
-    if (end == text + strlen(text)) {
+    if (end == whole) {
         static const char *const stack[] = {"\nCurrent thread 0x", "\nThread 0x",
                                             "\nExtension modules: "};
         end = ic_first_marker(text, end, stack, sizeof(stack) / sizeof(stack[0]));
@@ -1354,6 +1354,17 @@ static size_t ic_pair_key(const struct ic_pool *pool, const char *producer, cons
     return (size_t)(a + 1) * libs + (size_t)(b + 1);
 }
 
+/* The producer's and the consumer's part of a pair key (ic_pair_key). */
+static size_t ic_pair_key_producer(const struct ic_pool *pool, size_t key)
+{
+    return key / ((size_t)pool->catalog->count + 1);
+}
+
+static size_t ic_pair_key_consumer(const struct ic_pool *pool, size_t key)
+{
+    return key % ((size_t)pool->catalog->count + 1);
+}
+
 /* The byte of case `index`'s pair and protocol in pool->isolated_pairs: its pair key (worked
  * out once, when the plan was ordered) and its protocol. */
 static size_t ic_pair_slot(const struct ic_run_state *st, size_t index)
@@ -1413,10 +1424,10 @@ int ic_pool_isolate_pair(struct ic_pool *pool, const char *producer, const char 
 static bool ic_claim_group(const struct ic_pool *pool, struct ic_run_state *st, int slot)
 {
     if (st->claim < st->count) {
-        size_t libs = (size_t)pool->catalog->count + 1;
         size_t start = st->claim, end = start + 1;
-        size_t consumer = st->pair_key[st->order[start]] % libs;
-        while (end < st->count && st->pair_key[st->order[end]] % libs == consumer)
+        size_t consumer = ic_pair_key_consumer(pool, st->pair_key[st->order[start]]);
+        while (end < st->count &&
+               ic_pair_key_consumer(pool, st->pair_key[st->order[end]]) == consumer)
             end++;
         st->cursor[slot] = start;
         st->group_end[slot] = end;
@@ -2088,7 +2099,8 @@ static int ic_order_by_pair(const struct ic_pool *pool, struct ic_run_state *st)
     size_t libs = (size_t)pool->catalog->count + 1;
     for (size_t i = 0; i < st->count; i++) {
         st->pair_key[i] = ic_pair_key(pool, st->cases[i].producer, st->cases[i].consumer);
-        size_t by_consumer = (st->pair_key[i] % libs) * libs + st->pair_key[i] / libs;
+        size_t by_consumer = ic_pair_key_consumer(pool, st->pair_key[i]) * libs +
+                             ic_pair_key_producer(pool, st->pair_key[i]);
         keyed[i] = (struct ic_keyed_case){by_consumer, i};
     }
     qsort(keyed, st->count, sizeof(*keyed), ic_keyed_compare);
