@@ -88,14 +88,15 @@ struct ic_pool {
      * measured on the last start that loaded a library (ic_pool_load). */
     double start_s;
     /* Prewarming (ic_pool_discover with prewarm set and two slots or more): the second slot's
-     * worker imports each library discovery's worker has just imported, on the core discovery
-     * leaves idle, so that it starts the run with discovery's imports instead of making them
-     * then. Its loads in flight, oldest first: catalog index and request number of each. */
+     * worker imports, on the core discovery leaves idle, the libraries discovery's worker is
+     * about to import, in the same order, so that it starts the run with discovery's imports
+     * instead of making them then. The loads sent to it, in order: catalog index and request
+     * number of each, kept until discovery ends (ic_prewarm_finish checks them). */
     struct {
-        bool on;
-        bool moved;      /* discovery moved a library in the order: the worker's answers are all
-                            waited for before the run (ic_prewarm_finish) */
+        bool on;         /* loads in flight to the prewarming worker */
         unsigned spawns; /* procs[1].spawns of the prewarming process */
+        int leads;       /* prewarming workers started in this discovery */
+        int died_on;     /* catalog index of the import the last one died in, or -1 */
         int *lib;
         unsigned long long *seq;
         int sent, answered;
@@ -264,6 +265,11 @@ static int ic_proc_spawn(struct ic_pool *pool, struct ic_proc *p)
     posix_spawnattr_init(&attr);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
     posix_spawnattr_setpgroup(&attr, 0);
+    /* The slot, for probes that tell workers apart (probes/README.md); the supervisor runs
+     * one thread, so the variable it sets is the one the worker inherits. */
+    char slot_text[16];
+    snprintf(slot_text, sizeof(slot_text), "%d", (int)(p - pool->procs));
+    setenv("INTEROPCHECK_WORKER", slot_text, 1);
     rc = posix_spawn(&p->pid, pool->config.self_exe, &actions, &attr, argv, environ);
     posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&actions);
@@ -700,10 +706,16 @@ static void ic_prewarm_stop(struct ic_pool *pool)
     if (pool->prewarm.on && pool->prewarm.answered < pool->prewarm.sent)
         ic_proc_kill(&pool->procs[1]); /* half through an import: of no use to the run */
     pool->prewarm.on = false;
+}
+
+/* Drops the list of loads of the last prewarming worker (before a new one starts). */
+static void ic_prewarm_forget(struct ic_pool *pool)
+{
     free(pool->prewarm.lib);
     free(pool->prewarm.seq);
     pool->prewarm.lib = NULL;
     pool->prewarm.seq = NULL;
+    pool->prewarm.sent = pool->prewarm.answered = 0;
 }
 
 /* Gives the prewarming worker up: it is killed, and the run starts its slot afresh. */
@@ -757,63 +769,94 @@ static void ic_prewarm_collect(struct ic_pool *pool, double deadline)
             return; /* not yet: looked at again later */
         bool ok = rc > 0 && ic_prewarm_answer(pool, msg);
         cJSON_Delete(msg);
-        if (!ok)
+        if (!ok) {
+            pool->prewarm.died_on = pool->prewarm.lib[k];
             ic_prewarm_abandon(pool);
+        }
     }
 }
 
-/* Discovery's worker has imported library `index` on its first try: the prewarming worker
- * imports it too, after the ones before it, so that what it holds is always a prefix of the
- * import order discovery checked, less the libraries discovery had to move. */
-static void ic_prewarm_follow(struct ic_pool *pool, int index)
+/* How many prewarming workers one discovery starts at most: one, and one again after each
+ * library discovery had to move or the prewarming worker died on, up to this many. */
+enum { IC_PREWARM_LEADS_MAX = 4 };
+
+static bool ic_prewarm_send(struct ic_pool *pool, int index)
 {
     struct ic_proc *p = &pool->procs[1];
-    if (!pool->prewarm.on)
-        return;
-    if (p->pid == 0) {
-        if (ic_proc_spawn(pool, p) < 0) {
-            ic_prewarm_stop(pool);
-            return;
-        }
-        pool->stats.workers_started++;
-        pool->prewarm.spawns = p->spawns;
-    }
-    const struct ic_library *lib = &pool->catalog->libs[index];
-    if (ic_send_load(pool, p, lib) < 0) {
-        ic_prewarm_abandon(pool);
-        return;
-    }
+    if (ic_send_load(pool, p, &pool->catalog->libs[index]) < 0)
+        return false;
     pool->prewarm.lib[pool->prewarm.sent] = index;
     pool->prewarm.seq[pool->prewarm.sent++] = p->seq;
-    ic_prewarm_collect(pool, ic_clock_s() + 0.001); /* takes what has arrived, so that its
-                                                        answers never fill the socket */
+    return true;
 }
 
-/* Discovery is over. The prewarming worker keeps what it imports only if every library sent to
- * it is still in the import order, in that order; otherwise it is stopped, and the run starts
- * that slot afresh. Where discovery moved no library, the run starts at once and takes the
- * worker's last answers as they come (ic_prewarm_answer): the worker reads the run's requests
- * after its loads, and a run request lists every library not answered yet (one loaded
- * already is skipped). Otherwise each answer is waited for (within the import timeout), so
- * that import-order conflicts are judged on what the worker holds. */
+/* Starts a prewarming worker and sends it, at once, every import discovery has still to make
+ * after the libraries of the current order: the order first, then each wanted library from
+ * catalog index `from` on. It imports them while discovery's worker imports the same ones, in
+ * the same order; its answers are read as they come (ic_prewarm_collect). Imports are not
+ * waited for: which of them discovery keeps is checked when discovery ends. */
+static void ic_prewarm_lead(struct ic_pool *pool, const struct ic_libset *wanted, int from)
+{
+    struct ic_catalog *catalog = pool->catalog;
+    struct ic_proc *p = &pool->procs[1];
+    if (pool->prewarm.leads >= IC_PREWARM_LEADS_MAX || p->pid != 0)
+        return;
+    pool->prewarm.leads++;
+    ic_prewarm_forget(pool);
+    pool->prewarm.lib = calloc((size_t)catalog->count + 1, sizeof(*pool->prewarm.lib));
+    pool->prewarm.seq = calloc((size_t)catalog->count + 1, sizeof(*pool->prewarm.seq));
+    if (!pool->prewarm.lib || !pool->prewarm.seq || ic_proc_spawn(pool, p) < 0) {
+        ic_prewarm_forget(pool); /* no prewarming, nothing else lost */
+        return;
+    }
+    pool->stats.workers_started++;
+    pool->prewarm.spawns = p->spawns;
+    pool->prewarm.on = true;
+    bool sent = true;
+    for (int i = 0; i < catalog->order_count && sent; i++)
+        sent = ic_prewarm_send(pool, catalog->order[i]);
+    for (int index = from; index < catalog->count && sent; index++) {
+        if (ic_libset_has(wanted, index) && catalog->libs[index].state == IC_LIBRARY_FOUND)
+            sent = ic_prewarm_send(pool, index);
+    }
+    if (!sent || pool->prewarm.sent == 0)
+        ic_prewarm_abandon(pool);
+}
+
+/* Discovery is over. The prewarming worker is kept if what it holds is a part of the order
+ * discovery settled, in that order: the libraries discovery left out (an import error, a
+ * crash) must have failed there too, so their answers are waited for (within the import
+ * timeout); the others' last answers are taken as they come during the run
+ * (ic_prewarm_answer): the worker reads the run's requests after its loads, and a run
+ * request lists every library not answered yet (one loaded already is skipped). Otherwise it
+ * is stopped, and the run starts that slot afresh. */
 static void ic_prewarm_finish(struct ic_pool *pool)
 {
-    if (!pool->prewarm.on)
+    struct ic_proc *p = &pool->procs[1];
+    if (!pool->prewarm.lib || p->pid <= 0 || p->spawns != pool->prewarm.spawns)
         return;
     int last = -1;
     for (int k = 0; k < pool->prewarm.sent; k++) {
-        int position = ic_order_position(pool->catalog, pool->prewarm.lib[k]);
-        if (position >= pool->catalog->order_count || position < last) {
+        int index = pool->prewarm.lib[k];
+        int position = ic_order_position(pool->catalog, index);
+        if (position < pool->catalog->order_count) {
+            if (position < last) {
+                ic_prewarm_abandon(pool);
+                return;
+            }
+            last = position;
+            continue;
+        }
+        while (pool->prewarm.on && pool->prewarm.answered <= k) {
+            int before = pool->prewarm.answered;
+            ic_prewarm_collect(pool, ic_clock_s() + pool->config.load_timeout_s);
+            if (pool->prewarm.on && pool->prewarm.answered == before)
+                ic_prewarm_abandon(pool); /* an import past the timeout */
+        }
+        if (p->pid <= 0 || ic_libset_has(&p->loaded, index)) {
             ic_prewarm_abandon(pool);
             return;
         }
-        last = position;
-    }
-    while (pool->prewarm.on && pool->prewarm.moved && pool->prewarm.answered < pool->prewarm.sent) {
-        int before = pool->prewarm.answered;
-        ic_prewarm_collect(pool, ic_clock_s() + pool->config.load_timeout_s);
-        if (pool->prewarm.on && pool->prewarm.answered == before)
-            ic_prewarm_abandon(pool); /* an import past the timeout: the run does without it */
     }
 }
 
@@ -825,25 +868,24 @@ int ic_pool_discover(struct ic_pool *pool, const struct ic_libset *wanted, bool 
     char why[1024], alone_why[1024];
 
     catalog->order_count = 0;
-    if (prewarm && pool->nprocs > 1 && pool->procs[1].pid == 0) {
-        pool->prewarm.lib = calloc((size_t)catalog->count + 1, sizeof(*pool->prewarm.lib));
-        pool->prewarm.seq = calloc((size_t)catalog->count + 1, sizeof(*pool->prewarm.seq));
-        pool->prewarm.sent = pool->prewarm.answered = 0;
-        pool->prewarm.moved = false;
-        pool->prewarm.on = pool->prewarm.lib && pool->prewarm.seq;
-        if (!pool->prewarm.on)
-            ic_prewarm_stop(pool); /* out of memory: no prewarming, nothing else lost */
-    }
+    bool prewarming = prewarm && pool->nprocs > 1 && pool->procs[1].pid == 0;
+    pool->prewarm.leads = 0;
+    pool->prewarm.died_on = -1;
     for (int index = 0; index < catalog->count; index++) {
         struct ic_library *lib = &catalog->libs[index];
         if (!ic_libset_has(wanted, index) || lib->state != IC_LIBRARY_FOUND)
             continue;
+        /* A prewarming worker that died importing a library starts again once discovery has
+         * settled that library, so as not to die on it again. */
+        if (prewarming && pool->procs[1].pid == 0 && index > pool->prewarm.died_on)
+            ic_prewarm_lead(pool, wanted, index);
         if (progress)
             progress(context, lib);
         enum ic_load_result result = ic_pool_load(pool, p, index, why, sizeof(why));
         if (result == IC_LOAD_OK) {
             catalog->order[catalog->order_count++] = index;
-            ic_prewarm_follow(pool, index);
+            ic_prewarm_collect(pool, ic_clock_s() + 0.001); /* takes what has arrived, so that
+                                                                its answers never fill the socket */
             continue;
         }
         if (result == IC_LOAD_IMPORT_ERROR || result == IC_LOAD_NOT_INSTALLED) {
@@ -853,12 +895,17 @@ int ic_pool_discover(struct ic_pool *pool, const struct ic_libset *wanted, bool 
                            why);
             continue;
         }
+        /* It killed or hung discovery's worker: the prewarming worker, which imported it
+         * too, is given up, and starts again once discovery has settled this library. */
+        if (prewarming) {
+            ic_prewarm_abandon(pool);
+            pool->prewarm.died_on = index;
+        }
         if (catalog->order_count == 0) {
             ic_mark_failed(lib, IC_LIBRARY_IMPORT_CRASH, why);
             continue;
         }
         /* It died after others were imported: try it alone, first in a fresh worker. */
-        pool->prewarm.moved = true;
         ic_proc_kill(p);
         result = ic_pool_load(pool, p, index, alone_why, sizeof(alone_why));
         if (result == IC_LOAD_IMPORT_ERROR || result == IC_LOAD_NOT_INSTALLED) {
