@@ -120,12 +120,13 @@ typedef void (*ic_discover_progress_fn)(void *context, const struct ic_library *
 
 /* Loads the libraries whose catalog index is in `wanted` and fills the catalog: state,
  * version, info or error, and the import order. With `prewarm` (a run follows) and two worker
- * slots or more, the second slot's worker is started at the first import and imports what
- * discovery imports, one library behind, on a core discovery leaves idle; the run that follows
- * takes its last answers as they come (ic_pool_run), and waits for them here only where
- * discovery moved a library in the order. A prewarming worker that fails is given up, no case
- * is charged with it, and its slot starts as it would have; discovery's own results never
- * depend on it. */
+ * slots or more, the second slot's worker is started at the first import and sent every import
+ * discovery is about to make, in its order, which it makes beside discovery on a core
+ * discovery leaves idle; the run that follows takes its last answers as they come
+ * (ic_pool_run). What it holds is checked against the order discovery settles; a library
+ * discovery moves or that kills an import starts a new one (src/run/README.md). A prewarming
+ * worker that fails is given up, no case is charged with it, and its slot starts as it would
+ * have; discovery's own results never depend on it. */
 int ic_pool_discover(struct ic_pool *pool, const struct ic_libset *wanted, bool prewarm,
                      ic_discover_progress_fn progress, void *context);
 
