@@ -19,6 +19,7 @@ void ic_cases_of_array(struct ic_cases_array *source, const cJSON *array)
 {
     source->base.first = ic_cases_array_first;
     source->base.next = ic_cases_array_next;
+    source->base.text = NULL;
     source->base.count = cJSON_IsArray(array) ? (size_t)cJSON_GetArraySize(array) : 0;
     source->base.status = 0;
     source->array = array;

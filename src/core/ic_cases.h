@@ -17,6 +17,10 @@
  *   pass as incomplete when it is negative.
  * - ic_cases_of_array wraps a cJSON array the caller owns and keeps alive (a report read from
  *   a file, a merge): its cases are the array's elements.
+ * - ic_cases_text gives the case last returned as the one-line JSON text cJSON_PrintUnformatted
+ *   would make of it, when the source has that text at hand (a case read back unchanged from
+ *   the line a run's stream printed it on), so that a writer copies it instead of printing the
+ *   object again; NULL otherwise. The text is the source's, valid until the next call.
  */
 #ifndef IC_CASES_H
 #define IC_CASES_H
@@ -31,6 +35,8 @@ struct ic_cases {
     const cJSON *(*first)(struct ic_cases *self);
     /* The next case of the pass, or NULL. */
     const cJSON *(*next)(struct ic_cases *self);
+    /* The text of the case last returned, or NULL (see above); NULL: the source has none. */
+    const char *(*text)(struct ic_cases *self, size_t *ret_len);
     size_t count; /* the cases a whole pass yields */
     int status;   /* 0, or the first failure (IC_E*) */
 };
@@ -43,6 +49,11 @@ static inline const cJSON *ic_cases_first(struct ic_cases *cases)
 static inline const cJSON *ic_cases_next(struct ic_cases *cases)
 {
     return cases->next(cases);
+}
+
+static inline const char *ic_cases_text(struct ic_cases *cases, size_t *ret_len)
+{
+    return cases->text ? cases->text(cases, ret_len) : NULL;
 }
 
 static inline int ic_cases_status(const struct ic_cases *cases)

@@ -8,6 +8,26 @@
 #include "ic_findings.h"
 #include "ic_stream.h"
 
+/* The stream printed the "type" member last (ic_stream_write_case): the line read is the
+ * case's text with it, which ends the line with this. */
+static const char ic_stream_type_tail[] = ",\"type\":\"case\"}";
+
+/* Keeps the text of the case just read in its line, cut before the "type" member and closed
+ * again: what printing the object read would make of it, since cJSON prints every value it
+ * parsed from its own printing the same way. A line of another form keeps no text. */
+static void ic_plan_cases_keep_text(struct ic_plan_cases *source)
+{
+    size_t len = strlen(source->line), tail = sizeof(ic_stream_type_tail) - 1;
+    while (len > 0 && (source->line[len - 1] == '\n' || source->line[len - 1] == '\r'))
+        len--;
+    if (len <= tail || memcmp(source->line + len - tail, ic_stream_type_tail, tail) != 0)
+        return;
+    len -= tail;
+    source->line[len++] = '}';
+    source->line[len] = '\0';
+    source->text_len = len;
+}
+
 /* The case line of `item` in the stream; IC_EPROTO when the line there is another case's. */
 static int ic_plan_cases_read(struct ic_plan_cases *source, const struct ic_planned *item,
                               cJSON **ret)
@@ -27,6 +47,7 @@ static int ic_plan_cases_read(struct ic_plan_cases *source, const struct ic_plan
         *ret = NULL;
         return IC_EPROTO;
     }
+    ic_plan_cases_keep_text(source);
     return 0;
 }
 
@@ -48,10 +69,14 @@ static int ic_plan_cases_make(struct ic_plan_cases *source, size_t i, cJSON **re
     }
     if (rc == 0 && source->expectations)
         rc = ic_expect_apply_case(source->expectations, c, source->matched);
+    if (rc != 0)
+        source->text_len = 0; /* changed by an expectation (or failed) */
     char finding[IC_FINDING_ID_MAX];
-    if (rc >= 0 && ic_findings_case_finding(c, finding, sizeof(finding)) > 0 &&
-        !cJSON_AddStringToObject(c, "finding", finding))
-        rc = IC_ENOMEM;
+    if (rc >= 0 && ic_findings_case_finding(c, finding, sizeof(finding)) > 0) {
+        source->text_len = 0;
+        if (!cJSON_AddStringToObject(c, "finding", finding))
+            rc = IC_ENOMEM;
+    }
     if (rc < 0) {
         cJSON_Delete(c);
         return rc;
@@ -65,6 +90,7 @@ static const cJSON *ic_plan_cases_next(struct ic_cases *self)
     struct ic_plan_cases *source = (struct ic_plan_cases *)self;
     cJSON_Delete(source->current);
     source->current = NULL;
+    source->text_len = 0;
     if (self->status < 0)
         return NULL;
     while (source->at < source->plan->count && !source->plan->items[source->at].done)
@@ -75,6 +101,13 @@ static const cJSON *ic_plan_cases_next(struct ic_cases *self)
     if (rc < 0)
         self->status = rc;
     return source->current;
+}
+
+static const char *ic_plan_cases_text(struct ic_cases *self, size_t *ret_len)
+{
+    struct ic_plan_cases *source = (struct ic_plan_cases *)self;
+    *ret_len = source->text_len;
+    return source->current && source->text_len ? source->line : NULL;
 }
 
 static const cJSON *ic_plan_cases_first(struct ic_cases *self)
@@ -102,6 +135,7 @@ int ic_plan_cases_open(struct ic_plan_cases *source, const struct ic_plan *plan,
     }
     source->base.first = ic_plan_cases_first;
     source->base.next = ic_plan_cases_next;
+    source->base.text = ic_plan_cases_text;
     for (size_t i = 0; i < plan->count; i++)
         source->base.count += plan->items[i].done;
     source->plan = plan;

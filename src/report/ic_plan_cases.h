@@ -8,9 +8,10 @@
  *   run's result stream holds (the item's stream_offset), read back from its line; else
  *   unpacked from the plan; with the expectations applied to it
  *   (ic_expect_apply_case: its outcome and "expectation" as the report holds them) and its
- *   "finding" (ic_findings_case_finding). So every reader of a run's cases (findings, the JSON
- *   report, the views) sees what the report says, and the supervisor holds one case at a time
- *   instead of the whole report (hundreds of MB for --all).
+ *   "finding" (ic_findings_case_finding). A case read back that neither changes has its
+ *   line's text (ic_cases_text), less the stream's "type" member. So every reader of a run's cases
+ * (findings, the JSON report, the views) sees what the report says, and the supervisor holds one
+ * case at a time instead of the whole report (hundreds of MB for --all).
  * - The source reads the plan, the catalog and the expectations, which must outlive it and
  *   stay unchanged while it is read. It owns the case it last returned, and `matched` (which
  *   expectation entries matched some case, over every pass so far).
@@ -45,6 +46,7 @@ struct ic_plan_cases {
     FILE *stream; /* opened at the first case the stream holds */
     char *line;   /* getline's buffer */
     size_t line_size;
+    size_t text_len; /* the length of `current`'s text in `line`; 0: it has none there */
 };
 
 /* `stream_path`: the run's result stream (NULL: none). IC_ENOMEM leaves nothing to close. */

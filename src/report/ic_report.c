@@ -335,7 +335,12 @@ static int ic_json_put_elements(FILE *file, const cJSON *array, const struct ic_
     const cJSON *e = cases ? ic_cases_first(cases) : array->child;
     int rc = fputs(e ? "[\n" : "[]", file) < 0 ? IC_EIO : 0;
     while (e && rc == 0) {
-        rc = ic_json_put(file, e, false, "");
+        size_t len = 0;
+        const char *line = cases ? ic_cases_text(cases, &len) : NULL;
+        if (line)
+            rc = fwrite(line, 1, len, file) == len ? 0 : IC_EIO;
+        else
+            rc = ic_json_put(file, e, false, "");
         if (rc == 0 && cases && text->observer && text->observer->on_case)
             text->observer->on_case(text->observer->context, e);
         const cJSON *next = NULL;
