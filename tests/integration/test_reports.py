@@ -12,6 +12,7 @@ import copy
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -962,6 +963,42 @@ def check_huge_message(tap, writers, report_path, report, workdir):
     tap.ok(len(terminal) < 64 * 1024, f"diff of an 8 MB message: {len(terminal)} bytes printed")
 
 
+def check_one_core(tap, writers, workdir):
+    """On two cores the findings and the dashboard are collected by a second thread's pass over
+    the cases while the JSON is written; pinned to one core, by the JSON's own pass
+    (src/cli/ic_cmd_run.c, ic_run_write_json). Both give the same findings and the same
+    dashboard cases: the same ids, outcomes, rules and severities in the same order."""
+    if not shutil.which("taskset") or len(os.sched_getaffinity(0)) < 2:
+        tap.skip("needs taskset and two usable cores")
+        return
+    found = {}
+    for mode, prefix in (("two cores", []), ("one core", ["taskset", "-c", "0"])):
+        out = os.path.join(workdir, f"cores-{mode.split()[0]}.json")
+        proc = subprocess.run(
+            prefix + [writers.binary, "--probe-dir", probes_dir(), "--producer",
+                      "leaklib,writelib,numpy,rolib", "--consumer",
+                      "numpy,writelib,rolib,interopcheck", "--protocol", "dlpack,array_interface",
+                      "--dtype", "int32,float32", "-o", out, "-q"],
+            capture_output=True, text=True, timeout=600)
+        if not tap.ok(proc.returncode == 1 and os.path.exists(out),
+                      f"a run with findings on {mode} writes its report", proc.stderr):
+            return
+        report = taplib.load_report(out)
+        with open(os.path.splitext(out)[0] + ".html", encoding="utf-8") as handle:
+            data = json.loads(re.search(r'<script[^>]*id="ic-data"[^>]*>(.*?)</script>',
+                                        handle.read(), re.S).group(1))
+        columns = {name: data["cases"][name] for name in ("cell", "dtype", "layout", "variant",
+                                                             "outcome", "severity", "rule")}
+        found[mode] = ([(f["id"], f["count"], f["cases"], f["side"], f["rule"])
+                        for f in report["findings"]], columns, len(report["cases"]))
+    two, one = found["two cores"], found["one core"]
+    tap.ok(two[0] and two[0] == one[0],
+           f"the same {len(two[0])} findings whether collected beside the JSON or in its pass",
+           (two[0], one[0]))
+    tap.ok(two[2] == one[2] and len(two[1]["outcome"]) == two[2] and two[1] == one[1],
+           f"and the same dashboard cases ({two[2]}: outcomes, rules, severities, in order)")
+
+
 def test(tap, args):
     binary = args[0]
     writers = Writers(tap, binary)
@@ -971,6 +1008,7 @@ def test(tap, args):
     with tempfile.TemporaryDirectory() as workdir:
         report = check_real_run(tap, writers, workdir)
         check_outcomes_run(tap, writers, workdir)
+        check_one_core(tap, writers, workdir)
         if report is not None:
             check_merged(tap, writers, report, workdir)
             check_cap(tap, writers, os.path.join(workdir, "real.json"), report, workdir)
