@@ -265,8 +265,9 @@ static int ic_proc_spawn(struct ic_pool *pool, struct ic_proc *p)
     posix_spawnattr_init(&attr);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
     posix_spawnattr_setpgroup(&attr, 0);
-    /* The slot, for probes that tell workers apart (probes/README.md); the supervisor runs
-     * one thread, so the variable it sets is the one the worker inherits. */
+    /* The slot, for probes that tell workers apart (probes/README.md). setenv is safe here:
+     * workers are started while the supervisor runs one thread (the report stage's second
+     * thread is joined before reproducers start any). */
     char slot_text[16];
     snprintf(slot_text, sizeof(slot_text), "%d", (int)(p - pool->procs));
     setenv("INTEROPCHECK_WORKER", slot_text, 1);
