@@ -33,9 +33,11 @@ const char *ic_py_runtime_version(void)
     return Py_GetVersion();
 }
 
-/* Runs `python -I -c ...` and reads the "major.minor.micro" it prints. A child process, because
- * loading an interpreter of another version into this process would crash instead of
- * explaining. */
+/* Runs `python -I -S -c ...` and reads the "major.minor.micro" it prints. A child process,
+ * because loading an interpreter of another version into this process would crash instead of
+ * explaining. -S: the version needs no site-packages, whose .pth files can import modules (a
+ * numba one imports importlib.resources: 50 ms against 10 ms without site, before any worker
+ * starts). */
 static int ic_py_query_version(const char *python, char *version, size_t size, char *err,
                                size_t err_size)
 {
@@ -49,8 +51,12 @@ static int ic_py_query_version(const char *python, char *version, size_t size, c
     posix_spawn_file_actions_adddup2(&actions, pipefd[1], STDOUT_FILENO);
     posix_spawn_file_actions_addclose(&actions, pipefd[0]);
     posix_spawn_file_actions_addclose(&actions, pipefd[1]);
-    char *argv[] = {(char *)python, "-I", "-c",
-                    "import sys; print('%d.%d.%d' % sys.version_info[:3])", NULL};
+    char *argv[] = {(char *)python,
+                    "-I",
+                    "-S",
+                    "-c",
+                    "import sys; print('%d.%d.%d' % sys.version_info[:3])",
+                    NULL};
     pid_t pid;
     int rc = posix_spawn(&pid, python, &actions, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&actions);
