@@ -18,6 +18,12 @@
  *   no member its row lacks, and each member has its type. Replies carry the "seq" of the
  *   request they answer and, for a case, its id: the supervisor matches both.
  * - Writing: a frame goes out in one write, since each write wakes the reader.
+ * - Output marks: the libraries' output pipe and the socket are two channels, and the
+ *   supervisor cannot tell in which order a worker that runs ahead of it (pipelined requests)
+ *   wrote to them. So a worker writes IC_OUTPUT_CASE_MARK to its output, in the pipe itself,
+ *   as each case and each import starts: what follows the last mark is that case's own output
+ *   (its crash's Python stack), whenever the supervisor reads it. The supervisor strips the
+ *   marks from what it keeps.
  * - Ownership: ic_ipc_send borrows its message. struct ic_framebuf owns its storage
  *   (ic_framebuf_release); a message handed out by ic_framebuf_next is the caller's.
  */
@@ -28,6 +34,11 @@
 #include <stddef.h>
 
 #include <cjson/cJSON.h>
+
+/* Control characters around a name, in an order no text a library prints holds; its only
+ * border (a prefix that is also a suffix) is its first byte, so a reader matches it byte by
+ * byte, across reads, without backtracking. */
+#define IC_OUTPUT_CASE_MARK "\x1e\x1finteropcheck case\x1f\x1e"
 
 /* Results and reproducer scripts are a few kilobytes; probe info is capped at load. */
 #define IC_IPC_MAX_FRAME (16u * 1024 * 1024)

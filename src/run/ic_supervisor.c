@@ -35,9 +35,11 @@ struct ic_proc {
     struct ic_framebuf in;
     char tail[IC_TAIL_MAX + 1];
     size_t tail_len;
-    /* Bytes of output kept since the slot's first worker, and that count when the case
-     * before the one in flight ended (ic_proc_case_output): what the case wrote starts there. */
+    /* Bytes of output kept since the slot's first worker, and that count at the last case
+     * mark the worker wrote (ic_ipc.h), or when this process started: what the case in flight
+     * (or the import) wrote starts there (ic_proc_case_output). */
     unsigned long long out_total, case_out_from;
+    size_t mark_matched;     /* bytes of a case mark read so far, held back from the tail */
     struct ic_libset loaded; /* catalog indexes the worker has imported (owned) */
 
     unsigned long long seq; /* of the request in flight */
@@ -147,13 +149,53 @@ static void ic_proc_keep_output(struct ic_proc *p, const char *data, size_t n)
     p->out_total += n;
 }
 
+static const char ic_case_mark[] = IC_OUTPUT_CASE_MARK;
+
+/* Keeps `n` bytes read from the worker's output, less the case marks in them: at each mark
+ * the output of the case (or import) that starts there begins. A mark split over two reads is
+ * matched across them: its first bytes are held back (mark_matched) until it is whole, or
+ * kept as output after all when the next byte is not the mark's. */
+static void ic_proc_take_output(struct ic_proc *p, const char *data, size_t n)
+{
+    char plain[1024];
+    size_t used = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p->mark_matched > 0 && data[i] != ic_case_mark[p->mark_matched]) {
+            /* not a mark: what was held back is output (the mark has no border but its
+             * first byte, so no later start of one hides in it) */
+            if (used + p->mark_matched > sizeof(plain)) {
+                ic_proc_keep_output(p, plain, used);
+                used = 0;
+            }
+            memcpy(plain + used, ic_case_mark, p->mark_matched);
+            used += p->mark_matched;
+            p->mark_matched = 0;
+        }
+        if (data[i] == ic_case_mark[p->mark_matched]) {
+            if (++p->mark_matched == sizeof(ic_case_mark) - 1) {
+                ic_proc_keep_output(p, plain, used);
+                used = 0;
+                p->mark_matched = 0;
+                p->case_out_from = p->out_total;
+            }
+            continue;
+        }
+        if (used == sizeof(plain)) {
+            ic_proc_keep_output(p, plain, used);
+            used = 0;
+        }
+        plain[used++] = data[i];
+    }
+    ic_proc_keep_output(p, plain, used);
+}
+
 static void ic_proc_drain_output(struct ic_proc *p)
 {
     char chunk[IC_TAIL_MAX];
     for (;;) {
         ssize_t n = read(p->out_fd, chunk, sizeof(chunk));
         if (n > 0) {
-            ic_proc_keep_output(p, chunk, (size_t)n);
+            ic_proc_take_output(p, chunk, (size_t)n);
             continue;
         }
         if (n < 0 && errno == EINTR)
@@ -162,20 +204,14 @@ static void ic_proc_drain_output(struct ic_proc *p)
     }
 }
 
-/* Marks the output kept so far as written before the case that comes next: read first what
- * the pipe holds, as the worker wrote it before its message. */
-static void ic_proc_mark_case_output(struct ic_proc *p)
-{
-    ic_proc_drain_output(p);
-    p->case_out_from = p->out_total;
-}
-
-/* What the worker wrote since the case before the one in flight ended (or failed, or the
- * worker's last import), as far as the tail still holds it: the case's own output, from its
- * imports to its crash. A mark at the case's "begin" would come too late: a case that crashes
- * at once has written its Python stack before the supervisor reads its "begin". Output before it is
- * other cases' or the imports' (TensorFlow's greeting, the Python stack of a forked copy that died
- * on the case before), and must not speak for this case's crash. */
+/* What the worker wrote since its last case mark (ic_ipc.h), as far as the tail still holds
+ * it: the output of the case in flight, from its start to its crash, or of the import it died
+ * in. Output before the mark is other cases' or the imports' (TensorFlow's greeting, the
+ * Python stack of a forked copy that died on the case before), and must not speak for this
+ * case's crash. The mark is in the output itself: a mark the supervisor set when it handled a
+ * message (the previous case's "end") came too late where the worker had run ahead, with the
+ * next case's request already queued, and had written that case's stack before the "end" was
+ * read: the crash was then quoted with no output at all, and charged without its stack. */
 static const char *ic_proc_case_output(const struct ic_proc *p)
 {
     unsigned long long dropped = p->out_total - p->tail_len;
@@ -645,7 +681,6 @@ static enum ic_load_result ic_pool_load(struct ic_pool *pool, struct ic_proc *p,
                      tail[0] ? "; last output: " : "", tail);
         return IC_LOAD_DIED;
     }
-    ic_proc_mark_case_output(p); /* the import's greeting is not a case's output */
     enum ic_load_result result;
     const cJSON *ms = cJSON_GetObjectItemCaseSensitive(msg, "ms");
     lib->load_ms = cJSON_IsNumber(ms) ? ms->valuedouble : 0;
@@ -747,7 +782,6 @@ static bool ic_prewarm_answer(struct ic_pool *pool, const cJSON *msg)
         pool->stats.prewarm_s += seconds;
     }
     p->import_s += seconds; /* during a run: import time of the request in flight, no wait */
-    ic_proc_mark_case_output(p);
     if (++pool->prewarm.answered == pool->prewarm.sent)
         ic_prewarm_stop(pool);
     return true;
@@ -1222,7 +1256,6 @@ static void ic_deliver_failure(struct ic_pool *pool, struct ic_proc *p, const st
     }
     on_result(context, p->case_index, &res);
     p->busy = false;
-    p->case_out_from = p->out_total; /* read above, with the failure's own */
 }
 
 /* Handles one accepted message of a busy worker. Returns true when the case ended. */
@@ -1249,7 +1282,6 @@ static bool ic_handle_message(struct ic_pool *pool, struct ic_proc *p, const cJS
             }
         }
         p->deadline = ic_clock_s() + pool->config.load_timeout_s;
-        ic_proc_mark_case_output(p); /* the import's greeting is not the case's output */
         return false;
     }
     if (kind == IC_MSG_FLAWED) {
@@ -1300,7 +1332,6 @@ static bool ic_handle_message(struct ic_pool *pool, struct ic_proc *p, const cJS
     }
     on_result(context, p->case_index, &res);
     p->busy = false;
-    ic_proc_mark_case_output(p);
     return true;
 }
 

@@ -162,6 +162,17 @@ static cJSON *ic_exc_to_json(const struct ic_py_exc *exc)
     return json;
 }
 
+/* Marks the output: what follows is the case's or the import's that starts now (ic_ipc.h).
+ * A library that closed or moved the descriptor loses the mark, not the case. */
+static void ic_worker_mark_output(void)
+{
+    static const char mark[] = IC_OUTPUT_CASE_MARK;
+    ssize_t rc;
+    do
+        rc = write(STDERR_FILENO, mark, sizeof(mark) - 1);
+    while (rc < 0 && errno == EINTR);
+}
+
 /* Loads a probe and reports it; a probe that fails to load is reported, not fatal. Returns
  * 0 when the probe is loaded, IC_EPROBE when it failed, IC_EIO when the supervisor is gone. */
 static int ic_worker_load(struct ic_worker *w, const char *name, const char *path)
@@ -173,6 +184,7 @@ static int ic_worker_load(struct ic_worker *w, const char *name, const char *pat
 
     if (ic_worker_find(w, name))
         return 0;
+    ic_worker_mark_output();
     /* Probes are found by pointer only while a case runs: growing between loads is safe. */
     struct ic_probe *more = ic_grow(w->probes, &w->capacity, (size_t)w->count, sizeof(*more), 16);
     if (!more)
@@ -432,6 +444,7 @@ static int ic_worker_run_case(struct ic_worker *w, const struct ic_case *cp, con
 {
     struct ic_case c = *cp;
     struct ic_result res;
+    ic_worker_mark_output();
     cJSON *begin = ic_message_new(IC_MSG_BEGIN, w->seq);
     /* The pid: a forked case's is not the worker's, and a hung case's Python stack is asked
      * of the process that runs it. */

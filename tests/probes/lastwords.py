@@ -4,6 +4,9 @@ diagnostic quotes from the worker's output (tests/integration/test_last_words.py
 Its arrays are NumPy arrays; what its consume() does depends on the dtype:
 
   float32   imports correctly                                               -> pass
+  bool      imports correctly, then stops the supervisor (SIGSTOP) for a second, so that the
+            next case (int8) writes its output and dies before the supervisor has read this
+            one's "end"                                                     -> pass
   int8      writes a line, then dies of SIGSEGV: faulthandler writes the Python stack
                                                                             -> crash (consumer)
   int16     fails a CHECK as TensorFlow does: absl's "F0000 ... Check failed: ..." line, then
@@ -21,6 +24,8 @@ It is loaded only with --probe-dir tests/probes; the built-in probe set never se
 
 import os
 import signal
+import subprocess
+import time
 
 import _probekit
 
@@ -33,7 +38,7 @@ def load():
     os.write(2, GREETING)
     return _testkit.load_numpy_dlpack(
         "numpy.ndarray.__dlpack__",
-        dtypes=["float32", "int8", "int16", "int32"],
+        dtypes=["bool", "float32", "int8", "int16", "int32"],
         layouts=["contiguous"])
 
 
@@ -41,7 +46,31 @@ build = _testkit.build
 describe = _testkit.describe
 
 
+def _supervisor():
+    """The supervisor's pid: the first process up from this one that is no worker (a forked
+    copy's parent is the worker)."""
+    pid = os.getppid()
+    for _ in range(3):
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            if b"--worker-fd" not in handle.read():
+                return pid
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            pid = int(handle.read().rsplit(b")", 1)[1].split()[1])
+    raise RuntimeError("no supervisor above this worker")
+
+
+def _stop_supervisor_a_while():
+    # The supervisor has read this case's "begin" and queued the next case by now; stopped,
+    # it reads this case's "end" only after the next case has written its output and died.
+    time.sleep(0.3)
+    supervisor = _supervisor()
+    subprocess.Popen(["sh", "-c", f"sleep 1; kill -CONT {supervisor}"], start_new_session=True)
+    os.kill(supervisor, signal.SIGSTOP)
+
+
 def consume(obj, protocol, dtype):
+    if dtype == "bool":
+        _stop_supervisor_a_while()
     if dtype == "int8":
         os.write(2, b"lastwords: cannot take this import\n")
         os.kill(os.getpid(), signal.SIGSEGV)
