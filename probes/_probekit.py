@@ -899,8 +899,7 @@ def pyarrow_description(pa, x):
         values = x.cast(pa.uint8())
         data = values.buffers()[1]
         raw = b"" if data is None else data.to_pybytes()[values.offset:values.offset + len(x)]
-        return {"bytes": raw, "shape": [len(x)], "dtype": dtype, "readonly": True,
-                "device": list(CPU), "validity": arrow_validity(x)}
+        return bytes_description(raw, [len(x)], dtype) | {"validity": arrow_validity(x)}
     data = x.buffers()[1]
     address = 0 if data is None else data.address + x.offset * x.type.byte_width
     return pointer_description(address, [len(x)], None, dtype, True) | {
@@ -910,8 +909,12 @@ def pyarrow_description(pa, x):
 def contents_description(values, dtype):
     """describe() of an array with nothing to point at, from the NumPy array of its elements that
     the library's own API made: their bytes in C order, and its shape."""
-    return {"bytes": values.tobytes(), "shape": list(values.shape), "dtype": dtype,
-            "readonly": True, "device": list(CPU)}
+    return bytes_description(values.tobytes(), list(values.shape), dtype)
+
+
+def bytes_description(raw, shape, dtype):
+    """describe() of an array with nothing to point at, from its elements' bytes in C order."""
+    return {"bytes": raw, "shape": shape, "dtype": dtype, "readonly": True, "device": list(CPU)}
 
 
 def arrow_column_info(version, *, column, missing=None, **rest):

@@ -35,9 +35,9 @@ struct ic_proc {
     struct ic_framebuf in;
     char tail[IC_TAIL_MAX + 1];
     size_t tail_len;
-    /* Bytes of output kept since the slot's first worker, and that count at the last case
-     * mark the worker wrote (ic_ipc.h), or when this process started: what the case in flight
-     * (or the import) wrote starts there (ic_proc_case_output). */
+    /* Bytes of output kept since this process started (ic_proc_spawn clears them), and that
+     * count at the last case mark it wrote (ic_ipc.h): what the case in flight (or the import)
+     * wrote starts there (ic_proc_case_output). */
     unsigned long long out_total, case_out_from;
     size_t mark_matched;     /* bytes of a case mark read so far, held back from the tail */
     struct ic_libset loaded; /* catalog indexes the worker has imported (owned) */
