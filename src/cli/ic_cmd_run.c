@@ -1147,6 +1147,8 @@ static int ic_run_command_report(struct ic_run_command *cmd)
                  cmd->stream_path, ic_strerror(rc));
     else
         rc = ic_run_write_json(cmd);
+    /* The reproducers were the workers' last requests: they end while the views are made. */
+    ic_pool_dismiss(cmd->session.pool);
     if (rc < 0 && cmd->stream_kept) {
         size_t used = strlen(cmd->err);
         snprintf(cmd->err + used, sizeof(cmd->err) - used, " (the results are in %s)",

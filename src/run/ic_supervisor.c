@@ -27,6 +27,14 @@ extern char **environ;
  * C backtrace after it. */
 #define IC_TAIL_MAX 16384
 
+/* Cases a worker holds beyond the one it runs (ic_pool_queue). One was not enough: a case the
+ * consumer refuses takes tens of microseconds, less than the supervisor, sharing the cores
+ * with the workers, takes to be scheduled, read the "end" and send the next; each worker then
+ * waited on the supervisor between cases for a quarter of the case phase. Deeper, a crash
+ * hands more cases back (they run again elsewhere) and a run's last cases spread less evenly,
+ * both by a few cases' time. */
+#define IC_PIPELINE_DEPTH 4
+
 struct ic_proc {
     pid_t pid;  /* 0: no process; the worker leads its own process group */
     int fd;     /* the worker's message socket */
@@ -65,13 +73,16 @@ struct ic_proc {
      * (its "flawed" message), with what broke it; IC_RULE_NONE: no such export. */
     enum ic_rule flaw_rule;
     char flaw_text[IC_DIAG_MSG_MAX];
-    /* Pipelining: the next case, sent while the current one runs, so that the worker starts
-     * it the moment the current one ends. It becomes current on the current's "end"; a
-     * worker that dies first hands it back to be run elsewhere. */
-    bool queued;
-    unsigned long long queued_seq;
-    char queued_id[IC_CASE_ID_MAX];
-    size_t queued_index;
+    /* Pipelining: the next cases, in order, sent while the current one runs, so that the
+     * worker starts each the moment the one before ends, however late the supervisor reads
+     * its messages. The first becomes current on the current's "end"; a worker that dies
+     * first hands them back to be run elsewhere. */
+    struct ic_queued_case {
+        unsigned long long seq;
+        size_t index;
+        char id[IC_CASE_ID_MAX];
+    } queued[IC_PIPELINE_DEPTH];
+    int nqueued;
 };
 
 struct ic_pool {
@@ -425,10 +436,11 @@ static void ic_proc_abort(struct ic_proc *p)
     ic_proc_drain_output(p);
 }
 
-/* Asks a worker to quit, and kills its group if it does not within a second. */
-static void ic_proc_stop(struct ic_pool *pool, struct ic_proc *p)
+/* Asks a worker to quit, once, and closes its channel: it ends at the request or at the end
+ * of file, whichever it reads first. */
+static void ic_proc_send_quit(struct ic_pool *pool, struct ic_proc *p)
 {
-    if (p->pid <= 0)
+    if (p->pid <= 0 || p->fd < 0)
         return;
     cJSON *quit = ic_message_new(IC_MSG_QUIT, ++pool->next_seq);
     if (quit)
@@ -436,11 +448,31 @@ static void ic_proc_stop(struct ic_pool *pool, struct ic_proc *p)
     cJSON_Delete(quit);
     close(p->fd);
     p->fd = -1;
-    for (int i = 0; i < 100 && !ic_proc_ended(p); i++) {
-        struct timespec pause = {0, 10 * 1000 * 1000};
+}
+
+/* Gives the `count` workers from `first` on, asked to quit, a second in all to end, then kills
+ * what is left of each group and reaps it. They end side by side: a process that imported
+ * the libraries takes tens of milliseconds to go. */
+static void ic_procs_reap_quitting(struct ic_proc *first, int count)
+{
+    for (int i = 0; i < 500; i++) {
+        bool running = false;
+        for (int j = 0; j < count && !running; j++)
+            running = first[j].pid > 0 && !ic_proc_ended(&first[j]);
+        if (!running)
+            break;
+        struct timespec pause = {0, 2 * 1000 * 1000};
         nanosleep(&pause, NULL);
     }
-    ic_proc_kill(p);
+    for (int j = 0; j < count; j++)
+        ic_proc_kill(&first[j]);
+}
+
+/* Asks a worker to quit, and kills its group if it does not within a second. */
+static void ic_proc_stop(struct ic_pool *pool, struct ic_proc *p)
+{
+    ic_proc_send_quit(pool, p);
+    ic_procs_reap_quitting(p, 1);
 }
 
 /* Checks one message of worker `p` against the table and the request in flight: its kind is
@@ -588,14 +620,21 @@ void ic_pool_set_stop(struct ic_pool *pool, const volatile sig_atomic_t *stop)
     pool->config.stop = stop;
 }
 
+void ic_pool_dismiss(struct ic_pool *pool)
+{
+    for (int i = 0; pool && i < pool->nprocs; i++)
+        ic_proc_send_quit(pool, &pool->procs[i]);
+}
+
 void ic_pool_destroy(struct ic_pool *pool)
 {
     if (!pool)
         return;
     free(pool->prewarm.lib); /* left by a discovery that did not finish */
     free(pool->prewarm.seq);
+    ic_pool_dismiss(pool);
+    ic_procs_reap_quitting(pool->procs, pool->nprocs);
     for (int i = 0; i < pool->nprocs; i++) {
-        ic_proc_stop(pool, &pool->procs[i]);
         ic_libset_release(&pool->procs[i].loaded);
         ic_libset_release(&pool->procs[i].ever_loaded);
     }
@@ -779,6 +818,8 @@ static bool ic_prewarm_answer(struct ic_pool *pool, const cJSON *msg)
     double seconds = ic_json_number_or(msg, "ms", 0) / 1000.0;
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "ok"))) {
         ic_libset_add(&p->loaded, pool->prewarm.lib[k]);
+        /* An answer read once the run started: the slot's next process imports it again. */
+        ic_libset_add(&p->ever_loaded, pool->prewarm.lib[k]);
         pool->stats.prewarm_s += seconds;
     }
     p->import_s += seconds; /* during a run: import time of the request in flight, no wait */
@@ -1174,9 +1215,10 @@ static int ic_send_run(struct ic_pool *pool, struct ic_proc *p, const struct ic_
     snprintf(seed, sizeof(seed), "%" PRIu64, pool->config.seed);
     cJSON *msg;
     if (queued) { /* its libraries are loaded (ic_pool_queue): an empty load list */
-        p->queued_seq = ++pool->next_seq;
-        snprintf(p->queued_id, sizeof(p->queued_id), "%s", id);
-        msg = ic_message_new(IC_MSG_RUN, p->queued_seq);
+        struct ic_queued_case *q = &p->queued[p->nqueued - 1];
+        q->seq = ++pool->next_seq;
+        snprintf(q->id, sizeof(q->id), "%s", id);
+        msg = ic_message_new(IC_MSG_RUN, q->seq);
         if (!msg || !cJSON_AddArrayToObject(msg, "load"))
             goto done;
     } else {
@@ -1389,7 +1431,7 @@ struct ic_run_state {
     size_t count, done;
     /* Cases to run again after an import-order conflict was learned (once each), and queued
      * cases of workers that went before starting them. */
-    size_t *retry, nretry; /* at most two per worker */
+    size_t *retry, nretry; /* at most 1 + IC_PIPELINE_DEPTH per worker */
     unsigned char *retried;
     /* Cases of isolated pairs, set aside until the plan is through (or, for pairs isolated
      * before the run, for a worker that never ran a case), each once (set_aside). */
@@ -1609,24 +1651,24 @@ static void ic_pool_queue(struct ic_pool *pool, struct ic_run_state *st)
 {
     for (int j = 0; j < pool->nprocs && st->nretry == 0; j++) {
         struct ic_proc *p = &pool->procs[j];
-        if (!p->busy || !p->began || p->queued || p->current_forked)
+        if (!p->busy || !p->began || p->current_forked)
             continue;
         size_t index;
-        if (!ic_peek_plan_case(pool, st, j, &index))
-            continue;
-        const struct ic_case *c = &st->cases[index];
-        struct ic_needs needed = ic_needed(pool, c->producer, c->consumer);
-        bool loaded = true;
-        for (int n = 0; n < needed.count; n++)
-            loaded = loaded && ic_libset_has(&p->loaded, needed.lib[n]);
-        if (!loaded)
-            continue;
-        st->cursor[j]++;
-        p->queued = true;
-        p->queued_index = index;
-        if (ic_send_run(pool, p, c, &needed, false, true) < 0) {
-            p->queued = false; /* the worker is going: an idle one runs it */
-            st->retry[st->nretry++] = index;
+        while (p->nqueued < IC_PIPELINE_DEPTH && ic_peek_plan_case(pool, st, j, &index)) {
+            const struct ic_case *c = &st->cases[index];
+            struct ic_needs needed = ic_needed(pool, c->producer, c->consumer);
+            bool loaded = true;
+            for (int n = 0; n < needed.count; n++)
+                loaded = loaded && ic_libset_has(&p->loaded, needed.lib[n]);
+            if (!loaded)
+                break;
+            st->cursor[j]++;
+            p->queued[p->nqueued++].index = index;
+            if (ic_send_run(pool, p, c, &needed, false, true) < 0) {
+                p->nqueued--; /* the worker is going: an idle one runs it */
+                st->retry[st->nretry++] = index;
+                break;
+            }
         }
     }
 }
@@ -1717,7 +1759,7 @@ static void ic_observed_work(const struct ic_pool *pool, const struct ic_run_sta
     *ret_held = 0;
     for (int j = 0; j < pool->nprocs; j++) {
         const struct ic_proc *p = &pool->procs[j];
-        *ret_held += (size_t)p->busy + (size_t)p->queued;
+        *ret_held += (size_t)p->busy + (size_t)p->nqueued;
         if (p->busy && p->began) {
             double seconds = now - p->sent_at - p->import_s;
             *ret_s += seconds > 0 ? seconds : 0;
@@ -1880,15 +1922,16 @@ static int ic_pool_assign(struct ic_pool *pool, struct ic_run_state *st)
     return 0;
 }
 
-/* The current case ended: the queued one, if any, becomes current. */
+/* The current case ended: the first queued one, if any, becomes current. */
 static void ic_proc_promote(struct ic_pool *pool, struct ic_proc *p)
 {
-    if (!p->queued)
+    if (p->nqueued == 0)
         return;
-    p->queued = false;
-    p->seq = p->queued_seq;
-    snprintf(p->case_id, sizeof(p->case_id), "%s", p->queued_id);
-    p->case_index = p->queued_index;
+    p->seq = p->queued[0].seq;
+    memcpy(p->case_id, p->queued[0].id, sizeof(p->case_id));
+    p->case_index = p->queued[0].index;
+    p->nqueued--;
+    memmove(p->queued, p->queued + 1, (size_t)p->nqueued * sizeof(p->queued[0]));
     p->busy = true;
     p->began = false;
     p->current_forked = false;
@@ -1902,24 +1945,33 @@ static void ic_proc_promote(struct ic_pool *pool, struct ic_proc *p)
     p->deadline = p->sent_at + pool->config.load_timeout_s;
 }
 
-/* The worker is gone before its queued case began: that case runs elsewhere. */
-static void ic_proc_requeue(struct ic_proc *p, struct ic_run_state *st)
+/* The worker is gone before its queued cases began: they run elsewhere, in their order (the
+ * retries are taken from the end). Those of a pair isolated by now (the crash that took the
+ * worker) are set aside with the pair's other cases, for a worker that forks them, instead of
+ * sending a worker that ran cases itself to start again for each. */
+static void ic_proc_requeue(const struct ic_pool *pool, struct ic_proc *p, struct ic_run_state *st)
 {
-    if (!p->queued)
-        return;
-    p->queued = false;
-    st->retry[st->nretry++] = p->queued_index;
+    while (p->nqueued > 0) {
+        size_t index = p->queued[--p->nqueued].index;
+        if (!ic_pair_isolated(pool, st, index))
+            st->retry[st->nretry++] = index;
+        else if (!st->set_aside[index]) {
+            st->set_aside[index] = 1;
+            st->deferred[st->ndeferred++] = index;
+        }
+    }
 }
 
 /* Worker `p`, gone before its case began for a reason that is not the case's, hands its case
- * (and a queued one) back to run again, once: the caller checked st->retried and room. */
-static void ic_proc_retry_case(struct ic_proc *p, struct ic_run_state *st)
+ * (and the queued ones) back to run again, once: the caller checked st->retried and room. */
+static void ic_proc_retry_case(const struct ic_pool *pool, struct ic_proc *p,
+                               struct ic_run_state *st)
 {
     st->retried[p->case_index] = 1;
     st->retry[st->nretry++] = p->case_index;
     p->busy = false;
     ic_libset_clear(&p->loaded);
-    ic_proc_requeue(p, st);
+    ic_proc_requeue(pool, p, st);
 }
 
 /* Worker `p` died or hung in a prewarming import (one sent during discovery), before its case
@@ -1929,10 +1981,10 @@ static void ic_proc_retry_case(struct ic_proc *p, struct ic_run_state *st)
 static bool ic_prewarm_failed(struct ic_pool *pool, struct ic_proc *p, struct ic_run_state *st)
 {
     if (p->began || ic_prewarm_importing(pool, p) < 0 || st->retried[p->case_index] ||
-        st->nretry + 2 > 2 * (size_t)pool->nprocs)
+        st->nretry + 1 + (size_t)p->nqueued > (1 + IC_PIPELINE_DEPTH) * (size_t)pool->nprocs)
         return false;
     ic_proc_kill(p);
-    ic_proc_retry_case(p, st);
+    ic_proc_retry_case(pool, p, st);
     ic_prewarm_stop(pool);
     return true;
 }
@@ -1947,10 +1999,9 @@ static void ic_proc_died(struct ic_pool *pool, struct ic_proc *p, struct ic_run_
         return;
     if (!p->began && st->nretry < (size_t)pool->nprocs && !st->retried[p->case_index] &&
         ic_learn_import_order(pool, p)) {
-        ic_proc_retry_case(p, st);
+        ic_proc_retry_case(pool, p, st);
         return;
     }
-    ic_proc_requeue(p, st);
     if (p->began) {
         snprintf(what, sizeof(what), "the worker died with %s during this case", how);
         ic_isolate_pair(pool, st, p->case_index);
@@ -1958,6 +2009,7 @@ static void ic_proc_died(struct ic_pool *pool, struct ic_proc *p, struct ic_run_
         snprintf(what, sizeof(what),
                  "the worker died with %s before the case began (importing %s)", how,
                  ic_proc_importing(pool, p));
+    ic_proc_requeue(pool, p, st); /* after the pair is isolated */
     ic_deliver_failure(pool, p, &st->cases[p->case_index],
                        p->began ? IC_OUTCOME_CRASH : IC_OUTCOME_ERROR, what, st->on_result,
                        st->context);
@@ -1971,7 +2023,7 @@ static void ic_proc_violated(struct ic_pool *pool, struct ic_proc *p, struct ic_
 {
     char what[400];
     ic_proc_kill(p);
-    ic_proc_requeue(p, st);
+    ic_proc_requeue(pool, p, st);
     snprintf(what, sizeof(what), "worker protocol violation: %s", why);
     ic_deliver_failure(pool, p, &st->cases[p->case_index], IC_OUTCOME_ERROR, what, st->on_result,
                        st->context);
@@ -2122,7 +2174,6 @@ static void ic_pool_expire(struct ic_pool *pool, struct ic_run_state *st)
         ic_proc_drain_output(p);
         ic_proc_drain_events(p);
         ic_proc_kill(p);
-        ic_proc_requeue(p, st);
         if (p->began) {
             snprintf(what, sizeof(what), "no result after %.0f s: the worker was killed",
                      pool->config.case_timeout_s);
@@ -2130,6 +2181,7 @@ static void ic_pool_expire(struct ic_pool *pool, struct ic_run_state *st)
         } else
             snprintf(what, sizeof(what), "importing %s took longer than %.0f s",
                      ic_proc_importing(pool, p), pool->config.load_timeout_s);
+        ic_proc_requeue(pool, p, st); /* after the pair is isolated */
         ic_deliver_failure(pool, p, &st->cases[p->case_index],
                            p->began ? IC_OUTCOME_TIMEOUT : IC_OUTCOME_ERROR, what, st->on_result,
                            st->context);
@@ -2146,7 +2198,7 @@ static void ic_pool_abandon(struct ic_pool *pool)
         if (p->pid)
             ic_proc_kill(p);
         p->busy = false;
-        p->queued = false;
+        p->nqueued = 0;
         ic_libset_clear(&p->loaded);
     }
 }
@@ -2229,7 +2281,7 @@ int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
                               .context = context};
     int rc = 0;
     st.retried = calloc(count ? count : 1, 1);
-    st.retry = calloc(2 * (size_t)pool->nprocs, sizeof(*st.retry));
+    st.retry = calloc((1 + IC_PIPELINE_DEPTH) * (size_t)pool->nprocs, sizeof(*st.retry));
     st.deferred = calloc(count ? count : 1, sizeof(*st.deferred));
     st.set_aside = calloc(count ? count : 1, 1);
     st.slot_used = calloc((size_t)pool->nprocs, 1);

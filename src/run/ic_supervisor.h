@@ -103,6 +103,10 @@ int ic_pool_create(const struct ic_supervisor_config *config, struct ic_catalog 
                    struct ic_pool **ret);
 void ic_pool_destroy(struct ic_pool *pool);
 
+/* Asks every worker to quit, without waiting: for a caller done with the pool that has more
+ * to do before ic_pool_destroy, which then reaps them. The pool runs nothing after this. */
+void ic_pool_dismiss(struct ic_pool *pool);
+
 /* Makes `stop` the pool's stop flag (see struct ic_supervisor_config). */
 void ic_pool_set_stop(struct ic_pool *pool, const volatile sig_atomic_t *stop);
 
