@@ -30,10 +30,14 @@ extern char **environ;
 /* Cases a worker holds beyond the one it runs (ic_pool_queue). One was not enough: a case the
  * consumer refuses takes tens of microseconds, less than the supervisor, sharing the cores
  * with the workers, takes to be scheduled, read the "end" and send the next; each worker then
- * waited on the supervisor between cases for a quarter of the case phase. Deeper, a crash
- * hands more cases back (they run again elsewhere) and a run's last cases spread less evenly,
- * both by a few cases' time. */
-#define IC_PIPELINE_DEPTH 4
+ * waited on the supervisor between cases for a quarter of the case phase. Deep enough, too,
+ * that the supervisor can let messages gather (ic_pool_coalesce). Deeper, a crash hands more
+ * cases back (they run again elsewhere) and a run's last cases spread less evenly, both by a
+ * few cases' time. */
+#define IC_PIPELINE_DEPTH 16
+
+/* The longest the supervisor lets the workers' messages gather (ic_pool_coalesce). */
+#define IC_COALESCE_MAX_S 1e-3
 
 struct ic_proc {
     pid_t pid;  /* 0: no process; the worker leads its own process group */
@@ -2106,6 +2110,31 @@ static void ic_proc_read(struct ic_pool *pool, struct ic_proc *p, struct ic_run_
     }
 }
 
+/* While every busy worker holds half a pipeline of cases or more, the supervisor lets their
+ * messages gather for half the time the fewest held take (by the run's mean case so far, at
+ * most IC_COALESCE_MAX_S) before it reads them, so that one wakeup reads many. Woken by each
+ * message, it took a context switch a case from the workers it shares the cores with
+ * (~8 000 a run of the harness selection's 19 402 cases, 0.7 s of its CPU). No worker waits
+ * for it meanwhile: each has work for twice the pause. A worker importing, or running a forked
+ * case, holds none, and is answered at once. */
+static void ic_pool_coalesce(const struct ic_pool *pool, const struct ic_run_state *st)
+{
+    int fewest = IC_PIPELINE_DEPTH, busy = 0;
+    for (int j = 0; j < pool->nprocs; j++) {
+        const struct ic_proc *p = &pool->procs[j];
+        if (p->busy && p->nqueued < fewest)
+            fewest = p->nqueued;
+        busy += p->busy;
+    }
+    if (busy == 0 || fewest < IC_PIPELINE_DEPTH / 2 || st->work_cases < IC_PIPELINE_DEPTH)
+        return;
+    double pause = fewest * (st->work_s / (double)st->work_cases) / 2;
+    if (pause > IC_COALESCE_MAX_S)
+        pause = IC_COALESCE_MAX_S;
+    struct timespec ts = {0, (long)(pause * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
 /* Waits for the busy workers and handles what they sent, their ends and their deadlines. */
 static int ic_pool_wait(struct ic_pool *pool, struct ic_run_state *st)
 {
@@ -2128,6 +2157,7 @@ static int ic_pool_wait(struct ic_pool *pool, struct ic_run_state *st)
     }
     if (nfds == 0)
         return 0;
+    ic_pool_coalesce(pool, st);
     int n = poll(fds, (nfds_t)nfds, wait > 0 ? (int)(wait * 1000) + 1 : 0);
     if (n < 0 && errno != EINTR)
         return IC_EIO;
