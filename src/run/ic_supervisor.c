@@ -1955,14 +1955,17 @@ static void ic_proc_promote(struct ic_pool *pool, struct ic_proc *p)
  * sending a worker that ran cases itself to start again for each. */
 static void ic_proc_requeue(const struct ic_pool *pool, struct ic_proc *p, struct ic_run_state *st)
 {
+    for (int i = 0; i < p->nqueued; i++) {
+        size_t index = p->queued[i].index;
+        if (ic_pair_isolated(pool, st, index) && !st->set_aside[index]) {
+            st->set_aside[index] = 1;
+            st->deferred[st->ndeferred++] = index;
+        }
+    }
     while (p->nqueued > 0) {
         size_t index = p->queued[--p->nqueued].index;
         if (!ic_pair_isolated(pool, st, index))
             st->retry[st->nretry++] = index;
-        else if (!st->set_aside[index]) {
-            st->set_aside[index] = 1;
-            st->deferred[st->ndeferred++] = index;
-        }
     }
 }
 
