@@ -31,9 +31,12 @@
  *   Not on a GPU: the CUDA driver refuses every call in a child of a process that initialised
  *   it, so an isolated GPU case runs in a worker itself, and a crash costs that worker.
  * - Cases run in library-set order (by consumer, then producer; each worker takes every pair
- *   of one consumer at a time), and a worker running a case is sent the next one as well, so
+ *   of one consumer at a time), and a worker running a case is sent up to sixteen more, so
  *   that it keeps its imports, a consumer's compiled kernels are made in one worker, and no
- *   worker waits for a round trip.
+ *   worker waits for a round trip. While every busy worker holds eight or more, the pool
+ *   reads their messages in batches (a pause of at most 1 ms between polls). A worker that
+ *   dies hands back the cases it held: those of a pair isolated by its death are set aside
+ *   with that pair's cases, the others run elsewhere.
  * - A worker slot without a process (discovery's worker fills slot 0) starts one only when it
  *   pays: when its share of the cases not yet handed out, at the mean time per case measured
  *   in the run, lasts more than twice the imports the unclaimed pairs need (and the process
