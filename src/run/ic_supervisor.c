@@ -558,6 +558,29 @@ static const char *ic_first_marker(const char *text, const char *end, const char
     return first;
 }
 
+/* Narrows [*start, *end) to whole characters: the window cuts the output where it likes, and
+ * the process may have died in the middle of writing a character. A character cut at either
+ * edge is left out, whatever follows the quote in the diagnostic (a case's forked copy adds an
+ * aside), rather than shown as U+FFFD there and dropped where the quote ends the text. Bytes
+ * that are not UTF-8 at all stay, for the repair to show. */
+static void ic_trim_cut_characters(const char **start, const char **end)
+{
+    const unsigned char *s = (const unsigned char *)*start, *e = (const unsigned char *)*end;
+    for (int i = 0; i < 3 && s < e && (*s & 0xC0) == 0x80; i++)
+        s++;
+    const unsigned char *lead = e;
+    for (int i = 0; i < 3 && lead > s && (lead[-1] & 0xC0) == 0x80; i++)
+        lead--;
+    if (lead > s) {
+        unsigned char c = lead[-1];
+        size_t need = c >= 0xF0 && c < 0xF8 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+        if (c >= 0xC0 && c < 0xF8 && (size_t)(e - (lead - 1)) < need)
+            e = lead - 1;
+    }
+    *start = (const char *)s;
+    *end = (const char *)e;
+}
+
 /* The worker's last output of the case (from `text` on), flattened to one line for a
  * diagnostic. The Python stack that faulthandler wrote when the worker died is left out: the
  * diagnostic names the call it shows, and the library's own last words are what a reader
@@ -580,6 +603,7 @@ static void ic_proc_tail_text(const char *text, char *buf, size_t size)
     static const char *const backtraces[] = {"\nframe #0: ", "*** Check failure stack trace: ***"};
     end = ic_first_marker(text, end, backtraces, sizeof(backtraces) / sizeof(backtraces[0]));
     const char *start = end - text > 600 ? end - 600 : text;
+    ic_trim_cut_characters(&start, &end);
     size_t used = 0;
     for (const char *at = start; at < end && used + 1 < size; at++) {
         char ch = *at;
