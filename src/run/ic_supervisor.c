@@ -27,6 +27,9 @@ extern char **environ;
  * C backtrace after it. */
 #define IC_TAIL_MAX 16384
 
+/* The bytes of a worker's last output a crash's diagnostic quotes (ic_proc_tail_text). */
+#define IC_TAIL_QUOTE_MAX 600
+
 /* Cases a worker holds beyond the one it runs (ic_pool_queue). One was not enough: a case the
  * consumer refuses takes tens of microseconds, less than the supervisor, sharing the cores
  * with the workers, takes to be scheduled, read the "end" and send the next; each worker then
@@ -561,24 +564,20 @@ static const char *ic_first_marker(const char *text, const char *end, const char
 /* Narrows [*start, *end) to whole characters: the window cuts the output where it likes, and
  * the process may have died in the middle of writing a character. A character cut at either
  * edge is left out, whatever follows the quote in the diagnostic (a case's forked copy adds an
- * aside), rather than shown as U+FFFD there and dropped where the quote ends the text. Bytes
- * that are not UTF-8 at all stay, for the repair to show. */
+ * aside), rather than shown as U+FFFD there and dropped where the quote ends the text. At the
+ * end, the cut is what ic_utf8_repair leaves unconsumed, so that the quote and the repair of
+ * the diagnostic agree on what a cut character is; bytes that are not UTF-8 at all stay, for
+ * that repair to show. */
 static void ic_trim_cut_characters(const char **start, const char **end)
 {
-    const unsigned char *s = (const unsigned char *)*start, *e = (const unsigned char *)*end;
-    for (int i = 0; i < 3 && s < e && (*s & 0xC0) == 0x80; i++)
+    const char *s = *start;
+    for (int i = 0; i < 3 && s < *end && ((unsigned char)*s & 0xC0) == 0x80; i++)
         s++;
-    const unsigned char *lead = e;
-    for (int i = 0; i < 3 && lead > s && (lead[-1] & 0xC0) == 0x80; i++)
-        lead--;
-    if (lead > s) {
-        unsigned char c = lead[-1];
-        size_t need = c >= 0xF0 && c < 0xF8 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-        if (c >= 0xC0 && c < 0xF8 && (size_t)(e - (lead - 1)) < need)
-            e = lead - 1;
-    }
-    *start = (const char *)s;
-    *end = (const char *)e;
+    char scratch[3 * IC_TAIL_QUOTE_MAX + 1]; /* room for every byte repaired: nothing stops it */
+    size_t whole = 0;
+    ic_utf8_repair(scratch, sizeof(scratch), s, (size_t)(*end - s), &whole);
+    *start = s;
+    *end = s + whole;
 }
 
 /* The worker's last output of the case (from `text` on), flattened to one line for a
@@ -602,7 +601,7 @@ static void ic_proc_tail_text(const char *text, char *buf, size_t size)
     }
     static const char *const backtraces[] = {"\nframe #0: ", "*** Check failure stack trace: ***"};
     end = ic_first_marker(text, end, backtraces, sizeof(backtraces) / sizeof(backtraces[0]));
-    const char *start = end - text > 600 ? end - 600 : text;
+    const char *start = end - text > IC_TAIL_QUOTE_MAX ? end - IC_TAIL_QUOTE_MAX : text;
     ic_trim_cut_characters(&start, &end);
     size_t used = 0;
     for (const char *at = start; at < end && used + 1 < size; at++) {
