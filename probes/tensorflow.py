@@ -50,11 +50,44 @@ REPRO = {
 }
 
 
+def _native_traces_off():
+    """Turns off the native stack trace TensorFlow writes when one of its CHECKs fails.
+
+    A failed CHECK (TensorFlow's abort on a misaligned DLPack import, say) writes its message,
+    then a symbolized native stack trace, then aborts: the symbol lookups take ~120 ms of the
+    ~170 ms such a crash costs, on every crashing case. The crash's diagnostic quotes the
+    message and stops where the trace starts, and its attribution reads the Python stack
+    faulthandler writes after it, so the trace adds nothing to a verdict; a reproducer, run
+    without this probe, still writes it. Abseil's frame limit for that trace is set to 0
+    through its exported setter, whose name carries the inline namespace that TensorFlow's
+    bundled Abseil headers define. Where either is missing, nothing changes.
+    """
+    import ctypes
+    import os
+    import re
+
+    root = os.path.dirname(tf.__file__)
+    try:
+        with open(os.path.join(root, "include", "absl", "base", "options.h")) as header:
+            found = re.search(r"#define ABSL_OPTION_INLINE_NAMESPACE_NAME (\w+)", header.read())
+        framework = ctypes.CDLL(os.path.join(root, "libtensorflow_framework.so.2"))
+    except OSError:
+        return
+    inline = f"{len(found.group(1))}{found.group(1)}" if found else ""
+    setter = getattr(framework, f"_ZN4absl{inline}12log_internal27SetMaxFramesInLogStackTraceEi",
+                     None)
+    if setter is not None:
+        setter.argtypes = [ctypes.c_int]
+        setter.restype = None
+        setter(0)
+
+
 def load():
     global tf
     import tensorflow as _tf
 
     tf = _tf
+    _native_traces_off()
     devices, gpu_notes = _probekit.cpu_and_cuda(
         bool(tf.config.list_physical_devices("GPU")),
         "TensorFlow sees no GPU (tf.config.list_physical_devices('GPU') is empty): "

@@ -880,6 +880,9 @@ def worker(name, path):
         results.add("declares why it builds nothing here",
                     [] if info.get("notes", {}).get("cuda") else ["no notes['cuda']"])
         return
+    if name == "tensorflow":
+        results.add("a failed CHECK writes its message and no native stack trace",
+                    check_tensorflow_traces(probe))
     for layout in info["layouts"]:
         run_layout(probe, info, layout, results)
     for protocol, entry in info["exports"].items():
@@ -898,6 +901,54 @@ def worker(name, path):
         call = info.get("compute", {}).get("call", "compute()")
         results.add(f"compute ({call}) gives back every dtype's elements in a new array",
                     check_compute(probe, info))
+
+
+# A CHECK TensorFlow fails on a misaligned DLPack import: it aborts the process that computes.
+_FAILED_CHECK = """
+x = numpy.zeros(25, dtype=bool)[1:]
+y = tf.experimental.dlpack.from_dlpack(x.__dlpack__())
+tf.math.logical_or(y, y)
+"""
+
+
+def _failed_check_output(setup, namespace):
+    """What a process writes when it fails TensorFlow's CHECK: a child forked from this one
+    (after `setup`, run here) with its stderr on a pipe."""
+    exec(setup, namespace)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.dup2(write_end, 2)
+        try:
+            exec(_FAILED_CHECK, namespace)
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        text = pipe.read().decode(errors="replace")
+    os.waitpid(pid, 0)
+    return text
+
+
+def check_tensorflow_traces(probe):
+    """The tensorflow probe turns off the native stack trace of a failed CHECK (~120 ms of
+    symbol lookups per crash, after the message a diagnostic quotes): the message stays and
+    no frame follows. The control, TensorFlow as imported before load(), writes frames, or
+    the check would prove nothing."""
+    frame = re.compile(r"^\s*@\s+0x[0-9a-f]+", re.M)
+    control = subprocess.run(
+        [sys.executable, "-c", "import numpy\nimport tensorflow as tf\n" + _FAILED_CHECK],
+        capture_output=True, text=True, timeout=WORKER_TIMEOUT, cwd=ROOT)
+    problems = []
+    if "Check failed" not in control.stderr or not frame.search(control.stderr):
+        problems.append("the control writes no native frames after its failed CHECK: "
+                        f"{control.stderr.strip()[-300:]!r}")
+    text = _failed_check_output("import numpy\ntf = probe.tf", {"probe": probe})
+    if "Check failed" not in text:
+        problems.append(f"no failed CHECK in the output: {text.strip()[-300:]!r}")
+    if frame.search(text):
+        problems.append(f"native frames follow the failed CHECK: {frame.search(text).group()!r}")
+    return problems
 
 
 # ---------------------------------------------------------------------------------------------
