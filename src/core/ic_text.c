@@ -1,5 +1,6 @@
 #include "ic_text.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -711,6 +712,14 @@ int ic_text_write_atomic_line(const char *path, const char *text, char *err, siz
 {
     struct ic_bytes bytes = {text, strlen(text), true};
     return ic_text_write_atomic_with(path, ic_write_bytes, &bytes, err, err_size);
+}
+
+const char *ic_text_article(const char *word)
+{
+    char first = word ? (char)tolower((unsigned char)word[0]) : '\0';
+    bool vowel = first && strchr("aeio", first);
+    bool un = first == 'u' && tolower((unsigned char)word[1]) == 'n';
+    return vowel || un ? "an" : "a";
 }
 
 int ic_table_find(const void *table, size_t count, size_t stride, size_t offset, const char *name)

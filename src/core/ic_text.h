@@ -16,6 +16,7 @@
  *   visible marker, " … [N bytes cut]", N the bytes of the input not shown.
  * - Fixed buffers (ic_text_copy, ic_text_fix_formatted, ic_utf8_repair_in_place) stay
  *   NUL-terminated within their size and never allocate more than a copy of themselves.
+ * - ic_text_article gives the article for a name the tool prints ("an int8 array").
  * - Two helpers every table and array of the tool shares live here too: ic_table_find (a row
  *   by its name) and ic_grow (room for one more item); neither keeps any state.
  * - struct ic_text_buf is a growable, always NUL-terminated string. Appending returns 0 or
@@ -86,6 +87,11 @@
  * not (the new room zeroed), or NULL when memory ran out, `items` and *capacity then unchanged
  * and still valid. */
 void *ic_grow(void *items, size_t *capacity, size_t count, size_t item_size, size_t first);
+
+/* "an" or "a", the article before `word` in the tool's sentences, judged by its spelling:
+ * "an" before a, e, i, o and "un" ("an int8", "an unnamed"), "a" otherwise, "u" before
+ * anything but "n" included ("a uint8": you-int). Never NULL. */
+const char *ic_text_article(const char *word);
 
 /* The index of the row whose name is `name` in a table of `count` rows, `stride` bytes apart,
  * each holding its name (a `const char *`, NULL in unused rows) `offset` bytes into the row;

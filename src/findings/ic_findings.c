@@ -106,6 +106,20 @@ static void ic_put_word(struct ic_out *out, const char *word, size_t len, const 
     }
 }
 
+/* Whether the word from `word` to `after` is "an" before a dtype or layout name: the article
+ * goes with the name ("an int8", "a uint8"), and both read "a" where the name reads as its
+ * placeholder, so that an int4 and a uint4 case of one fault make one finding. */
+static bool ic_article_of_placeholder(const char *word, const char *after, const char *end)
+{
+    if (after - word != 2 || strncmp(word, "an", 2) != 0 || after >= end || *after != ' ')
+        return false;
+    const char *next = after + 1, *stop = next;
+    while (stop < end && ic_word_char(*stop))
+        stop++;
+    char kind;
+    return stop > next && ic_is_dtype_or_layout(next, (size_t)(stop - next), &kind);
+}
+
 void ic_findings_signature(const char *note, const char *producer, const char *consumer,
                            char *out_buf, size_t size)
 {
@@ -124,7 +138,10 @@ void ic_findings_signature(const char *note, const char *producer, const char *c
             const char *start = p;
             while (p < end && ic_word_char(*p))
                 p++;
-            ic_put_word(&out, start, (size_t)(p - start), producer, consumer);
+            if (ic_article_of_placeholder(start, p, end))
+                ic_put(&out, 'a');
+            else
+                ic_put_word(&out, start, (size_t)(p - start), producer, consumer);
         } else {
             ic_put(&out, *p++);
         }

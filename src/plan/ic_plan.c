@@ -84,8 +84,8 @@ static bool ic_plan_refusal(const struct ic_library *producer, const struct ic_c
                       note ? ": " : "", note ? note : "");
     } else if (!(producer->layouts & (1u << c->layout))) {
         note = ic_library_note(producer, layout);
-        ic_result_set(res, IC_OUTCOME_UNSUPPORTED, "%s cannot make a %s view%s%s", producer->name,
-                      layout, note ? ": " : "", note ? note : "");
+        ic_result_set(res, IC_OUTCOME_UNSUPPORTED, "%s cannot make %s %s view%s%s", producer->name,
+                      ic_text_article(layout), layout, note ? ": " : "", note ? note : "");
     } else if (c->variant == IC_VARIANT_READONLY && !producer->readonly) {
         ic_result_set(res, IC_OUTCOME_UNSUPPORTED, "%s cannot make read-only arrays",
                       producer->name);

@@ -11,6 +11,7 @@
 #include "ic_gpu.h"
 #include "ic_pattern.h"
 #include "ic_proxy.h"
+#include "ic_text.h"
 
 static double ic_now_ms(void)
 {
@@ -79,9 +80,9 @@ static int ic_stage_build(struct ic_case_state *st, uint64_t run_seed, struct ic
          * dtypes and layouts, said for one case. Any other exception is the probe's error. */
         bool cannot = strcmp(st->exc.type, "NotImplementedError") == 0;
         ic_result_set(res, cannot ? IC_OUTCOME_UNSUPPORTED : IC_OUTCOME_ERROR,
-                      "the %s probe %s a %s %s array: %s (%s)", c->producer,
-                      cannot ? "cannot build" : "could not build", dtype->name, layout->name, text,
-                      st->exc.where);
+                      "the %s probe %s %s %s %s array: %s (%s)", c->producer,
+                      cannot ? "cannot build" : "could not build", ic_text_article(dtype->name),
+                      dtype->name, layout->name, text, st->exc.where);
         return IC_STAGE_DECIDED;
     }
     st->array_ref = ic_py_weak_ref(st->array);
@@ -117,8 +118,10 @@ static int ic_stage_check_producer(struct ic_case_state *st, struct ic_result *r
     char want[128], got[128];
 
     if (p->dtype != st->c->dtype) {
-        ic_result_set(res, IC_OUTCOME_ERROR, "the %s probe built a %s array where %s was asked for",
-                      st->c->producer, st->produced.dtype_name, ic_dtype_name(st->c->dtype));
+        ic_result_set(res, IC_OUTCOME_ERROR,
+                      "the %s probe built %s %s array where %s was asked for", st->c->producer,
+                      ic_text_article(st->produced.dtype_name), st->produced.dtype_name,
+                      ic_dtype_name(st->c->dtype));
         return IC_STAGE_DECIDED;
     }
     bool same_shape = p->ndim == x->ndim;

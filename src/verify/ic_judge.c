@@ -14,6 +14,7 @@
 #include "ic_exchange_state.h"
 #include "ic_export.h"
 #include "ic_gpu.h"
+#include "ic_text.h"
 
 /* --- What the checks share ------------------------------------------------------------------ */
 
@@ -873,26 +874,26 @@ static void ic_check_dtype(struct ic_case_state *st, struct ic_result *res)
     if (rec->have_view && rec->view.dtype != st->c->dtype && !raw_buffer) {
         if (rec->view.dtype == IC_DTYPE_INVALID)
             ic_result_fail(res, IC_CHECK_DTYPE, IC_RULE_EXCHANGE_DTYPE, IC_SIDE_PRODUCER,
-                           "the export does not spell a dtype the protocol defines for a %s "
+                           "the export does not spell a dtype the protocol defines for %s %s "
                            "array (%s)",
-                           want, rec->detail[0] ? rec->detail : "no detail");
+                           ic_text_article(want), want, rec->detail[0] ? rec->detail : "no detail");
         else
             ic_result_fail(res, IC_CHECK_DTYPE, IC_RULE_EXCHANGE_DTYPE, IC_SIDE_PRODUCER,
-                           "the export says %s for a %s array", ic_dtype_name(rec->view.dtype),
-                           want);
+                           "the export says %s for %s %s array", ic_dtype_name(rec->view.dtype),
+                           ic_text_article(want), want);
         return;
     }
     if (!ic_import_to_judge(st, res, IC_CHECK_DTYPE, "the dtype came from the caller"))
         return;
     if (!st->consumed.dtype_name[0]) {
         ic_result_fail(res, IC_CHECK_DTYPE, IC_RULE_EXCHANGE_DTYPE_NAMED, IC_SIDE_CONSUMER,
-                       "%s imported a %s array whose dtype it cannot name: its own dtype API "
+                       "%s imported %s %s array whose dtype it cannot name: its own dtype API "
                        "raises for the import",
-                       st->consumer_name, want);
+                       st->consumer_name, ic_text_article(want), want);
     } else if (st->consumed.view.dtype != st->c->dtype) {
         ic_result_fail(res, IC_CHECK_DTYPE, IC_RULE_EXCHANGE_DTYPE, IC_SIDE_CONSUMER,
-                       "%s imported a %s array as %s", st->consumer_name, want,
-                       st->consumed.dtype_name);
+                       "%s imported %s %s array as %s", st->consumer_name, ic_text_article(want),
+                       want, st->consumed.dtype_name);
     } else {
         ic_result_check(res, IC_CHECK_DTYPE, IC_CHECK_PASS, NULL);
     }
@@ -1320,12 +1321,12 @@ void ic_judge_compute(struct ic_case_state *st, struct ic_result *res)
     }
     if (r->dtype != y->dtype) {
         /* The operation is the probe's choice, and it must keep the dtype. */
+        const char *made =
+            st->computed_desc.dtype_name[0] ? st->computed_desc.dtype_name : "unnamed";
         ic_result_set(res, IC_OUTCOME_ERROR,
-                      "the %s probe's compute() (%s) made a %s array from its %s import: its "
+                      "the %s probe's compute() (%s) made %s %s array from its %s import: its "
                       "operation must keep the dtype",
-                      who, op,
-                      st->computed_desc.dtype_name[0] ? st->computed_desc.dtype_name : "unnamed",
-                      ic_dtype_name(y->dtype));
+                      who, op, ic_text_article(made), made, ic_dtype_name(y->dtype));
         st->refused = true;
         return;
     }

@@ -568,8 +568,31 @@ static void test_table_and_grow(void)
     free(items);
 }
 
+/* The article before every dtype name the tool prints, and before a probe's own spelling. */
+static void test_article(void)
+{
+    static const struct {
+        const char *word, *article;
+    } words[] = {{"int4", "an"},    {"int8", "an"},     {"int64", "an"}, {"uint4", "a"},
+                 {"uint8", "a"},    {"uint64", "a"},    {"bool", "a"},   {"float16", "a"},
+                 {"bfloat16", "a"}, {"complex64", "a"}, {"empty", "an"}, {"offset", "an"},
+                 {"unnamed", "an"}, {"Int32", "an"},    {"", "a"},       {NULL, "a"}};
+    int wrong = 0;
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+        const char *got = ic_text_article(words[i].word);
+        if (strcmp(got, words[i].article) != 0) {
+            wrong++;
+            TAP_DIAG("%s: got \"%s\", want \"%s\"", words[i].word ? words[i].word : "NULL", got,
+                     words[i].article);
+        }
+    }
+    TAP_OK(wrong == 0,
+           "\"an int8\", \"a uint8\", \"a bool\", \"an unnamed\": the article by spelling");
+}
+
 int main(void)
 {
+    test_article();
     test_table_and_grow();
     test_valid();
     test_repair();

@@ -27,6 +27,13 @@ static void test_signature(void)
     ic_findings_signature("numpy imported a complex128 array as complex64", "jax", "numpy", b,
                           sizeof(b));
     TAP_OK(strcmp(a, b) == 0, "dtype names drop out (%s)", a);
+    ic_findings_signature("the export says int8 for an int4 array", "torch", "numpy", a, sizeof(a));
+    ic_findings_signature("the export says uint8 for a uint4 array", "torch", "numpy", b,
+                          sizeof(b));
+    TAP_OK(strcmp(a, b) == 0 && strcmp(a, "the export says T for a T array") == 0,
+           "the article of a dtype name drops out with it (%s)", a);
+    ic_findings_signature("an int8 array is an answer", "torch", "numpy", a, sizeof(a));
+    TAP_OK(strcmp(a, "a T array is an answer") == 0, "\"an\" before any other word stays (%s)", a);
     ic_findings_signature("__array__ returned a numpy.float32, not a numpy.ndarray", "tensorflow",
                           "numpy", a, sizeof(a));
     TAP_OK(strstr(a, "numpy.ndarray") != NULL, "a library name that is a module path stays (%s)",
