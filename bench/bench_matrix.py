@@ -270,6 +270,15 @@ def main():
             print(f"  {name:<14} {seconds:8.2f} s {100 * seconds / total:5.1f} %")
         print(f"ratio 2 in the worker, all stages / the import call: {total / stages['import']:.2f}; "
               f"our checks in C / the import call: {stages['checks'] / stages['import']:.2f}")
+        # What verifying adds to the exchange: building and exporting the array and the import
+        # call are what any exchange costs; the rest is there to check it (the consumer's
+        # operation included: "the consumer can compute with what it got" is one of the checks).
+        verifying = sum(stages.get(name, 0.0) for name in
+                        ("describe", "checks", "compute", "write_through", "relay", "lifetime"))
+        print(f"ratio 2 in the worker, what verifying adds (descriptions, our checks in C, the "
+              f"consumer's operation, write-through, relay, letting go) / the import call: "
+              f"{verifying / stages['import']:.2f}; without the consumer's operation: "
+              f"{(verifying - stages.get('compute', 0.0)) / stages['import']:.2f}")
         # What ratio 1 could be at best: the imports once, then the cases' own stages spread
         # evenly over the workers with nothing else (no round trips, no reports, no restarts).
         # Most of the stages are the libraries' own calls, so a target below it is out of
