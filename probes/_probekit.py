@@ -586,14 +586,26 @@ def format_dtype(fmt, itemsize):
     return None
 
 
+# dtype_name's answers by dtype object: str() of a NumPy dtype runs Python code of NumPy's
+# (2-4 us), and a case asks for the names of up to three arrays' dtypes.
+_DTYPE_NAMES = {}
+
+
 def dtype_name(dt):
     """The interface's name for a library dtype whose str() ends with a NumPy-style name.
 
     Covers "float32", "torch.float32", "paddle.bool", "mlx.core.bool", "bool_"; any other
     spelling comes back unchanged, which the README allows for dtypes the driver does not know.
     """
-    name = str(dt).rsplit(".", 1)[-1]
-    return "bool" if name == "bool_" else name
+    try:
+        return _DTYPE_NAMES[dt]
+    except KeyError:
+        name = str(dt).rsplit(".", 1)[-1]
+        name = _DTYPE_NAMES[dt] = "bool" if name == "bool_" else name
+        return name
+    except TypeError:  # a dtype object that cannot be a key
+        name = str(dt).rsplit(".", 1)[-1]
+        return "bool" if name == "bool_" else name
 
 
 def c_strides(shape, itemsize):
