@@ -22,6 +22,7 @@ import json
 import os
 import random
 import re
+import signal
 import struct
 import subprocess
 import sys
@@ -924,6 +925,7 @@ def _failed_check_output(setup, namespace):
     pid = os.fork()
     if pid == 0:
         os.dup2(write_end, 2)
+        signal.alarm(WORKER_TIMEOUT // 2)  # a child that hangs dies, and says nothing
         try:
             exec(_FAILED_CHECK, namespace)
         finally:
@@ -944,7 +946,7 @@ def check_tensorflow_traces(probe):
     frame = re.compile(r"^\s*@\s+0x[0-9a-f]+", re.M)
     control = subprocess.run(
         [sys.executable, "-c", "import numpy\nimport tensorflow as tf\n" + _FAILED_CHECK],
-        capture_output=True, text=True, timeout=WORKER_TIMEOUT, cwd=ROOT)
+        capture_output=True, text=True, timeout=WORKER_TIMEOUT // 2, cwd=ROOT)
     if "Check failed" not in control.stderr or not frame.search(control.stderr):
         return [], ("TensorFlow as imported writes no failed CHECK with native frames here: "
                     f"{control.stderr.strip()[-200:]!r}")
