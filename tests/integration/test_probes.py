@@ -944,9 +944,12 @@ def check_tensorflow_traces(probe):
     before load(), must fail the CHECK and write frames: a TensorFlow that no longer aborts
     here, or writes no trace of its own, leaves nothing to check."""
     frame = re.compile(r"^\s*@\s+0x[0-9a-f]+", re.M)
-    control = subprocess.run(
-        [sys.executable, "-c", "import numpy\nimport tensorflow as tf\n" + _FAILED_CHECK],
-        capture_output=True, text=True, timeout=WORKER_TIMEOUT // 2, cwd=ROOT)
+    try:
+        control = subprocess.run(
+            [sys.executable, "-c", "import numpy\nimport tensorflow as tf\n" + _FAILED_CHECK],
+            capture_output=True, text=True, timeout=WORKER_TIMEOUT // 2, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return [f"the control hung past {WORKER_TIMEOUT // 2} s"], None
     if "Check failed" not in control.stderr or not frame.search(control.stderr):
         return [], ("TensorFlow as imported writes no failed CHECK with native frames here: "
                     f"{control.stderr.strip()[-200:]!r}")
