@@ -599,13 +599,15 @@ def dtype_name(dt):
     """
     try:
         return _DTYPE_NAMES[dt]
-    except KeyError:
-        name = str(dt).rsplit(".", 1)[-1]
-        name = _DTYPE_NAMES[dt] = "bool" if name == "bool_" else name
-        return name
-    except TypeError:  # a dtype object that cannot be a key
-        name = str(dt).rsplit(".", 1)[-1]
-        return "bool" if name == "bool_" else name
+    except (KeyError, TypeError):  # not asked before, or a dtype object that cannot be a key
+        pass
+    name = str(dt).rsplit(".", 1)[-1]
+    name = "bool" if name == "bool_" else name
+    try:
+        _DTYPE_NAMES[dt] = name
+    except TypeError:
+        pass
+    return name
 
 
 def c_strides(shape, itemsize):

@@ -917,10 +917,12 @@ tf.math.logical_or(y, y)
 """
 
 
-def _failed_check_output(setup, namespace):
-    """What a process writes when it fails TensorFlow's CHECK: a child forked from this one
-    (after `setup`, run here) with its stderr on a pipe."""
-    exec(setup, namespace)
+def _failed_check_output(tf):
+    """What a process writes when it fails TensorFlow's CHECK: a child forked from this one,
+    `tf` the TensorFlow module it holds, with its stderr on a pipe."""
+    import numpy
+
+    namespace = {"numpy": numpy, "tf": tf}
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -953,7 +955,7 @@ def check_tensorflow_traces(probe):
     if "Check failed" not in control.stderr or not frame.search(control.stderr):
         return [], ("TensorFlow as imported writes no failed CHECK with native frames here: "
                     f"{control.stderr.strip()[-200:]!r}")
-    text = _failed_check_output("import numpy\ntf = probe.tf", {"probe": probe})
+    text = _failed_check_output(probe.tf)
     problems = []
     if "Check failed" not in text:
         problems.append(f"no failed CHECK in the output: {text.strip()[-300:]!r}")
