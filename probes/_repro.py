@@ -199,6 +199,13 @@ def _value(dtype, i):
     return float(i)
 
 
+def _article(word):
+    """"an" or "a" before a dtype name in a reproducer's sentences, as the report's own text
+    has it (ic_text_article): "an int4", "a uint4"."""
+    word = word.lower()
+    return "an" if word[:1] in ("a", "e", "i", "o") or word.startswith("un") else "a"
+
+
 def _literal(value):
     if isinstance(value, complex):
         return f"complex({value.real!r}, {value.imag!r})"
@@ -1147,7 +1154,7 @@ def array_result(s):
                    'not_reproduced("the same memory")')
     else:  # exchange.dtype on the export: the result's dtype
         s.line(f'if str(r.dtype) != "{s.dtype}":',
-               f'    reproduced(f"__array__ of a {s.dtype} array returned {{r.dtype}}")',
+               f'    reproduced(f"__array__ of {_article(s.dtype)} {s.dtype} array returned {{r.dtype}}")',
                f'not_reproduced("the result is {s.dtype}")')
 
 
@@ -1326,7 +1333,7 @@ def export_dtype(s):
     s.line(f"info = capsule_info({capsule})",
            'print("the export says (code, bits, lanes):", info["dtype"])',
            f"if info[\"dtype\"][:2] != ({code}, {bits}):",
-           f'    reproduced(f"{s.producer_name} exports a {s.dtype} array as DLPack dtype '
+           f'    reproduced(f"{s.producer_name} exports {_article(s.dtype)} {s.dtype} array as DLPack dtype '
            f'{{info[\'dtype\'][:2]}}, not ({code}, {bits})")',
            f'not_reproduced("the export says ({code}, {bits}), DLPack\'s {s.dtype}")')
 
@@ -1340,14 +1347,14 @@ def import_property(s):
         s.line("try:",
                "    print(y.dtype)",
                "except Exception as e:",
-               f'    reproduced(f"{s.consumer_name} imported a {s.dtype} array whose dtype it cannot '
+               f'    reproduced(f"{s.consumer_name} imported {_article(s.dtype)} {s.dtype} array whose dtype it cannot '
                'name: {type(e).__name__}: {e}")',
                'not_reproduced("the dtype has a name")')
     elif check == "dtype":
         s.line(f"got = {s.consumer.expr('dtype', 'y')}",
-               f'print("{s.consumer_name} imported a {s.dtype} array as", got)',
+               f'print("{s.consumer_name} imported {_article(s.dtype)} {s.dtype} array as", got)',
                f'if got.rsplit(".", 1)[-1].rstrip("_") != "{s.dtype}":',
-               f'    reproduced(f"{s.consumer_name} imported a {s.dtype} array as {{got}}")',
+               f'    reproduced(f"{s.consumer_name} imported {_article(s.dtype)} {s.dtype} array as {{got}}")',
                f'not_reproduced("{s.dtype} kept")')
     elif check == "shape":
         s.line(f"got = {s.consumer.expr('shape', 'y')}",
