@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -603,6 +604,13 @@ FILE *ic_gz_fdopen(int fd, bool write)
     return file;
 }
 
+FILE *ic_file_private(FILE *file)
+{
+    if (file)
+        __fsetlocking(file, FSETLOCKING_BYCALLER);
+    return file;
+}
+
 /* Opens the temporary file `tmp` for writing, through gzip when `gzip`; *ret_fd is the
  * descriptor to sync (zlib closes the one it writes, a duplicate). NULL with errno set. */
 static FILE *ic_open_temporary(const char *tmp, bool gzip, int *ret_fd)
@@ -612,9 +620,9 @@ static FILE *ic_open_temporary(const char *tmp, bool gzip, int *ret_fd)
     if (fd < 0)
         return NULL;
     if (!gzip)
-        return fdopen(fd, "wb");
+        return ic_file_private(fdopen(fd, "wb"));
     int data_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    FILE *file = data_fd >= 0 ? ic_gz_fdopen(data_fd, true) : NULL;
+    FILE *file = data_fd >= 0 ? ic_file_private(ic_gz_fdopen(data_fd, true)) : NULL;
     if (!file && data_fd >= 0)
         close(data_fd);
     if (!file && errno == 0)

@@ -7,6 +7,7 @@
 #include "ic_error.h"
 #include "ic_findings.h"
 #include "ic_stream.h"
+#include "ic_text.h"
 
 /* The stream printed the "type" member last (ic_stream_write_case): the line read is the
  * case's text with it, which ends the line with this. */
@@ -33,7 +34,7 @@ static int ic_plan_cases_read(struct ic_plan_cases *source, const struct ic_plan
                               cJSON **ret)
 {
     if (!source->stream && source->stream_path[0])
-        source->stream = fopen(source->stream_path, "re");
+        source->stream = ic_file_private(fopen(source->stream_path, "re"));
     if (!source->stream)
         return IC_EIO;
     int rc = ic_stream_read_case(source->stream, item->stream_offset, &source->line,

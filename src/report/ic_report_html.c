@@ -522,7 +522,7 @@ int ic_html_collector_new(const cJSON *report, struct ic_html_collector **ret)
     ic_html_seed(&col->d, report);
     for (size_t k = 0; k < IC_HTML_SINKS; k++) {
         errno = 0;
-        col->sinks[k].file = tmpfile();
+        col->sinks[k].file = ic_file_private(tmpfile());
         if (!col->sinks[k].file) {
             int failure = errno ? errno : EIO;
             ic_html_collector_free(col);
