@@ -299,7 +299,7 @@ def cache_dir(name):
 def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtypes=None,
               layouts=None, dtype_note=None, layout_note=None, readonly=False, deviations=None,
               compute=None, from_dlpack_keywords=(), lazy_views=False, tensor_variants=False,
-              float8=False, int4=False, nulls=False, other_device=False):
+              float8=False, int4=False, nulls=False, other_device=False, fork=True):
     """load()'s dict (README.md, "load()").
 
     `missing` maps what the library lacks to why: dtypes, layouts and "cuda" (load()'s notes).
@@ -315,6 +315,8 @@ def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtyp
     `tensor_variants` for TENSOR_VARIANT_LAYOUTS, `float8` for FLOAT8_DTYPES and `int4` for
     INT4_DTYPES. `nulls` says build() takes valid= (the Arrow nulls variants: README.md, "Nulls").
     `other_device` says it builds OTHER_DEVICE_LAYOUTS (an array on its second device).
+    `fork=False` says its arrays cannot be worked with in a process forked from one that ran
+    load() (README.md, "fork"): its crashing pairs' cases then run in a worker, not a copy.
     """
     missing = dict(missing or {})
     if not lazy_views:
@@ -346,6 +348,7 @@ def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtyp
         "notes": notes | missing,
         "readonly": readonly,
         "nulls": nulls,
+        "fork": fork,
     }
     if deviations:
         info["deviations"] = deviations

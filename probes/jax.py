@@ -93,6 +93,11 @@ def load():
         int4=True,
         other_device=second_host,
         from_dlpack_keywords=_probekit.keywords_taken(jax.dlpack.from_dlpack, ("copy", "device")),
+        # jax.devices() above started the CPU client's threads (eight on a 2-core machine),
+        # which a forked process lacks: there, describe() of a uint4 array waits for them
+        # (jax 0.12.0.1, in a fork of a process that had only run load(): still waiting when
+        # killed after 30 s), so a crashing JAX pair's cases run in a worker, not a fork
+        fork=False,
     )
 
 

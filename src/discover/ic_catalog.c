@@ -242,6 +242,7 @@ void ic_library_set_info(struct ic_library *lib, cJSON *info)
                          &lib->imports, lib->imports_on, &ok);
         lib->readonly = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(info, "readonly"));
         lib->nulls = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(info, "nulls"));
+        lib->no_fork = cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(info, "fork"));
     }
     if (!ok) {
         lib->state = IC_LIBRARY_INVALID;
@@ -251,6 +252,12 @@ void ic_library_set_info(struct ic_library *lib, cJSON *info)
     } else {
         lib->state = IC_LIBRARY_LOADED;
     }
+}
+
+bool ic_library_no_fork(const struct ic_catalog *catalog, const char *name)
+{
+    int index = ic_catalog_find(catalog, name);
+    return index >= 0 && catalog->libs[index].no_fork;
 }
 
 const char *ic_library_note(const struct ic_library *lib, const char *key)

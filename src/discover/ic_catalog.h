@@ -53,6 +53,7 @@ struct ic_library {
     uint32_t devices; /* bit (1 << ic_device_kind): where build() makes arrays now */
     bool readonly;    /* build(readonly=True) works */
     bool nulls;       /* build(valid=...) makes arrays with nulls (the Arrow nulls variants) */
+    bool no_fork;     /* its arrays are unusable in a fork of a worker that loaded it ("fork") */
     /* Libraries this one must be imported before, found when importing them first crashed
      * it (catalog indexes). */
     struct ic_libset load_before;
@@ -77,6 +78,10 @@ void ic_catalog_release(struct ic_catalog *catalog);
 
 /* Index of the library called `name`, or -1. */
 int ic_catalog_find(const struct ic_catalog *catalog, const char *name);
+
+/* Whether the library called `name` says its arrays are unusable in a fork of a worker that
+ * loaded it (its load() info's "fork": false); false for a name the catalog lacks. */
+bool ic_library_no_fork(const struct ic_catalog *catalog, const char *name);
 
 /* Parses a probe's load() info into the library's capability sets; takes ownership of
  * `info` in every case. A malformed info makes the library IC_LIBRARY_INVALID. */

@@ -1527,12 +1527,17 @@ static bool ic_pair_isolated(const struct ic_pool *pool, const struct ic_run_sta
 }
 
 /* Whether case `index` runs in a forked case child: a case of an isolated pair, unless it is
- * on a GPU. The CUDA driver refuses every call in a child of a process that initialised it
- * (each GPU library's load() does, to count its devices), so such a case runs in the worker
- * itself, set aside like the others, and a crash costs that worker. */
+ * on a GPU or one of its libraries says a fork cannot use it (its probe's "fork": false). The
+ * CUDA driver refuses every call in a child of a process that initialised it (each GPU
+ * library's load() does, to count its devices), and JAX's CPU client waits in a fork for
+ * threads load() started, which the fork lacks: such a case runs in the worker itself, set
+ * aside like the others, and a crash costs that worker. */
 static bool ic_case_forked(const struct ic_pool *pool, const struct ic_run_state *st, size_t index)
 {
-    return ic_pair_isolated(pool, st, index) && !ic_device_is_cuda(st->cases[index].device);
+    const struct ic_case *c = &st->cases[index];
+    return ic_pair_isolated(pool, st, index) && !ic_device_is_cuda(c->device) &&
+           !ic_library_no_fork(pool->catalog, c->producer) &&
+           !ic_library_no_fork(pool->catalog, c->consumer);
 }
 
 /* Marks byte `slot` of pool->isolated_pairs (ic_pair_slot). */

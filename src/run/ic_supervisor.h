@@ -29,7 +29,9 @@
  *   A crash then costs the child: the worker keeps its imports (a crash no longer means
  *   importing the pair again), and no state of a case run outside the child is inherited.
  *   Not on a GPU: the CUDA driver refuses every call in a child of a process that initialised
- *   it, so an isolated GPU case runs in a worker itself, and a crash costs that worker.
+ *   it; nor for a library whose probe says a fork cannot use it ("fork": false: JAX, whose
+ *   load() starts threads a fork lacks). Such an isolated case runs in a worker itself, and a
+ *   crash costs that worker.
  * - Cases run in library-set order (by consumer, then producer; each worker takes every pair
  *   of one consumer at a time), and a worker running a case is sent up to sixteen more, so
  *   that it keeps its imports, a consumer's compiled kernels are made in one worker, and no

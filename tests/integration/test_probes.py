@@ -416,6 +416,8 @@ def check_info(info):
                       ("readonly", bool), ("exports", dict), ("imports", dict)]:
         if not isinstance(info.get(key), kind):
             problems.append(f"{key!r} is {info.get(key)!r}, not a {kind.__name__}")
+    if not isinstance(info.get("fork", True), bool):
+        problems.append(f"'fork' is {info.get('fork')!r}, not a bool")
     if problems:
         return problems
     if not info["version"]:
@@ -844,6 +846,60 @@ def check_compute(probe, info):
     return problems
 
 
+def _fork_battery(probe, info):
+    """What check_fork's child runs: every dtype built (flat), described and computed with,
+    then an import over each protocol the probe imports on the CPU. The problems found."""
+    import numpy as np
+
+    problems = []
+    missing = info.get("compute", {}).get("missing", {})
+    for dtype in info["dtypes"]:
+        try:
+            x = probe.build(pattern(dtype, 24, 5), dtype, [])
+            probe.describe(x)
+            if callable(getattr(probe, "compute", None)) and dtype not in missing:
+                probe.describe(probe.compute(x))
+        except Exception as e:
+            problems.append(f"{dtype}: {_exc(e)}")
+    src = np.arange(24, dtype=np.float64).reshape(2, 3, 4)
+    for protocol, entry in info["imports"].items():
+        if "cpu" not in entry.get("devices", ["cpu"]):
+            continue
+        try:
+            probe.describe(probe.consume(_offer(src, protocol), protocol, "float64"))
+        except Exception:
+            pass  # whether it imports is check_import's; here only a hang or a crash counts
+    return problems
+
+
+def check_fork(probe, info):
+    """A probe whose load() info says "fork": true (the default) is used in a process forked
+    from one that ran load() (the child a worker forks for the cases of a pair that crashed):
+    there, building, describing, computing with and importing arrays must neither hang nor
+    crash. Runs in a child forked right after load(), before this worker runs any library code
+    of its own. The problems found."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        signal.alarm(WORKER_TIMEOUT // 2)  # a hang: the child dies of it, and says so below
+        try:
+            found = _fork_battery(probe, info)
+        except BaseException as e:
+            found = [_exc(e)]
+        os.write(write_end, json.dumps(found).encode())
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        text = pipe.read().decode(errors="replace")
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        how = "hung" if os.WTERMSIG(status) == signal.SIGALRM else "died"
+        return [f"the forked process {how} (signal {os.WTERMSIG(status)}): declare fork=False "
+                "(probes/README.md, \"fork\") or find what it waits for"]
+    return json.loads(text) if text else ["the forked process wrote no result"]
+
+
 def worker(name, path):
     results = Results(path, name)
     try:
@@ -882,6 +938,12 @@ def worker(name, path):
         results.add("declares why it builds nothing here",
                     [] if info.get("notes", {}).get("cuda") else ["no notes['cuda']"])
         return
+    # First, before this process runs any library code that would start threads of its own.
+    what = "in a process forked after load(): building, describing, computing and importing work"
+    if info.get("fork", True):
+        results.add(what, check_fork(probe, info))
+    else:
+        results.skip("it says fork=False: its crashing pairs' cases run in a worker", what)
     if name == "tensorflow":
         what = "a failed CHECK writes its message and no native stack trace"
         problems, skipped = check_tensorflow_traces(probe)

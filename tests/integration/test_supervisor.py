@@ -410,6 +410,38 @@ def check_prewarm_failure(tap, binary, probes, workdir):
              if outcomes1.get(i) != outcomes2.get(i)}, proc2.stderr[-800:]))
 
 
+def check_no_fork(tap, binary, probes, workdir):
+    """A library whose probe says a fork cannot use it ("fork": false, as JAX's, whose threads
+    a forked process lacks): once a case of its pair crashed, the pair's later cases run in a
+    worker, not in the forked child a worker serves isolated cases from, where they would wait
+    forever and read as the library's timeouts. tests/probes/forkless.py crashes on int16 and
+    hangs in any process but the one that ran its load()."""
+    args = ["--probe-dir", probes, "--producer", "numpy", "--consumer", "forkless",
+            "--protocol", "dlpack", "--dtype", "float32,int16", "--layout", "contiguous,scalar",
+            "-j", "1", "--timeout", "2", "-q"]
+
+    def run(name, says):
+        out = os.path.join(workdir, name + ".json")
+        env = {"INTEROPCHECK_LEDGER_DIR": "", "IC_TEST_FORKLESS_SAYS": says}
+        proc = taplib.run(binary, *args, "-o", out, env=env)
+        report = taplib.load_report(out) if os.path.exists(out) else {}
+        outcomes = {c["id"]: c["outcome"] for c in report.get("cases", [])}
+        return proc, report.get("run", {}).get("timing", {}), outcomes
+
+    pair = "dlpack.numpy.forkless.cpu."
+    want = {pair + "int16.contiguous": "crash", pair + "int16.scalar": "crash",
+            pair + "float32.contiguous": "pass", pair + "float32.scalar": "pass"}
+    proc, timing, outcomes = run("forkless", "")
+    tap.ok(outcomes == want and timing.get("isolated_cases") == 0,
+           "a pair of a library that says fork=False runs its cases after a crash in a worker: "
+           "they pass, and none is forked", (outcomes, timing, proc.stderr[-800:]))
+    proc, timing, outcomes = run("forkless-says-fork", "fork")
+    timeouts = [i for i, o in outcomes.items() if o == "timeout"]
+    tap.ok(timeouts and timing.get("isolated_cases", 0) > 0,
+           f"the control: the same library saying fork=True has its isolated cases forked, and "
+           f"they hang ({len(timeouts)} timeouts)", (outcomes, timing))
+
+
 def main(tap, args):
     binary = args[0]
     probes = os.path.join(taplib.source_root(), "tests", "probes")
@@ -419,6 +451,7 @@ def main(tap, args):
         check_outputs(tap, binary, probes, workdir)
         check_many_probes(tap, binary, workdir)
         check_ledger(tap, binary, probes, workdir)
+        check_no_fork(tap, binary, probes, workdir)
         check_prewarm(tap, binary, probes, workdir)
         check_prewarm_failure(tap, binary, probes, workdir)
 
