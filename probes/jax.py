@@ -59,14 +59,19 @@ def load():
     # 64-bit data enable it.
     _jax.config.update("jax_enable_x64", True)
     _use_compilation_cache(_jax)
-    _two_host_devices(_jax)
     import jax.dlpack  # noqa: F401
     import jax.numpy as _jnp
 
     jax, jnp = _jax, _jnp
-    second_host = len(jax.devices("cpu")) > 1  # _two_host_devices took
+    second_host = _two_host_devices(_jax)
+    # Only a JAX with a GPU plugin starts its backends here (to ask for GPUs): a JAX without
+    # one starts none, so no backend thread exists yet and a fork of this process can start
+    # its own (see fork= below).
+    plugins = _gpu_plugins()
     devices, gpu_notes = _probekit.cpu_and_cuda(
-        bool(_gpus()), "no usable CUDA device: this jaxlib has no GPU backend or sees no GPU")
+        bool(plugins and _gpus()),
+        "no usable CUDA device: this jaxlib has no GPU backend or sees no GPU"
+        if plugins else "no CUDA device: this JAX has no GPU plugin (jax[cuda13] installs one)")
     # every import but from_dlpack: jax.numpy.asarray, which copies
     copied = "jax.numpy.asarray(obj)"
     return _probekit.load_info(
@@ -93,22 +98,37 @@ def load():
         int4=True,
         other_device=second_host,
         from_dlpack_keywords=_probekit.keywords_taken(jax.dlpack.from_dlpack, ("copy", "device")),
-        # jax.devices() above started the CPU client's threads (eight on a 2-core machine),
-        # which a forked process lacks: there, describe() of a uint4 array waits for them
-        # (jax 0.12.0.1, in a fork of a process that had only run load(): still waiting when
-        # killed after 30 s), so a crashing JAX pair's cases run in a worker, not a fork
-        fork=False,
+        # jax.devices() starts the CPU client's threads (eight on a 2-core machine), which a
+        # forked process lacks: there, describe() of a uint4 array waits for them forever (jax
+        # 0.12.0.1). Without a GPU plugin load() starts no backend, and a fork starts its own.
+        fork=not plugins,
     )
 
 
 def _two_host_devices(jax_module):
     """Two CPU devices, so that an array can live on one that is not the default (the
     other_device layout). Only before JAX starts its backend, and only where this JAX has the
-    option: otherwise it keeps one, and the layout is left out."""
+    option: otherwise it keeps one, and the layout is left out. Whether it took."""
     try:
         jax_module.config.update("jax_num_cpu_devices", 2)
     except (AttributeError, RuntimeError, ValueError):
-        pass
+        return False
+    return getattr(jax_module.config, "jax_num_cpu_devices", 1) == 2
+
+
+def _gpu_plugins():
+    """The GPU backends this JAX would load (jax[cuda12], jax[cuda13] install one), found
+    without starting any: the modules of the jax_plugins namespace and the entry points of
+    that group, as JAX itself looks for them."""
+    import importlib.metadata
+    import pkgutil
+
+    found = [entry.name for entry in importlib.metadata.entry_points(group="jax_plugins")]
+    try:
+        import jax_plugins
+    except ImportError:
+        return found
+    return found + [module.name for module in pkgutil.iter_modules(jax_plugins.__path__)]
 
 
 def _second_device(device):

@@ -411,8 +411,8 @@ def check_prewarm_failure(tap, binary, probes, workdir):
 
 
 def check_no_fork(tap, binary, probes, workdir):
-    """A library whose probe says a fork cannot use it ("fork": false, as JAX's, whose threads
-    a forked process lacks): once a case of its pair crashed, the pair's later cases run in a
+    """A library whose probe says a fork cannot use it ("fork": false, as JAX's with a GPU
+    plugin, whose threads a forked process lacks): once a case of its pair crashed, the pair's later cases run in a
     worker, not in the forked child a worker serves isolated cases from, where they would wait
     forever and read as the library's timeouts. tests/probes/forkless.py crashes on int16 and
     hangs in any process but the one that ran its load()."""
