@@ -205,7 +205,11 @@ int ic_session_open(struct ic_session *session, const struct ic_options *opts, c
                         : live      ? IC_PROGRESS_LIVE
                                     : IC_PROGRESS_LINES;
     session->last_status = ic_wall_s(); /* a plain line first after one interval */
+    /* INTEROPCHECK_COPIES=0: every worker imports its libraries itself (src/run/README.md),
+     * for a library that misbehaves in a copy of a process that loaded it, and to compare. */
+    const char *copies = getenv("INTEROPCHECK_COPIES");
     struct ic_supervisor_config config = {
+        .no_copies = copies && strcmp(copies, "0") == 0,
         .self_exe = session->self_exe,
         .python = session->python,
         .jobs = session->jobs,

@@ -4,6 +4,7 @@
 #include "ic_python.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -238,6 +239,68 @@ pid_t ic_py_fork(void)
         PyOS_AfterFork_Parent();
     ic_py_leave();
     return pid;
+}
+
+pid_t ic_py_fork_detached(void)
+{
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) < 0)
+        return -1;
+    ic_py_enter();
+    PyOS_BeforeFork();
+    pid_t middle = fork();
+    if (middle == 0) {
+        /* The middle process runs no Python: it forks, says the pid and leaves. */
+        pid_t grandchild = fork();
+        if (grandchild == 0) {
+            close(report[0]);
+            close(report[1]);
+            PyOS_AfterFork_Child();
+            ic_py_leave();
+            return 0;
+        }
+        ssize_t written = write(report[1], &grandchild, sizeof(grandchild));
+        _exit(grandchild > 0 && written == (ssize_t)sizeof(grandchild) ? 0 : 1);
+    }
+    int saved = errno;
+    PyOS_AfterFork_Parent();
+    ic_py_leave();
+    close(report[1]);
+    pid_t grandchild = -1;
+    if (middle > 0) {
+        ssize_t got;
+        do
+            got = read(report[0], &grandchild, sizeof(grandchild));
+        while (got < 0 && errno == EINTR);
+        if (got != (ssize_t)sizeof(grandchild))
+            grandchild = -1;
+        int status;
+        while (waitpid(middle, &status, 0) < 0 && errno == EINTR)
+            ;
+        saved = grandchild > 0 ? 0 : ECHILD;
+    }
+    close(report[0]);
+    errno = saved;
+    return grandchild;
+}
+
+int ic_py_setenv(const char *name, const char *value)
+{
+    int rc = IC_EPYTHON;
+    ic_py_enter();
+    PyObject *os = PyImport_ImportModule("os");
+    PyObject *environ_map = os ? PyObject_GetAttrString(os, "environ") : NULL;
+    PyObject *key = PyUnicode_FromString(name);
+    PyObject *text = PyUnicode_FromString(value);
+    if (environ_map && key && text && PyObject_SetItem(environ_map, key, text) == 0)
+        rc = 0;
+    PyErr_Clear();
+    Py_XDECREF(text);
+    Py_XDECREF(key);
+    Py_XDECREF(environ_map);
+    Py_XDECREF(os);
+    ic_py_leave();
+    return rc;
 }
 
 static void ic_py_type_name(PyObject *type, char *buf, size_t size)

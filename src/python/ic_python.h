@@ -66,6 +66,17 @@ void ic_py_leave(void);
  * (the child's pid, 0 in the child, -1 with errno). */
 pid_t ic_py_fork(void);
 
+/* As ic_py_fork, but the new process is a grandchild, whose parent (a middle process that
+ * only forks) leaves at once: it is then the child of the nearest subreaper ancestor (the
+ * supervisor, PR_SET_CHILD_SUBREAPER), not of the caller. In the caller: the grandchild's pid
+ * once the middle process has been reaped (so the grandchild has been handed over), or -1
+ * with errno. In the grandchild: 0, with the interpreter ready as after ic_py_fork. */
+pid_t ic_py_fork_detached(void);
+
+/* Sets os.environ[name] (and so the C environment), where the interpreter runs: a forked
+ * copy of a worker takes its slot's number this way. 0, or IC_EPYTHON. */
+int ic_py_setenv(const char *name, const char *value);
+
 /* A fetched Python exception. */
 struct ic_py_exc {
     char type[64];      /* qualified class name, e.g. "BufferError" or "jax.errors.JaxRuntimeError" */

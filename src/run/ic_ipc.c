@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -211,6 +212,103 @@ int ic_ipc_send(int fd, const cJSON *msg)
     return rc;
 }
 
+int ic_ipc_send_fds(int fd, const cJSON *msg, const int *fds, int count)
+{
+    if (count < 1 || count > IC_IPC_MAX_FDS)
+        return IC_EINVAL;
+    char *text = cJSON_PrintUnformatted(msg);
+    if (!text)
+        return IC_ENOMEM;
+    size_t len = strlen(text);
+    unsigned char header[IC_IPC_HEADER_SIZE] = {
+        'I', 'C', 1, 0, (unsigned char)(len >> 24), (unsigned char)(len >> 16),
+        (unsigned char)(len >> 8), (unsigned char)len};
+    /* The descriptors ride on the header's bytes; the rest follows as plain writes. */
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * IC_IPC_MAX_FDS)];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof(control));
+    struct iovec iov = {.iov_base = header, .iov_len = sizeof(header)};
+    struct msghdr mh = {.msg_iov = &iov,
+                        .msg_iovlen = 1,
+                        .msg_control = control.buf,
+                        .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)count)};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)count);
+    memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)count);
+    int rc = IC_ERANGE;
+    if (len <= IC_IPC_MAX_FRAME) {
+        ssize_t sent;
+        bool waited = false;
+        for (;;) {
+            sent = sendmsg(fd, &mh, MSG_NOSIGNAL);
+            if (sent < 0 && errno == EINTR)
+                continue;
+            if (sent < 0 && !waited && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                /* as ic_write_all: a peer that reads nothing for 10 s is as good as gone */
+                struct pollfd writable = {.fd = fd, .events = POLLOUT};
+                waited = true;
+                if (poll(&writable, 1, 10000) > 0)
+                    continue;
+            }
+            break;
+        }
+        rc = sent <= 0 ? IC_EIO
+                       : ic_write_all(fd, header + sent, sizeof(header) - (size_t)sent);
+        if (rc == 0)
+            rc = ic_write_all(fd, (const unsigned char *)text, len);
+    }
+    cJSON_free(text);
+    return rc;
+}
+
+/* Keeps (or, where the buffer takes none, closes) the descriptors of one SCM_RIGHTS record. */
+static void ic_framebuf_keep_fds(struct ic_framebuf *buf, const struct cmsghdr *cm)
+{
+    size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < n; i++) {
+        int got;
+        memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+        if (buf->accept_fds && buf->nfds < IC_IPC_MAX_FDS)
+            buf->fds[buf->nfds++] = got;
+        else
+            close(got);
+    }
+}
+
+int ic_framebuf_take_fds(struct ic_framebuf *buf, int *fds, int max)
+{
+    int n = buf->nfds < max ? buf->nfds : max;
+    memcpy(fds, buf->fds, sizeof(int) * (size_t)n);
+    memmove(buf->fds, buf->fds + n, sizeof(int) * (size_t)(buf->nfds - n));
+    buf->nfds -= n;
+    return n;
+}
+
+/* One recvmsg: the bytes, and any descriptors sent with them. ENOTSOCK: `fd` is a pipe. */
+static ssize_t ic_framebuf_receive(struct ic_framebuf *buf, int fd)
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * IC_IPC_MAX_FDS)];
+        struct cmsghdr align;
+    } control;
+    struct iovec iov = {.iov_base = buf->data + buf->len, .iov_len = buf->cap - buf->len};
+    struct msghdr mh = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+        .msg_controllen = sizeof(control.buf)};
+    ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+    if (n < 0)
+        return n;
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+            ic_framebuf_keep_fds(buf, cm);
+    }
+    return n;
+}
+
 int ic_framebuf_fill(struct ic_framebuf *buf, int fd)
 {
     if (buf->cap - buf->len < 65536) {
@@ -223,7 +321,9 @@ int ic_framebuf_fill(struct ic_framebuf *buf, int fd)
     }
     ssize_t n;
     do {
-        n = read(fd, buf->data + buf->len, buf->cap - buf->len);
+        n = ic_framebuf_receive(buf, fd);
+        if (n < 0 && errno == ENOTSOCK)
+            n = read(fd, buf->data + buf->len, buf->cap - buf->len);
     } while (n < 0 && errno == EINTR);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         return IC_EAGAIN;
@@ -306,6 +406,9 @@ cJSON *ic_framebuf_next(struct ic_framebuf *buf, int *ret_error, char *why, size
 
 void ic_framebuf_release(struct ic_framebuf *buf)
 {
+    for (int i = 0; i < buf->nfds; i++)
+        close(buf->fds[i]);
+    buf->nfds = 0;
     free(buf->data);
     buf->data = NULL;
     buf->len = buf->cap = 0;

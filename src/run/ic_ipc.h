@@ -57,12 +57,14 @@ enum ic_ipc_side {
     X(RUN, "run", IC_IPC_SUPERVISOR, "seq:i case:s seed:s load:a fork:b?")                         \
     X(REPRO, "repro", IC_IPC_SUPERVISOR, "seq:i case:s failure:o probes:a")                        \
     X(QUIT, "quit", IC_IPC_SUPERVISOR, "seq:i")                                                    \
+    X(COPY, "copy", IC_IPC_SUPERVISOR, "seq:i slot:i")                                             \
     X(LOADED, "loaded", IC_IPC_WORKER, "seq:i probe:s ok:b ms:n info:o? error:o?")                 \
     X(BEGIN, "begin", IC_IPC_WORKER, "seq:i case:s pid:i?")                                        \
     X(END, "end", IC_IPC_WORKER, "seq:i case:s result:o stages:a?")                                \
     X(SCRIPT, "script", IC_IPC_WORKER, "seq:i case:s script:s? error:s?")                          \
     X(LOST, "lost", IC_IPC_WORKER, "seq:i case:s how:s pid:i violation:s?")                        \
-    X(FLAWED, "flawed", IC_IPC_WORKER, "seq:i case:s rule:s text:s")
+    X(FLAWED, "flawed", IC_IPC_WORKER, "seq:i case:s rule:s text:s")                              \
+    X(COPIED, "copied", IC_IPC_WORKER, "seq:i pid:i error:s?")
 
 enum ic_message {
 #define IC_MESSAGE_ENUM(e, name, sender, members) IC_MSG_##e,
@@ -88,16 +90,31 @@ int ic_ipc_child_fd(void);
  * IC_ERANGE when the message is larger than a frame may be. */
 int ic_ipc_send(int fd, const cJSON *msg);
 
+/* Sends `msg` as one frame with the `count` descriptors `fds` attached (SCM_RIGHTS; at most
+ * IC_IPC_MAX_FDS): a "copy" request carries its new worker's channel, output and events ends.
+ * The descriptors stay the caller's (the peer gets duplicates). As ic_ipc_send. */
+int ic_ipc_send_fds(int fd, const cJSON *msg, const int *fds, int count);
+
+#define IC_IPC_MAX_FDS 4
+
 struct ic_framebuf {
     unsigned char *data;
     size_t len;
     size_t cap;
+    /* Descriptors that came with the bytes (ic_ipc_send_fds), kept only where accept_fds is
+     * set (the worker's channel); anywhere else they are closed as they arrive. Owned. */
+    bool accept_fds;
+    int fds[IC_IPC_MAX_FDS];
+    int nfds;
 };
 
-/* Reads what is available (one read call). Returns the number of bytes read, 0 at end of
- * file, IC_EAGAIN when a non-blocking descriptor has nothing yet, IC_EIO on error,
- * IC_ENOMEM. */
+/* Reads what is available (one read call; on a socket, one recvmsg, which also takes the
+ * descriptors sent with the bytes). Returns the number of bytes read, 0 at end of file,
+ * IC_EAGAIN when a non-blocking descriptor has nothing yet, IC_EIO on error, IC_ENOMEM. */
 int ic_framebuf_fill(struct ic_framebuf *buf, int fd);
+
+/* Takes the descriptors received so far, oldest first, up to `max` (the rest stay); how many. */
+int ic_framebuf_take_fds(struct ic_framebuf *buf, int *fds, int max);
 
 /* The next complete frame's message (the caller deletes it), or NULL: either no complete
  * frame is buffered (*ret_error 0), or the bytes are not a frame (*ret_error IC_EPROTO, the

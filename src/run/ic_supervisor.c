@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -97,6 +99,12 @@ struct ic_pool {
     struct ic_catalog *catalog;
     struct ic_proc *procs; /* nprocs of them */
     int nprocs;
+    /* The template (ic_pool_make_template): a copy of discovery's worker made once discovery
+     * is over, holding every import of the order and having run nothing else; it runs no
+     * case. A worker started after that is a copy of it (ic_proc_copy) instead of a process
+     * importing the libraries again. pid 0: none (or it failed, and workers are spawned). */
+    struct ic_proc template;
+    bool subreaper; /* PR_SET_CHILD_SUBREAPER took: copies are our children */
     struct pollfd *fds; /* 3 per worker: its socket, its output, its child events */
     int *owner;         /* the worker of each entry of fds */
     unsigned long long next_seq;
@@ -273,15 +281,10 @@ static int ic_pick_child_fd(int avoid, int source_a, int source_b)
     }
 }
 
-static int ic_proc_spawn(struct ic_pool *pool, struct ic_proc *p)
+/* Makes `p` ready for a new process of its slot. The sets' storage and the slot's statistics
+ * outlive the process. */
+static void ic_proc_reset(struct ic_proc *p)
 {
-    int sv[2] = {-1, -1}, out[2] = {-1, -1}, ev[2] = {-1, -1};
-    posix_spawn_file_actions_t actions;
-    posix_spawnattr_t attr;
-    char fd_text[16], ev_text[16];
-    int rc;
-
-    /* The sets' storage and the slot's statistics outlive the process. */
     struct ic_libset loaded = p->loaded, ever_loaded = p->ever_loaded;
     unsigned spawns = p->spawns;
     memset(p, 0, sizeof(*p));
@@ -290,6 +293,136 @@ static int ic_proc_spawn(struct ic_pool *pool, struct ic_proc *p)
     p->spawns = spawns + 1;
     ic_libset_clear(&p->loaded);
     p->fd = p->out_fd = p->ev_fd = -1;
+}
+
+/* The supervisor's ends of a new worker's channel, output and events pipe: never block on a
+ * worker (one that ended can leave its socket open in a child). */
+static void ic_proc_take_ends(struct ic_proc *p, int sv0, int out0, int ev0)
+{
+    p->fd = sv0;
+    p->out_fd = out0;
+    p->ev_fd = ev0;
+    fcntl(p->fd, F_SETFL, fcntl(p->fd, F_GETFL) | O_NONBLOCK);
+    fcntl(p->out_fd, F_SETFL, fcntl(p->out_fd, F_GETFL) | O_NONBLOCK);
+    fcntl(p->ev_fd, F_SETFL, fcntl(p->ev_fd, F_GETFL) | O_NONBLOCK);
+}
+
+/* Closes what is open of a new worker's three descriptor pairs (-1: not open). */
+static void ic_close_ends(const int sv[2], const int out[2], const int ev[2])
+{
+    for (int i = 0; i < 2; i++) {
+        if (sv[i] >= 0)
+            close(sv[i]);
+        if (out[i] >= 0)
+            close(out[i]);
+        if (ev[i] >= 0)
+            close(ev[i]);
+    }
+}
+
+static int ic_proc_next(struct ic_proc *p, double deadline, cJSON **ret_msg, char *how,
+                        size_t how_size);
+static void ic_proc_kill(struct ic_proc *p);
+static cJSON *ic_proc_request(struct ic_pool *pool, struct ic_proc *p, enum ic_message kind,
+                              const char *case_id);
+
+/* How long a worker may take to fork a copy of itself (tens of milliseconds when it holds
+ * every library). */
+#define IC_COPY_TIMEOUT_S 10.0
+
+/* Makes `p` a copy of worker `from` (a "copy" request, ic_worker.c): a process holding every
+ * library `from` imported, a child of ours (we are a subreaper), with a channel, output and
+ * events pipe of its own, the slot `slot`. 0, or IC_ECHILD with `p` left empty; `from` is
+ * killed when it broke the protocol, hung or died. */
+static int ic_proc_copy(struct ic_pool *pool, struct ic_proc *from, struct ic_proc *p, int slot)
+{
+    int sv[2] = {-1, -1}, out[2] = {-1, -1}, ev[2] = {-1, -1};
+    cJSON *answer = NULL;
+    char how[256];
+    int rc = IC_ECHILD;
+
+    ic_proc_reset(p);
+    if (from->pid <= 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
+        pipe2(out, O_CLOEXEC) < 0 || pipe2(ev, O_CLOEXEC) < 0)
+        goto done;
+    cJSON *msg = ic_proc_request(pool, from, IC_MSG_COPY, "");
+    const int ends[3] = {sv[1], out[1], ev[1]};
+    bool sent = msg && cJSON_AddNumberToObject(msg, "slot", slot) &&
+                ic_ipc_send_fds(from->fd, msg, ends, 3) == 0;
+    cJSON_Delete(msg);
+    for (int i = 0; i < 3; i++)
+        close(ends[i]);
+    sv[1] = out[1] = ev[1] = -1;
+    if (!sent)
+        goto done;
+    int got = ic_proc_next(from, ic_clock_s() + IC_COPY_TIMEOUT_S, &answer, how, sizeof(how));
+    if (got == 0)
+        ic_proc_kill(from);
+    const cJSON *pid = cJSON_GetObjectItemCaseSensitive(answer, "pid");
+    if (got != 1 || strcmp(ic_json_string_or(answer, "msg", ""), "copied") != 0 ||
+        !cJSON_IsNumber(pid) || pid->valuedouble < 1)
+        goto done;
+    p->pid = (pid_t)pid->valuedouble;
+    ic_proc_take_ends(p, sv[0], out[0], ev[0]);
+    sv[0] = out[0] = ev[0] = -1;
+    if (ic_libset_merge(&p->loaded, &from->loaded) < 0) {
+        ic_proc_kill(p); /* it holds imports we could not note */
+        goto done;
+    }
+    rc = 0;
+
+done:
+    cJSON_Delete(answer);
+    ic_close_ends(sv, out, ev);
+    return rc;
+}
+
+/* Children of ours that are no worker's: processes orphaned below a worker that died (a case
+ * child, a library's helper), which come to us as the subreaper. Reaps those that ended. */
+static void ic_pool_reap_strays(struct ic_pool *pool)
+{
+    if (!pool->subreaper)
+        return;
+    DIR *tasks = opendir("/proc/self/task");
+    struct dirent *task;
+    while (tasks && (task = readdir(tasks)) != NULL) {
+        char path[300];
+        if (task->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/task/%s/children", task->d_name);
+        FILE *list = fopen(path, "r");
+        long pid;
+        while (list && fscanf(list, "%ld", &pid) == 1) {
+            bool owned = pid == pool->template.pid;
+            for (int i = 0; i < pool->nprocs && !owned; i++)
+                owned = pid == pool->procs[i].pid;
+            if (!owned)
+                waitpid((pid_t)pid, NULL, WNOHANG);
+        }
+        if (list)
+            fclose(list);
+    }
+    if (tasks)
+        closedir(tasks);
+}
+
+static int ic_proc_spawn(struct ic_pool *pool, struct ic_proc *p)
+{
+    int sv[2] = {-1, -1}, out[2] = {-1, -1}, ev[2] = {-1, -1};
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+    char fd_text[16], ev_text[16];
+    int rc;
+
+    ic_pool_reap_strays(pool);
+    if (pool->template.pid > 0 && p != &pool->template) {
+        if (ic_proc_copy(pool, &pool->template, p, (int)(p - pool->procs)) == 0) {
+            pool->stats.copies++;
+            return 0;
+        }
+        ic_proc_kill(&pool->template); /* of no use now: workers are started afresh */
+    }
+    ic_proc_reset(p);
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 || pipe2(out, O_CLOEXEC) < 0 ||
         pipe2(ev, O_CLOEXEC) < 0)
         goto fail;
@@ -336,25 +469,12 @@ static int ic_proc_spawn(struct ic_pool *pool, struct ic_proc *p)
     close(sv[1]);
     close(out[1]);
     close(ev[1]);
-    p->fd = sv[0];
-    p->out_fd = out[0];
-    p->ev_fd = ev[0];
-    /* Never block on a worker: one that ended can leave its socket open in a child. */
-    fcntl(p->fd, F_SETFL, fcntl(p->fd, F_GETFL) | O_NONBLOCK);
-    fcntl(p->out_fd, F_SETFL, fcntl(p->out_fd, F_GETFL) | O_NONBLOCK);
-    fcntl(p->ev_fd, F_SETFL, fcntl(p->ev_fd, F_GETFL) | O_NONBLOCK);
+    ic_proc_take_ends(p, sv[0], out[0], ev[0]);
     return 0;
 
 fail:
     fprintf(stderr, "interopcheck: cannot start a worker process: %s\n", strerror(errno));
-    for (int i = 0; i < 2; i++) {
-        if (sv[i] >= 0)
-            close(sv[i]);
-        if (out[i] >= 0)
-            close(out[i]);
-        if (ev[i] >= 0)
-            close(ev[i]);
-    }
+    ic_close_ends(sv, out, ev);
     p->fd = p->out_fd = p->ev_fd = -1;
     return IC_ECHILD;
 }
@@ -636,6 +756,10 @@ int ic_pool_create(const struct ic_supervisor_config *config, struct ic_catalog 
     }
     for (int i = 0; i < pool->nprocs; i++)
         pool->procs[i].fd = pool->procs[i].out_fd = pool->procs[i].ev_fd = -1;
+    pool->template.fd = pool->template.out_fd = pool->template.ev_fd = -1;
+    /* Copies of the template are forked by it through a middle process that leaves at once:
+     * as a subreaper we become their parent, and wait for them as for any worker. */
+    pool->subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
     /* A worker that dies while we write to it must not kill the supervisor. */
     signal(SIGPIPE, SIG_IGN);
     *ret = pool;
@@ -651,6 +775,8 @@ void ic_pool_dismiss(struct ic_pool *pool)
 {
     for (int i = 0; pool && i < pool->nprocs; i++)
         ic_proc_send_quit(pool, &pool->procs[i]);
+    if (pool)
+        ic_proc_send_quit(pool, &pool->template);
 }
 
 void ic_pool_destroy(struct ic_pool *pool)
@@ -661,10 +787,14 @@ void ic_pool_destroy(struct ic_pool *pool)
     free(pool->prewarm.seq);
     ic_pool_dismiss(pool);
     ic_procs_reap_quitting(pool->procs, pool->nprocs);
+    ic_procs_reap_quitting(&pool->template, 1);
+    ic_pool_reap_strays(pool);
     for (int i = 0; i < pool->nprocs; i++) {
         ic_libset_release(&pool->procs[i].loaded);
         ic_libset_release(&pool->procs[i].ever_loaded);
     }
+    ic_libset_release(&pool->template.loaded);
+    ic_libset_release(&pool->template.ever_loaded);
     free(pool->isolated_pairs);
     free(pool->procs);
     free(pool->fds);
@@ -963,6 +1093,26 @@ static void ic_prewarm_finish(struct ic_pool *pool)
     }
 }
 
+/* Makes the template (struct ic_pool): a copy of discovery's worker, which holds every import
+ * of the order and has run nothing else. Not where a library's arrays are unusable in a fork
+ * of a process that loaded it (its probe's "fork": false) or where a library found a CUDA
+ * device (the CUDA driver refuses every call in a child of a process that initialised it):
+ * workers are then started afresh, each importing what its cases need. */
+static void ic_pool_make_template(struct ic_pool *pool)
+{
+    struct ic_proc *source = &pool->procs[0];
+    const struct ic_catalog *catalog = pool->catalog;
+    if (pool->config.no_copies || !pool->subreaper || pool->template.pid > 0 || source->pid <= 0 ||
+        source->ran_in_process || catalog->order_count == 0)
+        return;
+    for (int i = 0; i < catalog->order_count; i++) {
+        const struct ic_library *lib = &catalog->libs[catalog->order[i]];
+        if (lib->no_fork || (lib->devices & (1u << IC_KIND_CUDA)))
+            return;
+    }
+    ic_proc_copy(pool, source, &pool->template, 0);
+}
+
 int ic_pool_discover(struct ic_pool *pool, const struct ic_libset *wanted, bool prewarm,
                      ic_discover_progress_fn progress, void *context)
 {
@@ -1058,6 +1208,7 @@ int ic_pool_discover(struct ic_pool *pool, const struct ic_libset *wanted, bool 
         }
     }
     ic_prewarm_finish(pool);
+    ic_pool_make_template(pool);
     return 0;
 }
 
@@ -1844,6 +1995,8 @@ static bool ic_start_pays(const struct ic_pool *pool, struct ic_run_state *st, i
     double work_s;
     if (st->cursor[slot] < st->group_end[slot] || !ic_upcoming_case(pool, st, slot, &index))
         return true;
+    if (pool->template.pid > 0)
+        return true; /* a copy of the template starts with every import, in milliseconds */
     /* A GPU case of a pair that crashed runs in a worker (not a forked child) and may kill it
      * as well: a running worker that takes it pays the same restart, so sharing these cases
      * out instead of starting costs the parallelism of the end of the run. */

@@ -70,6 +70,7 @@ struct ic_supervisor_config {
     double case_timeout_s;
     double load_timeout_s; /* importing one library */
     uint64_t seed;
+    bool no_copies; /* no template: every worker is started afresh (ic_pool_make_template) */
     /* Set (by a signal handler) to stop: ic_pool_run abandons the cases in flight and
      * returns IC_EINTR. NULL: never. */
     const volatile sig_atomic_t *stop;
@@ -86,6 +87,8 @@ struct ic_pool_stats {
     unsigned starts_declined; /* worker slots that left their cases to the running workers,
                                  and started none, as the imports would not pay */
     unsigned ledger_pairs;    /* pairs isolated from the start (ic_pool_isolate_pair) */
+    unsigned copies;          /* of workers_started, the copies of the template (ic_proc_copy):
+                                 started with every import, in milliseconds */
     double import_s;   /* the first import of each library in each worker slot */
     double reimport_s; /* imports of a library its slot had imported before, in an earlier
                           process (the price of restarts) */

@@ -575,6 +575,76 @@ static int ic_worker_repro(struct ic_worker *w, const cJSON *msg, const char *ki
     return ic_worker_send(w, answer, built);
 }
 
+/* The copy's side of a "copy" request: waits until the middle process has left, so that its
+ * parent is the supervisor (a subreaper), then ties its life to it, leads its own process
+ * group, and takes the three descriptors the request brought in place of the template's
+ * channel, events pipe, stdout and stderr (at the same numbers). Nonzero: it cannot serve. */
+static int ic_worker_become_copy(const struct ic_worker_config *config, pid_t supervisor,
+                                 const int fds[3], const char *slot)
+{
+    for (int i = 0; i < 5000 && getppid() != supervisor; i++) {
+        struct timespec pause = {0, 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != supervisor) /* gone, or not a subreaper: nobody would reap us */
+        return -1;
+    setpgid(0, 0);
+    if (dup2(fds[0], config->fd) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[1], 2) < 0 ||
+        (config->events_fd >= 0 && dup2(fds[2], config->events_fd) < 0))
+        return -1;
+    for (int i = 0; i < 3; i++)
+        close(fds[i]);
+    fcntl(config->fd, F_SETFD, FD_CLOEXEC);
+    if (config->events_fd >= 0)
+        fcntl(config->events_fd, F_SETFD, FD_CLOEXEC);
+    setenv("INTEROPCHECK_WORKER", slot, 1);
+    ic_py_setenv("INTEROPCHECK_WORKER", slot); /* os.environ is a copy made at startup */
+    return 0;
+}
+
+/* "copy": forks a copy of this worker (every probe it loaded, nothing else run) that serves
+ * the supervisor as a new worker over the channel the request brought, with that output and
+ * events pipe. The copy is handed to the supervisor (ic_py_fork_detached) before the answer
+ * ("copied", its pid, or 0 and why) is sent, so the supervisor can wait for it as for a
+ * worker it started. In the copy, returns 1 with `in` emptied: it goes on as a worker. */
+static int ic_worker_copy(struct ic_worker *w, const struct ic_worker_config *config,
+                          struct ic_framebuf *in, const cJSON *msg)
+{
+    int fds[IC_IPC_MAX_FDS];
+    int nfds = ic_framebuf_take_fds(in, fds, IC_IPC_MAX_FDS);
+    const char *error = NULL;
+    pid_t copy = -1;
+    char slot[16];
+    snprintf(slot, sizeof(slot), "%.0f",
+             cJSON_GetObjectItemCaseSensitive(msg, "slot")->valuedouble);
+    if (nfds != 3) {
+        error = "the request did not bring three descriptors";
+    } else {
+        pid_t supervisor = getppid();
+        fflush(NULL); /* nothing buffered is written twice */
+        copy = ic_py_fork_detached();
+        if (copy == 0) {
+            if (ic_worker_become_copy(config, supervisor, fds, slot) < 0)
+                _exit(1);
+            ic_framebuf_release(in);
+            in->accept_fds = true;
+            w->child_pid = 0;
+            w->child_channel = -1;
+            return 1;
+        }
+        if (copy < 0)
+            error = strerror(errno);
+    }
+    for (int i = 0; i < nfds; i++)
+        close(fds[i]);
+    cJSON *copied = ic_message_new(IC_MSG_COPIED, w->seq);
+    return ic_worker_send(w, copied,
+                          copied &&
+                              cJSON_AddNumberToObject(copied, "pid", copy > 0 ? (double)copy : 0) &&
+                              (!error || cJSON_AddStringToObject(copied, "error", error)));
+}
+
 int ic_worker_main(const struct ic_worker_config *config)
 {
     struct ic_worker *w = calloc(1, sizeof(*w));
@@ -604,6 +674,7 @@ int ic_worker_main(const struct ic_worker_config *config)
         goto done;
     }
 
+    in.accept_fds = true; /* a "copy" request brings its copy's descriptors */
     for (;;) {
         int error = 0;
         enum ic_message kind;
@@ -633,6 +704,10 @@ int ic_worker_main(const struct ic_worker_config *config)
             rc = ic_worker_run(w, msg);
         } else if (rc == 0 && kind == IC_MSG_REPRO) {
             rc = ic_worker_repro(w, msg, config->kit_path);
+        } else if (rc == 0 && kind == IC_MSG_COPY) {
+            rc = ic_worker_copy(w, config, &in, msg);
+            if (rc > 0)
+                rc = 0; /* the copy: a worker from here on */
         } else if (rc < 0) {
             fprintf(stderr, "interopcheck worker: protocol violation: %s\n", why);
         }

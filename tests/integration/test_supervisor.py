@@ -396,16 +396,18 @@ def check_prewarm_failure(tap, binary, probes, workdir):
                           "--dtype", "float32,int16", "--import-timeout", "3", "-j", str(jobs),
                           "-o", out, "-q", env={"IC_TEST_IMPORT_DIR": imports}, timeout=120)
         if not os.path.exists(out):
-            return proc, {}, 0
+            return proc, {}, []
         report = taplib.load_report(out)
-        return proc, {c["id"]: c["outcome"] for c in report["cases"]}, len(os.listdir(imports))
+        return proc, {c["id"]: c["outcome"] for c in report["cases"]}, os.listdir(imports)
 
     proc1, outcomes1, _ = run("hang1", 1)
     proc2, outcomes2, imports2 = run("hang2", 2)
-    tap.ok(outcomes1 and outcomes2 == outcomes1 and "error" not in outcomes2.values() and
-           imports2 >= 3,
+    # The hang happened: slot 1 imported (its worker then given up, and its slot's next worker
+    # a copy of the template, which imports nothing), beside discovery's import in slot 0.
+    hung = any(name.startswith("import-1-") for name in imports2)
+    tap.ok(outcomes1 and outcomes2 == outcomes1 and "error" not in outcomes2.values() and hung,
            f"a prewarming import that hangs charges no case: every outcome is -j1's "
-           f"({len(outcomes2)} cases, {imports2} imports of the library)",
+           f"({len(outcomes2)} cases, {len(imports2)} imports of the library, slot 1's hung)",
            ({i: (outcomes1.get(i), outcomes2.get(i)) for i in set(outcomes1) | set(outcomes2)
              if outcomes1.get(i) != outcomes2.get(i)}, proc2.stderr[-800:]))
 
@@ -442,6 +444,45 @@ def check_no_fork(tap, binary, probes, workdir):
            f"they hang ({len(timeouts)} timeouts)", (outcomes, timing))
 
 
+def check_copies(tap, binary, probes, workdir):
+    """After discovery the supervisor keeps a copy of discovery's worker, which holds every
+    import and runs nothing (src/run/README.md, copies): a worker started later, after a crash,
+    is a copy of it, importing nothing, and every case keeps the outcome it has in a run whose
+    workers import their libraries themselves (INTEROPCHECK_COPIES=0). A library whose probe
+    says fork=False is never copied: then every worker imports."""
+    def run(name, consumers, env):
+        out = os.path.join(workdir, name + ".json")
+        proc = taplib.run(binary, "--probe-dir", probes, "--producer", "numpy", "--consumer",
+                          consumers, "--protocol", "dlpack,array_interface", "--dtype",
+                          "float64,float32,int16", "--layout", "contiguous,scalar", "-j", "1",
+                          "-q", "-o", out, env={"INTEROPCHECK_LEDGER_DIR": "", **env})
+        if not os.path.exists(out):
+            return proc, {}, {}
+        report = taplib.load_report(out)
+        return proc, report["run"]["timing"], {c["id"]: c["outcome"] for c in report["cases"]}
+
+    proc, copied, outcomes = run("copies", "badlib,numpy", {})
+    crashes = sum(1 for o in outcomes.values() if o == "crash")
+    tap.ok(copied and copied["restarts"] >= 1 and
+           copied["workers_copied"] == copied["workers_started"] and
+           copied["reimport_s"] == 0 and crashes >= 1,
+           f"a worker started after a crash is a copy holding the imports "
+           f"({copied.get('restarts')} restarts, {copied.get('workers_copied')} copies, "
+           f"{copied.get('reimport_s')} s imported again)", (copied, proc.stderr[-1500:]))
+    proc, fresh, outcomes_fresh = run("no-copies", "badlib,numpy", {"INTEROPCHECK_COPIES": "0"})
+    tap.ok(fresh and fresh["workers_copied"] == 0 and fresh["restarts"] >= 1 and
+           outcomes_fresh == outcomes and outcomes,
+           f"INTEROPCHECK_COPIES=0: workers import afresh, and every case's outcome is the same "
+           f"({len(outcomes)} cases)",
+           (fresh, {i: (outcomes.get(i), outcomes_fresh.get(i))
+                    for i in set(outcomes) | set(outcomes_fresh)
+                    if outcomes.get(i) != outcomes_fresh.get(i)}))
+    proc, forkless, _ = run("copies-forkless", "badlib,forkless", {})
+    tap.ok(forkless and forkless["restarts"] >= 1 and forkless["workers_copied"] == 0,
+           "with a library that says fork=False loaded, no worker is a copy "
+           f"({forkless.get('restarts')} restarts)", forkless)
+
+
 def main(tap, args):
     binary = args[0]
     probes = os.path.join(taplib.source_root(), "tests", "probes")
@@ -452,6 +493,7 @@ def main(tap, args):
         check_many_probes(tap, binary, workdir)
         check_ledger(tap, binary, probes, workdir)
         check_no_fork(tap, binary, probes, workdir)
+        check_copies(tap, binary, probes, workdir)
         check_prewarm(tap, binary, probes, workdir)
         check_prewarm_failure(tap, binary, probes, workdir)
 

@@ -1,6 +1,8 @@
 /* Unit tests of ic_ipc: frames over a real socketpair, and every message checked against
  * the table. */
 #include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,9 +158,76 @@ static void test_table(void)
            "the worker's descriptor is drawn at random in [100, 1000) (%d, %d)", fd, other);
 }
 
+/* Whether `fd` is open and is the read end of the pipe whose write end is `write_end`: a byte
+ * written there comes out of it. */
+static bool same_pipe(int fd, int write_end)
+{
+    char c = 0;
+    return write(write_end, "x", 1) == 1 && read(fd, &c, 1) == 1 && c == 'x';
+}
+
+/* A "copy" request brings descriptors: they arrive with the frame, in order, only where the
+ * buffer takes them; elsewhere they are closed, not leaked. */
+static void test_descriptors(void)
+{
+    int sv[2], p1[2], p2[2], p3[2];
+    char why[256];
+    int error = 0;
+    TAP_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0 && pipe(p1) == 0 && pipe(p2) == 0 &&
+               pipe(p3) == 0,
+           "a socketpair and three pipes");
+    cJSON *copy = ic_message_new(IC_MSG_COPY, 9);
+    cJSON_AddNumberToObject(copy, "slot", 1);
+    const int ends[3] = {p1[0], p2[0], p3[0]};
+    TAP_OK(ic_ipc_send_fds(sv[1], copy, ends, 3) == 0 && ic_ipc_send(sv[1], copy) == 0,
+           "a frame with three descriptors, then one without");
+    struct ic_framebuf buf = {.accept_fds = true};
+    cJSON *a = ic_ipc_receive(sv[0], &buf, &error, why, sizeof(why));
+    int got[IC_IPC_MAX_FDS] = {-1, -1, -1, -1};
+    int n = ic_framebuf_take_fds(&buf, got, IC_IPC_MAX_FDS);
+    TAP_OK(a && cJSON_Compare(a, copy, true) && n == 3,
+           "the frame comes back whole, with three descriptors (%d)", n);
+    TAP_OK(n == 3 && same_pipe(got[0], p1[1]) && same_pipe(got[1], p2[1]) &&
+               same_pipe(got[2], p3[1]) && got[0] != p1[0],
+           "they are the descriptors sent, in their order, as new numbers");
+    for (int i = 0; i < n; i++)
+        close(got[i]);
+    cJSON *b = ic_ipc_receive(sv[0], &buf, &error, why, sizeof(why));
+    TAP_OK(b && ic_framebuf_take_fds(&buf, got, IC_IPC_MAX_FDS) == 0,
+           "the next frame brings none");
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    ic_framebuf_release(&buf);
+
+    /* Where the buffer takes none (the supervisor's side), they are closed as they arrive:
+     * the write end then sees no reader once our copies of the read end are closed. */
+    struct ic_framebuf plain = {0};
+    TAP_OK(ic_ipc_send_fds(sv[1], copy, ends, 1) == 0, "a descriptor sent to a side that takes none");
+    a = ic_ipc_receive(sv[0], &plain, &error, why, sizeof(why));
+    close(p1[0]);
+    TAP_OK(a && ic_framebuf_take_fds(&plain, got, IC_IPC_MAX_FDS) == 0 &&
+               write(p1[1], "x", 1) < 0,
+           "the frame is read, and the descriptor was closed (its pipe has no reader left)");
+    cJSON_Delete(a);
+    ic_framebuf_release(&plain);
+    TAP_OK(ic_ipc_send_fds(sv[1], copy, ends, 0) == IC_EINVAL &&
+               ic_ipc_send_fds(sv[1], copy, ends, IC_IPC_MAX_FDS + 1) == IC_EINVAL,
+           "no descriptors, or more than a frame may bring, is refused");
+    cJSON_Delete(copy);
+    close(sv[0]);
+    close(sv[1]);
+    close(p1[1]);
+    close(p2[0]);
+    close(p2[1]);
+    close(p3[0]);
+    close(p3[1]);
+}
+
 int main(void)
 {
+    signal(SIGPIPE, SIG_IGN); /* a write to a pipe without a reader fails with EPIPE instead */
     test_frames();
     test_table();
+    test_descriptors();
     return tap_done();
 }
