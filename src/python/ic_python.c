@@ -458,6 +458,19 @@ void ic_py_collect(bool full)
     Py_XDECREF(gc);
 }
 
+void ic_py_freeze_imports(void)
+{
+    PyObject *gc = NULL, *result = NULL;
+
+    gc = PyImport_ImportModule("gc");
+    if (gc && PyObject_HasAttrString(gc, "freeze"))
+        result = PyObject_CallMethod(gc, "freeze", NULL);
+    if (!result)
+        PyErr_Clear();
+    Py_XDECREF(result);
+    Py_XDECREF(gc);
+}
+
 char *ic_py_json_dumps(PyObject *obj)
 {
     PyObject *json = NULL, *dumps = NULL, *kwargs = NULL, *text = NULL, *args = NULL;

@@ -192,6 +192,8 @@ static int ic_worker_load(struct ic_worker *w, const char *name, const char *pat
     w->probes = more;
     ic_py_enter();
     rc = ic_probe_load(&w->probes[w->count], name, path, &info, &exc);
+    if (rc == 0)
+        ic_py_freeze_imports();
     ic_py_faulthandler_rearm();
     ic_py_leave();
 

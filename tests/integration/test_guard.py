@@ -153,6 +153,7 @@ def main(tap, args):
                    f"{case_id}: the library's correct exports pass", by_id.get(case_id))
 
         check_lifetime_second_look(tap, binary, probes, workdir)
+        check_lifetime_old_cycle(tap, binary, probes, workdir)
 
 
 def check_lifetime_second_look(tap, binary, probes, workdir):
@@ -170,6 +171,23 @@ def check_lifetime_second_look(tap, binary, probes, workdir):
         tap.ok(case["outcome"] == "fail" and case.get("side") == "consumer" and
                "called 2 times" in note and "never called" in note,
                f"{case['id']}: both the double deleter call and the leak are reported", case)
+
+
+def check_lifetime_old_cycle(tap, binary, probes, workdir):
+    """Workers freeze what their imports left (gc.freeze, so that a full collection is quick),
+    and a consumer's import held in a cycle of the oldest generation is still freed by the
+    second look's full collection: its deleter runs, and the case passes (tests/probes/cyclelib.py
+    refuses where nothing is frozen). With -j2, in discovery's worker and in its copy."""
+    out = os.path.join(workdir, "cycle.json")
+    proc = taplib.run(binary, "--probe-dir", probes, "--producer", "numpy", "--consumer",
+                      "cyclelib", "--protocol", "dlpack", "--dtype", "float32,int16", "--layout",
+                      "contiguous,flat", "-j", "2", "-o", out, "-q")
+    cases = taplib.load_report(out)["cases"] if os.path.exists(out) else []
+    plain = [c for c in cases if c.get("variant") not in ("legacy_only", "versioned_only")]
+    tap.ok(plain and all(c["outcome"] == "pass" for c in plain),
+           f"a consumer whose import sits in an old cycle: its deleter runs at the full "
+           f"collection, in workers that froze their imports ({len(plain)} cases pass)",
+           ([c for c in plain if c["outcome"] != "pass"][:3], proc.stderr[-800:]))
 
 
 if __name__ == "__main__":
