@@ -1098,16 +1098,26 @@ static void ic_prewarm_finish(struct ic_pool *pool)
  * of a process that loaded it (its probe's "fork": false) or where a library found a CUDA
  * device (the CUDA driver refuses every call in a child of a process that initialised it):
  * workers are then started afresh, each importing what its cases need. */
+static bool ic_pool_may_copy(const struct ic_pool *pool)
+{
+    return !pool->config.no_copies && pool->subreaper;
+}
+
+/* A library whose import keeps discovery's worker from being the template. */
+static bool ic_library_blocks_copies(const struct ic_library *lib)
+{
+    return lib->no_fork || (lib->devices & (1u << IC_KIND_CUDA));
+}
+
 static void ic_pool_make_template(struct ic_pool *pool)
 {
     struct ic_proc *source = &pool->procs[0];
     const struct ic_catalog *catalog = pool->catalog;
-    if (pool->config.no_copies || !pool->subreaper || pool->template.pid > 0 || source->pid <= 0 ||
+    if (!ic_pool_may_copy(pool) || pool->template.pid > 0 || source->pid <= 0 ||
         source->ran_in_process || catalog->order_count == 0)
         return;
     for (int i = 0; i < catalog->order_count; i++) {
-        const struct ic_library *lib = &catalog->libs[catalog->order[i]];
-        if (lib->no_fork || (lib->devices & (1u << IC_KIND_CUDA)))
+        if (ic_library_blocks_copies(&catalog->libs[catalog->order[i]]))
             return;
     }
     ic_proc_copy(pool, source, &pool->template, 0);
@@ -1121,7 +1131,13 @@ int ic_pool_discover(struct ic_pool *pool, const struct ic_libset *wanted, bool 
     char why[1024], alone_why[1024];
 
     catalog->order_count = 0;
-    bool prewarming = prewarm && pool->nprocs > 1 && pool->procs[1].pid == 0;
+    /* Prewarming pays only where the run's workers cannot be copies of the template: a copy
+     * holds every import in milliseconds, while a second process importing beside discovery
+     * slows discovery itself (5.5 s of --all's imports took 6.5 s with one beside them). So it
+     * starts at once only where copies are off, and otherwise at the first library that
+     * rules the template out, from the next import on (the order so far first). */
+    bool prewarm_wanted = prewarm && pool->nprocs > 1 && pool->procs[1].pid == 0;
+    bool prewarming = prewarm_wanted && !ic_pool_may_copy(pool);
     pool->prewarm.leads = 0;
     pool->prewarm.died_on = -1;
     for (int index = 0; index < catalog->count; index++) {
@@ -1137,6 +1153,7 @@ int ic_pool_discover(struct ic_pool *pool, const struct ic_libset *wanted, bool 
         enum ic_load_result result = ic_pool_load(pool, p, index, why, sizeof(why));
         if (result == IC_LOAD_OK) {
             catalog->order[catalog->order_count++] = index;
+            prewarming = prewarming || (prewarm_wanted && ic_library_blocks_copies(lib));
             ic_prewarm_collect(pool, ic_clock_s() + 0.001); /* takes what has arrived, so that
                                                                 its answers never fill the socket */
             continue;

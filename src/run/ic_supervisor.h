@@ -131,10 +131,11 @@ int ic_pool_isolate_pair(struct ic_pool *pool, const char *producer, const char 
 typedef void (*ic_discover_progress_fn)(void *context, const struct ic_library *lib);
 
 /* Loads the libraries whose catalog index is in `wanted` and fills the catalog: state,
- * version, info or error, and the import order. With `prewarm` (a run follows) and two worker
- * slots or more, the second slot's worker is started at the first import and sent every import
- * discovery is about to make, in its order, which it makes beside discovery on a core
- * discovery leaves idle; the run that follows takes its last answers as they come
+ * version, info or error, and the import order. With `prewarm` (a run follows), two worker
+ * slots or more, and workers that cannot be copies of the template (copies off, or from the
+ * first library that rules the template out), the second slot's worker is started and sent
+ * every import discovery is about to make, in its order, which it makes beside discovery on a
+ * core discovery leaves idle; the run that follows takes its last answers as they come
  * (ic_pool_run). What it holds is checked against the order discovery settles; a library
  * discovery moves or that kills an import starts a new one (src/run/README.md). A prewarming
  * worker that fails is given up, no case is charged with it, and its slot starts as it would

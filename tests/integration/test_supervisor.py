@@ -340,16 +340,19 @@ def check_ledger(tap, binary, probes, workdir):
 
 
 def check_prewarm(tap, binary, probes, workdir):
-    """With -j2 a run's discovery starts the second worker and has it import each library
-    discovery has imported (src/run/README.md, prewarming): the run starts with two workers
-    holding the libraries, and no case's outcome depends on which worker ran it. A library
-    whose import kills the process sends discovery down its crash path, which moves libraries
-    in the import order: the second worker is then waited for, and the run is the same."""
-    def run(name, producers, jobs):
+    """Where workers cannot be copies of the template (INTEROPCHECK_COPIES=0 here), -j2 has
+    discovery start the second worker and have it import each library discovery has imported
+    (src/run/README.md, prewarming): the run starts with two workers holding the libraries,
+    and no case's outcome depends on which worker ran it. A library whose import kills the
+    process sends discovery down its crash path, which moves libraries in the import order:
+    the second worker is then waited for, and the run is the same. Where copies are made (the
+    default) nothing imports beside discovery, and the second worker is a copy."""
+    def run(name, producers, jobs, copies="0", consumers="numpy,copylib,computelib"):
         out = os.path.join(workdir, name + ".json")
         proc = taplib.run(binary, "--probe-dir", probes, "--producer", producers, "--consumer",
-                          "numpy,copylib,computelib", "--protocol", "dlpack,array_interface",
-                          "--dtype", "float32,int16,float64", "-j", str(jobs), "-o", out, "-q")
+                          consumers, "--protocol", "dlpack,array_interface",
+                          "--dtype", "float32,int16,float64", "-j", str(jobs), "-o", out, "-q",
+                          env={"INTEROPCHECK_COPIES": copies})
         if not os.path.exists(out):
             return proc, None, {}
         report = taplib.load_report(out)
@@ -375,6 +378,17 @@ def check_prewarm(tap, binary, probes, workdir):
            f"and every case's outcome is -j1's ({len(outcomes1)} cases)",
            {i: (outcomes1.get(i), outcomes2.get(i)) for i in set(outcomes1) | set(outcomes2)
             if outcomes1.get(i) != outcomes2.get(i)})
+    proc4, four, outcomes4 = run("prewarm4", "numpy,copylib", 2, copies="1")
+    tap.ok(four and four["prewarm_import_s"] == 0 and four["workers_copied"] >= 1 and
+           four["import_s"] == 0 and outcomes4 == outcomes1,
+           "with copies, -j2 imports nothing beside discovery: its second worker is a copy of "
+           "the template, which imports nothing in the run, and every outcome is -j1's", four)
+    # Discovery's order: numpy (probes/), then tests/probes by name: writelib after forkless.
+    proc5, five, _ = run("prewarm5", "numpy,forkless", 2, copies="1", consumers="numpy,writelib")
+    tap.ok(five and five["prewarm_import_s"] > 0 and five["workers_copied"] == 0,
+           "with copies on, a library that rules copies out (forkless says fork=False) starts "
+           "the prewarming from the next import on: the second worker still imports beside "
+           "discovery", (five, proc5.stderr[-800:]))
     proc3, three, outcomes3 = run("prewarm3", "numpy,crash_on_import,copylib", 2)
     same = {i: o for i, o in outcomes3.items() if i in outcomes1}
     tap.ok(proc3.returncode == 3 and "crash_on_import could not be tested" in proc3.stderr and
@@ -394,7 +408,8 @@ def check_prewarm_failure(tap, binary, probes, workdir):
         proc = taplib.run(binary, "--probe-dir", probes, "--producer", "numpy,second_import_hangs",
                           "--consumer", "numpy,second_import_hangs", "--protocol", "dlpack",
                           "--dtype", "float32,int16", "--import-timeout", "3", "-j", str(jobs),
-                          "-o", out, "-q", env={"IC_TEST_IMPORT_DIR": imports}, timeout=120)
+                          "-o", out, "-q", timeout=120,
+                          env={"IC_TEST_IMPORT_DIR": imports, "INTEROPCHECK_COPIES": "0"})
         if not os.path.exists(out):
             return proc, {}, []
         report = taplib.load_report(out)
@@ -403,7 +418,7 @@ def check_prewarm_failure(tap, binary, probes, workdir):
     proc1, outcomes1, _ = run("hang1", 1)
     proc2, outcomes2, imports2 = run("hang2", 2)
     # The hang happened: slot 1 imported (its worker then given up, and its slot's next worker
-    # a copy of the template, which imports nothing), beside discovery's import in slot 0.
+    # started afresh, whose import is quick), beside discovery's import in slot 0.
     hung = any(name.startswith("import-1-") for name in imports2)
     tap.ok(outcomes1 and outcomes2 == outcomes1 and "error" not in outcomes2.values() and hung,
            f"a prewarming import that hangs charges no case: every outcome is -j1's "
