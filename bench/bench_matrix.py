@@ -162,6 +162,8 @@ def phase_breakdown(report, wall):
         ("  workers started / of them restarts", f"{timing['workers_started']} / {timing['restarts']}"),
         ("  of the workers started, copies of the template (no imports)",
          f"{timing.get('workers_copied', 0)}"),
+        ("  of the workers started, lean ones for a crashing pair cheap to import",
+         f"{timing.get('workers_lean', 0)}"),
         ("  cases of crashing pairs run isolated", f"{timing['isolated_cases']}"),
         ("  worker starts declined (imports would not pay)", f"{timing.get('starts_declined', 0)}"),
         ("  pairs isolated from the start (crash ledger)", f"{timing.get('ledger_pairs', 0)}"),

@@ -989,6 +989,7 @@ static int ic_run_timing_json(struct ic_run_command *cmd)
         !cJSON_AddNumberToObject(timing, "wait_s", stats.wait_s) ||
         !cJSON_AddNumberToObject(timing, "workers_started", stats.workers_started) ||
         !cJSON_AddNumberToObject(timing, "workers_copied", stats.copies) ||
+        !cJSON_AddNumberToObject(timing, "workers_lean", stats.lean_workers) ||
         !cJSON_AddNumberToObject(timing, "restarts", stats.restarts) ||
         !cJSON_AddNumberToObject(timing, "isolated_cases", stats.isolated_cases) ||
         !cJSON_AddNumberToObject(timing, "starts_declined", stats.starts_declined) ||

@@ -44,6 +44,19 @@ extern char **environ;
 /* The longest the supervisor lets the workers' messages gather (ic_pool_coalesce). */
 #define IC_COALESCE_MAX_S 1e-3
 
+/* A lean worker (ic_case_lean) is for a pair whose imports discovery measured at most
+ * IC_LEAN_LOAD_MS_MAX (each library's own share, in discovery's order), where the template holds
+ * at least IC_LEAN_TEMPLATE_MIN_MIB resident; it must reach its case within IC_LEAN_IMPORT_MAX_S,
+ * or it is given up for a copy. A crash in a child of a worker holding every library of --all
+ * (1.3 GiB) costs 60-80 ms: the fork, the child's first steps on copied pages, the exit
+ * (py_ctypes -> mlx: 44 crashes in 3.4 s). In a child of a worker holding that pair alone it
+ * costs 4-5 ms (0.2 s for the same 55 cases), so a pair that imports in a tenth of a second
+ * pays for its own worker from its second crash; below a template of half a GiB, a fork is
+ * cheap already. */
+#define IC_LEAN_LOAD_MS_MAX      250.0
+#define IC_LEAN_TEMPLATE_MIN_MIB 512.0
+#define IC_LEAN_IMPORT_MAX_S     0.5
+
 struct ic_proc {
     pid_t pid;  /* 0: no process; the worker leads its own process group */
     int fd;     /* the worker's message socket */
@@ -75,6 +88,8 @@ struct ic_proc {
     unsigned spawns;
     double sent_at, began_at, import_s;
     bool ran_in_process; /* ran a case itself: no longer fit to fork isolated cases */
+    bool lean; /* started afresh for isolated cases of pairs cheap to import (ic_case_lean): it
+                  holds only their libraries, runs no case itself, and forks small children */
     bool forked;         /* the failure being delivered is of a forked copy of the worker */
     bool current_forked; /* the case in flight runs in a forked copy */
     pid_t case_pid;      /* the process running the case in flight (its "begin"), or 0 */
@@ -104,6 +119,7 @@ struct ic_pool {
      * case. A worker started after that is a copy of it (ic_proc_copy) instead of a process
      * importing the libraries again. pid 0: none (or it failed, and workers are spawned). */
     struct ic_proc template;
+    double template_mib; /* its resident memory when made: what a fork of it copies and drops */
     bool subreaper; /* PR_SET_CHILD_SUBREAPER took: copies are our children */
     struct pollfd *fds; /* 3 per worker: its socket, its output, its child events */
     int *owner;         /* the worker of each entry of fds */
@@ -112,6 +128,9 @@ struct ic_pool {
      * key as ic_order_by_pair makes it; NULL until the first. */
     unsigned char *isolated_pairs;
     struct ic_pool_stats stats;
+    /* Libraries a lean worker could not import within IC_LEAN_IMPORT_MAX_S, or died importing:
+     * no pair of theirs gets a lean worker again in this pool. */
+    struct ic_libset lean_heavy;
     /* What starting a worker costs besides its imports (the interpreter and the probe kit):
      * measured on the last start that loaded a library (ic_pool_load). */
     double start_s;
@@ -406,14 +425,11 @@ static void ic_pool_reap_strays(struct ic_pool *pool)
         closedir(tasks);
 }
 
+static int ic_proc_spawn_fresh(struct ic_pool *pool, struct ic_proc *p);
+
+/* Starts worker `p`: a copy of the template where there is one, else a new process. */
 static int ic_proc_spawn(struct ic_pool *pool, struct ic_proc *p)
 {
-    int sv[2] = {-1, -1}, out[2] = {-1, -1}, ev[2] = {-1, -1};
-    posix_spawn_file_actions_t actions;
-    posix_spawnattr_t attr;
-    char fd_text[16], ev_text[16];
-    int rc;
-
     ic_pool_reap_strays(pool);
     if (pool->template.pid > 0 && p != &pool->template) {
         if (ic_proc_copy(pool, &pool->template, p, (int)(p - pool->procs)) == 0) {
@@ -422,6 +438,18 @@ static int ic_proc_spawn(struct ic_pool *pool, struct ic_proc *p)
         }
         ic_proc_kill(&pool->template); /* of no use now: workers are started afresh */
     }
+    return ic_proc_spawn_fresh(pool, p);
+}
+
+/* Starts worker `p` as a new process, which imports nothing until asked. */
+static int ic_proc_spawn_fresh(struct ic_pool *pool, struct ic_proc *p)
+{
+    int sv[2] = {-1, -1}, out[2] = {-1, -1}, ev[2] = {-1, -1};
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+    char fd_text[16], ev_text[16];
+    int rc;
+
     ic_proc_reset(p);
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 || pipe2(out, O_CLOEXEC) < 0 ||
         pipe2(ev, O_CLOEXEC) < 0)
@@ -795,6 +823,7 @@ void ic_pool_destroy(struct ic_pool *pool)
     }
     ic_libset_release(&pool->template.loaded);
     ic_libset_release(&pool->template.ever_loaded);
+    ic_libset_release(&pool->lean_heavy);
     free(pool->isolated_pairs);
     free(pool->procs);
     free(pool->fds);
@@ -1120,7 +1149,16 @@ static void ic_pool_make_template(struct ic_pool *pool)
         if (ic_library_blocks_copies(&catalog->libs[catalog->order[i]]))
             return;
     }
-    ic_proc_copy(pool, source, &pool->template, 0);
+    if (ic_proc_copy(pool, source, &pool->template, 0) < 0)
+        return;
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%ld/statm", (long)pool->template.pid);
+    FILE *statm = fopen(path, "re");
+    unsigned long long size = 0, resident = 0;
+    if (statm && fscanf(statm, "%llu %llu", &size, &resident) == 2)
+        pool->template_mib = (double)resident * (double)sysconf(_SC_PAGESIZE) / (1024.0 * 1024.0);
+    if (statm)
+        fclose(statm);
 }
 
 int ic_pool_discover(struct ic_pool *pool, const struct ic_libset *wanted, bool prewarm,
@@ -1518,7 +1556,8 @@ static bool ic_handle_message(struct ic_pool *pool, struct ic_proc *p, const cJS
                 break;
             }
         }
-        p->deadline = ic_clock_s() + pool->config.load_timeout_s;
+        if (!p->lean) /* a lean worker's budget is for all its imports (ic_lean_failed) */
+            p->deadline = ic_clock_s() + pool->config.load_timeout_s;
         return false;
     }
     if (kind == IC_MSG_FLAWED) {
@@ -1706,6 +1745,31 @@ static bool ic_case_forked(const struct ic_pool *pool, const struct ic_run_state
     return ic_pair_isolated(pool, st, index) && !ic_device_is_cuda(c->device) &&
            !ic_library_no_fork(pool->catalog, c->producer) &&
            !ic_library_no_fork(pool->catalog, c->consumer);
+}
+
+/* Whether isolated case `index` goes to a lean worker: a process started afresh that imports
+ * only what such cases need and forks its case children from itself, instead of a worker
+ * holding every library, whose children cost 60-80 ms a crash (IC_LEAN_LOAD_MS_MAX). Only where
+ * there is a large template (without one, a worker imports just what its cases need anyway; of
+ * a small one, a fork is cheap), for a case forked from a worker, and for a pair whose libraries
+ * discovery imported quickly, none of them one a lean worker failed to import in time. Discovery's
+ * times are each library's share in its order, less than a fresh process pays where an earlier
+ * library imported what this one needs: a lean worker that overruns IC_LEAN_IMPORT_MAX_S is given
+ * up (ic_lean_failed). */
+static bool ic_case_lean(const struct ic_pool *pool, const struct ic_run_state *st, size_t index)
+{
+    if (pool->template.pid <= 0 || pool->template_mib < IC_LEAN_TEMPLATE_MIN_MIB ||
+        !ic_case_forked(pool, st, index))
+        return false;
+    const struct ic_case *c = &st->cases[index];
+    struct ic_needs needs = ic_needed(pool, c->producer, c->consumer);
+    double ms = 0;
+    for (int n = 0; n < needs.count; n++) {
+        if (ic_libset_has(&pool->lean_heavy, needs.lib[n]))
+            return false;
+        ms += pool->catalog->libs[needs.lib[n]].load_ms;
+    }
+    return ms <= IC_LEAN_LOAD_MS_MAX;
 }
 
 /* Marks byte `slot` of pool->isolated_pairs (ic_pair_slot). */
@@ -2079,6 +2143,7 @@ static int ic_pool_assign(struct ic_pool *pool, struct ic_run_state *st)
         const struct ic_case *c = &st->cases[index];
         struct ic_needs needed = ic_needed(pool, c->producer, c->consumer);
         bool isolate = ic_case_forked(pool, st, index);
+        bool lean = isolate && ic_case_lean(pool, st, index);
         if (isolate && (p->pid == 0 || p->ran_in_process) &&
             ic_isolated_server_elsewhere(pool, j, &needed)) {
             ic_unget_case(st, index);
@@ -2087,14 +2152,23 @@ static int ic_pool_assign(struct ic_pool *pool, struct ic_run_state *st)
         /* An isolated case is forked from a worker that never ran a case itself: a process
          * that ran libraries' code may hold threads and locks a forked child cannot use.
          * Imports alone are fine (the two libraries were imported together when the case
-         * crashed), so one such worker serves every isolated case. */
-        if (p->pid && (ic_proc_conflicts(pool, p, &needed) || (isolate && p->ran_in_process)))
+         * crashed), so one such worker serves every isolated case. A lean worker serves only
+         * the cases it is for, and those only it: a copy takes its slot for anything else. */
+        bool unfit =
+            p->pid && (ic_proc_conflicts(pool, p, &needed) || (isolate && p->ran_in_process));
+        /* Going lean and back is the plan's, not a worker lost: no restart. */
+        bool lean_switch = p->pid && !unfit && p->lean != lean;
+        if (unfit || lean_switch)
             ic_proc_stop(pool, p);
         if (p->pid == 0) {
-            if (ic_proc_spawn(pool, p) < 0)
+            if (lean)
+                ic_pool_reap_strays(pool);
+            if ((lean ? ic_proc_spawn_fresh(pool, p) : ic_proc_spawn(pool, p)) < 0)
                 return IC_ECHILD;
+            p->lean = lean;
             pool->stats.workers_started++;
-            if (st->slot_used[j])
+            pool->stats.lean_workers += lean;
+            if (st->slot_used[j] && !lean_switch)
                 pool->stats.restarts++;
             st->declined[j] = 0;
         }
@@ -2112,7 +2186,9 @@ static int ic_pool_assign(struct ic_pool *pool, struct ic_run_state *st)
         p->child_pid = 0;
         p->child_signal = 0;
         p->case_index = index;
-        p->deadline = ic_clock_s() + pool->config.load_timeout_s;
+        p->deadline = ic_clock_s() + (lean && IC_LEAN_IMPORT_MAX_S < pool->config.load_timeout_s
+                                          ? IC_LEAN_IMPORT_MAX_S
+                                          : pool->config.load_timeout_s);
         if (ic_send_run(pool, p, c, &needed, isolate, false) < 0) {
             ic_proc_reap(p, how, sizeof(how));
             snprintf(what, sizeof(what), "the worker ended (%s) before the case was sent", how);
@@ -2194,13 +2270,35 @@ static bool ic_prewarm_failed(struct ic_pool *pool, struct ic_proc *p, struct ic
     return true;
 }
 
+/* A lean worker (ic_case_lean) that did not reach its case's start within
+ * IC_LEAN_IMPORT_MAX_S, or died before it: no case's failure, as a copy of the template holds
+ * those imports already. The libraries it had still to import (or, with none left, the case's
+ * own) are not given a lean worker again, and the case runs again, once, where the slot's next
+ * worker, a copy, forks it. False when that is not what happened. */
+static bool ic_lean_failed(struct ic_pool *pool, struct ic_proc *p, struct ic_run_state *st)
+{
+    if (!p->lean || p->began || st->retried[p->case_index] ||
+        st->nretry + 1 + (size_t)p->nqueued > (1 + IC_PIPELINE_DEPTH) * (size_t)pool->nprocs)
+        return false;
+    const struct ic_case *c = &st->cases[p->case_index];
+    struct ic_needs needs = ic_needed(pool, c->producer, c->consumer);
+    /* Out of memory: the library may be tried lean again, and given up again, in time. */
+    for (int i = 0; i < p->npending; i++)
+        (void)ic_libset_add(&pool->lean_heavy, p->pending[i]);
+    for (int n = 0; p->npending == 0 && n < needs.count; n++)
+        (void)ic_libset_add(&pool->lean_heavy, needs.lib[n]);
+    ic_proc_kill(p);
+    ic_proc_retry_case(pool, p, st);
+    return true;
+}
+
 /* A busy worker ended (or closed its channel) before its case's end: a crash, an error
  * before the case began, or an import-order conflict learned and the case queued again. */
 static void ic_proc_died(struct ic_pool *pool, struct ic_proc *p, struct ic_run_state *st)
 {
     char how[256], what[400];
     ic_proc_reap(p, how, sizeof(how));
-    if (ic_prewarm_failed(pool, p, st))
+    if (ic_prewarm_failed(pool, p, st) || ic_lean_failed(pool, p, st))
         return;
     if (!p->began && st->nretry < (size_t)pool->nprocs && !st->retried[p->case_index] &&
         ic_learn_import_order(pool, p)) {
@@ -2398,7 +2496,7 @@ static void ic_pool_expire(struct ic_pool *pool, struct ic_run_state *st)
             ic_proc_violated(pool, p, st, "the worker stopped in the middle of a frame");
             continue;
         }
-        if (ic_prewarm_failed(pool, p, st))
+        if (ic_prewarm_failed(pool, p, st) || ic_lean_failed(pool, p, st))
             continue;
         if (p->began)
             ic_proc_abort(p); /* its Python stack, for the diagnostic */

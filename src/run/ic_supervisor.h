@@ -28,6 +28,9 @@
  *   runs one isolated case after another until one kills it; the next case gets a new child.
  *   A crash then costs the child: the worker keeps its imports (a crash no longer means
  *   importing the pair again), and no state of a case run outside the child is inherited.
+ *   Where the template is large and the pair imports quickly, that worker is a lean one,
+ *   started afresh with the pair's libraries alone, so that each crash costs a small child;
+ *   one that cannot reach its case within its import budget is given up, charging no case.
  *   Not on a GPU: the CUDA driver refuses every call in a child of a process that initialised
  *   it; nor for a library whose probe says a fork cannot use it ("fork": false: JAX, whose
  *   load() starts threads a fork lacks). Such an isolated case runs in a worker itself, and a
@@ -89,6 +92,9 @@ struct ic_pool_stats {
     unsigned ledger_pairs;    /* pairs isolated from the start (ic_pool_isolate_pair) */
     unsigned copies;          /* of workers_started, the copies of the template (ic_proc_copy):
                                  started with every import, in milliseconds */
+    unsigned lean_workers;    /* of workers_started, the lean ones: started afresh for isolated
+                                 cases of a pair cheap to import, importing only that pair, so
+                                 that each crash costs a small child (not counted as restarts) */
     double import_s;   /* the first import of each library in each worker slot */
     double reimport_s; /* imports of a library its slot had imported before, in an earlier
                           process (the price of restarts) */

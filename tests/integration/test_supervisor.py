@@ -339,6 +339,64 @@ def check_ledger(tap, binary, probes, workdir):
            "INTEROPCHECK_LEDGER_DIR set and empty: no ledger", fourth)
 
 
+def check_lean(tap, binary, probes, workdir):
+    """With a large template (tests/probes/biglib.py holds 600 MiB), the isolated cases of a
+    crashing pair cheap to import (numpy -> badlib) run in a lean worker, started afresh,
+    importing only the pair, and forking each case's child from that: one such worker, no
+    restart counted for it, and every case's outcome is that of a run whose workers all
+    import afresh (INTEROPCHECK_COPIES=0, where no worker is lean)."""
+    def run(name, env):
+        out = os.path.join(workdir, name + ".json")
+        proc = taplib.run(binary, "--probe-dir", probes, "--producer", "numpy", "--consumer",
+                          "badlib,biglib", "--protocol", "dlpack", "--dtype", "float32,float64",
+                          "--layout", "contiguous,scalar", "-j", "1", "-o", out, "-q",
+                          env={"INTEROPCHECK_LEDGER_DIR": "", **env})
+        if not os.path.exists(out):
+            return proc, {}, {}
+        report = taplib.load_report(out)
+        return proc, report["run"]["timing"], {c["id"]: c["outcome"] for c in report["cases"]}
+
+    proc, lean, outcomes = run("lean", {})
+    crashes = sum(1 for o in outcomes.values() if o == "crash")
+    tap.ok(lean and lean["workers_lean"] == 1 and lean["isolated_cases"] >= 1 and crashes >= 2,
+           f"a crashing pair cheap to import beside a large template runs its isolated cases in "
+           f"one lean worker ({crashes} crashes, {lean and lean['isolated_cases']} isolated)",
+           (lean, proc.stderr[-800:]))
+    proc, fresh, outcomes_fresh = run("lean-no-copies", {"INTEROPCHECK_COPIES": "0"})
+    tap.ok(fresh and fresh["workers_lean"] == 0 and outcomes and outcomes_fresh == outcomes,
+           f"and every case's outcome is that of workers importing afresh ({len(outcomes)} cases)",
+           (fresh, {i: (outcomes.get(i), outcomes_fresh.get(i))
+                    for i in set(outcomes) | set(outcomes_fresh)
+                    if outcomes.get(i) != outcomes_fresh.get(i)}))
+
+
+def check_lean_given_up(tap, binary, probes, workdir):
+    """A lean worker that cannot make its imports within its budget is given up, charging no
+    case: tests/probes/reimport_hangs.py imports quickly in discovery and hangs in any later
+    process, so the lean worker started for its crashing pair hangs; the pair's cases then run
+    in a copy of the template, with their own outcomes, and no lean worker is tried again."""
+    imports = os.path.join(workdir, "lean-imports")
+    os.mkdir(imports)
+    out = os.path.join(workdir, "lean.json")
+    proc = taplib.run(binary, "--probe-dir", probes, "--producer", "numpy", "--consumer",
+                      "reimport_hangs,biglib", "--protocol", "dlpack", "--dtype",
+                      "float32,float64", "--layout", "contiguous,flat", "--import-timeout",
+                      "60", "-j", "1", "-o", out, "-q", timeout=120,
+                      env={"IC_TEST_IMPORT_DIR": imports, "INTEROPCHECK_LEDGER_DIR": ""})
+    report = taplib.load_report(out) if os.path.exists(out) else {"cases": [], "run": {}}
+    timing = report["run"].get("timing", {})
+    crashing = ("reimport_hangs", "float64")
+    wrong = [(c["id"], c["outcome"]) for c in report["cases"]
+             if c["outcome"] != ("crash" if (c["consumer"], c["dtype"]) == crashing else "pass")]
+    tap.ok(report["cases"] and not wrong and len(os.listdir(imports)) == 2 and
+           timing.get("workers_lean") == 1 and timing.get("workers_copied", 0) >= 1,
+           f"a lean worker whose import hangs is given up: the {len(report['cases'])} cases "
+           f"keep their outcomes (to reimport_hangs, float32 pass and float64 crash), none an "
+           f"import error, "
+           f"and no second lean worker is tried ({len(os.listdir(imports))} imports)",
+           (wrong[:5], timing, proc.stderr[-800:]))
+
+
 def check_prewarm(tap, binary, probes, workdir):
     """Where workers cannot be copies of the template (INTEROPCHECK_COPIES=0 here), -j2 has
     discovery start the second worker and have it import each library discovery has imported
@@ -509,6 +567,8 @@ def main(tap, args):
         check_ledger(tap, binary, probes, workdir)
         check_no_fork(tap, binary, probes, workdir)
         check_copies(tap, binary, probes, workdir)
+        check_lean(tap, binary, probes, workdir)
+        check_lean_given_up(tap, binary, probes, workdir)
         check_prewarm(tap, binary, probes, workdir)
         check_prewarm_failure(tap, binary, probes, workdir)
 

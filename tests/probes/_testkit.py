@@ -153,6 +153,11 @@ def describe(x):
     return _probekit.numpy_like_description(x.array if isinstance(x, Array) else x)
 
 
+def consume(obj, protocol, dtype):
+    """consume() of a library that imports over DLPack as NumPy does."""
+    return np.from_dlpack(obj)
+
+
 # --- Structs built by hand ----------------------------------------------------------------
 
 # DLDevice, DLDataType and DLTensor: the layouts a reproducer declares, from the one text of them
