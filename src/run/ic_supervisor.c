@@ -2144,7 +2144,11 @@ static int ic_pool_assign(struct ic_pool *pool, struct ic_run_state *st)
         struct ic_needs needed = ic_needed(pool, c->producer, c->consumer);
         bool isolate = ic_case_forked(pool, st, index);
         bool lean = isolate && ic_case_lean(pool, st, index);
-        if (isolate && (p->pid == 0 || p->ran_in_process) &&
+        /* Without a template a worker for it would import the pair again: the case waits for
+         * the one serving isolated cases. With one, a copy costs milliseconds, and a second
+         * server halves the end of a run that is isolated cases alone (the first --all in an
+         * environment ends with tensorflow's crashing pairs: 4-5 s on one core otherwise). */
+        if (isolate && (p->pid == 0 || p->ran_in_process) && pool->template.pid <= 0 &&
             ic_isolated_server_elsewhere(pool, j, &needed)) {
             ic_unget_case(st, index);
             continue;

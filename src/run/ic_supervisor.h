@@ -24,7 +24,9 @@
  *   worker that never ran a case itself ("fork" in the request). A pair isolated before the
  *   run (ic_pool_isolate_pair) has all its cases set aside from the start. A worker that never
  *   ran a case, the one started after a crash included, runs the set-aside cases first (unless
- *   another such worker serves them); the others wait until the plan is through. The child
+ *   another such worker serves them, where there is no template); the others wait until the
+ *   plan is through, then take them too (with a template; without one they wait for the
+ *   worker serving them, rather than import the pair again). The child
  *   runs one isolated case after another until one kills it; the next case gets a new child.
  *   A crash then costs the child: the worker keeps its imports (a crash no longer means
  *   importing the pair again), and no state of a case run outside the child is inherited.
