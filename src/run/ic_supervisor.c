@@ -1759,8 +1759,8 @@ static bool ic_case_forked(const struct ic_pool *pool, const struct ic_run_state
 static bool ic_case_lean(const struct ic_pool *pool, const struct ic_run_state *st, size_t index)
 {
     if (pool->template.pid <= 0 || pool->template_mib < IC_LEAN_TEMPLATE_MIN_MIB ||
-        !ic_case_forked(pool, st, index))
-        return false;
+        st->retried[index] || !ic_case_forked(pool, st, index))
+        return false; /* a case run again (ic_lean_failed among the reasons) never goes lean */
     const struct ic_case *c = &st->cases[index];
     struct ic_needs needs = ic_needed(pool, c->producer, c->consumer);
     double ms = 0;
@@ -2512,8 +2512,10 @@ static void ic_pool_expire(struct ic_pool *pool, struct ic_run_state *st)
                      pool->config.case_timeout_s);
             ic_isolate_pair(pool, st, p->case_index);
         } else
-            snprintf(what, sizeof(what), "importing %s took longer than %.0f s",
-                     ic_proc_importing(pool, p), pool->config.load_timeout_s);
+            snprintf(what, sizeof(what), "importing %s took longer than %g s%s",
+                     ic_proc_importing(pool, p),
+                     p->lean ? IC_LEAN_IMPORT_MAX_S : pool->config.load_timeout_s,
+                     p->lean ? " (a lean worker's budget)" : "");
         ic_proc_requeue(pool, p, st); /* after the pair is isolated */
         ic_deliver_failure(pool, p, &st->cases[p->case_index],
                            p->began ? IC_OUTCOME_TIMEOUT : IC_OUTCOME_ERROR, what, st->on_result,
