@@ -440,7 +440,7 @@ static int ic_group_add(struct ic_group *g, size_t index, const cJSON *c, const 
 static bool ic_observed_failure(const cJSON *c, enum ic_outcome *ret)
 {
     const char *outcome = ic_json_string(c, "outcome");
-    const cJSON *expectation = cJSON_GetObjectItemCaseSensitive(c, "expectation");
+    const cJSON *expectation = ic_json_get(c, "expectation");
     const char *observed = ic_json_string(expectation, "observed");
     if (outcome && (strcmp(outcome, "xfail") == 0 || strcmp(outcome, "waived") == 0) && observed)
         outcome = observed;
@@ -506,7 +506,7 @@ static struct ic_primary ic_primary_failure(const cJSON *c, enum ic_outcome obse
         return (struct ic_primary){c, ic_outcome_name(observed), ic_json_string(c, "diagnostic")};
     const char *rule = ic_json_string(c, "rule");
     const cJSON *check;
-    cJSON_ArrayForEach(check, cJSON_GetObjectItemCaseSensitive(c, "checks"))
+    cJSON_ArrayForEach(check, ic_json_get(c, "checks"))
     {
         const char *check_rule = ic_json_string(check, "rule");
         if (strcmp(ic_json_string_or(check, "status", ""), "fail") != 0 || !rule || !check_rule ||
@@ -783,7 +783,7 @@ static cJSON *ic_group_json(const struct ic_universe *u, const struct ic_group *
         return NULL;
     }
     const cJSON *old = previous ? ic_findings_find(previous, g->id) : NULL;
-    const cJSON *script = cJSON_GetObjectItemCaseSensitive(old, "reproducer");
+    const cJSON *script = ic_json_get(old, "reproducer");
     if (cJSON_IsString(script) &&
         !cJSON_AddItemToObject(f, "reproducer", cJSON_Duplicate(script, true))) {
         cJSON_Delete(f);
@@ -794,7 +794,7 @@ static cJSON *ic_group_json(const struct ic_universe *u, const struct ic_group *
 
 const cJSON *ic_findings_find(const cJSON *report, const char *id)
 {
-    const cJSON *findings = cJSON_GetObjectItemCaseSensitive(report, "findings");
+    const cJSON *findings = ic_json_get(report, "findings");
     const cJSON *f;
     cJSON_ArrayForEach(f, findings)
     {
@@ -973,7 +973,7 @@ int ic_findings_attach(cJSON *report, struct ic_cases *cases, cJSON **ret_exampl
 
 int ic_findings_attach_report(cJSON *report)
 {
-    cJSON *cases = cJSON_GetObjectItemCaseSensitive(report, "cases");
+    cJSON *cases = ic_json_get(report, "cases");
     if (!cJSON_IsArray(cases))
         return IC_EINVAL;
     int rc = ic_findings_label(cases);

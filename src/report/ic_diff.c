@@ -24,7 +24,7 @@ static const char *const ic_diff_change_names[IC_DIFF_CHANGE_COUNT] = {
 
 static const cJSON *ic_get(const cJSON *object, const char *key)
 {
-    return cJSON_GetObjectItemCaseSensitive(object, key);
+    return ic_json_get(object, key);
 }
 
 static const char *ic_or_empty(const char *s)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ic_error.h"
+#include "ic_json.h"
 #include "ic_report.h"
 #include "ic_result.h"
 #include "ic_text.h"
@@ -433,7 +434,7 @@ static int ic_expect_mark(cJSON *c, const struct ic_expect_entry *entry, const c
         return IC_ENOMEM;
     }
     cJSON_ReplaceItemInObjectCaseSensitive(c, "outcome", name);
-    if (cJSON_GetObjectItemCaseSensitive(c, "expectation"))
+    if (ic_json_get(c, "expectation"))
         cJSON_ReplaceItemInObjectCaseSensitive(c, "expectation", expectation);
     else if (!cJSON_AddItemToObject(c, "expectation", expectation)) {
         cJSON_Delete(expectation);
@@ -470,7 +471,7 @@ size_t ic_expect_count(const struct ic_expectations *expectations)
 
 int ic_expect_apply_case(const struct ic_expectations *expectations, cJSON *c, bool *matched)
 {
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(c, "id");
+    const cJSON *id = ic_json_get(c, "id");
     if (!cJSON_IsString(id))
         return 0;
     const struct ic_expect_entry *first = NULL;
@@ -483,7 +484,7 @@ int ic_expect_apply_case(const struct ic_expectations *expectations, cJSON *c, b
                 first = &expectations->entries[i];
         }
     }
-    const cJSON *outcome = cJSON_GetObjectItemCaseSensitive(c, "outcome");
+    const cJSON *outcome = ic_json_get(c, "outcome");
     enum ic_outcome observed;
     if (!first || !cJSON_IsString(outcome) ||
         ic_outcome_from_name(outcome->valuestring, &observed) < 0)
@@ -503,7 +504,7 @@ int ic_expect_apply_case(const struct ic_expectations *expectations, cJSON *c, b
 int ic_expect_apply(const struct ic_expectations *expectations, cJSON *report, char *unmatched,
                     size_t unmatched_size)
 {
-    cJSON *cases = cJSON_GetObjectItemCaseSensitive(report, "cases");
+    cJSON *cases = ic_json_get(report, "cases");
     if (!cJSON_IsArray(cases))
         return IC_EINVAL;
     bool *matched = calloc(expectations->count ? expectations->count : 1, sizeof(bool));

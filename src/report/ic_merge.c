@@ -28,7 +28,7 @@ struct ic_merge_env {
 
 static const cJSON *ic_get(const cJSON *object, const char *key)
 {
-    return cJSON_GetObjectItemCaseSensitive(object, key);
+    return ic_json_get(object, key);
 }
 
 static bool ic_environment_id_is_valid(const char *id)
@@ -386,7 +386,7 @@ static void ic_add_counts(cJSON *into, const cJSON *from)
     const cJSON *item;
     cJSON_ArrayForEach(item, from)
     {
-        cJSON *target = cJSON_GetObjectItemCaseSensitive(into, item->string);
+        cJSON *target = ic_json_get(into, item->string);
         if (target && cJSON_IsNumber(item))
             cJSON_SetNumberValue(target, target->valuedouble + item->valuedouble);
     }
@@ -430,7 +430,7 @@ static int ic_merge_summary(cJSON *merged, const cJSON *const *reports, int nrep
         const cJSON *entry;
         cJSON_ArrayForEach(entry, ic_get(ic_get(reports[r], "summary"), "protocols"))
         {
-            cJSON *target = cJSON_GetObjectItemCaseSensitive(protocols, entry->string);
+            cJSON *target = ic_json_get(protocols, entry->string);
             if (!target) {
                 cJSON *counts = ic_zero_counts();
                 target = cJSON_AddObjectToObject(protocols, entry->string);
@@ -441,15 +441,14 @@ static int ic_merge_summary(cJSON *merged, const cJSON *const *reports, int nrep
                 }
                 cJSON_AddItemToObject(target, "outcomes", counts);
             }
-            int rc = ic_merge_tagged_list(cJSON_GetObjectItemCaseSensitive(target, "cells"),
-                                          ic_get(entry, "cells"), envs, count, r);
+            int rc = ic_merge_tagged_list(ic_json_get(target, "cells"), ic_get(entry, "cells"),
+                                          envs, count, r);
             if (rc == 0)
-                rc = ic_merge_tagged_list(cJSON_GetObjectItemCaseSensitive(target, "gaps"),
-                                          ic_get(entry, "gaps"), envs, count, r);
+                rc = ic_merge_tagged_list(ic_json_get(target, "gaps"), ic_get(entry, "gaps"), envs,
+                                          count, r);
             if (rc < 0)
                 return rc;
-            ic_add_counts(cJSON_GetObjectItemCaseSensitive(target, "outcomes"),
-                          ic_get(entry, "outcomes"));
+            ic_add_counts(ic_json_get(target, "outcomes"), ic_get(entry, "outcomes"));
         }
     }
     /* The totals come from the cases themselves, the one count nothing can contradict. */
@@ -464,8 +463,7 @@ static int ic_merge_summary(cJSON *merged, const cJSON *const *reports, int nrep
             counts[outcome]++;
     }
     for (int o = 0; o < IC_OUTCOME_COUNT; o++)
-        cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(totals, ic_outcome_name(o)),
-                             (double)counts[o]);
+        cJSON_SetNumberValue(ic_json_get(totals, ic_outcome_name(o)), (double)counts[o]);
     cJSON_SetNumberValue(total, (double)ncases);
     return 0;
 }

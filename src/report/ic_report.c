@@ -480,7 +480,7 @@ static int ic_report_check_version(const cJSON *version, const char *path, char 
 static int ic_report_drop_long_scripts(cJSON *report)
 {
     cJSON *finding;
-    cJSON_ArrayForEach(finding, cJSON_GetObjectItemCaseSensitive(report, "findings"))
+    cJSON_ArrayForEach(finding, ic_json_get(report, "findings"))
     {
         const char *script = ic_json_string(finding, "reproducer");
         size_t len = script ? strlen(script) : 0;
@@ -572,7 +572,7 @@ static int ic_report_parse(const char *text, size_t size, const char *path, cJSO
 /* The members every reader relies on: the schema's name and version, cases and summary. */
 static int ic_report_check_frame(const cJSON *json, const char *path, char *err, size_t err_size)
 {
-    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(json, "schema");
+    const cJSON *schema = ic_json_get(json, "schema");
     if (!cJSON_IsString(schema) || strcmp(schema->valuestring, "interopcheck-report") != 0) {
         snprintf(err, err_size,
                  "%s is not an interopcheck report (no \"schema\": "
@@ -580,11 +580,10 @@ static int ic_report_check_frame(const cJSON *json, const char *path, char *err,
                  path);
         return IC_EINVAL;
     }
-    if (ic_report_check_version(cJSON_GetObjectItemCaseSensitive(json, "schema_version"), path, err,
-                                err_size) < 0)
+    if (ic_report_check_version(ic_json_get(json, "schema_version"), path, err, err_size) < 0)
         return IC_EINVAL;
-    if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(json, "cases")) ||
-        !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(json, "summary"))) {
+    if (!cJSON_IsArray(ic_json_get(json, "cases")) ||
+        !cJSON_IsObject(ic_json_get(json, "summary"))) {
         snprintf(err, err_size, "%s lacks its cases or summary", path);
         return IC_EINVAL;
     }
@@ -635,7 +634,7 @@ int ic_report_load(const char *path, cJSON **ret, char *err, size_t err_size)
 
 static int ic_outcome_of(const cJSON *c)
 {
-    const cJSON *outcome = cJSON_GetObjectItemCaseSensitive(c, "outcome");
+    const cJSON *outcome = ic_json_get(c, "outcome");
     enum ic_outcome value;
     if (!cJSON_IsString(outcome) || ic_outcome_from_name(outcome->valuestring, &value) < 0)
         return -1;
@@ -645,7 +644,7 @@ static int ic_outcome_of(const cJSON *c)
 static void ic_set_counts(cJSON *outcomes, const size_t counts[IC_OUTCOME_COUNT])
 {
     for (int o = 0; o < IC_OUTCOME_COUNT; o++) {
-        cJSON *item = cJSON_GetObjectItemCaseSensitive(outcomes, ic_outcome_name(o));
+        cJSON *item = ic_json_get(outcomes, ic_outcome_name(o));
         if (item)
             cJSON_SetNumberValue(item, (double)counts[o]);
     }
@@ -699,7 +698,7 @@ static struct ic_recount_cell *ic_recount_find(struct ic_recount_cell *cells, si
  * an environment (a report of one run) counts the cases of any environment. */
 int ic_report_recount(cJSON *report)
 {
-    cJSON *cases = cJSON_GetObjectItemCaseSensitive(report, "cases");
+    cJSON *cases = ic_json_get(report, "cases");
     if (!cJSON_IsArray(cases))
         return IC_EINVAL;
     struct ic_cases_array source;
@@ -709,8 +708,8 @@ int ic_report_recount(cJSON *report)
 
 int ic_report_recount_from(cJSON *report, struct ic_cases *cases)
 {
-    cJSON *summary = cJSON_GetObjectItemCaseSensitive(report, "summary");
-    cJSON *protocols = cJSON_GetObjectItemCaseSensitive(summary, "protocols");
+    cJSON *summary = ic_json_get(report, "summary");
+    cJSON *protocols = ic_json_get(summary, "protocols");
     size_t totals[IC_OUTCOME_COUNT] = {0};
     struct ic_recount_cell *cells = NULL;
     size_t ncells = 0, capacity = 0, nprotocols = 0;
@@ -723,7 +722,7 @@ int ic_report_recount_from(cJSON *report, struct ic_cases *cases)
         return IC_EINVAL;
     cJSON_ArrayForEach(protocol, protocols)
     {
-        cJSON_ArrayForEach(cell, cJSON_GetObjectItemCaseSensitive(protocol, "cells"))
+        cJSON_ArrayForEach(cell, ic_json_get(protocol, "cells"))
         {
             const char *producer = ic_json_string(cell, "producer");
             const char *consumer = ic_json_string(cell, "consumer");
@@ -775,13 +774,13 @@ int ic_report_recount_from(cJSON *report, struct ic_cases *cases)
     rc = ic_cases_status(cases);
     if (rc < 0)
         goto done;
-    ic_set_counts(cJSON_GetObjectItemCaseSensitive(summary, "outcomes"), totals);
+    ic_set_counts(ic_json_get(summary, "outcomes"), totals);
     for (size_t i = 0; i < ncells; i++)
-        ic_set_counts(cJSON_GetObjectItemCaseSensitive(cells[i].cell, "outcomes"), cells[i].counts);
+        ic_set_counts(ic_json_get(cells[i].cell, "outcomes"), cells[i].counts);
     size_t index = 0;
     cJSON_ArrayForEach(protocol, protocols)
     {
-        ic_set_counts(cJSON_GetObjectItemCaseSensitive(protocol, "outcomes"), per_protocol[index]);
+        ic_set_counts(ic_json_get(protocol, "outcomes"), per_protocol[index]);
         index++;
     }
     rc = 0;

@@ -213,7 +213,7 @@ static size_t ic_intern_field(struct ic_strtab *t, const cJSON *object, const ch
 static void ic_html_seed_libraries(struct ic_html_data *d, const cJSON *environment)
 {
     const cJSON *library;
-    cJSON_ArrayForEach(library, cJSON_GetObjectItemCaseSensitive(environment, "libraries"))
+    cJSON_ArrayForEach(library, ic_json_get(environment, "libraries"))
     {
         const char *name = ic_json_string(library, "name");
         if (name)
@@ -249,14 +249,14 @@ static void ic_html_seed(struct ic_html_data *d, const cJSON *report)
     ic_strtab_intern(&d->variants, "");
     ic_strtab_intern(&d->text, "");
 
-    const cJSON *environments = cJSON_GetObjectItemCaseSensitive(report, "environments");
+    const cJSON *environments = ic_json_get(report, "environments");
     const cJSON *entry;
     cJSON_ArrayForEach(entry, environments)
     {
         ic_intern_field(&d->environments, entry, "id");
-        ic_html_seed_libraries(d, cJSON_GetObjectItemCaseSensitive(entry, "environment"));
+        ic_html_seed_libraries(d, ic_json_get(entry, "environment"));
     }
-    ic_html_seed_libraries(d, cJSON_GetObjectItemCaseSensitive(report, "environment"));
+    ic_html_seed_libraries(d, ic_json_get(report, "environment"));
 }
 
 /* The cell of a case or a gap (an object with producer, consumer, device and, merged,
@@ -366,7 +366,7 @@ IC_TEXT_COLUMN(exported)
 /* Durations to a tenth of a millisecond: finer digits cost bytes and say nothing. */
 static void ic_column_ms(struct ic_html_sink *s, const cJSON *c)
 {
-    const cJSON *ms = cJSON_GetObjectItemCaseSensitive(c, "duration_ms");
+    const cJSON *ms = ic_json_get(c, "duration_ms");
     double value = 0;
     if (cJSON_IsNumber(ms) && ms->valuedouble > 0 && ms->valuedouble < 1e12)
         value = (double)(long long)(ms->valuedouble * 10 + 0.5) / 10;
@@ -383,7 +383,7 @@ static void ic_column_checks(struct ic_html_sink *s, const cJSON *c)
     const cJSON *check;
     unsigned long mask = 0;
     bool listed = false;
-    cJSON_ArrayForEach(check, cJSON_GetObjectItemCaseSensitive(c, "checks"))
+    cJSON_ArrayForEach(check, ic_json_get(c, "checks"))
     {
         size_t name = ic_strtab_intern(&d->checks, check->string ? check->string : "");
         const char *status = ic_json_string(check, "status");
@@ -399,7 +399,7 @@ static void ic_column_checks(struct ic_html_sink *s, const cJSON *c)
         return;
     }
     fprintf(out, "[%lu", mask);
-    cJSON_ArrayForEach(check, cJSON_GetObjectItemCaseSensitive(c, "checks"))
+    cJSON_ArrayForEach(check, ic_json_get(c, "checks"))
     {
         size_t name = ic_strtab_intern(&d->checks, check->string ? check->string : "");
         if (name < 31 && (mask & (1ul << name)))
@@ -479,7 +479,7 @@ static void ic_html_put_id(struct ic_html_sink *s, const cJSON *c, size_t i)
  * case `i`'s, when it has one. */
 static void ic_html_put_expectation(struct ic_html_sink *s, const cJSON *c, size_t i)
 {
-    const cJSON *e = cJSON_GetObjectItemCaseSensitive(c, "expectation");
+    const cJSON *e = ic_json_get(c, "expectation");
     if (!cJSON_IsObject(e))
         return;
     /* Their texts are met last first: the order this page's indices always had. */
@@ -687,7 +687,7 @@ static int ic_html_put_data(FILE *out, struct ic_html_job *job)
     static const char *const head[] = {"tool", "run", "environment", "environments", "findings"};
     bool first = true;
     for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++) {
-        const cJSON *item = cJSON_GetObjectItemCaseSensitive(report, head[i]);
+        const cJSON *item = ic_json_get(report, head[i]);
         if (!item)
             continue;
         fprintf(out, "%s\"%s\":", first ? "" : ",", head[i]);
@@ -725,12 +725,12 @@ static int ic_html_put_data(FILE *out, struct ic_html_job *job)
         return rc;
 
     /* Gaps become cells too, with their reason: the page shows them in the matrix. */
-    const cJSON *summary = cJSON_GetObjectItemCaseSensitive(report, "summary");
+    const cJSON *summary = ic_json_get(report, "summary");
     const cJSON *protocol;
-    cJSON_ArrayForEach(protocol, cJSON_GetObjectItemCaseSensitive(summary, "protocols"))
+    cJSON_ArrayForEach(protocol, ic_json_get(summary, "protocols"))
     {
         const cJSON *gap;
-        cJSON_ArrayForEach(gap, cJSON_GetObjectItemCaseSensitive(protocol, "gaps"))
+        cJSON_ArrayForEach(gap, ic_json_get(protocol, "gaps"))
         {
             size_t cell = ic_html_cell_of(d, protocol->string, gap);
             const char *reason = ic_json_string(gap, "reason");

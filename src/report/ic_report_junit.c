@@ -88,7 +88,7 @@ static void ic_junit_seconds(struct ic_text_buf *out, double seconds)
 
 static double ic_case_seconds(const cJSON *c)
 {
-    const cJSON *ms = cJSON_GetObjectItemCaseSensitive(c, "duration_ms");
+    const cJSON *ms = ic_json_get(c, "duration_ms");
     return cJSON_IsNumber(ms) ? ms->valuedouble / 1000.0 : 0.0;
 }
 
@@ -136,7 +136,7 @@ static const cJSON *ic_junit_environment_of(const cJSON *report, const char *id)
     const cJSON *entry;
     if (!id[0])
         return report;
-    cJSON_ArrayForEach(entry, cJSON_GetObjectItemCaseSensitive(report, "environments"))
+    cJSON_ArrayForEach(entry, ic_json_get(report, "environments"))
     {
         const char *entry_id = ic_json_string(entry, "id");
         if (entry_id && strcmp(entry_id, id) == 0)
@@ -148,7 +148,7 @@ static const cJSON *ic_junit_environment_of(const cJSON *report, const char *id)
 static const char *ic_junit_library_version(const cJSON *environment, const char *name)
 {
     const cJSON *lib;
-    cJSON_ArrayForEach(lib, cJSON_GetObjectItemCaseSensitive(environment, "libraries"))
+    cJSON_ArrayForEach(lib, ic_json_get(environment, "libraries"))
     {
         const char *lib_name = ic_json_string(lib, "name");
         if (lib_name && strcmp(lib_name, name) == 0)
@@ -173,11 +173,11 @@ static void ic_junit_properties(struct ic_text_buf *out, const cJSON *report,
                                 const struct ic_junit_suite *first)
 {
     const cJSON *scope = ic_junit_environment_of(report, first->environment);
-    const cJSON *tool = cJSON_GetObjectItemCaseSensitive(scope, "tool");
-    const cJSON *run = cJSON_GetObjectItemCaseSensitive(scope, "run");
-    const cJSON *environment = cJSON_GetObjectItemCaseSensitive(scope, "environment");
-    const cJSON *build = cJSON_GetObjectItemCaseSensitive(tool, "build");
-    const cJSON *platform = cJSON_GetObjectItemCaseSensitive(environment, "platform");
+    const cJSON *tool = ic_json_get(scope, "tool");
+    const cJSON *run = ic_json_get(scope, "run");
+    const cJSON *environment = ic_json_get(scope, "environment");
+    const cJSON *build = ic_json_get(tool, "build");
+    const cJSON *platform = ic_json_get(environment, "platform");
     char platform_text[400];
     char key[IC_JUNIT_NAME_CAP];
 
@@ -187,9 +187,8 @@ static void ic_junit_properties(struct ic_text_buf *out, const cJSON *report,
     ic_junit_property(out, "interopcheck.version", ic_json_string(tool, "version"));
     ic_junit_property(out, "interopcheck.dlpack_header",
                       ic_json_string(build, "dlpack_header_version"));
-    ic_junit_property(
-        out, "python.version",
-        ic_json_string(cJSON_GetObjectItemCaseSensitive(environment, "python"), "version"));
+    ic_junit_property(out, "python.version",
+                      ic_json_string(ic_json_get(environment, "python"), "version"));
     snprintf(platform_text, sizeof(platform_text), "%s %s %s",
              ic_json_string_or(platform, "system", "?"),
              ic_json_string_or(platform, "release", "?"),
@@ -231,7 +230,7 @@ static void ic_junit_line(struct ic_text_buf *out, const char *label, const char
 
 static void ic_junit_expectation(struct ic_text_buf *out, const cJSON *c)
 {
-    const cJSON *expectation = cJSON_GetObjectItemCaseSensitive(c, "expectation");
+    const cJSON *expectation = ic_json_get(c, "expectation");
     if (!cJSON_IsObject(expectation))
         return;
     ic_junit_line(out, "expectation", ic_json_string(expectation, "pattern"), IC_JUNIT_NAME_CAP);
@@ -243,7 +242,7 @@ static void ic_junit_expectation(struct ic_text_buf *out, const cJSON *c)
 /* The body of a failure, error or skip: everything the report says about the case. */
 static void ic_junit_details(struct ic_text_buf *out, const cJSON *c)
 {
-    const cJSON *checks = cJSON_GetObjectItemCaseSensitive(c, "checks");
+    const cJSON *checks = ic_json_get(c, "checks");
     const cJSON *check;
 
     ic_text_buf_add_escaped_str(out, ic_json_string(c, "diagnostic"), IC_ESCAPE_XML_TEXT,
@@ -301,7 +300,7 @@ static void ic_junit_testcase(struct ic_text_buf *out, const cJSON *c, const cha
     const char *outcome_name = ic_outcome_name((enum ic_outcome)outcome);
     const char *diagnostic = ic_json_string(c, "diagnostic");
     const char *rule = ic_json_string(c, "rule");
-    const cJSON *expectation = cJSON_GetObjectItemCaseSensitive(c, "expectation");
+    const cJSON *expectation = ic_json_get(c, "expectation");
     char name[IC_JUNIT_NAME_CAP];
 
     /* "<device>.<dtype>.<layout>[.<variant>]": the case id without what the classname says. */
@@ -406,15 +405,14 @@ static void ic_junit_suite_head(struct ic_text_buf *out, const cJSON *report,
  * <failure> whose type is its rule; the body holds its cases, example and reproducer. */
 static void ic_junit_finding(struct ic_text_buf *out, const cJSON *f)
 {
-    const cJSON *outcomes = cJSON_GetObjectItemCaseSensitive(f, "outcomes");
-    bool broke = cJSON_GetObjectItemCaseSensitive(outcomes, "crash") ||
-                 cJSON_GetObjectItemCaseSensitive(outcomes, "timeout");
+    const cJSON *outcomes = ic_json_get(f, "outcomes");
+    bool broke = ic_json_get(outcomes, "crash") || ic_json_get(outcomes, "timeout");
     const char *element = broke ? "error" : "failure";
     char classname[IC_JUNIT_NAME_CAP], prefix[160];
     snprintf(classname, sizeof(classname), "interopcheck.findings.%s",
              ic_json_string_or(f, "culprit", "unknown"));
     snprintf(prefix, sizeof(prefix), "%s, %.0f cases", ic_json_string_or(f, "severity", "?"),
-             cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(f, "count")));
+             cJSON_GetNumberValue(ic_json_get(f, "count")));
 
     ic_text_buf_adds(out, "    <testcase");
     ic_junit_attr(out, "classname", classname, IC_JUNIT_NAME_CAP);
@@ -428,7 +426,7 @@ static void ic_junit_finding(struct ic_text_buf *out, const cJSON *f)
     ic_junit_line(out, "documented", ic_json_string(f, "documented"), IC_JUNIT_FIELD_CAP);
     ic_junit_line(out, "example", ic_json_string(f, "example"), IC_JUNIT_NAME_CAP);
     const cJSON *pattern;
-    cJSON_ArrayForEach(pattern, cJSON_GetObjectItemCaseSensitive(f, "cases"))
+    cJSON_ArrayForEach(pattern, ic_json_get(f, "cases"))
         ic_junit_line(out, "cases", cJSON_GetStringValue(pattern), IC_JUNIT_NAME_CAP);
     const char *script = ic_json_string(f, "reproducer");
     if (script) {
@@ -442,15 +440,14 @@ static void ic_junit_finding(struct ic_text_buf *out, const cJSON *f)
  * a finding that crashed or hung. */
 static void ic_junit_count_findings(struct ic_junit_counts *counts, const cJSON *report)
 {
-    const cJSON *findings = cJSON_GetObjectItemCaseSensitive(report, "findings");
+    const cJSON *findings = ic_json_get(report, "findings");
     const cJSON *f;
     int total = cJSON_GetArraySize(findings);
     counts->tests += total ? (size_t)total : 1;
     cJSON_ArrayForEach(f, findings)
     {
-        const cJSON *outcomes = cJSON_GetObjectItemCaseSensitive(f, "outcomes");
-        if (cJSON_GetObjectItemCaseSensitive(outcomes, "crash") ||
-            cJSON_GetObjectItemCaseSensitive(outcomes, "timeout"))
+        const cJSON *outcomes = ic_json_get(f, "outcomes");
+        if (ic_json_get(outcomes, "crash") || ic_json_get(outcomes, "timeout"))
             counts->errors++;
         else
             counts->failures++;
@@ -459,7 +456,7 @@ static void ic_junit_count_findings(struct ic_junit_counts *counts, const cJSON 
 
 static void ic_junit_findings(struct ic_text_buf *out, const cJSON *report, const char *timestamp)
 {
-    const cJSON *findings = cJSON_GetObjectItemCaseSensitive(report, "findings");
+    const cJSON *findings = ic_json_get(report, "findings");
     struct ic_junit_counts counts = {0};
     const cJSON *f;
     ic_junit_count_findings(&counts, report);
@@ -699,10 +696,9 @@ static int ic_junit_document(FILE *file, void *context)
 int ic_junit_write(const cJSON *report, struct ic_cases *cases, const char *path, bool per_case,
                    bool with_unsupported, char *err, size_t err_size)
 {
-    const cJSON *run = cJSON_GetObjectItemCaseSensitive(report, "run");
-    const cJSON *platform = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(report, "environment"), "platform");
-    const cJSON *duration = cJSON_GetObjectItemCaseSensitive(run, "duration_s");
+    const cJSON *run = ic_json_get(report, "run");
+    const cJSON *platform = ic_json_get(ic_json_get(report, "environment"), "platform");
+    const cJSON *duration = ic_json_get(run, "duration_s");
     struct ic_junit_state st = {.report = report,
                                 .per_case = per_case,
                                 .timestamp = ic_json_string(run, "started"),

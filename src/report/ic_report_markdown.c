@@ -40,7 +40,7 @@ static int ic_case_outcome(const cJSON *c)
 
 static size_t ic_count_of(const cJSON *outcomes, enum ic_outcome outcome)
 {
-    const cJSON *item = cJSON_GetObjectItemCaseSensitive(outcomes, ic_outcome_name(outcome));
+    const cJSON *item = ic_json_get(outcomes, ic_outcome_name(outcome));
     return ic_json_count(item);
 }
 
@@ -119,12 +119,12 @@ static void ic_md_totals(struct ic_text_buf *out, const size_t counts[IC_OUTCOME
 /* One line on where a run happened: tool, Python, platform, time, and the libraries. */
 static void ic_md_environment_line(struct ic_text_buf *out, const cJSON *scope)
 {
-    const cJSON *tool = cJSON_GetObjectItemCaseSensitive(scope, "tool");
-    const cJSON *run = cJSON_GetObjectItemCaseSensitive(scope, "run");
-    const cJSON *environment = cJSON_GetObjectItemCaseSensitive(scope, "environment");
-    const cJSON *platform = cJSON_GetObjectItemCaseSensitive(environment, "platform");
-    const cJSON *python = cJSON_GetObjectItemCaseSensitive(environment, "python");
-    const cJSON *duration = cJSON_GetObjectItemCaseSensitive(run, "duration_s");
+    const cJSON *tool = ic_json_get(scope, "tool");
+    const cJSON *run = ic_json_get(scope, "run");
+    const cJSON *environment = ic_json_get(scope, "environment");
+    const cJSON *platform = ic_json_get(environment, "platform");
+    const cJSON *python = ic_json_get(environment, "python");
+    const cJSON *duration = ic_json_get(run, "duration_s");
     const char *dot = " \xC2\xB7 ";
 
     ic_text_buf_adds(out, "interopcheck ");
@@ -153,7 +153,7 @@ static void ic_md_environment_line(struct ic_text_buf *out, const cJSON *scope)
     ic_text_buf_adds(out, "<br>\nLibraries:");
     const cJSON *lib;
     const char *sep = " ";
-    cJSON_ArrayForEach(lib, cJSON_GetObjectItemCaseSensitive(environment, "libraries"))
+    cJSON_ArrayForEach(lib, ic_json_get(environment, "libraries"))
     {
         const char *status = ic_json_string_or(lib, "status", "");
         if (strcmp(status, "not_loaded") == 0)
@@ -177,7 +177,7 @@ static void ic_md_environment_line(struct ic_text_buf *out, const cJSON *scope)
 
 static void ic_md_environment(struct ic_md_writer *w, const cJSON *report)
 {
-    const cJSON *environments = cJSON_GetObjectItemCaseSensitive(report, "environments");
+    const cJSON *environments = ic_json_get(report, "environments");
     struct ic_text_buf section;
     ic_text_buf_init(&section);
     if (cJSON_IsArray(environments) && cJSON_GetArraySize(environments) > 0) {
@@ -241,8 +241,8 @@ static const char *ic_md_marker(const size_t counts[IC_OUTCOME_COUNT])
 /* "✓ 90/90": the marker of the worst outcome, then passed (pass and xpass) of all cases. */
 static void ic_md_cell(struct ic_text_buf *out, const cJSON *cell)
 {
-    const cJSON *outcomes = cJSON_GetObjectItemCaseSensitive(cell, "outcomes");
-    const cJSON *total_item = cJSON_GetObjectItemCaseSensitive(cell, "total");
+    const cJSON *outcomes = ic_json_get(cell, "outcomes");
+    const cJSON *total_item = ic_json_get(cell, "total");
     size_t counts[IC_OUTCOME_COUNT], sum = 0;
     for (int o = 0; o < IC_OUTCOME_COUNT; o++)
         sum += counts[o] = ic_count_of(outcomes, (enum ic_outcome)o);
@@ -404,10 +404,9 @@ done:
  * several environments, their cells side by side (ic_md_matrix_side); else one environment's. */
 static void ic_md_matrices(struct ic_md_writer *w, const cJSON *report)
 {
-    const cJSON *environments = cJSON_GetObjectItemCaseSensitive(report, "environments");
+    const cJSON *environments = ic_json_get(report, "environments");
     bool side_by_side = cJSON_IsArray(environments) && cJSON_GetArraySize(environments) > 1;
-    const cJSON *protocols = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(report, "summary"), "protocols");
+    const cJSON *protocols = ic_json_get(ic_json_get(report, "summary"), "protocols");
     const cJSON *protocol;
     struct ic_text_buf section, without;
 
@@ -425,7 +424,7 @@ static void ic_md_matrices(struct ic_md_writer *w, const cJSON *report)
     ic_md_commit(w, &section);
     cJSON_ArrayForEach(protocol, protocols)
     {
-        const cJSON *cells = cJSON_GetObjectItemCaseSensitive(protocol, "cells");
+        const cJSON *cells = ic_json_get(protocol, "cells");
         size_t ncells = (size_t)cJSON_GetArraySize(cells);
         if (ncells == 0) {
             ic_text_buf_adds(&without, without.len ? ", " : "No cases for ");
@@ -521,7 +520,7 @@ static void ic_md_rule(struct ic_text_buf *out, const cJSON *finding)
  * ones, folded, as far as the cap allows. */
 static void ic_md_findings(struct ic_md_writer *w, const cJSON *report)
 {
-    const cJSON *findings = cJSON_GetObjectItemCaseSensitive(report, "findings");
+    const cJSON *findings = ic_json_get(report, "findings");
     int total = cJSON_GetArraySize(findings);
     struct ic_text_buf section;
     if (total == 0)
@@ -542,8 +541,7 @@ static void ic_md_findings(struct ic_md_writer *w, const cJSON *report)
             ic_text_buf_truncate(&section, 0);
             ic_text_buf_adds(&section, "| ");
             ic_md_code(&section, ic_json_string_or(f, "severity", "?"));
-            ic_text_buf_addf(&section, " | %.0f | ",
-                             cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(f, "count")));
+            ic_text_buf_addf(&section, " | %.0f | ", cJSON_GetNumberValue(ic_json_get(f, "count")));
             ic_md_code(&section, ic_json_string_or(f, "culprit", "?"));
             ic_text_buf_adds(&section, " | ");
             ic_md_rule(&section, f);
@@ -585,7 +583,7 @@ static void ic_md_case_row(struct ic_text_buf *out, const cJSON *c, bool merged)
     ic_md_text(out, ic_json_string(c, "rule"), IC_MD_FIELD_CAP);
     ic_text_buf_adds(out, " | ");
     if (outcome == IC_OUTCOME_XPASS) {
-        const cJSON *expectation = cJSON_GetObjectItemCaseSensitive(c, "expectation");
+        const cJSON *expectation = ic_json_get(c, "expectation");
         ic_text_buf_adds(out, "passed, but expected to fail: ");
         ic_md_text(out, ic_json_string_or(expectation, "reason", "?"), IC_MD_FIELD_CAP);
         if (ic_json_string(expectation, "link")) {
@@ -649,7 +647,7 @@ static void ic_md_cases(struct ic_md_writer *w, const cJSON *report,
 {
     static const char *const titles[] = {"Failures", "Errors (not charged to a library)",
                                          "Unexpected passes"};
-    bool merged = cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(report, "environments"));
+    bool merged = cJSON_IsArray(ic_json_get(report, "environments"));
     struct ic_text_buf section;
     /* Failing cases are not listed one by one: the findings stand for them. */
     size_t in_group[3] = {0, counts[IC_OUTCOME_ERROR], counts[IC_OUTCOME_XPASS]};
@@ -737,7 +735,7 @@ static void ic_md_closing(struct ic_text_buf *out, const struct ic_md_writer *w,
 int ic_markdown_write(const cJSON *report, struct ic_cases *cases, const char *path,
                       size_t max_bytes, const char *full_report, char *err, size_t err_size)
 {
-    bool merged = cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(report, "environments"));
+    bool merged = cJSON_IsArray(ic_json_get(report, "environments"));
     struct ic_md_writer w = {0};
     struct ic_text_buf closing;
     struct ic_md_rows rows[3] = {0};

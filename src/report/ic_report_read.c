@@ -45,11 +45,11 @@ static cJSON *ic_stream_skeleton(cJSON *run_line, const char *path, char *err, s
  * when the last result came, which is what "finished" means for a run that was killed. */
 static int ic_stream_finish_time(cJSON *report, const char *path)
 {
-    cJSON *run = cJSON_GetObjectItemCaseSensitive(report, "run");
+    cJSON *run = ic_json_get(report, "run");
     struct stat st;
     struct tm started_tm, finished_tm;
     char finished[64];
-    if (!cJSON_IsObject(run) || cJSON_GetObjectItemCaseSensitive(run, "finished"))
+    if (!cJSON_IsObject(run) || ic_json_get(run, "finished"))
         return 0;
     /* By the path: the FILE reads through the gzip layer, which has no descriptor to fstat
      * (a finished stream then read as one finished now). */
@@ -91,7 +91,7 @@ static int ic_stream_take(struct ic_stream_reading *r, cJSON *json, size_t numbe
                 snprintf(err, err_size, "%s is not an interopcheck result stream", path);
             return IC_EINVAL;
         }
-        r->cases = cJSON_GetObjectItemCaseSensitive(r->report, "cases");
+        r->cases = ic_json_get(r->report, "cases");
     } else if (strcmp(type, "case") == 0 && !r->ended) {
         cJSON_DeleteItemFromObjectCaseSensitive(json, "type");
         cJSON_AddItemToArray(r->cases, json);

@@ -112,7 +112,7 @@ done:
 
 void ic_views_print_findings(FILE *out, const cJSON *report, const char *json_path, int max_other)
 {
-    const cJSON *findings = cJSON_GetObjectItemCaseSensitive(report, "findings");
+    const cJSON *findings = ic_json_get(report, "findings");
     int total = cJSON_GetArraySize(findings);
     if (total == 0)
         return;
@@ -124,7 +124,7 @@ void ic_views_print_findings(FILE *out, const cJSON *report, const char *json_pa
         enum ic_severity_class c = IC_CLASS_HARMFUL;
         ic_severity_from_name(ic_json_string(f, "severity"), &c);
         counts[c]++;
-        cases += ic_json_count(cJSON_GetObjectItemCaseSensitive(f, "count"));
+        cases += ic_json_count(ic_json_get(f, "count"));
     }
     fprintf(out, "\n%d finding%s in %zu failing cases:", total, total == 1 ? "" : "s", cases);
     for (int c = 0; c < IC_CLASS_COUNT; c++) {
@@ -150,8 +150,8 @@ void ic_views_print_findings(FILE *out, const cJSON *report, const char *json_pa
         char id[IC_TEXT_CAP_MIN * 2], text[240];
         ic_text_for_terminal(id, sizeof(id), ic_json_string_or(f, "id", "?"));
         ic_text_for_terminal(text, sizeof(text), ic_json_string_or(f, "diagnostic", ""));
-        fprintf(out, "  %5.0f  %-48s %s\n",
-                cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(f, "count")), id, text);
+        fprintf(out, "  %5.0f  %-48s %s\n", cJSON_GetNumberValue(ic_json_get(f, "count")), id,
+                text);
     }
     if (hidden)
         fprintf(out, "  ... and %d more finding%s in the report\n", hidden, hidden == 1 ? "" : "s");
