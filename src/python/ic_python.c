@@ -444,31 +444,30 @@ void ic_py_exc_format(const struct ic_py_exc *exc, char *buf, size_t size)
         snprintf(buf, size, "%s", exc->type);
 }
 
-void ic_py_collect(bool full)
+/* Calls gc.<method>(generation), or gc.<method>() for a negative generation; a method the
+ * running Python lacks, or one that raises, does nothing. */
+static void ic_py_gc_call(const char *method, int generation)
 {
     PyObject *gc = NULL, *result = NULL;
 
     gc = PyImport_ImportModule("gc");
-    if (gc)
-        result = full ? PyObject_CallMethod(gc, "collect", NULL)
-                      : PyObject_CallMethod(gc, "collect", "i", 1);
+    if (gc && PyObject_HasAttrString(gc, method))
+        result = generation < 0 ? PyObject_CallMethod(gc, method, NULL)
+                                : PyObject_CallMethod(gc, method, "i", generation);
     if (!result)
         PyErr_Clear();
     Py_XDECREF(result);
     Py_XDECREF(gc);
 }
 
+void ic_py_collect(bool full)
+{
+    ic_py_gc_call("collect", full ? -1 : 1);
+}
+
 void ic_py_freeze_imports(void)
 {
-    PyObject *gc = NULL, *result = NULL;
-
-    gc = PyImport_ImportModule("gc");
-    if (gc && PyObject_HasAttrString(gc, "freeze"))
-        result = PyObject_CallMethod(gc, "freeze", NULL);
-    if (!result)
-        PyErr_Clear();
-    Py_XDECREF(result);
-    Py_XDECREF(gc);
+    ic_py_gc_call("freeze", -1);
 }
 
 char *ic_py_json_dumps(PyObject *obj)

@@ -1747,27 +1747,26 @@ static bool ic_case_forked(const struct ic_pool *pool, const struct ic_run_state
            !ic_library_no_fork(pool->catalog, c->consumer);
 }
 
-/* Whether isolated case `index` goes to a lean worker: a process started afresh that imports
- * only what such cases need and forks its case children from itself, instead of a worker
- * holding every library, whose children cost 60-80 ms a crash (IC_LEAN_LOAD_MS_MAX). Only where
- * there is a large template (without one, a worker imports just what its cases need anyway; of
- * a small one, a fork is cheap), for a case forked from a worker, and for a pair whose libraries
+/* Whether isolated case `index`, which imports `needs`, goes to a lean worker: a process started
+ * afresh that imports only what such cases need and forks its case children from itself, instead of
+ * a worker holding every library, whose children cost 60-80 ms a crash (IC_LEAN_LOAD_MS_MAX). Only
+ * where there is a large template (without one, a worker imports just what its cases need anyway;
+ * of a small one, a fork is cheap), for a case forked from a worker, and for a pair whose libraries
  * discovery imported quickly, none of them one a lean worker failed to import in time. Discovery's
  * times are each library's share in its order, less than a fresh process pays where an earlier
  * library imported what this one needs: a lean worker that overruns IC_LEAN_IMPORT_MAX_S is given
  * up (ic_lean_failed). */
-static bool ic_case_lean(const struct ic_pool *pool, const struct ic_run_state *st, size_t index)
+static bool ic_case_lean(const struct ic_pool *pool, const struct ic_run_state *st, size_t index,
+                         const struct ic_needs *needs)
 {
     if (pool->template.pid <= 0 || pool->template_mib < IC_LEAN_TEMPLATE_MIN_MIB ||
         st->retried[index] || !ic_case_forked(pool, st, index))
         return false; /* a case run again (ic_lean_failed among the reasons) never goes lean */
-    const struct ic_case *c = &st->cases[index];
-    struct ic_needs needs = ic_needed(pool, c->producer, c->consumer);
     double ms = 0;
-    for (int n = 0; n < needs.count; n++) {
-        if (ic_libset_has(&pool->lean_heavy, needs.lib[n]))
+    for (int n = 0; n < needs->count; n++) {
+        if (ic_libset_has(&pool->lean_heavy, needs->lib[n]))
             return false;
-        ms += pool->catalog->libs[needs.lib[n]].load_ms;
+        ms += pool->catalog->libs[needs->lib[n]].load_ms;
     }
     return ms <= IC_LEAN_LOAD_MS_MAX;
 }
@@ -2143,7 +2142,7 @@ static int ic_pool_assign(struct ic_pool *pool, struct ic_run_state *st)
         const struct ic_case *c = &st->cases[index];
         struct ic_needs needed = ic_needed(pool, c->producer, c->consumer);
         bool isolate = ic_case_forked(pool, st, index);
-        bool lean = isolate && ic_case_lean(pool, st, index);
+        bool lean = isolate && ic_case_lean(pool, st, index, &needed);
         /* Without a template a worker for it would import the pair again: the case waits for
          * the one serving isolated cases. With one, a copy costs milliseconds, and a second
          * server halves the end of a run that is isolated cases alone (the first --all in an

@@ -339,22 +339,29 @@ def check_ledger(tap, binary, probes, workdir):
            "INTEROPCHECK_LEDGER_DIR set and empty: no ledger", fourth)
 
 
+def run_timed(binary, workdir, name, args, env):
+    """Runs a -j1 selection without a crash ledger: (proc, run.timing, {case id: outcome}),
+    the last two empty when no report was written."""
+    out = os.path.join(workdir, name + ".json")
+    proc = taplib.run(binary, *args, "-j", "1", "-q", "-o", out,
+                      env={"INTEROPCHECK_LEDGER_DIR": "", **env})
+    if not os.path.exists(out):
+        return proc, {}, {}
+    report = taplib.load_report(out)
+    return proc, report["run"]["timing"], {c["id"]: c["outcome"] for c in report["cases"]}
+
+
 def check_lean(tap, binary, probes, workdir):
     """With a large template (tests/probes/biglib.py holds 600 MiB), the isolated cases of a
     crashing pair cheap to import (numpy -> badlib) run in a lean worker, started afresh,
-    importing only the pair, and forking each case's child from that: one such worker, no
-    restart counted for it, and every case's outcome is that of a run whose workers all
-    import afresh (INTEROPCHECK_COPIES=0, where no worker is lean)."""
+    importing only the pair, and forking each case's child from that: one such worker, and
+    every case's outcome is that of a run whose workers all import afresh
+    (INTEROPCHECK_COPIES=0, where no worker is lean)."""
     def run(name, env):
-        out = os.path.join(workdir, name + ".json")
-        proc = taplib.run(binary, "--probe-dir", probes, "--producer", "numpy", "--consumer",
+        return run_timed(binary, workdir, name,
+                         ["--probe-dir", probes, "--producer", "numpy", "--consumer",
                           "badlib,biglib", "--protocol", "dlpack", "--dtype", "float32,float64",
-                          "--layout", "contiguous,scalar", "-j", "1", "-o", out, "-q",
-                          env={"INTEROPCHECK_LEDGER_DIR": "", **env})
-        if not os.path.exists(out):
-            return proc, {}, {}
-        report = taplib.load_report(out)
-        return proc, report["run"]["timing"], {c["id"]: c["outcome"] for c in report["cases"]}
+                          "--layout", "contiguous,scalar"], env)
 
     proc, lean, outcomes = run("lean", {})
     crashes = sum(1 for o in outcomes.values() if o == "crash")
@@ -524,15 +531,10 @@ def check_copies(tap, binary, probes, workdir):
     workers import their libraries themselves (INTEROPCHECK_COPIES=0). A library whose probe
     says fork=False is never copied: then every worker imports."""
     def run(name, consumers, env):
-        out = os.path.join(workdir, name + ".json")
-        proc = taplib.run(binary, "--probe-dir", probes, "--producer", "numpy", "--consumer",
-                          consumers, "--protocol", "dlpack,array_interface", "--dtype",
-                          "float64,float32,int16", "--layout", "contiguous,scalar", "-j", "1",
-                          "-q", "-o", out, env={"INTEROPCHECK_LEDGER_DIR": "", **env})
-        if not os.path.exists(out):
-            return proc, {}, {}
-        report = taplib.load_report(out)
-        return proc, report["run"]["timing"], {c["id"]: c["outcome"] for c in report["cases"]}
+        return run_timed(binary, workdir, name,
+                         ["--probe-dir", probes, "--producer", "numpy", "--consumer", consumers,
+                          "--protocol", "dlpack,array_interface", "--dtype",
+                          "float64,float32,int16", "--layout", "contiguous,scalar"], env)
 
     proc, copied, outcomes = run("copies", "badlib,numpy", {})
     crashes = sum(1 for o in outcomes.values() if o == "crash")
