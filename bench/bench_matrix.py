@@ -154,6 +154,8 @@ def phase_breakdown(report, wall):
         ("discovery (importing every library once, in a worker)", f"{timing['discovery_s']:.2f} s"),
         ("  the second worker's imports meanwhile (prewarming)",
          f"{timing.get('prewarm_import_s', 0):.2f} s"),
+        ("  cases run meanwhile, in copies of discovery's worker",
+         f"{timing.get('early_cases', 0)} in {timing.get('early_workers', 0)}"),
         ("running the cases (wall)", f"{timing['cases_wall_s']:.2f} s"),
         ("  workers' first import of each library", f"{timing['import_s']:.2f} s"),
         ("  re-imports in workers started after a crash or a stop", f"{timing['reimport_s']:.2f} s"),

@@ -11,6 +11,7 @@
 
 #include "ic_commands.h"
 #include "ic_config.h"
+#include "ic_early.h"
 #include "ic_error.h"
 #include "ic_expect.h"
 #include "ic_findings.h"
@@ -20,6 +21,7 @@
 #include "ic_plan_cases.h"
 #include "ic_report.h"
 #include "ic_resume.h"
+#include "ic_run_ledger.h"
 #include "ic_session.h"
 #include "ic_stream.h"
 #include "ic_views.h"
@@ -188,14 +190,20 @@ static void ic_print_case(struct ic_run *run, const struct ic_case *c, const str
  * the plan keeps only its outcome and attribution, and the report reads the rest back from
  * the stream (ic_plan_cases); when the stream cannot be written, the whole result stays
  * packed in the plan instead. `res` is the item's result, whole. */
-static void ic_record_result(struct ic_run *run, struct ic_planned *item,
-                             const struct ic_result *res)
+static void ic_count_result(struct ic_run *run, struct ic_planned *item,
+                            const struct ic_result *res)
 {
     item->done = true;
     run->done++;
     run->counts[res->outcome]++;
     if (run->session->opts->verbose)
         ic_print_case(run, &item->c, res);
+}
+
+static void ic_record_result(struct ic_run *run, struct ic_planned *item,
+                             const struct ic_result *res)
+{
+    ic_count_result(run, item, res);
     item->stream_offset = 0;
     if (run->stream_ok &&
         ic_stream_write_case(&run->stream, &item->c, res, &item->stream_offset) < 0) {
@@ -226,6 +234,36 @@ static void ic_on_result(void *context, size_t index, const struct ic_result *re
     struct ic_planned *item = &run->plan->items[run->run_index[index]];
     ic_record_result(run, item, res);
     ic_print_progress(run, &item->c, false);
+}
+
+/* A case that ran while discovery imported, its line in the stream already (ic_early_take):
+ * counted and kept as ic_record_result keeps a case written to the stream. */
+static void ic_take_early(void *context, struct ic_planned *item,
+                          const struct ic_result_packed *fields, int64_t stream_offset)
+{
+    struct ic_run *run = context;
+    struct ic_result res;
+    ic_result_unpack(fields, &res); /* the outcome and attribution, for the counts and -v */
+    ic_count_result(run, item, &res);
+    item->stream_offset = stream_offset;
+    ic_result_packed_release(&item->result);
+    item->result = *fields;
+}
+
+/* The stream failed while the early results were copied in: the cases taken (the only ones
+ * of the plan to run that are done before the run) run again, their results kept in memory. */
+static void ic_untake_early(struct ic_run *run)
+{
+    for (size_t i = 0; i < run->plan->count; i++) {
+        struct ic_planned *item = &run->plan->items[i];
+        if (!item->run || !item->done)
+            continue;
+        item->done = false;
+        run->done--;
+        run->counts[item->result.outcome]--;
+        item->stream_offset = 0;
+        item->result = (struct ic_result_packed){0};
+    }
 }
 
 /* --- Output --------------------------------------------------------------------------------- */
@@ -692,91 +730,9 @@ static size_t ic_run_start_stream(struct ic_run *run, struct ic_session *session
     return to_run;
 }
 
-/* --- The crash ledger (ic_ledger.h) ---------------------------------------------------------- */
-
-/* The version the ledger records for library `name`: the catalog's ("-" when it has none, and
- * for the reference consumer). NULL for a library that is not loaded. */
-static const char *ic_ledger_version(const struct ic_catalog *catalog, const char *name)
-{
-    int i = ic_catalog_find(catalog, name);
-    if (i < 0)
-        return strcmp(name, IC_REFERENCE_CONSUMER) == 0 ? "-" : NULL;
-    const struct ic_library *lib = &catalog->libs[i];
-    if (lib->state != IC_LIBRARY_LOADED)
-        return NULL;
-    return lib->version[0] ? lib->version : "-";
-}
-
-/* The ledger entry of case `c`'s pair, protocol and libraries' versions now. */
-static bool ic_ledger_entry_of(const struct ic_catalog *catalog, const struct ic_case *c,
-                               struct ic_ledger_entry *entry)
-{
-    const char *produced = ic_ledger_version(catalog, c->producer);
-    const char *consumed = ic_ledger_version(catalog, c->consumer);
-    if (!produced || !consumed)
-        return false;
-    memset(entry, 0, sizeof(*entry));
-    entry->protocol = c->protocol;
-    snprintf(entry->producer, sizeof(entry->producer), "%s", c->producer);
-    snprintf(entry->producer_version, sizeof(entry->producer_version), "%s", produced);
-    snprintf(entry->consumer, sizeof(entry->consumer), "%s", c->consumer);
-    snprintf(entry->consumer_version, sizeof(entry->consumer_version), "%s", consumed);
-    return true;
-}
-
-/* Isolates from the start the pairs the ledger names with the versions loaded now (a new
- * release of either library may have mended the crash: then its pair runs as any other). */
-static int ic_ledger_apply(const struct ic_ledger *ledger, struct ic_session *session)
-{
-    for (size_t i = 0; i < ledger->count; i++) {
-        const struct ic_ledger_entry *e = &ledger->entries[i];
-        const char *produced = ic_ledger_version(&session->catalog, e->producer);
-        const char *consumed = ic_ledger_version(&session->catalog, e->consumer);
-        if (produced && consumed && strcmp(produced, e->producer_version) == 0 &&
-            strcmp(consumed, e->consumer_version) == 0 &&
-            ic_pool_isolate_pair(session->pool, e->producer, e->consumer, e->protocol) < 0)
-            return IC_ENOMEM;
-    }
-    return 0;
-}
-
-/* The ledger after this run: what it held of pairs this run finished no case of (an
- * interrupted run keeps those it did not reach), and every pair whose case crashed or hung now
- * (before expectations turn any into xfail). A pair that ran and did not crash leaves it.
- * Writing it is best effort: it only saves time. */
-static void ic_ledger_update(const struct ic_ledger *ledger, const struct ic_plan *plan,
-                             const struct ic_catalog *catalog)
-{
-    struct ic_ledger next = {0};
-    snprintf(next.path, sizeof(next.path), "%s", ledger->path);
-    struct ic_ledger_entry entry;
-    bool ok = true;
-    for (size_t i = 0; ok && i < ledger->count; i++) {
-        const struct ic_ledger_entry *e = &ledger->entries[i];
-        bool ran = false;
-        for (size_t k = 0; !ran && k < plan->count; k++) {
-            const struct ic_case *c = &plan->items[k].c;
-            ran = plan->items[k].run && plan->items[k].done && c->protocol == e->protocol &&
-                  strcmp(c->producer, e->producer) == 0 && strcmp(c->consumer, e->consumer) == 0;
-        }
-        ok = ran || ic_ledger_add(&next, e) == 0;
-    }
-    for (size_t k = 0; ok && k < plan->count; k++) {
-        const struct ic_planned *item = &plan->items[k];
-        enum ic_outcome outcome = item->result.outcome;
-        if (item->run && item->done &&
-            (outcome == IC_OUTCOME_CRASH || outcome == IC_OUTCOME_TIMEOUT) &&
-            ic_ledger_entry_of(catalog, &item->c, &entry))
-            ok = ic_ledger_add(&next, &entry) == 0;
-    }
-    char err[512];
-    if (ok && ic_ledger_save(&next, err, sizeof(err)) < 0)
-        fprintf(stderr, "interopcheck: note: the crash ledger was not written (%s)\n", err);
-    ic_ledger_release(&next);
-}
-
 /* Runs the cases the plan left to run. IC_EINTR when a signal stopped the run. */
-static int ic_run_pool(struct ic_run *run, struct ic_session *session, size_t to_run)
+static int ic_run_pool(struct ic_run *run, struct ic_session *session,
+                       const struct ic_ledger *ledger, size_t to_run)
 {
     struct ic_plan *plan = run->plan;
     struct ic_case *cases = calloc(to_run ? to_run : 1, sizeof(*cases));
@@ -785,22 +741,19 @@ static int ic_run_pool(struct ic_run *run, struct ic_session *session, size_t to
         free(cases);
         return IC_ENOMEM;
     }
+    /* A case that ran while discovery imported (ic_early.h) is done already. */
     for (size_t i = 0, k = 0; i < plan->count; i++) {
-        if (plan->items[i].run) {
+        if (plan->items[i].run && !plan->items[i].done) {
             cases[k] = plan->items[i].c;
             run->run_index[k++] = i;
         }
     }
-    struct ic_ledger ledger;
-    int rc = ic_ledger_open(&ledger, session->python);
-    if (rc == 0)
-        rc = ic_ledger_apply(&ledger, session);
+    int rc = ic_run_ledger_apply(ledger, session);
     if (rc == 0)
         rc = ic_stop_signal ? IC_EINTR
                             : ic_pool_run(session->pool, cases, to_run, ic_on_result, run);
     if (rc == 0 || rc == IC_EINTR)
-        ic_ledger_update(&ledger, plan, &session->catalog);
-    ic_ledger_release(&ledger);
+        ic_run_ledger_update(ledger, plan, &session->catalog);
     free(cases);
     return rc;
 }
@@ -821,6 +774,9 @@ struct ic_run_command {
     struct ic_plan plan;
     struct ic_filter filter;
     struct ic_libset wanted;
+    struct ic_ledger ledger; /* the crash ledger (ic_run_ledger.h), open once discovery starts */
+    bool ledger_open;
+    struct ic_early *early; /* cases run while discovery imports; NULL: none */
     int untested;
     struct ic_run run;
     struct ic_run_policy policy;
@@ -900,8 +856,22 @@ static int ic_run_command_plan(struct ic_run_command *cmd)
         return snprintf(cmd->err, sizeof(cmd->err), "out of memory"), IC_ENOMEM;
     if (!opts->consumers.count)
         ic_libset_fill(&cmd->wanted);
+    if (!opts->collect_only) {
+        if (ic_ledger_open(&cmd->ledger, session->python) < 0)
+            return snprintf(cmd->err, sizeof(cmd->err), "out of memory"), IC_ENOMEM;
+        cmd->ledger_open = true;
+    }
+    /* Cases start while discovery imports (ic_early.h), for a plain run: the others pick
+     * their cases from a report once the plan is made. Out of memory: they wait for it. */
+    if (!opts->collect_only && !opts->resume && !opts->last_failed && !opts->case_id) {
+        cmd->early = ic_early_open(session, &cmd->filter, &cmd->ledger);
+        session->between = cmd->early ? ic_early_between : NULL;
+        session->between_context = cmd->early;
+    }
     double discovery_start = ic_wall_s();
-    if (ic_session_discover(session, &cmd->wanted, true) < 0)
+    int discovered = ic_session_discover(session, &cmd->wanted, true);
+    session->between = NULL;
+    if (discovered < 0)
         return snprintf(cmd->err, sizeof(cmd->err), "discovery failed"), IC_EENV;
     cmd->discovery_s = ic_wall_s() - discovery_start;
     cmd->untested = ic_report_untested(&session->catalog, &cmd->wanted, opts);
@@ -952,8 +922,25 @@ static int ic_run_command_execute(struct ic_run_command *cmd)
     run->plan = &cmd->plan;
     size_t to_run = ic_run_start_stream(run, &cmd->session, cmd->stream_path, cmd->tool,
                                         cmd->run_json, cmd->python);
+    /* The cases run while discovery imported went on until now; what they finished is the
+     * run's, the rest runs with the others. */
+    ic_early_stop(cmd->early);
+    if (run->stream_ok) { /* otherwise those cases run again, their results kept in memory */
+        int taken = ic_early_take(cmd->early, &cmd->plan, &run->stream, ic_take_early, run);
+        if (taken == IC_ENOMEM)
+            return snprintf(cmd->err, sizeof(cmd->err), "out of memory"), taken;
+        if (taken < 0) {
+            fprintf(stderr, "interopcheck: cannot write %s: %s; results stay in memory\n",
+                    run->stream.path, strerror(errno));
+            run->stream_ok = false;
+            ic_untake_early(run);
+        }
+        to_run -= taken > 0 ? (size_t)taken : 0;
+    }
+    ic_early_close(cmd->early);
+    cmd->early = NULL;
     double cases_start = ic_wall_s();
-    int ran = ic_run_pool(run, &cmd->session, to_run);
+    int ran = ic_run_pool(run, &cmd->session, &cmd->ledger, to_run);
     cmd->cases_wall_s = ic_wall_s() - cases_start;
     cmd->interrupted = ran == IC_EINTR;
     if (ran < 0 && !cmd->interrupted) {
@@ -993,7 +980,9 @@ static int ic_run_timing_json(struct ic_run_command *cmd)
         !cJSON_AddNumberToObject(timing, "restarts", stats.restarts) ||
         !cJSON_AddNumberToObject(timing, "isolated_cases", stats.isolated_cases) ||
         !cJSON_AddNumberToObject(timing, "starts_declined", stats.starts_declined) ||
-        !cJSON_AddNumberToObject(timing, "ledger_pairs", stats.ledger_pairs))
+        !cJSON_AddNumberToObject(timing, "ledger_pairs", stats.ledger_pairs) ||
+        !cJSON_AddNumberToObject(timing, "early_cases", stats.early_cases) ||
+        !cJSON_AddNumberToObject(timing, "early_workers", stats.early_workers))
         return IC_ENOMEM;
     cJSON *stages = cJSON_AddObjectToObject(timing, "stages_s");
     for (int i = 0; stages && i < IC_STAGE_COUNT; i++) {
@@ -1194,6 +1183,9 @@ static void ic_run_command_close(struct ic_run_command *cmd)
     cJSON_Delete(cmd->run_json);
     cJSON_Delete(cmd->python);
     free(cmd->run.run_index);
+    ic_early_close(cmd->early); /* before the pool goes, with the session */
+    if (cmd->ledger_open)
+        ic_ledger_release(&cmd->ledger);
     ic_plan_release(&cmd->plan);
     ic_filter_release(&cmd->filter);
     ic_libset_release(&cmd->wanted);

@@ -264,9 +264,14 @@ void ic_session_status_clear(struct ic_session *session)
         fputs("\r\033[K", stderr);
 }
 
-static void ic_discover_progress(void *context, const struct ic_library *lib)
+static void ic_discover_progress(void *context, const struct ic_library *lib,
+                                 enum ic_discover_step step)
 {
-    ic_session_status(context, false, "importing %s ...", lib->name);
+    struct ic_session *session = context;
+    if (step == IC_DISCOVER_NEXT)
+        ic_session_status(session, false, "importing %s ...", lib->name);
+    if (session->between && session->catalog.order_count > 0)
+        session->between(session->between_context, step);
 }
 
 int ic_session_discover(struct ic_session *session, const struct ic_libset *wanted, bool prewarm)

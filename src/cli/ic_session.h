@@ -54,6 +54,10 @@ struct ic_session {
     struct ic_catalog catalog;
     struct ic_pool *pool;
     struct ic_devices devices; /* the CPU, and the GPU when the CUDA driver is ready */
+    /* Called by discovery before it asks for an import and while the import runs, once a
+     * library is imported (NULL: never): the run starts cases there (ic_early.h). */
+    void (*between)(void *context, enum ic_discover_step step);
+    void *between_context;
 };
 
 int ic_session_open(struct ic_session *session, const struct ic_options *opts, char *err,

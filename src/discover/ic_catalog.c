@@ -150,6 +150,36 @@ void ic_catalog_release(struct ic_catalog *catalog)
     catalog->capacity = catalog->order_capacity = 0;
 }
 
+int ic_catalog_copy(const struct ic_catalog *catalog, struct ic_catalog *ret)
+{
+    struct ic_catalog copy = *catalog;
+    copy.libs = calloc(catalog->capacity ? catalog->capacity : 1, sizeof(*copy.libs));
+    copy.order = calloc(catalog->order_capacity ? catalog->order_capacity : 1, sizeof(int));
+    if (!copy.libs || !copy.order) {
+        free(copy.libs);
+        free(copy.order);
+        return IC_ENOMEM;
+    }
+    memcpy(copy.order, catalog->order, sizeof(int) * (size_t)catalog->order_count);
+    int rc = 0;
+    for (int i = 0; i < catalog->count; i++) {
+        const struct ic_library *lib = &catalog->libs[i];
+        copy.libs[i] = *lib;
+        copy.libs[i].load_before = (struct ic_libset){0};
+        copy.libs[i].info = NULL;
+        if (rc == 0 && lib->info && !(copy.libs[i].info = cJSON_Duplicate(lib->info, true)))
+            rc = IC_ENOMEM;
+        if (rc == 0)
+            rc = ic_libset_merge(&copy.libs[i].load_before, &lib->load_before);
+    }
+    if (rc < 0) {
+        ic_catalog_release(&copy);
+        return rc;
+    }
+    *ret = copy;
+    return 0;
+}
+
 static uint32_t ic_name_set(const cJSON *list, int (*lookup)(const char *, int *), bool *ok)
 {
     uint32_t set = 0;

@@ -76,6 +76,10 @@ int ic_catalog_scan(struct ic_catalog *catalog, const char *const *dirs, int ndi
 
 void ic_catalog_release(struct ic_catalog *catalog);
 
+/* A copy of `catalog` that owns everything in it, for a reader in another thread while the
+ * original goes on changing. IC_ENOMEM leaves *ret untouched. */
+int ic_catalog_copy(const struct ic_catalog *catalog, struct ic_catalog *ret);
+
 /* Index of the library called `name`, or -1. */
 int ic_catalog_find(const struct ic_catalog *catalog, const char *name);
 

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ic_error.h"
 
@@ -59,6 +60,37 @@ int ic_stream_write_case(struct ic_stream *rec, const struct ic_case *c,
     }
     int rc = ic_stream_line(rec, json);
     cJSON_Delete(json);
+    return rc;
+}
+
+int ic_stream_open_spool(struct ic_stream *rec)
+{
+    memset(rec, 0, sizeof(*rec));
+    snprintf(rec->path, sizeof(rec->path), "(a temporary file)");
+    rec->file = tmpfile();
+    rec->held = true;
+    return rec->file ? 0 : IC_EIO;
+}
+
+int ic_stream_copy_line(struct ic_stream *rec, struct ic_stream *spool, int64_t offset,
+                        size_t len, int64_t *ret_offset)
+{
+    /* Written under a hold: what the spool's buffer holds reaches its file first. */
+    if (fflush(spool->file) != 0)
+        return IC_EIO;
+    char *line = malloc(len ? len : 1);
+    if (!line)
+        return IC_ENOMEM;
+    int rc = pread(fileno(spool->file), line, len, (off_t)offset) == (ssize_t)len &&
+                     fwrite(line, 1, len, rec->file) == len &&
+                     (rec->held || fflush(rec->file) == 0)
+                 ? 0
+                 : IC_EIO;
+    free(line);
+    if (rc == 0) {
+        *ret_offset = rec->written;
+        rec->written += (int64_t)len;
+    }
     return rc;
 }
 

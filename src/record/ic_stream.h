@@ -48,6 +48,17 @@ int ic_stream_write_case(struct ic_stream *rec, const struct ic_case *c,
  * keeps between calls and frees. IC_EIO when the file cannot be read, IC_EPROTO when no case
  * line starts there. */
 int ic_stream_read_case(FILE *file, int64_t offset, char **line, size_t *size, cJSON **ret);
+/* A spool: an anonymous temporary file (gone once closed) that takes case lines with
+ * ic_stream_write_case, without the run line and unflushed, for results made before the
+ * stream they belong to can be opened (the cases run while discovery imports). */
+int ic_stream_open_spool(struct ic_stream *rec);
+
+/* Copies the line of `len` bytes at `offset` of `spool` (where ic_stream_write_case put it;
+ * `len` up to the next line's offset) to the end of `rec` as it is, and sets *ret_offset to
+ * where it starts there. IC_EIO when either file fails, IC_ENOMEM. */
+int ic_stream_copy_line(struct ic_stream *rec, struct ic_stream *spool, int64_t offset,
+                        size_t len, int64_t *ret_offset);
+
 /* Holds the flushing of case lines (true), or flushes what was held and flushes each line
  * again (false). IC_EIO when the flush fails. */
 int ic_stream_hold(struct ic_stream *rec, bool hold);

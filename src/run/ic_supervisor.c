@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +140,16 @@ struct ic_pool {
      * about to import, in the same order, so that it starts the run with discovery's imports
      * instead of making them then. The loads sent to it, in order: catalog index and request
      * number of each, kept until discovery ends (ic_prewarm_finish checks them). */
+    /* Cases run while discovery imports (ic_pool_spin_off). In the pool that discovers: the
+     * worker of the pool spun off it, which is no stray of this one's to reap (0: none), and
+     * whether a spin-off failed (none is tried again). In a pool spun off: the catalog it
+     * runs from, its own copy; it starts no process and reaps none but its worker; `ending`
+     * is set from the discovering thread (ic_pool_end). */
+    pid_t spun_off_pids[2]; /* a spin-off can be made while the last one still runs */
+    bool spin_off_failed;
+    bool spun_off;
+    struct ic_catalog *own_catalog;
+    _Atomic int ending;
     struct {
         bool on;         /* loads in flight to the prewarming worker */
         unsigned spawns; /* procs[1].spawns of the prewarming process */
@@ -412,7 +423,8 @@ static void ic_pool_reap_strays(struct ic_pool *pool)
         FILE *list = fopen(path, "r");
         long pid;
         while (list && fscanf(list, "%ld", &pid) == 1) {
-            bool owned = pid == pool->template.pid;
+            bool owned = pid == pool->template.pid || pid == pool->spun_off_pids[0] ||
+                         pid == pool->spun_off_pids[1];
             for (int i = 0; i < pool->nprocs && !owned; i++)
                 owned = pid == pool->procs[i].pid;
             if (!owned)
@@ -763,12 +775,13 @@ static void ic_proc_tail_text(const char *text, char *buf, size_t size)
 
 /* --- Pool ----------------------------------------------------------------------------------- */
 
-int ic_pool_create(const struct ic_supervisor_config *config, struct ic_catalog *catalog,
-                   struct ic_pool **ret)
+/* A pool with no process yet. NULL when out of memory. */
+static struct ic_pool *ic_pool_new(const struct ic_supervisor_config *config,
+                                   struct ic_catalog *catalog)
 {
     struct ic_pool *pool = calloc(1, sizeof(*pool));
     if (!pool)
-        return IC_ENOMEM;
+        return NULL;
     pool->config = *config;
     pool->catalog = catalog;
     pool->nprocs = config->jobs < 1 ? 1 : config->jobs;
@@ -780,11 +793,21 @@ int ic_pool_create(const struct ic_supervisor_config *config, struct ic_catalog 
         free(pool->fds);
         free(pool->owner);
         free(pool);
-        return IC_ENOMEM;
+        return NULL;
     }
     for (int i = 0; i < pool->nprocs; i++)
         pool->procs[i].fd = pool->procs[i].out_fd = pool->procs[i].ev_fd = -1;
     pool->template.fd = pool->template.out_fd = pool->template.ev_fd = -1;
+    atomic_init(&pool->ending, 0);
+    return pool;
+}
+
+int ic_pool_create(const struct ic_supervisor_config *config, struct ic_catalog *catalog,
+                   struct ic_pool **ret)
+{
+    struct ic_pool *pool = ic_pool_new(config, catalog);
+    if (!pool)
+        return IC_ENOMEM;
     /* Copies of the template are forked by it through a middle process that leaves at once:
      * as a subreaper we become their parent, and wait for them as for any worker. */
     pool->subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
@@ -824,6 +847,9 @@ void ic_pool_destroy(struct ic_pool *pool)
     ic_libset_release(&pool->template.loaded);
     ic_libset_release(&pool->template.ever_loaded);
     ic_libset_release(&pool->lean_heavy);
+    if (pool->own_catalog)
+        ic_catalog_release(pool->own_catalog);
+    free(pool->own_catalog);
     free(pool->isolated_pairs);
     free(pool->procs);
     free(pool->fds);
@@ -861,9 +887,11 @@ enum ic_load_result {
 };
 
 /* Loads library `index` into worker `p` and waits for the answer. On IC_LOAD_OK the catalog
- * entry gets the probe's info; otherwise `why` says what happened. */
-static enum ic_load_result ic_pool_load(struct ic_pool *pool, struct ic_proc *p, int index,
-                                        char *why, size_t why_size)
+ * entry gets the probe's info; otherwise `why` says what happened. `progress` (NULL: none) is
+ * told once the load is sent, while the worker imports. */
+static enum ic_load_result ic_pool_load_announced(struct ic_pool *pool, struct ic_proc *p,
+                                                  int index, ic_discover_progress_fn progress,
+                                                  void *context, char *why, size_t why_size)
 {
     struct ic_library *lib = &pool->catalog->libs[index];
     char how[256];
@@ -880,6 +908,8 @@ static enum ic_load_result ic_pool_load(struct ic_pool *pool, struct ic_proc *p,
         snprintf(why, why_size, "the worker ended (%s) before the import", how);
         return IC_LOAD_DIED;
     }
+    if (progress)
+        progress(context, lib, IC_DISCOVER_IMPORTING);
     double deadline = ic_clock_s() + pool->config.load_timeout_s;
     int rc = ic_proc_next(p, deadline, &msg, how, sizeof(how));
     if (rc == 0) {
@@ -930,6 +960,12 @@ static enum ic_load_result ic_pool_load(struct ic_pool *pool, struct ic_proc *p,
     }
     cJSON_Delete(msg);
     return result;
+}
+
+static enum ic_load_result ic_pool_load(struct ic_pool *pool, struct ic_proc *p, int index,
+                                        char *why, size_t why_size)
+{
+    return ic_pool_load_announced(pool, p, index, NULL, NULL, why, why_size);
 }
 
 static void ic_mark_failed(struct ic_library *lib, enum ic_library_state state, const char *why)
@@ -1187,8 +1223,9 @@ int ic_pool_discover(struct ic_pool *pool, const struct ic_libset *wanted, bool 
         if (prewarming && pool->procs[1].pid == 0 && index > pool->prewarm.died_on)
             ic_prewarm_lead(pool, wanted, index);
         if (progress)
-            progress(context, lib);
-        enum ic_load_result result = ic_pool_load(pool, p, index, why, sizeof(why));
+            progress(context, lib, IC_DISCOVER_NEXT);
+        enum ic_load_result result =
+            ic_pool_load_announced(pool, p, index, progress, context, why, sizeof(why));
         if (result == IC_LOAD_OK) {
             catalog->order[catalog->order_count++] = index;
             prewarming = prewarming || (prewarm_wanted && ic_library_blocks_copies(lib));
@@ -1904,7 +1941,21 @@ static bool ic_next_case(const struct ic_pool *pool, struct ic_run_state *st, in
 
 static bool ic_pool_stopping(const struct ic_pool *pool)
 {
-    return pool->config.stop && *pool->config.stop;
+    return (pool->config.stop && *pool->config.stop) || atomic_load(&pool->ending) >= 2;
+}
+
+/* A pool spun off discovery's, or one asked to end (ic_pool_end), has nothing more to do once
+ * no worker is busy after ic_pool_assign: it starts no process, and sends nothing once asked
+ * to end. */
+static bool ic_pool_ended(const struct ic_pool *pool)
+{
+    if (!pool->spun_off && atomic_load(&pool->ending) == 0)
+        return false;
+    for (int j = 0; j < pool->nprocs; j++) {
+        if (pool->procs[j].busy)
+            return false;
+    }
+    return true;
 }
 
 /* Pipelining: each worker running a case of its own process gets the plan's next case as
@@ -2129,9 +2180,11 @@ static int ic_pool_assign(struct ic_pool *pool, struct ic_run_state *st)
 {
     char how[256], what[400];
     size_t index;
+    if (atomic_load(&pool->ending))
+        return 0; /* what was sent finishes; nothing more goes out */
     for (int j = 0; j < pool->nprocs; j++) {
         struct ic_proc *p = &pool->procs[j];
-        if (p->busy)
+        if (p->busy || (p->pid == 0 && pool->spun_off))
             continue;
         if (p->pid == 0 && !ic_start_pays(pool, st, j)) {
             st->declined[j] = 1; /* a running worker takes its cases */
@@ -2163,6 +2216,10 @@ static int ic_pool_assign(struct ic_pool *pool, struct ic_run_state *st)
         bool lean_switch = p->pid && !unfit && p->lean != lean;
         if (unfit || lean_switch)
             ic_proc_stop(pool, p);
+        if (p->pid == 0 && pool->spun_off) {
+            ic_unget_case(st, index); /* left for the discovering pool's run */
+            continue;
+        }
         if (p->pid == 0) {
             if (lean)
                 ic_pool_reap_strays(pool);
@@ -2640,6 +2697,10 @@ int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
             break;
         }
         rc = ic_pool_assign(pool, &st);
+        if (rc == 0 && ic_pool_ended(pool)) {
+            rc = IC_EAGAIN;
+            break;
+        }
         if (rc == 0)
             rc = ic_pool_wait(pool, &st);
         if (rc == 0)
@@ -2647,6 +2708,8 @@ int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
     }
     for (int j = 0; j < pool->nprocs; j++)
         pool->stats.starts_declined += st.declined[j];
+    if (pool->spun_off)
+        pool->stats.early_cases += st.done;
     ic_run_state_release(&st);
     return rc;
 }
@@ -2654,4 +2717,116 @@ int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
 void ic_pool_stats(const struct ic_pool *pool, struct ic_pool_stats *ret)
 {
     *ret = pool->stats;
+}
+
+/* --- Cases run while discovery imports ----------------------------------------------------- */
+
+bool ic_pool_may_spin_off(const struct ic_pool *pool)
+{
+    const struct ic_proc *source = &pool->procs[0];
+    const struct ic_catalog *catalog = pool->catalog;
+    /* procs[1] running during discovery is a prewarming worker: a third process would share
+     * the cores with two importing. */
+    if (pool->nprocs < 2 || pool->spun_off || pool->spin_off_failed || !ic_pool_may_copy(pool) ||
+        source->pid <= 0 || source->ran_in_process || pool->procs[1].pid != 0 ||
+        catalog->order_count == 0)
+        return false;
+    for (int i = 0; i < catalog->order_count; i++) {
+        if (ic_library_blocks_copies(&catalog->libs[catalog->order[i]]))
+            return false;
+    }
+    return true;
+}
+
+int ic_pool_spin_off(struct ic_pool *pool, struct ic_pool **ret)
+{
+    int free_slot = pool->spun_off_pids[0] == 0 ? 0 : pool->spun_off_pids[1] == 0 ? 1 : -1;
+    if (!ic_pool_may_spin_off(pool) || free_slot < 0)
+        return IC_EUNSUPPORTED;
+    struct ic_supervisor_config config = pool->config;
+    config.jobs = 1;
+    config.no_copies = true;
+    struct ic_catalog *catalog = calloc(1, sizeof(*catalog));
+    struct ic_pool *off = catalog ? ic_pool_new(&config, catalog) : NULL;
+    if (!off || ic_catalog_copy(pool->catalog, catalog) < 0) {
+        free(catalog);
+        if (off)
+            ic_pool_destroy(off);
+        return IC_ENOMEM;
+    }
+    off->own_catalog = catalog;
+    off->spun_off = true;
+    off->next_seq = pool->next_seq;
+    /* Slot 1: the slot it stands in for, for probes that tell workers apart. */
+    if (ic_proc_copy(pool, &pool->procs[0], &off->procs[0], 1) < 0) {
+        pool->spin_off_failed = true;
+        ic_pool_destroy(off);
+        /* A copy that timed out cost discovery its worker: the imports so far are made again. */
+        if (pool->procs[0].pid <= 0)
+            ic_pool_restore(pool, &pool->procs[0]);
+        return IC_ECHILD;
+    }
+    pool->spun_off_pids[free_slot] = off->procs[0].pid;
+    off->stats.early_workers = 1;
+    *ret = off;
+    return 0;
+}
+
+void ic_pool_end(struct ic_pool *pool, bool abandon)
+{
+    int want = abandon ? 2 : 1;
+    int now = atomic_load(&pool->ending);
+    while (now < want && !atomic_compare_exchange_weak(&pool->ending, &now, want))
+        ;
+}
+
+void ic_pool_absorb(struct ic_pool *pool, struct ic_pool *off)
+{
+    if (!off)
+        return;
+    /* Killed, not asked to quit, and not waited for: what it ran is delivered, and a process
+     * holding the libraries takes tens of milliseconds to end, on its own or killed, which
+     * discovery would wait. Its end is reaped with the strays. */
+    for (int j = 0; j < off->nprocs; j++) {
+        struct ic_proc *p = &off->procs[j];
+        for (int k = 0; k < 2; k++) {
+            if (p->pid > 0 && pool->spun_off_pids[k] == p->pid)
+                pool->spun_off_pids[k] = 0;
+        }
+        if (p->pid > 0) {
+            kill(-p->pid, SIGKILL);
+            kill(p->pid, SIGKILL);
+            ic_proc_close_fds(p);
+            p->pid = 0;
+        }
+    }
+    const struct ic_pool_stats *from = &off->stats;
+    struct ic_pool_stats *to = &pool->stats;
+    to->workers_started += from->workers_started;
+    to->copies += from->copies;
+    to->restarts += from->restarts;
+    to->isolated_cases += from->isolated_cases;
+    to->import_s += from->import_s;
+    to->reimport_s += from->reimport_s;
+    to->case_s += from->case_s;
+    to->wait_s += from->wait_s;
+    for (int i = 0; i < IC_STAGE_COUNT; i++)
+        to->stage_s[i] += from->stage_s[i];
+    to->early_cases += from->early_cases;
+    to->early_workers += from->early_workers;
+    /* A pair that crashed or hung there is isolated here too: the catalogs index alike. */
+    size_t slots = (size_t)(pool->catalog->count + 1) * (size_t)(pool->catalog->count + 1) *
+                   IC_PROTOCOL_COUNT;
+    for (size_t slot = 0; off->isolated_pairs && slot < slots; slot++) {
+        if (off->isolated_pairs[slot])
+            (void)ic_isolate_slot(pool, slot); /* out of memory: it may crash a worker again */
+    }
+    ic_pool_destroy(off);
+}
+
+bool ic_pool_pair_isolated(const struct ic_pool *pool, const char *producer, const char *consumer,
+                           enum ic_protocol protocol)
+{
+    size_t slot = ic_pair_key(pool, producer, consumer) * IC_PROTOCOL_COUNT + (size_t)protocol;
+    return pool->isolated_pairs && pool->isolated_pairs[slot];
 }

@@ -51,6 +51,11 @@
  *   once the running workers have spent that much time on cases. Otherwise it leaves its
  *   cases to the running workers; a slot with cases of its own, or with no running worker able
  *   to take its next case, starts one. On a small selection the other slots thus start none.
+ * - With two slots or more, and workers that may be copies, a pool of one slot can be spun
+ *   off discovery's between two of its imports (ic_pool_spin_off, below): its worker is a copy
+ *   of discovery's as it stands, and it runs cases in another thread while discovery goes on.
+ *   It shares nothing discovery writes; ic_pool_absorb takes its statistics and the pairs that
+ *   crashed in it back.
  * - Results are delivered through the callback as they arrive, in completion order; the
  *   callback owns nothing it is given beyond the call.
  * - The pool owns its processes: ic_pool_destroy stops and reaps them all. The supervisor
@@ -107,6 +112,10 @@ struct ic_pool_stats {
                                        messages' "stages"): where case_s goes */
     double wait_s;     /* from a request sent to its "begin", less its imports: the round trip
                           and the worker's own overhead between cases */
+    unsigned early_cases;   /* cases that ended in pools spun off discovery's
+                               (ic_pool_spin_off), while discovery went on importing */
+    unsigned early_workers; /* those pools' workers: copies of discovery's worker, made
+                               between two of its imports (not in workers_started) */
 };
 
 
@@ -135,8 +144,12 @@ void ic_pool_set_stop(struct ic_pool *pool, const volatile sig_atomic_t *stop);
 int ic_pool_isolate_pair(struct ic_pool *pool, const char *producer, const char *consumer,
                          enum ic_protocol protocol);
 
-/* Progress of discovery: called before each library is loaded. */
-typedef void (*ic_discover_progress_fn)(void *context, const struct ic_library *lib);
+/* Progress of discovery: called with IC_DISCOVER_NEXT before each library's import is asked
+ * for, and with IC_DISCOVER_IMPORTING once discovery's worker has been asked and imports it
+ * (not for the imports made again on its crash path). */
+enum ic_discover_step { IC_DISCOVER_NEXT, IC_DISCOVER_IMPORTING };
+typedef void (*ic_discover_progress_fn)(void *context, const struct ic_library *lib,
+                                        enum ic_discover_step step);
 
 /* Loads the libraries whose catalog index is in `wanted` and fills the catalog: state,
  * version, info or error, and the import order. With `prewarm` (a run follows), two worker
@@ -156,9 +169,43 @@ typedef void (*ic_result_fn)(void *context, size_t index, const struct ic_result
 
 /* Runs `cases` on the pool's workers. Returns 0 when every case has a result (whatever its
  * outcome), IC_EINTR when config.stop was set (the cases in flight and those not started
- * have none), negative when the supervisor itself failed (no process could be started). */
+ * have none), IC_EAGAIN when a pool spun off discovery's lost its worker or was asked to end
+ * (ic_pool_end; the cases not run have none), negative when the supervisor itself failed (no
+ * process could be started). */
 int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
                 ic_result_fn on_result, void *context);
+
+/* Cases run while discovery imports. Discovery imports one library after another in one
+ * worker, and leaves the other cores idle for seconds (a second process importing the same
+ * libraries beside it only slows it down). Between two imports, the pairs of the libraries
+ * imported so far can already run: a pool spun off the discovering one runs them, in
+ * another thread, in a copy of discovery's worker as it stands.
+ *
+ * ic_pool_may_spin_off: the pool has two worker slots or more, its workers may be copies of
+ * discovery's (no "fork": false library, no CUDA device, copies not turned off), discovery's
+ * worker lives and ran nothing, and no prewarming worker runs.
+ * ic_pool_spin_off: the new pool, of one slot, whose worker is that copy; call it between two
+ * imports only (from a discovery progress callback), and with no other pool spun off still
+ * out (ic_pool_absorb takes it back). The new pool reads only its own copy of
+ * the catalog, starts no process and reaps none but its own, so that ic_pool_run may run it in
+ * another thread while the discovering pool goes on; when its worker is gone (a crash, a hang)
+ * ic_pool_run returns IC_EAGAIN with the cases left unrun. IC_EUNSUPPORTED when it may not
+ * (above); IC_ECHILD when the copy failed, after which no spin-off is tried again (and
+ * discovery's worker, if the failure cost it, imports the libraries so far again).
+ * ic_pool_end, from any thread: the pool sends no more cases and its ic_pool_run returns
+ * IC_EAGAIN once those sent have ended; with `abandon`, at once, killing what is in flight
+ * (those cases get no result).
+ * ic_pool_absorb, once its ic_pool_run has returned: stops its worker, adds its statistics to
+ * `pool`'s, isolates there the pairs that crashed or hung in it, and destroys it. */
+bool ic_pool_may_spin_off(const struct ic_pool *pool);
+int ic_pool_spin_off(struct ic_pool *pool, struct ic_pool **ret);
+void ic_pool_end(struct ic_pool *pool, bool abandon);
+void ic_pool_absorb(struct ic_pool *pool, struct ic_pool *spun_off);
+
+/* True when the pair is isolated over `protocol` (a case of it crashed or hung, or the crash
+ * ledger named it): its cases are for a forking worker, not for one spun off. */
+bool ic_pool_pair_isolated(const struct ic_pool *pool, const char *producer, const char *consumer,
+                           enum ic_protocol protocol);
 
 /* Called once per reproducer request with the script, or NULL and why there is none. */
 typedef void (*ic_script_fn)(void *context, size_t index, const char *script, const char *error);

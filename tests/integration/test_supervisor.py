@@ -558,6 +558,50 @@ def check_copies(tap, binary, probes, workdir):
            f"({forkless.get('restarts')} restarts)", forkless)
 
 
+def check_early(tap, binary, probes, workdir):
+    """With two workers or more, the pairs of the libraries discovery has imported run while it
+    imports the next (src/run/README.md, early cases): tests/probes/slowimport.py takes 1.5 s to
+    import, after numpy and badlib, whose cases run meanwhile in a copy of discovery's worker.
+    A crash there (numpy -> badlib, float64) ends that copy and isolates the pair for the run;
+    a case that hangs there when discovery ends (complex64) is given up and runs again in the
+    run. Either way every case keeps the outcome it has at -j1, where nothing runs early, and
+    nothing runs early where workers cannot be copies (INTEROPCHECK_COPIES=0)."""
+    def run(name, dtypes, jobs, env=None):
+        out = os.path.join(workdir, name + ".json")
+        proc = taplib.run(binary, "--probe-dir", probes, "--producer", "numpy,badlib,slowimport",
+                          "--consumer", "numpy,badlib,slowimport", "--protocol", "dlpack",
+                          "--dtype", dtypes, "--layout", "contiguous,scalar", "--timeout", "2",
+                          "-j", str(jobs), "-q", "-o", out, timeout=120,
+                          env={"INTEROPCHECK_LEDGER_DIR": "", **(env or {})})
+        if not os.path.exists(out):
+            return proc, {}, {}
+        report = taplib.load_report(out)
+        return proc, report["run"]["timing"], {c["id"]: c["outcome"] for c in report["cases"]}
+
+    def differing(a, b):
+        return {i: (a.get(i), b.get(i)) for i in set(a) | set(b) if a.get(i) != b.get(i)}
+
+    at_j1 = {}
+    for dtypes, what, outcome in (("float32,float64", "a crash", "crash"),
+                                  ("float32,complex64", "a case hanging", "timeout")):
+        name = outcome + "-early"
+        _, alone, at_j1[dtypes] = run(name + "-j1", dtypes, 1)
+        proc, early, outcomes = run(name + "-j2", dtypes, 2)
+        badlib = [o for i, o in outcomes.items() if i.startswith("dlpack.numpy.badlib.")]
+        tap.ok(alone.get("early_cases") == 0 and early.get("early_cases", 0) >= 1 and
+               outcome in badlib,
+               f"-j2 runs {early.get('early_cases')} cases while slowimport imports, {what} "
+               f"among them (-j1: {alone.get('early_cases')})", (early, proc.stderr[-800:]))
+        tap.ok(at_j1[dtypes] and outcomes == at_j1[dtypes] and "pass" in outcomes.values(),
+               f"and with {what} there, every case's outcome is -j1's ({len(outcomes)} cases)",
+               differing(at_j1[dtypes], outcomes))
+    proc, fresh, outcomes = run("early-no-copies", "float32,float64", 2,
+                                {"INTEROPCHECK_COPIES": "0"})
+    tap.ok(fresh.get("early_cases") == 0 and outcomes == at_j1["float32,float64"],
+           "where workers cannot be copies (INTEROPCHECK_COPIES=0) nothing runs early, and "
+           "every outcome is the same", (fresh, differing(at_j1["float32,float64"], outcomes)))
+
+
 def main(tap, args):
     binary = args[0]
     probes = os.path.join(taplib.source_root(), "tests", "probes")
@@ -573,6 +617,7 @@ def main(tap, args):
         check_lean_given_up(tap, binary, probes, workdir)
         check_prewarm(tap, binary, probes, workdir)
         check_prewarm_failure(tap, binary, probes, workdir)
+        check_early(tap, binary, probes, workdir)
 
 
 if __name__ == "__main__":
