@@ -1,5 +1,7 @@
 #include "ic_json.h"
 
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ic_error.h"
@@ -63,3 +65,49 @@ int ic_json_cap_strings(cJSON *tree, size_t cap, const char *long_key, size_t lo
         return 0;
     return ic_json_cap_item(tree, cap, cap, long_key, long_cap);
 }
+
+/* The largest text ic_json_print makes: a tree whose text does not fit is refused rather than
+ * grown into, as a tree cJSON cannot print at all would be. */
+#define IC_JSON_PRINT_MAX ((size_t)256 << 20)
+
+/* The printing buffer of each thread (ic_json_print), and its size. */
+static _Thread_local char *ic_print_buffer;
+static _Thread_local size_t ic_print_size;
+
+/* Gives the thread's buffer back when the thread ends (the main thread's at exit). */
+static pthread_key_t ic_print_key;
+static pthread_once_t ic_print_once = PTHREAD_ONCE_INIT;
+
+static void ic_print_release(void *buffer)
+{
+    free(buffer);
+}
+
+static void ic_print_key_make(void)
+{
+    (void)pthread_key_create(&ic_print_key, ic_print_release);
+}
+
+const char *ic_json_print(const cJSON *item, bool formatted, size_t *ret_len)
+{
+    /* cJSON asks for a few bytes more than it writes (its header says five). */
+    for (size_t size = ic_print_size ? ic_print_size : 4096; size <= IC_JSON_PRINT_MAX;
+         size *= 2) {
+        if (size > ic_print_size) {
+            char *grown = realloc(ic_print_buffer, size);
+            if (!grown)
+                return NULL;
+            pthread_once(&ic_print_once, ic_print_key_make);
+            ic_print_buffer = grown;
+            ic_print_size = size;
+            (void)pthread_setspecific(ic_print_key, grown);
+        }
+        if (cJSON_PrintPreallocated((cJSON *)item, ic_print_buffer, (int)(size - 8), formatted)) {
+            if (ret_len)
+                *ret_len = strlen(ic_print_buffer);
+            return ic_print_buffer;
+        }
+    }
+    return NULL;
+}
+

@@ -6,6 +6,7 @@
  * - Every getter takes a possibly NULL object and returns NULL (or the fallback) when the key
  *   is missing or holds another type; nothing is allocated and the tree keeps ownership of
  *   what is returned.
+ * - ic_json_print prints into a buffer each thread keeps for itself (freed at its exit).
  * - ic_json_cap_strings makes every string of a tree, member names included, valid UTF-8 of at
  *   most `cap` bytes (ic_text's repair and cut marker), in place. It is applied where a tree of
  *   foreign text enters (a probe's load() info, a report read from a file), so that nothing
@@ -15,6 +16,7 @@
 #ifndef IC_JSON_H
 #define IC_JSON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -24,6 +26,13 @@
  * be NULL) at `long_cap` instead. Returns the number of strings changed, or IC_ENOMEM: the tree
  * is then a valid tree with some strings not yet capped. */
 int ic_json_cap_strings(cJSON *tree, size_t cap, const char *long_key, size_t long_cap);
+
+/* `item` printed (cJSON's formatted or one-line text) into a buffer of the calling thread's,
+ * reused from call to call, so that printing a case a line allocates nothing: glibc
+ * consolidated its free lists each time cJSON grew its own buffer past a kilobyte, a quarter of
+ * the report stage's time. The text stays valid until the thread's next call; *ret_len (may be
+ * NULL) is its length. NULL when out of memory. */
+const char *ic_json_print(const cJSON *item, bool formatted, size_t *ret_len);
 
 /* A count in a report someone may have written or edited: the item's value when it is a whole
  * number in [0, 2^53), else 0. Converting a double outside the target type's range is

@@ -7,18 +7,18 @@
 #include <unistd.h>
 
 #include "ic_error.h"
+#include "ic_json.h"
 
 static int ic_stream_line(struct ic_stream *rec, const cJSON *json)
 {
-    char *text = cJSON_PrintUnformatted(json);
+    size_t len;
+    const char *text = ic_json_print(json, false, &len);
     if (!text)
         return IC_ENOMEM;
-    int len = fprintf(rec->file, "%s\n", text);
-    int rc = len < 0 || (!rec->held && fflush(rec->file) != 0) ? IC_EIO : 0;
-    if (len > 0)
-        rec->written += len;
-    cJSON_free(text);
-    return rc;
+    bool wrote = fwrite(text, 1, len, rec->file) == len && putc('\n', rec->file) != EOF;
+    if (wrote)
+        rec->written += (int64_t)len + 1;
+    return !wrote || (!rec->held && fflush(rec->file) != 0) ? IC_EIO : 0;
 }
 
 int ic_stream_open(struct ic_stream *rec, const char *path, const cJSON *run_info,

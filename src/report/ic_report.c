@@ -311,12 +311,11 @@ fail:
 /* Writes `item` as JSON text (formatted or on one line) and a separator. */
 static int ic_json_put(FILE *file, const cJSON *item, bool formatted, const char *after)
 {
-    char *text = formatted ? cJSON_Print(item) : cJSON_PrintUnformatted(item);
+    size_t len;
+    const char *text = ic_json_print(item, formatted, &len);
     if (!text)
         return IC_ENOMEM;
-    int rc = fputs(text, file) < 0 || fputs(after, file) < 0 ? IC_EIO : 0;
-    cJSON_free(text);
-    return rc;
+    return fwrite(text, 1, len, file) != len || fputs(after, file) < 0 ? IC_EIO : 0;
 }
 
 /* What ic_json_stream writes: `json`, and with `cases` the elements of its "cases" member

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ic_error.h"
+#include "ic_json.h"
 #include "ic_text.h"
 
 static const struct {
@@ -191,10 +192,10 @@ static int ic_write_all(int fd, const unsigned char *data, size_t size)
  * written alone cost the other side a wake-up (and a poll) for eight bytes. */
 int ic_ipc_send(int fd, const cJSON *msg)
 {
-    char *text = cJSON_PrintUnformatted(msg);
+    size_t len;
+    const char *text = ic_json_print(msg, false, &len);
     if (!text)
         return IC_ENOMEM;
-    size_t len = strlen(text);
     int rc = IC_ERANGE;
     unsigned char *frame = len <= IC_IPC_MAX_FRAME ? malloc(IC_IPC_HEADER_SIZE + len) : NULL;
     if (frame) {
@@ -208,7 +209,6 @@ int ic_ipc_send(int fd, const cJSON *msg)
     } else if (len <= IC_IPC_MAX_FRAME) {
         rc = IC_ENOMEM;
     }
-    cJSON_free(text);
     return rc;
 }
 

@@ -2,6 +2,8 @@
  * language (the terminal's included), positions in a text, atomic files, and the capping of
  * JSON trees (ic_json), each fed hostile input: invalid and cut UTF-8, encoded surrogates,
  * control characters, markup, and text far over every cap. */
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -345,6 +347,73 @@ static void test_line_column(void)
 }
 
 /* ic_json_cap_strings: every string of a tree, names included, capped and repaired in place. */
+/* A tree of `members` strings (some with characters JSON escapes) and numbers. */
+static cJSON *json_sample(int members, int salt)
+{
+    cJSON *tree = cJSON_CreateObject();
+    for (int i = 0; tree && i < members; i++) {
+        char key[32], value[64];
+        snprintf(key, sizeof(key), "k%d", i);
+        snprintf(value, sizeof(value), "v\"%d\\\n\t%d", i, salt);
+        cJSON_AddStringToObject(tree, key, value);
+        cJSON_AddNumberToObject(tree, "n", i * 0.1 + salt);
+    }
+    return tree;
+}
+
+/* ic_json_print says what cJSON's own printing says, however long. */
+static bool json_print_matches(const cJSON *tree, bool formatted)
+{
+    char *expected = formatted ? cJSON_Print(tree) : cJSON_PrintUnformatted(tree);
+    size_t len = 0;
+    const char *got = ic_json_print(tree, formatted, &len);
+    bool same = expected && got && strcmp(expected, got) == 0 && len == strlen(expected);
+    cJSON_free(expected);
+    return same;
+}
+
+struct json_print_thread {
+    int salt;
+    bool same;
+};
+
+static void *json_print_thread_main(void *context)
+{
+    struct json_print_thread *t = context;
+    cJSON *tree = json_sample(50, t->salt);
+    char *expected = cJSON_PrintUnformatted(tree);
+    t->same = expected != NULL;
+    for (int i = 0; i < 2000 && t->same; i++) {
+        const char *got = ic_json_print(tree, false, NULL);
+        t->same = got && strcmp(got, expected) == 0;
+    }
+    cJSON_free(expected);
+    cJSON_Delete(tree);
+    return NULL;
+}
+
+static void test_json_print(void)
+{
+    cJSON *small = json_sample(3, 1), *large = json_sample(4000, 2);
+    TAP_OK(json_print_matches(small, false) && json_print_matches(small, true),
+           "ic_json_print: a small tree, on one line and formatted, as cJSON prints it");
+    TAP_OK(json_print_matches(large, false) && json_print_matches(large, true) &&
+               json_print_matches(small, false),
+           "ic_json_print: a tree past its buffer's first size grows it, and a small one "
+           "printed after it is whole");
+    cJSON_Delete(small);
+    cJSON_Delete(large);
+    /* Each thread has a buffer of its own: two printing at once never see each other's. */
+    struct json_print_thread a = {3, false}, b = {4, false};
+    pthread_t ta, tb;
+    bool started = pthread_create(&ta, NULL, json_print_thread_main, &a) == 0;
+    started = pthread_create(&tb, NULL, json_print_thread_main, &b) == 0 && started;
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    TAP_OK(started && a.same && b.same,
+           "ic_json_print: two threads printing at once each get their own tree's text");
+}
+
 static void test_json_cap(void)
 {
     size_t len = 1024 * 1024;
@@ -608,6 +677,7 @@ int main(void)
     test_terminal();
     test_line_column();
     test_json_cap();
+    test_json_print();
     test_caps();
     test_fuzz();
     test_write_atomic();
