@@ -284,6 +284,20 @@ def main():
               f"consumer's operation, write-through, relay, letting go) / the import call: "
               f"{verifying / stages['import']:.2f}; without the consumer's operation: "
               f"{(verifying - stages.get('compute', 0.0)) / stages['import']:.2f}")
+        # The same on warm caches: the cases whose worker had built that producer's array of
+        # that dtype and layout, and had that consumer import that protocol, dtype and layout,
+        # before (run.timing.stages_warm_s): what a library compiles or caches for a new shape
+        # (JAX's import and y * 1) is paid once a process, not a case.
+        warm = (report["run"].get("timing") or {}).get("stages_warm_s")
+        if warm and warm.get("import"):
+            warm_verifying = sum(warm.get(name, 0.0) for name in
+                                 ("describe", "checks", "compute", "write_through", "relay",
+                                  "lifetime"))
+            print(f"ratio 2 in the worker on warm caches ({report['run']['timing']['warm_cases']}"
+                  f" of the {cases_run} cases): what verifying adds / the import call: "
+                  f"{warm_verifying / warm['import']:.2f}; without the consumer's operation: "
+                  f"{(warm_verifying - warm.get('compute', 0.0)) / warm['import']:.2f}; "
+                  f"our checks in C alone: {warm['checks'] / warm['import']:.2f}")
         # What ratio 1 could be at best: the imports once, then the cases' own stages spread
         # evenly over the workers with nothing else (no round trips, no reports, no restarts).
         # Most of the stages are the libraries' own calls, so a target below it is out of

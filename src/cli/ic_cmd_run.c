@@ -985,11 +985,15 @@ static int ic_run_timing_json(struct ic_run_command *cmd)
         !cJSON_AddNumberToObject(timing, "early_workers", stats.early_workers))
         return IC_ENOMEM;
     cJSON *stages = cJSON_AddObjectToObject(timing, "stages_s");
-    for (int i = 0; stages && i < IC_STAGE_COUNT; i++) {
-        if (!cJSON_AddNumberToObject(stages, ic_stage_name((enum ic_stage)i), stats.stage_s[i]))
+    cJSON *warm = stages ? cJSON_AddObjectToObject(timing, "stages_warm_s") : NULL;
+    for (int i = 0; warm && i < IC_STAGE_COUNT; i++) {
+        const char *name = ic_stage_name((enum ic_stage)i);
+        if (!cJSON_AddNumberToObject(stages, name, stats.stage_s[i]) ||
+            !cJSON_AddNumberToObject(warm, name, stats.stage_warm_s[i]))
             return IC_ENOMEM;
     }
-    return stages ? 0 : IC_ENOMEM;
+    return warm && cJSON_AddNumberToObject(timing, "warm_cases", stats.warm_cases) ? 0
+                                                                                  : IC_ENOMEM;
 }
 
 /* What the JSON report's pass over the cases also fills: the findings and the dashboard. On

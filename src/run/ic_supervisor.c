@@ -72,6 +72,12 @@ struct ic_proc {
     unsigned long long out_total, case_out_from;
     size_t mark_matched;     /* bytes of a case mark read so far, held back from the tail */
     struct ic_libset loaded; /* catalog indexes the worker has imported (owned) */
+    /* What this process has done before (ic_case_warm): a hash of each producer's build
+     * (producer, dtype, layout) and each consumer's import (consumer, protocol, dtype,
+     * layout), in an open-addressed table of warm_capacity slots (0: empty). Kept from
+     * process to process of the slot, emptied at each start. */
+    uint64_t *warm;
+    size_t warm_count, warm_capacity;
 
     unsigned long long seq; /* of the request in flight */
     char case_id[IC_CASE_ID_MAX];
@@ -317,9 +323,15 @@ static void ic_proc_reset(struct ic_proc *p)
 {
     struct ic_libset loaded = p->loaded, ever_loaded = p->ever_loaded;
     unsigned spawns = p->spawns;
+    uint64_t *warm = p->warm;
+    size_t warm_capacity = p->warm_capacity;
     memset(p, 0, sizeof(*p));
     p->loaded = loaded;
     p->ever_loaded = ever_loaded;
+    p->warm = warm;
+    p->warm_capacity = warm_capacity;
+    if (warm)
+        memset(warm, 0, warm_capacity * sizeof(*warm));
     p->spawns = spawns + 1;
     ic_libset_clear(&p->loaded);
     p->fd = p->out_fd = p->ev_fd = -1;
@@ -843,6 +855,7 @@ void ic_pool_destroy(struct ic_pool *pool)
     for (int i = 0; i < pool->nprocs; i++) {
         ic_libset_release(&pool->procs[i].loaded);
         ic_libset_release(&pool->procs[i].ever_loaded);
+        free(pool->procs[i].warm);
     }
     ic_libset_release(&pool->template.loaded);
     ic_libset_release(&pool->template.ever_loaded);
@@ -1571,8 +1584,63 @@ static void ic_deliver_failure(struct ic_pool *pool, struct ic_proc *p, const st
 }
 
 /* Handles one accepted message of a busy worker. Returns true when the case ended. */
+static uint64_t ic_warm_key(char side, const char *library, int protocol, int dtype, int layout)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    h = (h ^ (unsigned char)side) * 1099511628211ull;
+    for (const unsigned char *at = (const unsigned char *)library; *at; at++)
+        h = (h ^ *at) * 1099511628211ull;
+    const int fields[] = {protocol, dtype, layout};
+    for (int i = 0; i < 3; i++)
+        h = (h ^ (uint64_t)(unsigned)fields[i]) * 1099511628211ull;
+    return h ? h : 1;
+}
+
+/* Adds `key` to the process's table; true when it was there already. Out of memory: false,
+ * and the case counts as cold. */
+static bool ic_warm_seen(struct ic_proc *p, uint64_t key)
+{
+    if (2 * (p->warm_count + 1) > p->warm_capacity) {
+        size_t capacity = p->warm_capacity ? 2 * p->warm_capacity : 1024;
+        uint64_t *table = calloc(capacity, sizeof(*table));
+        if (!table)
+            return false;
+        for (size_t i = 0; i < p->warm_capacity; i++) {
+            size_t at = (size_t)p->warm[i] & (capacity - 1);
+            while (p->warm[i] && table[at])
+                at = (at + 1) & (capacity - 1);
+            if (p->warm[i])
+                table[at] = p->warm[i];
+        }
+        free(p->warm);
+        p->warm = table;
+        p->warm_capacity = capacity;
+    }
+    size_t at = (size_t)key & (p->warm_capacity - 1);
+    while (p->warm[at] && p->warm[at] != key)
+        at = (at + 1) & (p->warm_capacity - 1);
+    if (p->warm[at])
+        return true;
+    p->warm[at] = key;
+    p->warm_count++;
+    return false;
+}
+
+/* Whether case `c` ran on warm caches in worker `p`: the process built the producer's array
+ * of that dtype and layout, and had the consumer import that protocol, dtype and layout,
+ * before (what a library compiles or caches for a shape, JAX's import and operation among
+ * them). Notes both as done. */
+static bool ic_case_warm(struct ic_proc *p, const struct ic_case *c)
+{
+    bool built = ic_warm_seen(p, ic_warm_key('p', c->producer, -1, c->dtype, c->layout));
+    bool imported =
+        ic_warm_seen(p, ic_warm_key('c', c->consumer, c->protocol, c->dtype, c->layout));
+    return built && imported;
+}
+
 static bool ic_handle_message(struct ic_pool *pool, struct ic_proc *p, const cJSON *msg,
-                              enum ic_message kind, ic_result_fn on_result, void *context)
+                              enum ic_message kind, const struct ic_case *c,
+                              ic_result_fn on_result, void *context)
 {
     if (kind == IC_MSG_LOADED) {
         int index = ic_catalog_find(pool->catalog, ic_json_string_or(msg, "probe", ""));
@@ -1633,15 +1701,20 @@ static bool ic_handle_message(struct ic_pool *pool, struct ic_proc *p, const cJS
     }
     pool->stats.case_s += ic_clock_s() - p->began_at;
     const cJSON *stages = cJSON_GetObjectItemCaseSensitive(msg, "stages");
+    bool warm = !p->current_forked && ic_case_warm(p, c);
     if (cJSON_GetArraySize(stages) == IC_STAGE_COUNT) {
         int i = 0;
         const cJSON *us;
         cJSON_ArrayForEach(us, stages)
         {
-            if (cJSON_IsNumber(us) && us->valuedouble > 0)
+            if (cJSON_IsNumber(us) && us->valuedouble > 0) {
                 pool->stats.stage_s[i] += us->valuedouble / 1e6;
+                if (warm)
+                    pool->stats.stage_warm_s[i] += us->valuedouble / 1e6;
+            }
             i++;
         }
+        pool->stats.warm_cases += warm;
     }
     on_result(context, p->case_index, &res);
     p->busy = false;
@@ -2422,45 +2495,53 @@ static void ic_proc_lost(struct ic_pool *pool, struct ic_proc *p, struct ic_run_
 }
 
 /* Reads what worker `p` sent and handles every complete message. */
-static void ic_proc_read(struct ic_pool *pool, struct ic_proc *p, struct ic_run_state *st)
+/* Handles the next message worker `p` sent, if a whole one has come: true when there may be
+ * another to read. */
+static bool ic_proc_read_one(struct ic_pool *pool, struct ic_proc *p, struct ic_run_state *st)
 {
     char why[300];
-    int got = ic_framebuf_fill(&p->in, p->fd);
-    while (p->busy) {
-        int error = 0;
-        enum ic_message kind;
-        cJSON *msg = ic_framebuf_next(&p->in, &error, why, sizeof(why));
-        if (!msg && !error)
-            break;
-        if (msg && p == &pool->procs[1] && ic_prewarm_answer(pool, msg)) {
-            p->deadline = ic_clock_s() + pool->config.load_timeout_s;
+    int error = 0;
+    enum ic_message kind;
+    cJSON *msg = ic_framebuf_next(&p->in, &error, why, sizeof(why));
+    if (!msg && !error)
+        return false;
+    if (msg && p == &pool->procs[1] && ic_prewarm_answer(pool, msg)) {
+        p->deadline = ic_clock_s() + pool->config.load_timeout_s;
+        cJSON_Delete(msg);
+        return true;
+    }
+    if (msg && ic_proc_accept(p, msg, &kind, why, sizeof(why)) == 0) {
+        const char *violation = ic_json_string(msg, "violation");
+        if (kind == IC_MSG_LOST && violation) {
+            /* The worker saw the case forge its child's answer: a violation as any other. */
+            snprintf(why, sizeof(why), "%s", violation);
             cJSON_Delete(msg);
-            continue;
-        }
-        if (msg && ic_proc_accept(p, msg, &kind, why, sizeof(why)) == 0) {
-            const char *violation = ic_json_string(msg, "violation");
-            if (kind == IC_MSG_LOST && violation) {
-                /* The worker saw the case forge its child's answer: a violation as any other. */
-                snprintf(why, sizeof(why), "%s", violation);
-                cJSON_Delete(msg);
-                ic_proc_violated(pool, p, st, why);
-                return;
-            } else if (kind == IC_MSG_LOST) {
-                ic_note_case_time(st, p);
-                ic_proc_lost(pool, p, st, msg);
-                ic_proc_promote(pool, p);
-            } else if (ic_handle_message(pool, p, msg, kind, st->on_result, st->context)) {
-                ic_note_case_time(st, p);
-                st->done++;
-                ic_proc_promote(pool, p);
-            }
-            cJSON_Delete(msg);
-            continue;
+            ic_proc_violated(pool, p, st, why);
+            return false;
+        } else if (kind == IC_MSG_LOST) {
+            ic_note_case_time(st, p);
+            ic_proc_lost(pool, p, st, msg);
+            ic_proc_promote(pool, p);
+        } else if (ic_handle_message(pool, p, msg, kind, &st->cases[p->case_index],
+                                     st->on_result, st->context)) {
+            ic_note_case_time(st, p);
+            st->done++;
+            ic_proc_promote(pool, p);
         }
         cJSON_Delete(msg);
-        ic_proc_violated(pool, p, st, why);
-        return;
+        return true;
     }
+    cJSON_Delete(msg);
+    ic_proc_violated(pool, p, st, why);
+    return false;
+}
+
+static void ic_proc_read(struct ic_pool *pool, struct ic_proc *p, struct ic_run_state *st)
+{
+    int got = ic_framebuf_fill(&p->in, p->fd);
+    bool more = true;
+    while (p->busy && more)
+        more = ic_proc_read_one(pool, p, st);
     if (p->busy && got <= 0 && got != IC_EAGAIN) {
         if (ic_framebuf_partial(&p->in))
             ic_proc_violated(pool, p, st, "the channel closed in the middle of a frame");
@@ -2810,8 +2891,11 @@ void ic_pool_absorb(struct ic_pool *pool, struct ic_pool *off)
     to->reimport_s += from->reimport_s;
     to->case_s += from->case_s;
     to->wait_s += from->wait_s;
-    for (int i = 0; i < IC_STAGE_COUNT; i++)
+    for (int i = 0; i < IC_STAGE_COUNT; i++) {
         to->stage_s[i] += from->stage_s[i];
+        to->stage_warm_s[i] += from->stage_warm_s[i];
+    }
+    to->warm_cases += from->warm_cases;
     to->early_cases += from->early_cases;
     to->early_workers += from->early_workers;
     /* A pair that crashed or hung there is isolated here too: the catalogs index alike. */

@@ -112,6 +112,13 @@ struct ic_pool_stats {
                                        messages' "stages"): where case_s goes */
     double wait_s;     /* from a request sent to its "begin", less its imports: the round trip
                           and the worker's own overhead between cases */
+    /* stage_s of the cases that ran on warm caches: in a process that had built the
+     * producer's array of that dtype and layout, and had the consumer import that protocol,
+     * dtype and layout, before (not a case forked for an isolated pair). What a library
+     * compiles or caches for a new shape is paid once per process; these are the cases that
+     * did not pay it, and warm_cases counts them. */
+    double stage_warm_s[IC_STAGE_COUNT];
+    unsigned warm_cases;
     unsigned early_cases;   /* cases that ended in pools spun off discovery's
                                (ic_pool_spin_off), while discovery went on importing */
     unsigned early_workers; /* those pools' workers: copies of discovery's worker, made

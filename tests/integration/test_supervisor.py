@@ -433,6 +433,12 @@ def check_prewarm(tap, binary, probes, workdir):
            f"run.timing.stages_s splits the cases' time by stage ({spent:.3f} s of case_s "
            f"{one and one['case_s']:.3f} s; the bare import call {stages.get('import', 0):.3f} s)",
            one)
+    warm = (one or {}).get("stages_warm_s", {})
+    tap.ok(list(warm) == names and 0 < one["warm_cases"] < len(outcomes1) and
+           all(warm[name] <= stages[name] for name in names) and warm["import"] > 0,
+           f"run.timing.stages_warm_s sums the stages of the {one and one['warm_cases']} cases "
+           f"whose worker had built that array and made that import before (numpy -> computelib "
+           f"after copylib -> computelib): a part of stages_s", (one, len(outcomes1)))
     proc2, two, outcomes2 = run("prewarm2", "numpy,copylib", 2)
     tap.ok(one and one["prewarm_import_s"] == 0 and two and two["prewarm_import_s"] > 0 and
            two["workers_started"] >= 1 and two["import_s"] == 0,
