@@ -712,9 +712,12 @@ static size_t ic_run_start_stream(struct ic_run *run, struct ic_session *session
     for (size_t i = 0; i < plan->count; i++) {
         if (plan->items[i].run) {
             to_run++;
-        } else if (ic_plan_result(&session->catalog, &plan->items[i], &res) == 0) {
-            ic_record_result(run, &plan->items[i], &res);
+            continue;
         }
+        ic_json_arena_begin(); /* the line printed of it is all that stays (ic_json.h) */
+        if (ic_plan_result(&session->catalog, &plan->items[i], &res) == 0)
+            ic_record_result(run, &plan->items[i], &res);
+        ic_json_arena_end();
     }
     if (held && run->stream_ok && ic_stream_hold(&run->stream, false) < 0) {
         fprintf(stderr, "interopcheck: cannot write %s: %s; results stay in memory\n",

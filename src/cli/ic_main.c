@@ -8,6 +8,7 @@
 
 #include "ic_commands.h"
 #include "ic_layout.h"
+#include "ic_json.h"
 #include "ic_options.h"
 #include "ic_worker.h"
 
@@ -46,6 +47,8 @@ int main(int argc, char **argv)
     struct ic_options opts;
     char err[1024];
     int status = IC_EXIT_OK;
+
+    ic_json_hooks_install(); /* before anything uses cJSON */
 
     if (ic_options_parse(argc, argv, &opts, err, sizeof(err)) < 0) {
         fprintf(stderr, "interopcheck: %s\n", err);

@@ -111,3 +111,71 @@ const char *ic_json_print(const cJSON *item, bool formatted, size_t *ret_len)
     return NULL;
 }
 
+/* The calling thread's arena (ic_json_arena_begin): IC_JSON_ARENA_SIZE bytes, made at its first
+ * use and given back when the thread ends (the main thread's at exit). A message, its result
+ * and the stream line printed from it take a few tens of kilobytes. */
+#define IC_JSON_ARENA_SIZE ((size_t)1 << 20)
+
+static _Thread_local char *ic_arena_base;
+static _Thread_local size_t ic_arena_used;
+static _Thread_local int ic_arena_depth;
+static pthread_key_t ic_arena_key;
+static pthread_once_t ic_arena_once = PTHREAD_ONCE_INIT;
+
+static void ic_arena_key_make(void)
+{
+    (void)pthread_key_create(&ic_arena_key, ic_print_release);
+}
+
+static bool ic_arena_owns(const void *block)
+{
+    const char *at = block;
+    return ic_arena_base && at >= ic_arena_base && at < ic_arena_base + IC_JSON_ARENA_SIZE;
+}
+
+static void *ic_json_malloc(size_t size)
+{
+    size_t rounded = (size + 15) & ~(size_t)15;
+    if (ic_arena_depth > 0 && ic_arena_base && rounded <= IC_JSON_ARENA_SIZE - ic_arena_used) {
+        void *block = ic_arena_base + ic_arena_used;
+        ic_arena_used += rounded;
+        return block;
+    }
+    return malloc(size);
+}
+
+static void ic_json_free(void *block)
+{
+    if (!ic_arena_owns(block))
+        free(block);
+}
+
+void ic_json_hooks_install(void)
+{
+    cJSON_Hooks hooks = {ic_json_malloc, ic_json_free};
+    cJSON_InitHooks(&hooks);
+}
+
+void ic_json_arena_begin(void)
+{
+#ifdef __SANITIZE_ADDRESS__
+    /* Under AddressSanitizer every block stays malloc's, so that a node used past its span
+     * is caught where an arena would hide it. */
+    return;
+#endif
+    if (!ic_arena_base) {
+        /* 16-byte aligned, as malloc's blocks are. Out of memory: no arena, plain malloc. */
+        if (posix_memalign((void **)&ic_arena_base, 16, IC_JSON_ARENA_SIZE) != 0)
+            ic_arena_base = NULL;
+        pthread_once(&ic_arena_once, ic_arena_key_make);
+        if (ic_arena_base)
+            (void)pthread_setspecific(ic_arena_key, ic_arena_base);
+    }
+    ic_arena_depth++;
+}
+
+void ic_json_arena_end(void)
+{
+    if (ic_arena_depth > 0 && --ic_arena_depth == 0)
+        ic_arena_used = 0;
+}

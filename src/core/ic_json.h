@@ -34,6 +34,21 @@ int ic_json_cap_strings(cJSON *tree, size_t cap, const char *long_key, size_t lo
  * NULL) is its length. NULL when out of memory. */
 const char *ic_json_print(const cJSON *item, bool formatted, size_t *ret_len);
 
+/* cJSON's allocations through a bump arena of the calling thread's, for the supervisor's
+ * hottest loop: each message a worker sends is parsed, checked, turned into a result and that
+ * result printed into the stream, some hundred small blocks allocated and freed a case, which
+ * glibc's malloc and free took a quarter of the supervisor's time over.
+ * - ic_json_hooks_install, once, before anything else uses cJSON (main): cJSON then allocates
+ *   through ic_json's functions, which pass to malloc and free outside an arena.
+ * - Between ic_json_arena_begin and the matching ic_json_arena_end (they nest), the calling
+ *   thread's cJSON blocks come from its arena while it has room (malloc after that), freeing
+ *   one of them does nothing, and the end gives them all back at once. No cJSON node made in
+ *   that span may outlive it (nor be added to a tree that does), and no node of another
+ *   thread's arena may be freed in it. */
+void ic_json_hooks_install(void);
+void ic_json_arena_begin(void);
+void ic_json_arena_end(void);
+
 /* A count in a report someone may have written or edited: the item's value when it is a whole
  * number in [0, 2^53), else 0. Converting a double outside the target type's range is
  * undefined behaviour, so no report number is cast without passing through here (fuzz_report

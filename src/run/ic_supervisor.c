@@ -2540,8 +2540,14 @@ static void ic_proc_read(struct ic_pool *pool, struct ic_proc *p, struct ic_run_
 {
     int got = ic_framebuf_fill(&p->in, p->fd);
     bool more = true;
-    while (p->busy && more)
+    while (p->busy && more) {
+        /* A message, its result and the stream line written of it keep no cJSON node past
+         * their handling (ic_json.h), while a "loaded" answer's info is kept in the catalog
+         * only by discovery, which reads its worker elsewhere (ic_pool_load). */
+        ic_json_arena_begin();
         more = ic_proc_read_one(pool, p, st);
+        ic_json_arena_end();
+    }
     if (p->busy && got <= 0 && got != IC_EAGAIN) {
         if (ic_framebuf_partial(&p->in))
             ic_proc_violated(pool, p, st, "the channel closed in the middle of a frame");

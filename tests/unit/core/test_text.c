@@ -414,6 +414,37 @@ static void test_json_print(void)
            "ic_json_print: two threads printing at once each get their own tree's text");
 }
 
+/* Trees parsed, changed, printed and deleted in an arena span come out as cJSON's own, also
+ * one larger than the arena (its blocks then come from malloc) and in nested spans. */
+static void test_json_arena(void)
+{
+    ic_json_hooks_install();
+    cJSON *large = json_sample(30000, 5); /* outside any span: malloc's, kept throughout */
+    char *large_text = cJSON_PrintUnformatted(large);
+    bool same = large_text != NULL;
+    for (int round = 0; round < 3 && same; round++) {
+        ic_json_arena_begin();
+        cJSON *copy = cJSON_Parse(large_text); /* past the arena's megabyte */
+        ic_json_arena_begin();
+        cJSON *small = json_sample(20, round);
+        cJSON_AddItemToObject(small, "nested", cJSON_CreateString("inner span"));
+        const char *small_text = ic_json_print(small, false, NULL);
+        same = same && small_text && strstr(small_text, "inner span") != NULL;
+        cJSON_Delete(small);
+        ic_json_arena_end();
+        const char *copy_text = copy ? ic_json_print(copy, false, NULL) : NULL;
+        same = same && copy_text && strcmp(copy_text, large_text) == 0;
+        cJSON_Delete(copy);
+        ic_json_arena_end();
+    }
+    const char *after = ic_json_print(large, false, NULL);
+    TAP_OK(same && after && strcmp(after, large_text) == 0,
+           "ic_json_arena: trees made in nested spans, one past the arena's size, print as "
+           "cJSON's own, and a tree made outside the spans is untouched by them");
+    cJSON_free(large_text);
+    cJSON_Delete(large);
+}
+
 static void test_json_cap(void)
 {
     size_t len = 1024 * 1024;
@@ -678,6 +709,7 @@ int main(void)
     test_line_column();
     test_json_cap();
     test_json_print();
+    test_json_arena();
     test_caps();
     test_fuzz();
     test_write_atomic();
