@@ -42,9 +42,10 @@ const char *ic_json_print(const cJSON *item, bool formatted, size_t *ret_len);
  *   through ic_json's functions, which pass to malloc and free outside an arena.
  * - Between ic_json_arena_begin and the matching ic_json_arena_end (they nest), the calling
  *   thread's cJSON blocks come from its arena while it has room (malloc after that), freeing
- *   one of them does nothing, and the end gives them all back at once. No cJSON node made in
- *   that span may outlive it (nor be added to a tree that does), and no node of another
- *   thread's arena may be freed in it. */
+ *   one of them does nothing, and the end gives them all back at once: they stay as they are
+ *   until the thread's next span begins, which reuses them. So a tree made in a span may be
+ *   read, changed with blocks from malloc, and deleted after it, but not once the thread has
+ *   begun another span; and no node of another thread's arena may be freed anywhere. */
 void ic_json_hooks_install(void);
 void ic_json_arena_begin(void);
 void ic_json_arena_end(void);

@@ -6,6 +6,7 @@
 
 #include "ic_error.h"
 #include "ic_findings.h"
+#include "ic_json.h"
 #include "ic_stream.h"
 #include "ic_text.h"
 
@@ -98,7 +99,13 @@ static const cJSON *ic_plan_cases_next(struct ic_cases *self)
         source->at++;
     if (source->at >= source->plan->count)
         return NULL;
+    /* The case is made in an arena span (ic_json.h), and lives until this source's next call,
+     * which deletes it before the thread's next span: what its readers add to it, or copy of
+     * it, comes from malloc. Two passes read the cases at once, each in a thread of its own,
+     * each with its own arena. */
+    ic_json_arena_begin();
     int rc = ic_plan_cases_make(source, source->at++, &source->current);
+    ic_json_arena_end();
     if (rc < 0)
         self->status = rc;
     return source->current;
