@@ -255,9 +255,11 @@ static void ic_early_next(struct ic_early *early)
 {
     struct ic_pool *pool = early->session->pool;
     if (!ic_pool_may_spin_off(pool)) {
-        ic_early_stop_batch(early); /* a prewarming worker imports beside discovery now */
+        ic_early_stop(early); /* a prewarming worker imports beside discovery now */
         return;
     }
+    if (early->next)
+        return; /* the last import was not asked for after all: it starts at the next one */
     bool due = ic_early_has_new(early);
     if (early->bg && ic_background_running(early->bg))
         due = due && ic_early_refill_due(early);
