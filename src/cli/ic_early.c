@@ -10,6 +10,7 @@
 #include "ic_run_ledger.h"
 #include "ic_stream.h"
 #include "ic_supervisor.h"
+#include "ic_text.h"
 
 /* A background run is replaced by one with the new pairs once what it has left would last
  * less than this (at its own pace so far): each replacement stops discovery's worker for a
@@ -85,22 +86,6 @@ static void ic_early_result(void *context, size_t index, const struct ic_result 
     line->finished = true;
 }
 
-/* Grows `*array` (of `size`-byte elements) to hold `want`. IC_ENOMEM leaves it as it was. */
-static int ic_early_reserve(void **array, size_t *capacity, size_t want, size_t size)
-{
-    if (want <= *capacity)
-        return 0;
-    size_t grown = *capacity ? *capacity : 1024;
-    while (grown < want)
-        grown *= 2;
-    void *more = realloc(*array, grown * size);
-    if (!more)
-        return IC_ENOMEM;
-    *array = more;
-    *capacity = grown;
-    return 0;
-}
-
 /* Ends the background run, and moves the cases it finished from `todo` to `done`. */
 static void ic_early_stop_batch(struct ic_early *early)
 {
@@ -108,12 +93,16 @@ static void ic_early_stop_batch(struct ic_early *early)
     early->bg = NULL;
     size_t kept = 0;
     for (size_t i = 0; i < early->ntodo; i++) {
-        if (i < early->batch_count && early->lines[i].finished &&
-            ic_early_reserve((void **)&early->done, &early->done_capacity, early->ndone + 1,
-                             sizeof(*early->done)) == 0)
+        struct ic_early_done *done =
+            i < early->batch_count && early->lines[i].finished
+                ? ic_grow(early->done, &early->done_capacity, early->ndone, sizeof(*done), 1024)
+                : NULL;
+        if (done) {
+            early->done = done;
             early->done[early->ndone++] = (struct ic_early_done){early->todo[i], early->lines[i]};
-        else
+        } else {
             early->todo[kept++] = early->todo[i]; /* out of memory: it runs again, in the run */
+        }
     }
     early->ntodo = kept;
     early->batch_count = 0;
@@ -160,10 +149,14 @@ static int ic_early_plan_pairs(struct ic_early *early, const struct ic_libset *p
     for (size_t i = 0; rc == 0 && i < plan.count; i++) {
         if (!plan.items[i].run)
             continue;
-        rc = ic_early_reserve((void **)&early->todo, &early->todo_capacity, early->ntodo + 1,
-                              sizeof(*early->todo));
-        if (rc == 0)
-            early->todo[early->ntodo++] = plan.items[i].c;
+        struct ic_case *todo =
+            ic_grow(early->todo, &early->todo_capacity, early->ntodo, sizeof(*todo), 1024);
+        if (!todo) {
+            rc = IC_ENOMEM;
+            break;
+        }
+        early->todo = todo;
+        early->todo[early->ntodo++] = plan.items[i].c;
     }
     ic_plan_release(&plan);
     ic_filter_release(&filter);
@@ -314,13 +307,7 @@ void ic_early_between(void *context, enum ic_discover_step step)
  * of the case (what its id spells), so that matching the plan's items costs no formatting. */
 static uint64_t ic_early_case_hash(const struct ic_case *c)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    const char *names[] = {c->producer, c->consumer};
-    for (int n = 0; n < 2; n++) {
-        for (const unsigned char *at = (const unsigned char *)names[n]; *at; at++)
-            h = (h ^ *at) * 1099511628211ull;
-        h = (h ^ 0xff) * 1099511628211ull;
-    }
+    uint64_t h = ic_text_hash(c->producer) * 31 + ic_text_hash(c->consumer);
     const int fields[] = {(int)c->protocol, (int)c->device.kind, c->device.id,
                           (int)c->dtype,    (int)c->layout,      (int)c->variant};
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)

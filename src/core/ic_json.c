@@ -74,18 +74,19 @@ int ic_json_cap_strings(cJSON *tree, size_t cap, const char *long_key, size_t lo
 static _Thread_local char *ic_print_buffer;
 static _Thread_local size_t ic_print_size;
 
-/* Gives the thread's buffer back when the thread ends (the main thread's at exit). */
+/* Gives a thread's buffer (and its arena, below) back when the thread ends (the main
+ * thread's at exit). */
 static pthread_key_t ic_print_key;
 static pthread_once_t ic_print_once = PTHREAD_ONCE_INIT;
 
-static void ic_print_release(void *buffer)
+static void ic_thread_block_release(void *buffer)
 {
     free(buffer);
 }
 
 static void ic_print_key_make(void)
 {
-    (void)pthread_key_create(&ic_print_key, ic_print_release);
+    (void)pthread_key_create(&ic_print_key, ic_thread_block_release);
 }
 
 const char *ic_json_print(const cJSON *item, bool formatted, size_t *ret_len)
@@ -124,7 +125,7 @@ static pthread_once_t ic_arena_once = PTHREAD_ONCE_INIT;
 
 static void ic_arena_key_make(void)
 {
-    (void)pthread_key_create(&ic_arena_key, ic_print_release);
+    (void)pthread_key_create(&ic_arena_key, ic_thread_block_release);
 }
 
 static bool ic_arena_owns(const void *block)

@@ -1586,10 +1586,7 @@ static void ic_deliver_failure(struct ic_pool *pool, struct ic_proc *p, const st
 /* Handles one accepted message of a busy worker. Returns true when the case ended. */
 static uint64_t ic_warm_key(char side, const char *library, int protocol, int dtype, int layout)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    h = (h ^ (unsigned char)side) * 1099511628211ull;
-    for (const unsigned char *at = (const unsigned char *)library; *at; at++)
-        h = (h ^ *at) * 1099511628211ull;
+    uint64_t h = (ic_text_hash(library) ^ (unsigned char)side) * 1099511628211ull;
     const int fields[] = {protocol, dtype, layout};
     for (int i = 0; i < 3; i++)
         h = (h ^ (uint64_t)(unsigned)fields[i]) * 1099511628211ull;
