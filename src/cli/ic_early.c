@@ -292,12 +292,12 @@ static void ic_early_start_next(struct ic_early *early)
     }
 }
 
-void ic_early_between(void *context, enum ic_discover_step step)
+void ic_early_between(void *context, const struct ic_library *lib, enum ic_discover_step step)
 {
     struct ic_early *early = context;
     if (early->off)
         return;
-    if (step == IC_DISCOVER_NEXT)
+    if (step == IC_DISCOVER_NEXT && !lib->preloaded)
         ic_early_next(early);
     else if (early->next)
         ic_early_start_next(early);

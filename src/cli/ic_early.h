@@ -46,10 +46,11 @@ struct ic_early;
 struct ic_early *ic_early_open(struct ic_session *session, const struct ic_filter *filter,
                                const struct ic_ledger *ledger);
 
-/* Discovery's hook (struct ic_session's `between`): before it asks for an import, the copy of
- * its worker for a new background run is made if one is due; while the import runs, that
- * background run replaces the last. */
-void ic_early_between(void *early, enum ic_discover_step step);
+/* Discovery's hook (struct ic_session's `between`): before it asks for the import of `lib`,
+ * the copy of its worker for a new background run is made if one is due (not before a library
+ * discovery found imported already: its load is over in milliseconds, and the next boundary
+ * comes with its pairs too); while the import runs, that background run replaces the last. */
+void ic_early_between(void *early, const struct ic_library *lib, enum ic_discover_step step);
 
 void ic_early_stop(struct ic_early *early);
 

@@ -271,7 +271,7 @@ static void ic_discover_progress(void *context, const struct ic_library *lib,
     if (step == IC_DISCOVER_NEXT)
         ic_session_status(session, false, "importing %s ...", lib->name);
     if (session->between && session->catalog.order_count > 0)
-        session->between(session->between_context, step);
+        session->between(session->between_context, lib, step);
 }
 
 int ic_session_discover(struct ic_session *session, const struct ic_libset *wanted, bool prewarm)

@@ -56,7 +56,7 @@ struct ic_session {
     struct ic_devices devices; /* the CPU, and the GPU when the CUDA driver is ready */
     /* Called by discovery before it asks for an import and while the import runs, once a
      * library is imported (NULL: never): the run starts cases there (ic_early.h). */
-    void (*between)(void *context, enum ic_discover_step step);
+    void (*between)(void *context, const struct ic_library *lib, enum ic_discover_step step);
     void *between_context;
 };
 

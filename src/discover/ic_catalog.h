@@ -53,6 +53,9 @@ struct ic_library {
     uint32_t devices; /* bit (1 << ic_device_kind): where build() makes arrays now */
     bool readonly;    /* build(readonly=True) works */
     bool nulls;       /* build(valid=...) makes arrays with nulls (the Arrow nulls variants) */
+    /* Discovery found a module of the library's own name imported already, by the libraries
+     * before it: loading its probe next imports nothing that was not imported anyway. */
+    bool preloaded;
     bool no_fork;     /* its arrays are unusable in a fork of a worker that loaded it ("fork") */
     /* Libraries this one must be imported before, found when importing them first crashed
      * it (catalog indexes). */

@@ -470,6 +470,14 @@ void ic_py_freeze_imports(void)
     ic_py_gc_call("freeze", -1);
 }
 
+bool ic_py_module_imported(const char *name)
+{
+    /* Borrowed references, and no exception: PyDict_GetItemString swallows its own. A None
+     * entry is an import that was blocked or failed, not a module. */
+    PyObject *module = PyDict_GetItemString(PyImport_GetModuleDict(), name);
+    return module && module != Py_None;
+}
+
 char *ic_py_json_dumps(PyObject *obj)
 {
     PyObject *json = NULL, *dumps = NULL, *kwargs = NULL, *text = NULL, *args = NULL;

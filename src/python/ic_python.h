@@ -115,6 +115,10 @@ void ic_py_collect(bool full);
  * (before 3.7). */
 void ic_py_freeze_imports(void);
 
+/* Whether sys.modules holds a module called `name`: importing it would find it done. GIL
+ * held; raises nothing. */
+bool ic_py_module_imported(const char *name);
+
 /* json.dumps(obj) as a malloc'd string the caller frees; NULL with an exception pending. */
 char *ic_py_json_dumps(PyObject *obj);
 

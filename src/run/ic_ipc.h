@@ -53,12 +53,12 @@ enum ic_ipc_side {
  * i (integer >= 0), n (number), b (bool), o (object), a (array); a trailing ? marks an
  * optional member. Every message also has "msg", its name. */
 #define IC_MESSAGE_LIST(X)                                                                         \
-    X(LOAD, "load", IC_IPC_SUPERVISOR, "seq:i probe:s path:s")                                     \
+    X(LOAD, "load", IC_IPC_SUPERVISOR, "seq:i probe:s path:s ask:a?")                              \
     X(RUN, "run", IC_IPC_SUPERVISOR, "seq:i case:s seed:s load:a fork:b?")                         \
     X(REPRO, "repro", IC_IPC_SUPERVISOR, "seq:i case:s failure:o probes:a")                        \
     X(QUIT, "quit", IC_IPC_SUPERVISOR, "seq:i")                                                    \
     X(COPY, "copy", IC_IPC_SUPERVISOR, "seq:i slot:i")                                             \
-    X(LOADED, "loaded", IC_IPC_WORKER, "seq:i probe:s ok:b ms:n info:o? error:o?")                 \
+    X(LOADED, "loaded", IC_IPC_WORKER, "seq:i probe:s ok:b ms:n info:o? error:o? present:a?")      \
     X(BEGIN, "begin", IC_IPC_WORKER, "seq:i case:s pid:i?")                                        \
     X(END, "end", IC_IPC_WORKER, "seq:i case:s result:o stages:a?")                                \
     X(SCRIPT, "script", IC_IPC_WORKER, "seq:i case:s script:s? error:s?")                          \

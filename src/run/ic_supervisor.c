@@ -880,15 +880,36 @@ static cJSON *ic_proc_request(struct ic_pool *pool, struct ic_proc *p, enum ic_m
     return ic_message_new(kind, p->seq);
 }
 
-static int ic_send_load(struct ic_pool *pool, struct ic_proc *p, const struct ic_library *lib)
+/* Sends the load of `lib`. With `ask`, the answer is also to say which of the libraries not
+ * loaded yet have a module of their own name imported by then (ic_discover_pick). */
+static int ic_send_load(struct ic_pool *pool, struct ic_proc *p, const struct ic_library *lib,
+                        bool ask)
 {
+    const struct ic_catalog *catalog = pool->catalog;
     cJSON *msg = ic_proc_request(pool, p, IC_MSG_LOAD, "");
-    int rc = IC_ENOMEM;
-    if (msg && cJSON_AddStringToObject(msg, "probe", lib->name) &&
-        cJSON_AddStringToObject(msg, "path", lib->path))
-        rc = ic_ipc_send(p->fd, msg);
+    cJSON *names = msg && ask ? cJSON_AddArrayToObject(msg, "ask") : NULL;
+    bool built = msg && (!ask || names) && cJSON_AddStringToObject(msg, "probe", lib->name) &&
+                 cJSON_AddStringToObject(msg, "path", lib->path);
+    for (int i = 0; built && names && i < catalog->count; i++) {
+        const struct ic_library *other = &catalog->libs[i];
+        if (other != lib && other->state == IC_LIBRARY_FOUND && !other->preloaded)
+            built = cJSON_AddItemToArray(names, cJSON_CreateString(other->name));
+    }
+    int rc = built ? ic_ipc_send(p->fd, msg) : IC_ENOMEM;
     cJSON_Delete(msg);
     return rc;
+}
+
+/* Marks the libraries a load's answer names in "present" (ic_send_load). */
+static void ic_note_present(struct ic_catalog *catalog, const cJSON *answer)
+{
+    const cJSON *name;
+    cJSON_ArrayForEach(name, cJSON_GetObjectItemCaseSensitive(answer, "present"))
+    {
+        int index = cJSON_IsString(name) ? ic_catalog_find(catalog, name->valuestring) : -1;
+        if (index >= 0 && catalog->libs[index].state == IC_LIBRARY_FOUND)
+            catalog->libs[index].preloaded = true;
+    }
 }
 
 enum ic_load_result {
@@ -916,7 +937,7 @@ static enum ic_load_result ic_pool_load_announced(struct ic_pool *pool, struct i
         snprintf(why, why_size, "no worker process could be started");
         return IC_LOAD_DIED;
     }
-    if (ic_send_load(pool, p, lib) < 0) {
+    if (ic_send_load(pool, p, lib, true) < 0) {
         ic_proc_reap(p, how, sizeof(how));
         snprintf(why, why_size, "the worker ended (%s) before the import", how);
         return IC_LOAD_DIED;
@@ -950,6 +971,7 @@ static enum ic_load_result ic_pool_load_announced(struct ic_pool *pool, struct i
         return IC_LOAD_DIED;
     }
     enum ic_load_result result;
+    ic_note_present(pool->catalog, msg);
     const cJSON *ms = cJSON_GetObjectItemCaseSensitive(msg, "ms");
     lib->load_ms = cJSON_IsNumber(ms) ? ms->valuedouble : 0;
     double start_s = ic_clock_s() - started - lib->load_ms / 1000.0;
@@ -1094,7 +1116,7 @@ enum { IC_PREWARM_LEADS_MAX = 4 };
 static bool ic_prewarm_send(struct ic_pool *pool, int index)
 {
     struct ic_proc *p = &pool->procs[1];
-    if (ic_send_load(pool, p, &pool->catalog->libs[index]) < 0)
+    if (ic_send_load(pool, p, &pool->catalog->libs[index], false) < 0)
         return false;
     pool->prewarm.lib[pool->prewarm.sent] = index;
     pool->prewarm.seq[pool->prewarm.sent++] = p->seq;
@@ -1210,6 +1232,28 @@ static void ic_pool_make_template(struct ic_pool *pool)
         fclose(statm);
 }
 
+/* The library discovery loads next: the first in catalog order still to load, unless, with
+ * `preloaded_first`, one whose module the imports so far brought in already (ic_note_present).
+ * That one goes first: its probe imports nothing new, so no import changes its place among the
+ * others (some pairs of libraries only coexist in one order), and its pairs can run early
+ * (ic_early.h), a NumPy right after the first library that imports NumPy. -1 when none is
+ * left. */
+static int ic_discover_pick(const struct ic_catalog *catalog, const struct ic_libset *wanted,
+                            bool preloaded_first)
+{
+    int first = -1;
+    for (int index = 0; index < catalog->count; index++) {
+        const struct ic_library *lib = &catalog->libs[index];
+        if (!ic_libset_has(wanted, index) || lib->state != IC_LIBRARY_FOUND)
+            continue;
+        if (preloaded_first && lib->preloaded)
+            return index;
+        if (first < 0)
+            first = index;
+    }
+    return first;
+}
+
 int ic_pool_discover(struct ic_pool *pool, const struct ic_libset *wanted, bool prewarm,
                      ic_discover_progress_fn progress, void *context)
 {
@@ -1227,10 +1271,14 @@ int ic_pool_discover(struct ic_pool *pool, const struct ic_libset *wanted, bool 
     bool prewarming = prewarm_wanted && !ic_pool_may_copy(pool);
     pool->prewarm.leads = 0;
     pool->prewarm.died_on = -1;
-    for (int index = 0; index < catalog->count; index++) {
+    /* Each load settles its library (loaded, or failed with a state saying why): at most one
+     * pick each. A prewarming worker is sent the rest in catalog order, which discovery then
+     * keeps. */
+    for (int picks = 0; picks < catalog->count; picks++) {
+        int index = ic_discover_pick(catalog, wanted, !prewarming);
+        if (index < 0)
+            break;
         struct ic_library *lib = &catalog->libs[index];
-        if (!ic_libset_has(wanted, index) || lib->state != IC_LIBRARY_FOUND)
-            continue;
         /* A prewarming worker that died importing a library starts again once discovery has
          * settled that library, so as not to die on it again. */
         if (prewarming && pool->procs[1].pid == 0 && index > pool->prewarm.died_on)
@@ -1777,6 +1825,7 @@ struct ic_run_state {
     /* Cases of isolated pairs, set aside until the plan is through (or, for pairs isolated
      * before the run, for a worker that never ran a case), each once (set_aside). */
     size_t *deferred, ndeferred, deferred_next;
+    size_t *deferred_alike; /* room for ic_defer_alike */
     unsigned char *set_aside;
     /* The plan in library-set order: case indexes by (consumer, producer), each pair's in
      * plan order; a group is one pair's run of it. A worker slot takes the groups of one
@@ -2183,12 +2232,13 @@ static int ic_other_workers(const struct ic_pool *pool, const struct ic_run_stat
 
 /* Whether idle `slot`, which has no worker, starts one (or a new one after its worker died).
  * A start costs the imports of the work it may take (discovery's times of the libraries of its
- * first case and of every pair not claimed yet, and the start itself). Its gain is the work it takes over: with the running workers, an equal share of the
- * cases not yet handed out, at the mean time per case measured in this run. A start cannot be
- * undone, so the mean is trusted only once the running workers have spent the start's cost on
- * cases: a start that pays comes at most that late (ski rental), and on a small run none is
- * made. The run never waits on a declining slot: a slot still holding cases of its own, or
- * with no running worker able to take its next case, starts. */
+ * first case and of every pair not claimed yet, and the start itself). Its gain is the work it
+ * takes over: with the running workers, an equal share of the cases not yet handed out, at the mean
+ * time per case measured in this run. A start cannot be undone, so the mean is trusted only once
+ * the running workers have spent the start's cost on cases: a start that pays comes at most that
+ * late (ski rental), and on a small run none is made. The run never waits on a declining slot: a
+ * slot still holding cases of its own, or with no running worker able to take its next case,
+ * starts. */
 static bool ic_start_pays(const struct ic_pool *pool, struct ic_run_state *st, int slot)
 {
     size_t index, cases, held;
@@ -2421,6 +2471,40 @@ static bool ic_lean_failed(struct ic_pool *pool, struct ic_proc *p, struct ic_ru
     ic_proc_retry_case(pool, p, st);
     return true;
 }
+/* Case `index` crashed or hung: the set-aside cases of its pair and protocol in the same
+ * layout or the same dtype, not handed out yet, go after the pair's others, in their order. What
+ * kills a consumer most often kills it in every dtype of a layout (TensorFlow aborts on each
+ * offset capsule) or every layout of a dtype, and each of those deaths costs a fresh child: run
+ * last, they no longer cut the others' run into a fresh child each, whose first case pays every
+ * cold cache again (30-40 ms a crash for TensorFlow's first operation). They stay before the
+ * next pair's cases, so that a worker serving one pair is not replaced for another (a lean
+ * one) and back. It moves cases, never an outcome. */
+static void ic_defer_alike(struct ic_run_state *st, size_t index)
+{
+    const struct ic_case *crashed = &st->cases[index];
+    size_t last = st->ndeferred; /* the pair's last set-aside case not handed out */
+    for (size_t i = st->deferred_next; i < st->ndeferred; i++) {
+        const struct ic_case *c = &st->cases[st->deferred[i]];
+        if (c->protocol == crashed->protocol && strcmp(c->producer, crashed->producer) == 0 &&
+            strcmp(c->consumer, crashed->consumer) == 0)
+            last = i;
+    }
+    if (last == st->ndeferred)
+        return;
+    size_t kept = st->deferred_next, moved = 0;
+    for (size_t i = st->deferred_next; i <= last; i++) {
+        const struct ic_case *c = &st->cases[st->deferred[i]];
+        bool alike = c->protocol == crashed->protocol &&
+                     (c->layout == crashed->layout || c->dtype == crashed->dtype) &&
+                     strcmp(c->producer, crashed->producer) == 0 &&
+                     strcmp(c->consumer, crashed->consumer) == 0;
+        if (alike)
+            st->deferred_alike[moved++] = st->deferred[i];
+        else
+            st->deferred[kept++] = st->deferred[i];
+    }
+    memcpy(&st->deferred[kept], st->deferred_alike, moved * sizeof(*st->deferred));
+}
 
 /* A busy worker ended (or closed its channel) before its case's end: a crash, an error
  * before the case began, or an import-order conflict learned and the case queued again. */
@@ -2443,6 +2527,8 @@ static void ic_proc_died(struct ic_pool *pool, struct ic_proc *p, struct ic_run_
                  "the worker died with %s before the case began (importing %s)", how,
                  ic_proc_importing(pool, p));
     ic_proc_requeue(pool, p, st); /* after the pair is isolated */
+    if (p->began)
+        ic_defer_alike(st, p->case_index);
     ic_deliver_failure(pool, p, &st->cases[p->case_index],
                        p->began ? IC_OUTCOME_CRASH : IC_OUTCOME_ERROR, what, st->on_result,
                        st->context);
@@ -2485,6 +2571,8 @@ static void ic_proc_lost(struct ic_pool *pool, struct ic_proc *p, struct ic_run_
     else
         snprintf(what, sizeof(what), "the worker died with %s during this case", how);
     p->forked = true;
+    if (p->began)
+        ic_defer_alike(st, p->case_index);
     ic_deliver_failure(pool, p, &st->cases[p->case_index],
                        p->began ? IC_OUTCOME_CRASH : IC_OUTCOME_ERROR, what, st->on_result,
                        st->context);
@@ -2657,6 +2745,8 @@ static void ic_pool_expire(struct ic_pool *pool, struct ic_run_state *st)
                      p->lean ? IC_LEAN_IMPORT_MAX_S : pool->config.load_timeout_s,
                      p->lean ? " (a lean worker's budget)" : "");
         ic_proc_requeue(pool, p, st); /* after the pair is isolated */
+        if (p->began)
+            ic_defer_alike(st, p->case_index);
         ic_deliver_failure(pool, p, &st->cases[p->case_index],
                            p->began ? IC_OUTCOME_TIMEOUT : IC_OUTCOME_ERROR, what, st->on_result,
                            st->context);
@@ -2736,6 +2826,7 @@ static int ic_order_by_pair(const struct ic_pool *pool, struct ic_run_state *st)
 static void ic_run_state_release(struct ic_run_state *st)
 {
     free(st->retried);
+    free(st->deferred_alike);
     free(st->retry);
     free(st->deferred);
     free(st->set_aside);
@@ -2756,6 +2847,7 @@ int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
                               .context = context};
     int rc = 0;
     st.retried = calloc(count ? count : 1, 1);
+    st.deferred_alike = calloc(count ? count : 1, sizeof(*st.deferred_alike));
     st.retry = calloc((1 + IC_PIPELINE_DEPTH) * (size_t)pool->nprocs, sizeof(*st.retry));
     st.deferred = calloc(count ? count : 1, sizeof(*st.deferred));
     st.set_aside = calloc(count ? count : 1, 1);
@@ -2765,8 +2857,8 @@ int ic_pool_run(struct ic_pool *pool, const struct ic_case *cases, size_t count,
     st.unclaimed_at = SIZE_MAX;
     st.cursor = calloc((size_t)pool->nprocs, sizeof(*st.cursor));
     st.group_end = calloc((size_t)pool->nprocs, sizeof(*st.group_end));
-    if (!st.retried || !st.retry || !st.deferred || !st.set_aside || !st.slot_used ||
-        !st.declined || !st.unclaimed_libs || !st.cursor || !st.group_end ||
+    if (!st.retried || !st.retry || !st.deferred || !st.deferred_alike || !st.set_aside ||
+        !st.slot_used || !st.declined || !st.unclaimed_libs || !st.cursor || !st.group_end ||
         ic_order_by_pair(pool, &st) < 0) {
         ic_run_state_release(&st);
         return IC_ENOMEM;

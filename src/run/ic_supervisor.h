@@ -18,7 +18,9 @@
  * - Discovery loads each wanted library in a worker and records its info or its import
  *   error in the catalog. A library whose import crashes the worker is retried alone; if
  *   alone it imports, it is ordered before the libraries loaded earlier (some pairs of
- *   libraries only coexist in one order), and every later worker follows that order.
+ *   libraries only coexist in one order), and every later worker follows that order. The
+ *   order is the catalog's, but that a library whose module an earlier import brought in
+ *   (the worker says so) goes next: loading it imports nothing new.
  * - A pair of libraries whose case crashed or hung over a protocol is isolated for the rest of
  *   the run: its later cases over that protocol are set aside, to run in a child forked by a
  *   worker that never ran a case itself ("fork" in the request). A pair isolated before the
@@ -37,6 +39,8 @@
  *   it; nor for a library whose probe says a fork cannot use it ("fork": false: JAX, whose
  *   load() starts threads a fork lacks). Such an isolated case runs in a worker itself, and a
  *   crash costs that worker.
+ * - After a crash or hang in an isolated pair, that pair's set-aside cases of the dead case's
+ *   dtype or layout run after its other ones (the same deaths most often follow).
  * - Cases run in library-set order (by consumer, then producer; each worker takes every pair
  *   of one consumer at a time), and a worker running a case is sent up to sixteen more, so
  *   that it keeps its imports, a consumer's compiled kernels are made in one worker, and no

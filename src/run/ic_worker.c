@@ -173,9 +173,12 @@ static void ic_worker_mark_output(void)
     while (rc < 0 && errno == EINTR);
 }
 
-/* Loads a probe and reports it; a probe that fails to load is reported, not fatal. Returns
- * 0 when the probe is loaded, IC_EPROBE when it failed, IC_EIO when the supervisor is gone. */
-static int ic_worker_load(struct ic_worker *w, const char *name, const char *path)
+/* Loads a probe and reports it; a probe that fails to load is reported, not fatal. `ask`
+ * (NULL: none) names modules the answer's "present" lists those of that are imported by then.
+ * Returns 0 when the probe is loaded, IC_EPROBE when it failed, IC_EIO when the supervisor is
+ * gone. */
+static int ic_worker_load(struct ic_worker *w, const char *name, const char *path,
+                          const cJSON *ask)
 {
     struct ic_py_exc exc;
     char *info = NULL;
@@ -190,10 +193,17 @@ static int ic_worker_load(struct ic_worker *w, const char *name, const char *pat
     if (!more)
         return IC_ENOMEM;
     w->probes = more;
+    cJSON *present = ask ? cJSON_CreateArray() : NULL;
     ic_py_enter();
     rc = ic_probe_load(&w->probes[w->count], name, path, &info, &exc);
     if (rc == 0)
         ic_py_freeze_imports();
+    const cJSON *asked;
+    cJSON_ArrayForEach(asked, ask)
+    {
+        if (present && cJSON_IsString(asked) && ic_py_module_imported(asked->valuestring))
+            cJSON_AddItemToArray(present, cJSON_CreateString(asked->valuestring));
+    }
     ic_py_faulthandler_rearm();
     ic_py_leave();
 
@@ -201,6 +211,10 @@ static int ic_worker_load(struct ic_worker *w, const char *name, const char *pat
     bool built = msg && cJSON_AddStringToObject(msg, "probe", name) &&
                  cJSON_AddBoolToObject(msg, "ok", rc == 0) &&
                  cJSON_AddNumberToObject(msg, "ms", ic_worker_now_ms() - start);
+    /* What the supervisor asked about that this import brought in (loading its probe next
+     * imports nothing new); an answer without it is one that knows nothing. */
+    if (built && present && cJSON_AddItemToObject(msg, "present", present))
+        present = NULL;
     if (built && rc == 0) {
         w->count++;
         cJSON *parsed = cJSON_Parse(info);
@@ -217,6 +231,7 @@ static int ic_worker_load(struct ic_worker *w, const char *name, const char *pat
         memset(&w->probes[w->count], 0, sizeof(w->probes[w->count]));
     }
     free(info);
+    cJSON_Delete(present);
     int sent = ic_worker_send(w, msg, built);
     if (sent < 0)
         return sent;
@@ -489,7 +504,7 @@ static int ic_worker_load_list(struct ic_worker *w, const cJSON *load)
         const cJSON *path = cJSON_GetObjectItemCaseSensitive(item, "path");
         if (!cJSON_IsString(name) || !cJSON_IsString(path))
             return IC_EPROTO;
-        int rc = ic_worker_load(w, name->valuestring, path->valuestring);
+        int rc = ic_worker_load(w, name->valuestring, path->valuestring, NULL);
         if (rc == IC_EIO || rc == IC_ENOMEM)
             return rc;
     }
@@ -699,7 +714,8 @@ int ic_worker_main(const struct ic_worker_config *config)
             status = 0;
             break;
         } else if (rc == 0 && kind == IC_MSG_LOAD) {
-            rc = ic_worker_load(w, ic_json_string(msg, "probe"), ic_json_string(msg, "path"));
+            rc = ic_worker_load(w, ic_json_string(msg, "probe"), ic_json_string(msg, "path"),
+                                cJSON_GetObjectItemCaseSensitive(msg, "ask"));
             if (rc == IC_EPROBE)
                 rc = 0;
         } else if (rc == 0 && kind == IC_MSG_RUN) {

@@ -608,6 +608,68 @@ def check_early(tap, binary, probes, workdir):
            "every outcome is the same", (fresh, differing(at_j1["float32,float64"], outcomes)))
 
 
+def check_preloaded(tap, binary, probes, workdir):
+    """A library whose module an earlier import brought in is loaded next, ahead of catalog
+    order (ic_discover_pick): preload_a's import leaves preload_z's module in sys.modules, so
+    preload_z is loaded before preload_m. Without preload_a, catalog order stands. Either way
+    every case's outcome is the same."""
+    def run(name, libs):
+        out = os.path.join(workdir, name + ".json")
+        proc = taplib.run(binary, "--probe-dir", probes, "--producer", libs, "--consumer", libs,
+                          "-q", "-o", out, timeout=120, env={"INTEROPCHECK_LEDGER_DIR": ""})
+        if not os.path.exists(out):
+            return proc, {}, {}
+        report = taplib.load_report(out)
+        versions = {lib["name"]: lib.get("version") for lib in report["environment"]["libraries"]}
+        return proc, versions, {c["id"]: c["outcome"] for c in report["cases"]}
+
+    proc, versions, outcomes = run("preloaded", "preload_a,preload_m,preload_z")
+    passed = sum(o == "pass" for o in outcomes.values())
+    tap.ok(versions.get("preload_z") == "before-m" and passed >= 9 and
+           set(outcomes.values()) <= {"pass", "unsupported"},
+           "a library an earlier import brought in is loaded next, ahead of catalog order "
+           f"(preload_z {versions.get('preload_z')}; {passed} cases pass, none fails)",
+           ({k: versions.get(k) for k in ("preload_a", "preload_m", "preload_z")},
+            proc.stderr[-800:]))
+    proc, versions, outcomes = run("catalog-order", "preload_m,preload_z")
+    passed = sum(o == "pass" for o in outcomes.values())
+    tap.ok(versions.get("preload_z") == "after-m" and passed >= 4 and
+           set(outcomes.values()) <= {"pass", "unsupported"},
+           f"without it, catalog order stands (preload_z {versions.get('preload_z')}; "
+           f"{passed} cases pass)",
+           ({k: versions.get(k) for k in ("preload_m", "preload_z")}, proc.stderr[-800:]))
+
+
+def check_defer_alike(tap, binary, probes, workdir):
+    """Once a case of an isolated pair crashed, the pair's cases of that dtype or layout not
+    handed out yet run after its others (ic_defer_alike): numpy -> badlib dies on every float64
+    case, and after the first of those deaths, the stream holds the pair's other cases before
+    the float64 ones. Every outcome stays what the dtype decides."""
+    out = os.path.join(workdir, "alike.json")
+    proc = taplib.run(binary, "--probe-dir", probes, "--producer", "numpy", "--consumer", "badlib",
+                      "--protocol", "dlpack", "--dtype", "float32,float64,int16,uint8", "--layout",
+                      "contiguous,flat,scalar,strided", "-j", "1", "-q", "-o", out,
+                      env={"INTEROPCHECK_LEDGER_DIR": ""})
+    lines = []
+    if os.path.exists(out[:-len(".json")] + ".jsonl"):
+        with open(out[:-len(".json")] + ".jsonl", encoding="utf-8") as handle:
+            lines = [json.loads(line) for line in handle if line.strip()]
+    ran = [c for c in lines if c.get("type") == "case" and c.get("consumer") == "badlib" and
+           c.get("outcome") in ("pass", "crash")]
+    first = next((i for i, c in enumerate(ran) if c["outcome"] == "crash"), None)
+    after = ran[first + 1:] if first is not None else []
+    alike = [c["dtype"] == ran[first]["dtype"] or c["layout"] == ran[first]["layout"]
+             for c in after] if first is not None else []
+    tap.ok(first is not None and alike and alike == sorted(alike) and True in alike and
+           False in alike,
+           "after a pair's first crash, its cases of that dtype or layout run after its others "
+           f"({alike.count(False)} others, then {alike.count(True)} alike)",
+           ([(c["dtype"], c["layout"], c["variant"], c["outcome"]) for c in ran],
+            proc.stderr[-800:]))
+    wrong = [c["id"] for c in ran if (c["outcome"] == "crash") != (c["dtype"] == "float64")]
+    tap.ok(ran and not wrong, f"and every outcome is the dtype's ({len(ran)} cases)", wrong)
+
+
 def main(tap, args):
     binary = args[0]
     probes = os.path.join(taplib.source_root(), "tests", "probes")
@@ -624,6 +686,8 @@ def main(tap, args):
         check_prewarm(tap, binary, probes, workdir)
         check_prewarm_failure(tap, binary, probes, workdir)
         check_early(tap, binary, probes, workdir)
+        check_preloaded(tap, binary, probes, workdir)
+        check_defer_alike(tap, binary, probes, workdir)
 
 
 if __name__ == "__main__":
