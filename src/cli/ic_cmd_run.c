@@ -1000,11 +1000,11 @@ static int ic_run_timing_json(struct ic_run_command *cmd)
 }
 
 /* What the JSON report's pass over the cases also fills: the findings and the dashboard. On
- * two cores or more they are filled by a pass of their own, in a second thread, with its own
- * case source (ic_run_collect_start): the report stage is the run's last seconds on one core
- * otherwise (2.7 s of --all on 2 cores, a fifth of a run on many), and the two passes share
- * only what neither changes until both are over: the plan, the catalog, the expectations and
- * the report's skeleton. */
+ * two cores or more the dashboard is filled by a pass of its own, in a second thread, with its
+ * own case source (ic_run_collect_start): the report stage is the run's last seconds on one
+ * core otherwise (2.7 s of --all on 2 cores, a fifth of a run on many), and the two passes
+ * share only what neither changes until both are over: the plan, the catalog, the
+ * expectations and the report's skeleton. */
 struct ic_run_pass {
     struct ic_run_command *cmd;
     struct ic_findings_collector *findings;
@@ -1023,25 +1023,37 @@ static void ic_run_pass_case(void *context, const cJSON *c)
         ic_html_collector_add(pass->cmd->html_cases, c);
 }
 
+/* With the second thread, the JSON's pass collects the findings and the second thread the
+ * dashboard: the two passes then take about as long (the dashboard's collector is the
+ * costlier of the two). */
+static void ic_run_pass_findings_case(void *context, const cJSON *c)
+{
+    struct ic_run_pass *pass = context;
+    ic_findings_collector_add(pass->findings, c);
+}
+
 static void *ic_run_collect_main(void *context)
 {
     struct ic_run_pass *pass = context;
     const cJSON *c;
     ic_cases_for_each(c, &pass->cases.base)
     {
-        ic_run_pass_case(pass, c);
+        if (pass->cmd->html_cases)
+            ic_html_collector_add(pass->cmd->html_cases, c);
     }
     pass->collect_rc = ic_cases_status(&pass->cases.base);
     return NULL;
 }
 
-/* Starts the second thread's pass; false (and nothing to undo) where it cannot, or where the
- * process may use one core only, which would run both passes in turn. */
+/* Starts the second thread's pass; false (and nothing to undo) where it cannot, where there is
+ * no dashboard to collect, or where the process may use one core only, which would run both
+ * passes in turn. */
 static bool ic_run_collect_start(struct ic_run_pass *pass)
 {
     struct ic_run_command *cmd = pass->cmd;
     cpu_set_t usable;
-    if (sched_getaffinity(0, sizeof(usable), &usable) < 0 || CPU_COUNT(&usable) < 2 ||
+    if (!cmd->html_cases || sched_getaffinity(0, sizeof(usable), &usable) < 0 ||
+        CPU_COUNT(&usable) < 2 ||
         ic_plan_cases_open(&pass->cases, &cmd->plan, &cmd->session.catalog,
                            cmd->policy.expectations, cmd->stream_path) < 0)
         return false;
@@ -1082,9 +1094,9 @@ static int ic_run_pass_findings(void *context)
 }
 
 /* The JSON report, in one pass over the cases that also collects the findings (written after
- * the cases) and the dashboard's cases (written later, as a view), or beside a second pass
- * that collects them. A dashboard that cannot collect here (no temporary file) reads the
- * cases itself later, where the error is said. */
+ * the cases) and the dashboard's cases (written later, as a view), or the findings only, beside
+ * a second pass that collects the dashboard's. A dashboard that cannot collect here (no
+ * temporary file) reads the cases itself later, where the error is said. */
 static int ic_run_write_json(struct ic_run_command *cmd)
 {
     struct ic_run_pass pass = {.cmd = cmd};
@@ -1096,8 +1108,8 @@ static int ic_run_write_json(struct ic_run_command *cmd)
     if (ic_html_collector_new(cmd->report, &cmd->html_cases) < 0)
         cmd->html_cases = NULL;
     bool threaded = ic_run_collect_start(&pass);
-    struct ic_report_observer observer = {threaded ? NULL : ic_run_pass_case, ic_run_pass_findings,
-                                          &pass};
+    struct ic_report_observer observer = {threaded ? ic_run_pass_findings_case : ic_run_pass_case,
+                                          ic_run_pass_findings, &pass};
     rc = ic_report_write_atomic_observed(cmd->output, cmd->report, &cmd->cases.base, &observer,
                                          cmd->err, sizeof(cmd->err));
     int collect_rc = ic_run_collect_join(&pass); /* a write that failed before the findings */
