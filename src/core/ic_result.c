@@ -1,5 +1,7 @@
 #include "ic_result.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -389,6 +391,148 @@ cJSON *ic_case_to_json(const struct ic_case *c, const struct ic_result *res)
 fail:
     cJSON_Delete(json);
     return NULL;
+}
+
+/* --- The same object as text --------------------------------------------------------------- */
+
+/* The letter of the two-character escape cJSON prints `ch` with ('"', '\\', \b \f \n \r \t),
+ * or 0. */
+static char ic_json_short_escape(unsigned char ch)
+{
+    static const char from[] = "\"\\\b\f\n\r\t", to[] = "\"\\bfnrt";
+    const char *at = ch ? strchr(from, ch) : NULL;
+    return at ? to[at - from] : 0;
+}
+
+/* `s` as a JSON string, escaped as cJSON prints one: the two-character escapes, \u00XX for the
+ * other control characters, every other byte as it is. */
+static void ic_text_json_string(struct ic_text_buf *out, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    ic_text_buf_add(out, "\"", 1);
+    const char *run = s;
+    for (const char *p = s; *p; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch >= 32 && ch != '"' && ch != '\\')
+            continue;
+        ic_text_buf_add(out, run, (size_t)(p - run));
+        char letter = ic_json_short_escape(ch);
+        char escape[6] = {'\\', letter, 0};
+        if (!letter) {
+            memcpy(escape + 1, "u00", 3);
+            escape[4] = hex[ch >> 4];
+            escape[5] = hex[ch & 15];
+        }
+        ic_text_buf_add(out, escape, letter ? 2 : 6);
+        run = p + 1;
+    }
+    ic_text_buf_add(out, run, strlen(run));
+    ic_text_buf_add(out, "\"", 1);
+}
+
+/* ,"key":"value" (no comma first), the value repaired as ic_add_string repairs it. */
+static void ic_text_json_member(struct ic_text_buf *out, bool *first, const char *key,
+                                const char *value)
+{
+    char repaired[IC_DIAGNOSTIC_MAX];
+    if (value) {
+        size_t len = strlen(value);
+        if (!ic_utf8_valid(value, len)) {
+            ic_utf8_repair(repaired, sizeof(repaired), value, len, NULL);
+            value = repaired;
+        }
+    }
+    if (!*first)
+        ic_text_buf_add(out, ",", 1);
+    *first = false;
+    ic_text_json_string(out, key);
+    ic_text_buf_add(out, ":", 1);
+    if (value)
+        ic_text_json_string(out, value);
+    else
+        ic_text_buf_add(out, "null", 4);
+}
+
+/* A number as cJSON 1.7 prints it: 15 significant digits, or 17 where 15 do not read back as
+ * the same double; null for NaN and the infinities. */
+static void ic_text_json_number(struct ic_text_buf *out, double d)
+{
+    char text[32];
+    if (d == 0)
+        d = 0; /* -0 too, which cJSON releases from 1.7.16 on print as an int, without its sign */
+    if (isnan(d) || isinf(d)) {
+        snprintf(text, sizeof(text), "null");
+    } else {
+        snprintf(text, sizeof(text), "%1.15g", d);
+        double back = strtod(text, NULL);
+        double most = fabs(back) > fabs(d) ? fabs(back) : fabs(d);
+        if (!(fabs(back - d) <= most * DBL_EPSILON))
+            snprintf(text, sizeof(text), "%1.17g", d);
+    }
+    ic_text_buf_adds(out, text);
+}
+
+int ic_case_json_text(const struct ic_case *c, const struct ic_result *res, struct ic_text_buf *out)
+{
+    char id[IC_CASE_ID_MAX], both[2 * IC_NAME_MAX + 2];
+    const struct ic_variant_info *variant = ic_variant_info(c->variant);
+    bool first = true;
+    if (ic_case_format_id(c, id, sizeof(id)) < 0)
+        return IC_EINVAL;
+    ic_text_buf_add(out, "{", 1);
+    ic_text_json_member(out, &first, "id", id);
+    ic_text_json_member(out, &first, "protocol", ic_protocol_id(c->protocol));
+    ic_text_json_member(out, &first, "producer", c->producer);
+    ic_text_json_member(out, &first, "consumer", c->consumer);
+    ic_text_json_member(out, &first, "device", ic_device_kind_name(c->device.kind));
+    ic_text_json_member(out, &first, "dtype", ic_dtype_name(c->dtype));
+    ic_text_json_member(out, &first, "layout", ic_layout_name(c->layout));
+    ic_text_json_member(out, &first, "variant", variant->id[0] ? variant->id : NULL);
+    /* From here in ic_result_to_json's order, the culprit right after the side. */
+    ic_text_json_member(out, &first, "outcome", ic_outcome_name(res->outcome));
+    if (res->rule != IC_RULE_NONE) {
+        ic_text_json_member(out, &first, "rule", ic_rule_id(res->rule));
+        ic_text_json_member(out, &first, "side", ic_side_name(res->side));
+        ic_text_json_member(out, &first, "culprit", ic_result_culprit(c, res, both, sizeof(both)));
+        ic_text_json_member(out, &first, "severity", ic_severity_name(res->severity));
+    }
+    const char *texts[][2] = {{"documented", res->documented},
+                              {"diagnostic", res->diagnostic},
+                              {"request", res->request},
+                              {"exported", res->exported}};
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+        if (texts[i][1][0])
+            ic_text_json_member(out, &first, texts[i][0], texts[i][1]);
+    }
+    ic_text_buf_adds(out, ",\"duration_ms\":");
+    ic_text_json_number(out, res->duration_ms);
+    ic_text_buf_adds(out, ",\"checks\":{");
+    bool first_check = true;
+    for (int i = 0; i < IC_CHECK_COUNT; i++) {
+        const struct ic_check_result *check = &res->checks[i];
+        if (check->status == IC_CHECK_NOT_RUN)
+            continue;
+        if (!first_check)
+            ic_text_buf_add(out, ",", 1);
+        first_check = false;
+        bool first_field = true;
+        ic_text_json_string(out, ic_check_name(i));
+        ic_text_buf_add(out, ":{", 2);
+        ic_text_json_member(out, &first_field, "status", ic_check_status_name(check->status));
+        if (check->status == IC_CHECK_FAIL) {
+            ic_text_json_member(out, &first_field, "rule", ic_rule_id(check->rule));
+            ic_text_json_member(out, &first_field, "side", ic_side_name(check->side));
+            ic_text_json_member(out, &first_field, "severity", ic_severity_name(check->severity));
+        } else if (check->rule != IC_RULE_NONE) {
+            ic_text_json_member(out, &first_field, "rule", ic_rule_id(check->rule));
+            ic_text_json_member(out, &first_field, "severity", ic_severity_name(check->severity));
+        }
+        if (check->note[0])
+            ic_text_json_member(out, &first_field, "note", check->note);
+        ic_text_buf_add(out, "}", 1);
+    }
+    ic_text_buf_add(out, "}}", 2);
+    return out->status;
 }
 
 /* --- The packed form ----------------------------------------------------------------------- */

@@ -241,4 +241,13 @@ const char *ic_result_culprit(const struct ic_case *c, const struct ic_result *r
  * library its failure is charged to. The same form in the stream and the report. */
 cJSON *ic_case_to_json(const struct ic_case *c, const struct ic_result *res);
 
+struct ic_text_buf;
+
+/* Appends to `out` the text cJSON_PrintUnformatted makes of ic_case_to_json(c, res), byte for
+ * byte, without making the object: the stream writes a line a case, 196 000 of them on --all,
+ * most as the plan decides them, on the way to the run's first case. IC_ENOMEM (the buffer's
+ * status) when it cannot grow; IC_EINVAL for a case without a valid id. */
+int ic_case_json_text(const struct ic_case *c, const struct ic_result *res,
+                      struct ic_text_buf *out);
+
 #endif

@@ -53,14 +53,19 @@ int ic_stream_write_case(struct ic_stream *rec, const struct ic_case *c,
                          const struct ic_result *res, int64_t *ret_offset)
 {
     *ret_offset = rec->written;
-    cJSON *json = ic_case_to_json(c, res);
-    if (!json || !cJSON_AddStringToObject(json, "type", "case")) {
-        cJSON_Delete(json);
+    /* The object's text written straight (ic_case_json_text), "type" last, as the printing of
+     * ic_case_to_json's object with that member added would have it: a line costs no tree. */
+    ic_text_buf_truncate(&rec->line, 0);
+    int rc = ic_case_json_text(c, res, &rec->line);
+    if (rc < 0)
+        return rc;
+    ic_text_buf_truncate(&rec->line, rec->line.len - 1); /* the closing brace */
+    if (ic_text_buf_adds(&rec->line, ",\"type\":\"case\"}\n") < 0)
         return IC_ENOMEM;
-    }
-    int rc = ic_stream_line(rec, json);
-    cJSON_Delete(json);
-    return rc;
+    bool wrote = fwrite(rec->line.data, 1, rec->line.len, rec->file) == rec->line.len;
+    if (wrote)
+        rec->written += (int64_t)rec->line.len;
+    return !wrote || (!rec->held && fflush(rec->file) != 0) ? IC_EIO : 0;
 }
 
 int ic_stream_open_spool(struct ic_stream *rec)
@@ -103,6 +108,7 @@ int ic_stream_hold(struct ic_stream *rec, bool hold)
 int ic_stream_close(struct ic_stream *rec, bool complete)
 {
     int rc = 0;
+    ic_text_buf_release(&rec->line);
     if (!rec->file)
         return 0;
     if (complete)

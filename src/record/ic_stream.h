@@ -9,9 +9,10 @@
  *   it had, and the stream alone is enough to rebuild the report (ic_stream_load) or resume.
  *   The exception is a batch written under ic_stream_hold (the cases the plan decides, which
  *   a resumed run decides again): flushed once, when the hold is released.
- * - Case objects have the same form here and in the JSON matrix (ic_case_to_json).
- * - The recorder owns its FILE, opened close-on-exec; ic_stream_close closes it (also after
- *   an error).
+ * - Case objects have the same form here and in the JSON matrix (ic_case_to_json); a case's
+ *   line is that object's text as cJSON prints it, written straight (ic_case_json_text).
+ * - The recorder owns its FILE, opened close-on-exec, and its line buffer; ic_stream_close
+ *   closes and frees them (also after an error).
  * - Reading a stream back into a report is the report stage's (ic_report_read).
  */
 #ifndef IC_STREAM_H
@@ -25,6 +26,7 @@
 
 #include "ic_case.h"
 #include "ic_result.h"
+#include "ic_text.h"
 
 struct ic_stream {
     FILE *file;
@@ -32,6 +34,7 @@ struct ic_stream {
     bool held; /* lines wait in the FILE's buffer until ic_stream_hold(rec, false) */
     int64_t written; /* bytes written so far: where the next line starts, without asking the
                       * file (ftello costs a system call a case) */
+    struct ic_text_buf line; /* a case's line, reused from case to case (ic_stream_close frees) */
 };
 
 

@@ -1,4 +1,5 @@
-/* Unit tests of case ids (ic_case) and of the outcome and check tables (ic_result): ids are
+/* Unit tests of case ids (ic_case), of the outcome and check tables (ic_result) and of a
+ * case's JSON text (ic_case_json_text, against cJSON's printing of the same object): ids are
  * stable, readable, round-trip, and refuse anything that would split ambiguously. */
 #include <stdlib.h>
 #include <string.h>
@@ -6,6 +7,7 @@
 #include "ic_case.h"
 #include "ic_error.h"
 #include "ic_result.h"
+#include "ic_text.h"
 #include "tap.h"
 
 static struct ic_case make_case(void)
@@ -237,11 +239,112 @@ static void test_outcome_table(void)
     TAP_OK(ic_outcome_failures(counts) == 4, "failures of the run: fail and timeout, not xfail");
 }
 
+/* A byte string for a text field: what libraries put in diagnostics and notes, quotes,
+ * backslashes, control characters, UTF-8 and bytes that are not UTF-8 among them. */
+static void random_text(unsigned *state, char *dst, size_t size)
+{
+    static const char *const pieces[] = {
+        "plain words",  "\"quoted\"", "back\\slash", "\n\t\r", "\x01\x1f",  "\b\f", "caf\xc3\xa9",
+        "\xe2\x82\xac", "\xff\xfe",   "\xc3",        "x",      "</script>", "\x7f"};
+    size_t len = 0, count = (*state = *state * 1103515245u + 12345u) % 6;
+    dst[0] = '\0';
+    for (size_t i = 0; i < count; i++) {
+        *state = *state * 1103515245u + 12345u;
+        const char *piece = pieces[(*state >> 8) % (sizeof(pieces) / sizeof(pieces[0]))];
+        size_t n = strlen(piece);
+        if (len + n + 1 > size)
+            break;
+        memcpy(dst + len, piece, n + 1);
+        len += n;
+    }
+}
+
+static unsigned next(unsigned *state, unsigned bound)
+{
+    *state = *state * 1103515245u + 12345u;
+    return (*state >> 8) % bound;
+}
+
+/* Half the time a rule, a side and a class (any, whether or not they go together). */
+static void random_failure(unsigned *state, enum ic_rule *rule, enum ic_side *side,
+                           enum ic_severity_class *severity)
+{
+    if (!next(state, 2))
+        return;
+    *rule = (enum ic_rule)(1 + next(state, IC_RULE_COUNT - 1));
+    *side = (enum ic_side)next(state, IC_SIDE_COUNT);
+    *severity = (enum ic_severity_class)next(state, IC_CLASS_COUNT);
+}
+
+/* ic_case_json_text writes what cJSON prints of ic_case_to_json, byte for byte, for results of
+ * every shape: the stream's lines and the report's cases must read the same. */
+static void test_case_json_text(void)
+{
+    /* No -0: cJSON prints it "-0" before 1.7.16 and "0" since; the text writes 0. */
+    static const double durations[] = {
+        0.0,    12.0,         1.0, 0.1,  1.0526210013777018, 37.24, 1e300, -3.5,
+        1e-300, 2147483647.0, 3e9, -3e9, 0.30000000000000004};
+    unsigned state = 12345u;
+    int same = 0, cases = 0;
+    char first_diff[300] = "";
+    for (int n = 0; n < 3000; n++) {
+        struct ic_case c = make_case();
+        c.protocol = (enum ic_protocol)next(&state, IC_PROTOCOL_COUNT);
+        c.variant = (enum ic_variant)next(&state, IC_VARIANT_COUNT);
+        c.layout = (enum ic_layout)next(&state, IC_LAYOUT_COUNT);
+        if (next(&state, 4) == 0)
+            strcpy(c.consumer, "numpy");
+        struct ic_result *res = calloc(1, sizeof(*res));
+        if (!res)
+            break;
+        res->outcome = (enum ic_outcome)next(&state, IC_OUTCOME_COUNT);
+        random_failure(&state, &res->rule, &res->side, &res->severity);
+        random_text(&state, res->documented, sizeof(res->documented));
+        random_text(&state, res->diagnostic, sizeof(res->diagnostic));
+        random_text(&state, res->request, sizeof(res->request));
+        random_text(&state, res->exported, sizeof(res->exported));
+        res->duration_ms =
+            next(&state, 3) ? durations[next(&state, 13)] : (double)next(&state, 1u << 30) / 7.0;
+        for (int i = 0; i < IC_CHECK_COUNT; i++) {
+            struct ic_check_result *check = &res->checks[i];
+            check->status = (enum ic_check_status)next(&state, IC_CHECK_STATUS_COUNT);
+            random_failure(&state, &check->rule, &check->side, &check->severity);
+            random_text(&state, check->note, sizeof(check->note));
+        }
+        cJSON *json = ic_case_to_json(&c, res);
+        char *printed = json ? cJSON_PrintUnformatted(json) : NULL;
+        struct ic_text_buf text;
+        ic_text_buf_init(&text);
+        int rc = ic_case_json_text(&c, res, &text);
+        cases++;
+        if (printed && rc == 0 && strcmp(printed, ic_text_buf_str(&text)) == 0)
+            same++;
+        else if (!first_diff[0]) {
+            const char *a = printed ? printed : "", *b = ic_text_buf_str(&text);
+            size_t at = 0;
+            while (a[at] && a[at] == b[at])
+                at++;
+            size_t from = at > 40 ? at - 40 : 0;
+            snprintf(first_diff, sizeof(first_diff),
+                     "(rc %d, byte %zu: cJSON ...%.80s; text ...%.80s)", rc, at, a + from,
+                     b + from);
+        }
+        ic_text_buf_release(&text);
+        cJSON_free(printed);
+        cJSON_Delete(json);
+        free(res);
+    }
+    TAP_OK(cases == 3000 && same == cases,
+           "the text of a case is cJSON's printing of its object, byte for byte (%d of %d) %s",
+           same, cases, first_diff);
+}
+
 int main(void)
 {
     test_format();
     test_parse();
     test_results();
     test_outcome_table();
+    test_case_json_text();
     return tap_done();
 }
