@@ -442,11 +442,14 @@ static void ic_text_json_member(struct ic_text_buf *out, bool *first, const char
             value = repaired;
         }
     }
-    if (!*first)
-        ic_text_buf_add(out, ",", 1);
+    /* The keys are this file's own, none with a byte to escape. */
+    if (*first)
+        ic_text_buf_add(out, "\"", 1);
+    else
+        ic_text_buf_add(out, ",\"", 2);
     *first = false;
-    ic_text_json_string(out, key);
-    ic_text_buf_add(out, ":", 1);
+    ic_text_buf_add(out, key, strlen(key));
+    ic_text_buf_add(out, "\":", 2);
     if (value)
         ic_text_json_string(out, value);
     else
@@ -458,8 +461,10 @@ static void ic_text_json_member(struct ic_text_buf *out, bool *first, const char
 static void ic_text_json_number(struct ic_text_buf *out, double d)
 {
     char text[32];
-    if (d == 0)
-        d = 0; /* -0 too, which cJSON releases from 1.7.16 on print as an int, without its sign */
+    if (d == 0) { /* -0 too, which cJSON from 1.7.16 prints as an int, without its sign */
+        ic_text_buf_add(out, "0", 1);
+        return;
+    }
     if (isnan(d) || isinf(d)) {
         snprintf(text, sizeof(text), "null");
     } else {
