@@ -297,10 +297,12 @@ void ic_early_between(void *context, const struct ic_library *lib, enum ic_disco
     struct ic_early *early = context;
     if (early->off)
         return;
-    if (step == IC_DISCOVER_NEXT && !lib->preloaded)
-        ic_early_next(early);
-    else if (early->next)
+    if (step == IC_DISCOVER_NEXT) {
+        if (!lib->preloaded)
+            ic_early_next(early);
+    } else if (early->next) {
         ic_early_start_next(early);
+    }
 }
 
 /* ic_early_take's look-up: the finished cases in an open-addressed table keyed by every field
