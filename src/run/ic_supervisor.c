@@ -2471,6 +2471,7 @@ static bool ic_lean_failed(struct ic_pool *pool, struct ic_proc *p, struct ic_ru
     ic_proc_retry_case(pool, p, st);
     return true;
 }
+
 /* Case `index` crashed or hung: the set-aside cases of its pair and protocol in the same
  * layout or the same dtype, not handed out yet, go after the pair's others, in their order. What
  * kills a consumer most often kills it in every dtype of a layout (TensorFlow aborts on each
