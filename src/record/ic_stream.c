@@ -9,16 +9,20 @@
 #include "ic_error.h"
 #include "ic_json.h"
 
-static int ic_stream_line(struct ic_stream *rec, const cJSON *json)
+/* Writes `text` and a newline, flushed unless held. */
+static int ic_stream_put(struct ic_stream *rec, const char *text, size_t len)
 {
-    size_t len;
-    const char *text = ic_json_print(json, false, &len);
-    if (!text)
-        return IC_ENOMEM;
     bool wrote = fwrite(text, 1, len, rec->file) == len && putc('\n', rec->file) != EOF;
     if (wrote)
         rec->written += (int64_t)len + 1;
     return !wrote || (!rec->held && fflush(rec->file) != 0) ? IC_EIO : 0;
+}
+
+static int ic_stream_line(struct ic_stream *rec, const cJSON *json)
+{
+    size_t len;
+    const char *text = ic_json_print(json, false, &len);
+    return text ? ic_stream_put(rec, text, len) : IC_ENOMEM;
 }
 
 int ic_stream_open(struct ic_stream *rec, const char *path, const cJSON *run_info,
@@ -60,12 +64,9 @@ int ic_stream_write_case(struct ic_stream *rec, const struct ic_case *c,
     if (rc < 0)
         return rc;
     ic_text_buf_truncate(&rec->line, rec->line.len - 1); /* the closing brace */
-    if (ic_text_buf_adds(&rec->line, ",\"type\":\"case\"}\n") < 0)
+    if (ic_text_buf_adds(&rec->line, ",\"type\":\"case\"}") < 0)
         return IC_ENOMEM;
-    bool wrote = fwrite(rec->line.data, 1, rec->line.len, rec->file) == rec->line.len;
-    if (wrote)
-        rec->written += (int64_t)rec->line.len;
-    return !wrote || (!rec->held && fflush(rec->file) != 0) ? IC_EIO : 0;
+    return ic_stream_put(rec, rec->line.data, rec->line.len);
 }
 
 int ic_stream_open_spool(struct ic_stream *rec)

@@ -2483,11 +2483,10 @@ static bool ic_lean_failed(struct ic_pool *pool, struct ic_proc *p, struct ic_ru
 static void ic_defer_alike(struct ic_run_state *st, size_t index)
 {
     const struct ic_case *crashed = &st->cases[index];
-    size_t last = st->ndeferred; /* the pair's last set-aside case not handed out */
+    size_t slot = ic_pair_slot(st, index); /* the pair and protocol */
+    size_t last = st->ndeferred;           /* the pair's last set-aside case not handed out */
     for (size_t i = st->deferred_next; i < st->ndeferred; i++) {
-        const struct ic_case *c = &st->cases[st->deferred[i]];
-        if (c->protocol == crashed->protocol && strcmp(c->producer, crashed->producer) == 0 &&
-            strcmp(c->consumer, crashed->consumer) == 0)
+        if (ic_pair_slot(st, st->deferred[i]) == slot)
             last = i;
     }
     if (last == st->ndeferred)
@@ -2495,10 +2494,8 @@ static void ic_defer_alike(struct ic_run_state *st, size_t index)
     size_t kept = st->deferred_next, moved = 0;
     for (size_t i = st->deferred_next; i <= last; i++) {
         const struct ic_case *c = &st->cases[st->deferred[i]];
-        bool alike = c->protocol == crashed->protocol &&
-                     (c->layout == crashed->layout || c->dtype == crashed->dtype) &&
-                     strcmp(c->producer, crashed->producer) == 0 &&
-                     strcmp(c->consumer, crashed->consumer) == 0;
+        bool alike = ic_pair_slot(st, st->deferred[i]) == slot &&
+                     (c->layout == crashed->layout || c->dtype == crashed->dtype);
         if (alike)
             st->deferred_alike[moved++] = st->deferred[i];
         else

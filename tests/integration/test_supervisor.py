@@ -650,9 +650,9 @@ def check_defer_alike(tap, binary, probes, workdir):
                       "--protocol", "dlpack", "--dtype", "float32,float64,int16,uint8", "--layout",
                       "contiguous,flat,scalar,strided", "-j", "1", "-q", "-o", out,
                       env={"INTEROPCHECK_LEDGER_DIR": ""})
-    lines = []
-    if os.path.exists(out[:-len(".json")] + ".jsonl"):
-        with open(out[:-len(".json")] + ".jsonl", encoding="utf-8") as handle:
+    lines, stream = [], out[:-len(".json")] + ".jsonl"
+    if os.path.exists(stream):
+        with open(stream, encoding="utf-8") as handle:
             lines = [json.loads(line) for line in handle if line.strip()]
     ran = [c for c in lines if c.get("type") == "case" and c.get("consumer") == "badlib" and
            c.get("outcome") in ("pass", "crash")]
