@@ -250,4 +250,9 @@ struct ic_text_buf;
 int ic_case_json_text(const struct ic_case *c, const struct ic_result *res,
                       struct ic_text_buf *out);
 
+/* Appends `s` as a JSON string, escaped as cJSON prints one: the two-character escapes, \u00XX
+ * for the other control characters, every other byte as it is. The buffer's status says
+ * whether it could grow. */
+void ic_text_json_string(struct ic_text_buf *out, const char *s);
+
 #endif

@@ -630,6 +630,13 @@ static FILE *ic_open_temporary(const char *tmp, bool gzip, int *ret_fd)
     return file;
 }
 
+void ic_text_write_early(FILE *file)
+{
+    int fd = fileno(file); /* -1 for a compressed file (a stream of its own) */
+    if (fd >= 0 && fflush(file) == 0)
+        (void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+}
+
 int ic_text_write_atomic_with(const char *path, ic_text_writer_fn writer, void *context, char *err,
                               size_t err_size)
 {

@@ -253,6 +253,13 @@ FILE *ic_file_private(FILE *file);
  * returns 0, IC_EIO when a write failed (errno says why) or IC_ENOMEM; on failure nothing
  * replaces `path`. */
 typedef int (*ic_text_writer_fn)(FILE *file, void *context);
+
+/* For a writer of ic_text_write_atomic_with that writes tens of megabytes: what it wrote so far
+ * goes to the disk now, in the background (sync_file_range), so that the fsync that ends the
+ * write waits for the last part only. Nothing for a compressed file; errors are the fsync's to
+ * report. */
+void ic_text_write_early(FILE *file);
+
 int ic_text_write_atomic_with(const char *path, ic_text_writer_fn writer, void *context, char *err,
                               size_t err_size);
 

@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,22 +45,45 @@ static bool ic_is_number(const char *word, size_t len)
     return len > 0;
 }
 
+/* The first character decides most comparisons: this runs for every word of every failure's
+ * note against every dtype and layout name, three times a failing case in a run's report. */
 static bool ic_word_is(const char *word, size_t len, const char *name)
 {
-    return name && strlen(name) == len && strncmp(word, name, len) == 0;
+    return name && name[0] == word[0] && strncmp(word, name, len) == 0 && name[len] == '\0';
+}
+
+/* The dtype and layout names with their lengths, dtypes first, made once for every thread:
+ * each word of each failure's note is looked up here. */
+static struct ic_placeholder_name {
+    const char *name;
+    size_t len;
+    char kind; /* 'T' for a dtype, 'L' for a layout */
+} ic_placeholder_names[(IC_DTYPE_END - IC_DTYPE_FIRST) + IC_LAYOUT_COUNT];
+static size_t ic_placeholder_count;
+static pthread_once_t ic_placeholder_once = PTHREAD_ONCE_INIT;
+
+static void ic_placeholder_add(const char *name, char kind)
+{
+    if (name && name[0])
+        ic_placeholder_names[ic_placeholder_count++] =
+            (struct ic_placeholder_name){name, strlen(name), kind};
+}
+
+static void ic_placeholder_names_make(void)
+{
+    for (int d = IC_DTYPE_FIRST; d < IC_DTYPE_END; d++)
+        ic_placeholder_add(ic_dtype_name((enum ic_dtype)d), 'T');
+    for (int l = 0; l < IC_LAYOUT_COUNT; l++)
+        ic_placeholder_add(ic_layout_name((enum ic_layout)l), 'L');
 }
 
 static bool ic_is_dtype_or_layout(const char *word, size_t len, char *kind)
 {
-    for (int d = IC_DTYPE_FIRST; d < IC_DTYPE_END; d++) {
-        if (ic_word_is(word, len, ic_dtype_name((enum ic_dtype)d))) {
-            *kind = 'T';
-            return true;
-        }
-    }
-    for (int l = 0; l < IC_LAYOUT_COUNT; l++) {
-        if (ic_word_is(word, len, ic_layout_name((enum ic_layout)l))) {
-            *kind = 'L';
+    pthread_once(&ic_placeholder_once, ic_placeholder_names_make);
+    for (size_t i = 0; i < ic_placeholder_count; i++) {
+        const struct ic_placeholder_name *n = &ic_placeholder_names[i];
+        if (n->len == len && n->name[0] == word[0] && memcmp(n->name, word, len) == 0) {
+            *kind = n->kind;
             return true;
         }
     }

@@ -8,10 +8,12 @@
  *   run's result stream holds (the item's stream_offset), read back from its line; else
  *   unpacked from the plan; with the expectations applied to it
  *   (ic_expect_apply_case: its outcome and "expectation" as the report holds them) and its
- *   "finding" (ic_findings_case_finding). A case read back that neither changes has its
- *   line's text (ic_cases_text), less the stream's "type" member. So every reader of a run's cases
- * (findings, the JSON report, the views) sees what the report says, and the supervisor holds one
- * case at a time instead of the whole report (hundreds of MB for --all).
+ *   "finding" (ic_findings_case_finding). A case no expectation changes has its text
+ *   (ic_cases_text): its line's, less the stream's "type" member, or for a case made again
+ *   ic_case_json_text's; with its "finding" member added at the end, where printing the object
+ *   would place it. So every reader of a run's cases (findings, the JSON report, the views)
+ *   sees what the report says, and the supervisor holds one case at a time instead of the
+ *   whole report (hundreds of MB for --all).
  * - The source reads the plan, the catalog and the expectations, which must outlive it and
  *   stay unchanged while it is read. It owns the case it last returned, and `matched` (which
  *   expectation entries matched some case, over every pass so far).
@@ -30,8 +32,10 @@
 
 #include "ic_cases.h"
 #include "ic_expect.h"
+#include "ic_findings.h"
 #include "ic_plan.h"
 #include "ic_result.h"
+#include "ic_text.h"
 
 struct ic_plan_cases {
     struct ic_cases base;
@@ -46,7 +50,13 @@ struct ic_plan_cases {
     FILE *stream; /* opened at the first case the stream holds */
     char *line;   /* getline's buffer */
     size_t line_size;
-    size_t text_len; /* the length of `current`'s text in `line`; 0: it has none there */
+    /* `current`'s text, made when it is asked for (ic_cases_text): only the JSON report's pass
+     * writes it, and a case the plan decided has none until then. */
+    const char *text;                      /* in `line` or in `made`; NULL: none (yet) */
+    size_t text_len;                       /* its length */
+    const struct ic_planned *text_to_make; /* a case the plan decided: text made from it */
+    char finding[IC_FINDING_ID_MAX];       /* "" or the "finding" member the text lacks */
+    struct ic_text_buf made;               /* a text made here */
 };
 
 /* `stream_path`: the run's result stream (NULL: none). IC_ENOMEM leaves nothing to close. */
