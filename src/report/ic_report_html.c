@@ -124,21 +124,24 @@ static void ic_html_put_number(FILE *out, double value)
         fprintf(out, "%.15g", value);
 }
 
-/* Copies a part of the report's header (tool, run, environment) as JSON. "calls" (the Python
- * call behind each protocol of a library) is left out: the page does not show it. Strings are
- * capped at IC_TEXT_FIELD_CAP bytes, but a reproducer, a script, at IC_TEXT_SCRIPT_CAP: the
- * page offers it to paste. */
-/* An index in decimal: the page's tables and columns hold millions of them, which printf
- * formats several times slower than this. */
-static void ic_html_put_index(FILE *out, size_t value)
+/* `value` in decimal into `out` (not terminated): its length. The page's tables and columns
+ * hold millions of indices, which printf formats several times slower than this. */
+static size_t ic_html_index_text(char out[20], size_t value)
 {
-    char digits[24];
+    char digits[20];
     size_t at = sizeof(digits);
     do {
         digits[--at] = (char)('0' + value % 10);
         value /= 10;
     } while (value);
-    fwrite(digits + at, 1, sizeof(digits) - at, out);
+    memcpy(out, digits + at, sizeof(digits) - at);
+    return sizeof(digits) - at;
+}
+
+static void ic_html_put_index(FILE *out, size_t value)
+{
+    char text[20];
+    fwrite(text, 1, ic_html_index_text(text, value), out);
 }
 
 /* Reads back an index ic_html_put_index wrote: false when no digit comes first or it
@@ -159,6 +162,10 @@ static bool ic_html_read_index(FILE *in, size_t *ret)
     return digits > 0;
 }
 
+/* Copies a part of the report's header (tool, run, environment) as JSON. "calls" (the Python
+ * call behind each protocol of a library) is left out: the page does not show it. Strings are
+ * capped at IC_TEXT_FIELD_CAP bytes, but a reproducer, a script, at IC_TEXT_SCRIPT_CAP: the
+ * page offers it to paste. */
 static void ic_html_put_value(FILE *out, const cJSON *item, size_t cap)
 {
     const cJSON *child;
@@ -308,16 +315,9 @@ static size_t ic_html_cell_of(struct ic_html_data *d, const char *protocol, cons
     const size_t parts[] = {cell.protocol, cell.producer, cell.consumer, cell.device,
                             cell.environment};
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-        char digits[20];
-        size_t at = sizeof(digits), value = parts[i];
-        do {
-            digits[--at] = (char)('0' + value % 10);
-            value /= 10;
-        } while (value);
         if (i)
             key[used++] = ',';
-        memcpy(key + used, digits + at, sizeof(digits) - at);
-        used += sizeof(digits) - at;
+        used += ic_html_index_text(key + used, parts[i]);
     }
     key[used] = '\0';
     size_t before = d->cell_keys.count;
