@@ -428,7 +428,23 @@ void ic_text_json_string(struct ic_text_buf *out, const char *s)
     ic_text_buf_add(out, "\"", 1);
 }
 
-/* ,"key":"value" (no comma first), the value repaired as ic_add_string repairs it. */
+/* ,"key":"value" (no comma first), the value written as it is: a name of this program's own
+ * tables (ASCII by construction), or a value cJSON_AddStringToObject would take as it is. The
+ * keys are this file's callers' own, none with a byte to escape. */
+static void ic_text_json_plain(struct ic_text_buf *out, bool *first, const char *key,
+                               const char *value)
+{
+    ic_text_buf_add(out, *first ? "\"" : ",\"", *first ? 1 : 2);
+    *first = false;
+    ic_text_buf_adds(out, key);
+    ic_text_buf_add(out, "\":", 2);
+    if (value)
+        ic_text_json_string(out, value);
+    else
+        ic_text_buf_add(out, "null", 4);
+}
+
+/* The same for library text, repaired as ic_add_string repairs it. */
 static void ic_text_json_member(struct ic_text_buf *out, bool *first, const char *key,
                                 const char *value)
 {
@@ -440,33 +456,19 @@ static void ic_text_json_member(struct ic_text_buf *out, bool *first, const char
             value = repaired;
         }
     }
-    /* The keys are this file's own, none with a byte to escape. */
-    if (*first)
-        ic_text_buf_add(out, "\"", 1);
-    else
-        ic_text_buf_add(out, ",\"", 2);
-    *first = false;
-    ic_text_buf_add(out, key, strlen(key));
-    ic_text_buf_add(out, "\":", 2);
-    if (value)
-        ic_text_json_string(out, value);
-    else
-        ic_text_buf_add(out, "null", 4);
+    ic_text_json_plain(out, first, key, value);
 }
 
-/* ,"key":"name" for a name of this program's own tables (protocols, dtypes, outcomes...): ASCII
- * by construction, so nothing to repair, and a third of the members of every case. */
-static void ic_text_json_name(struct ic_text_buf *out, bool *first, const char *key,
-                              const char *name)
+int ic_text_json_add_member(struct ic_text_buf *object, const char *key, const char *value)
 {
-    ic_text_buf_add(out, *first ? "\"" : ",\"", *first ? 1 : 2);
-    *first = false;
-    ic_text_buf_adds(out, key);
-    ic_text_buf_add(out, "\":", 2);
-    if (name)
-        ic_text_json_string(out, name);
-    else
-        ic_text_buf_add(out, "null", 4);
+    if (!object->data || object->len < 2 || object->data[0] != '{' ||
+        object->data[object->len - 1] != '}')
+        return IC_EINVAL;
+    bool first = object->len == 2; /* "{}" */
+    ic_text_buf_truncate(object, object->len - 1);
+    ic_text_json_plain(object, &first, key, value);
+    ic_text_buf_add(object, "}", 1);
+    return object->status;
 }
 
 /* A number as cJSON 1.7 prints it: 15 significant digits, or 17 where 15 do not read back as
@@ -499,20 +501,20 @@ int ic_case_json_text(const struct ic_case *c, const struct ic_result *res, stru
         return IC_EINVAL;
     ic_text_buf_add(out, "{", 1);
     ic_text_json_member(out, &first, "id", id);
-    ic_text_json_name(out, &first, "protocol", ic_protocol_id(c->protocol));
+    ic_text_json_plain(out, &first, "protocol", ic_protocol_id(c->protocol));
     ic_text_json_member(out, &first, "producer", c->producer);
     ic_text_json_member(out, &first, "consumer", c->consumer);
-    ic_text_json_name(out, &first, "device", ic_device_kind_name(c->device.kind));
-    ic_text_json_name(out, &first, "dtype", ic_dtype_name(c->dtype));
-    ic_text_json_name(out, &first, "layout", ic_layout_name(c->layout));
-    ic_text_json_name(out, &first, "variant", variant->id[0] ? variant->id : NULL);
+    ic_text_json_plain(out, &first, "device", ic_device_kind_name(c->device.kind));
+    ic_text_json_plain(out, &first, "dtype", ic_dtype_name(c->dtype));
+    ic_text_json_plain(out, &first, "layout", ic_layout_name(c->layout));
+    ic_text_json_plain(out, &first, "variant", variant->id[0] ? variant->id : NULL);
     /* From here in ic_result_to_json's order, the culprit right after the side. */
-    ic_text_json_name(out, &first, "outcome", ic_outcome_name(res->outcome));
+    ic_text_json_plain(out, &first, "outcome", ic_outcome_name(res->outcome));
     if (res->rule != IC_RULE_NONE) {
-        ic_text_json_name(out, &first, "rule", ic_rule_id(res->rule));
-        ic_text_json_name(out, &first, "side", ic_side_name(res->side));
+        ic_text_json_plain(out, &first, "rule", ic_rule_id(res->rule));
+        ic_text_json_plain(out, &first, "side", ic_side_name(res->side));
         ic_text_json_member(out, &first, "culprit", ic_result_culprit(c, res, both, sizeof(both)));
-        ic_text_json_name(out, &first, "severity", ic_severity_name(res->severity));
+        ic_text_json_plain(out, &first, "severity", ic_severity_name(res->severity));
     }
     const char *texts[][2] = {{"documented", res->documented},
                               {"diagnostic", res->diagnostic},
@@ -536,14 +538,14 @@ int ic_case_json_text(const struct ic_case *c, const struct ic_result *res, stru
         bool first_field = true;
         ic_text_json_string(out, ic_check_name(i));
         ic_text_buf_add(out, ":{", 2);
-        ic_text_json_member(out, &first_field, "status", ic_check_status_name(check->status));
+        ic_text_json_plain(out, &first_field, "status", ic_check_status_name(check->status));
         if (check->status == IC_CHECK_FAIL) {
-            ic_text_json_member(out, &first_field, "rule", ic_rule_id(check->rule));
-            ic_text_json_member(out, &first_field, "side", ic_side_name(check->side));
-            ic_text_json_member(out, &first_field, "severity", ic_severity_name(check->severity));
+            ic_text_json_plain(out, &first_field, "rule", ic_rule_id(check->rule));
+            ic_text_json_plain(out, &first_field, "side", ic_side_name(check->side));
+            ic_text_json_plain(out, &first_field, "severity", ic_severity_name(check->severity));
         } else if (check->rule != IC_RULE_NONE) {
-            ic_text_json_member(out, &first_field, "rule", ic_rule_id(check->rule));
-            ic_text_json_member(out, &first_field, "severity", ic_severity_name(check->severity));
+            ic_text_json_plain(out, &first_field, "rule", ic_rule_id(check->rule));
+            ic_text_json_plain(out, &first_field, "severity", ic_severity_name(check->severity));
         }
         if (check->note[0])
             ic_text_json_member(out, &first_field, "note", check->note);

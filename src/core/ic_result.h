@@ -255,4 +255,10 @@ int ic_case_json_text(const struct ic_case *c, const struct ic_result *res,
  * whether it could grow. */
 void ic_text_json_string(struct ic_text_buf *out, const char *s);
 
+/* Adds "key":"value" as the last member of the object whose text `object` holds, where
+ * cJSON_AddStringToObject puts it and printing the object writes it (the value as it is, the
+ * key one of the caller's own, with nothing to escape). IC_EINVAL (the text unchanged) when
+ * the text is not an object's; otherwise the buffer's status. */
+int ic_text_json_add_member(struct ic_text_buf *object, const char *key, const char *value);
+
 #endif

@@ -63,10 +63,8 @@ int ic_stream_write_case(struct ic_stream *rec, const struct ic_case *c,
     int rc = ic_case_json_text(c, res, &rec->line);
     if (rc < 0)
         return rc;
-    ic_text_buf_truncate(&rec->line, rec->line.len - 1); /* the closing brace */
-    if (ic_text_buf_adds(&rec->line, ",\"type\":\"case\"}") < 0)
-        return IC_ENOMEM;
-    return ic_stream_put(rec, rec->line.data, rec->line.len);
+    rc = ic_text_json_add_member(&rec->line, "type", "case");
+    return rc < 0 ? rc : ic_stream_put(rec, rec->line.data, rec->line.len);
 }
 
 int ic_stream_open_spool(struct ic_stream *rec)

@@ -47,25 +47,16 @@ static bool ic_plan_cases_make_text(struct ic_plan_cases *source, const struct i
     return true;
 }
 
-/* Adds the case's "finding" member to its text: last, as cJSON_AddStringToObject puts it and
- * printing writes it, so the text stays the object's. The text goes to `made` (a line's buffer
- * has no room to spare). False when it cannot (the object is printed instead). */
+/* Adds the case's "finding" member to its text (ic_text_json_add_member), in `made`: a
+ * line's buffer has no room to spare. False when it cannot (the object is printed instead). */
 static bool ic_plan_cases_add_finding(struct ic_plan_cases *source)
 {
-    size_t len = source->text_len;
-    if (len < 2 || source->text[len - 1] != '}')
-        return false;
-    if (source->text == source->made.data) {
-        ic_text_buf_truncate(&source->made, len - 1);
-    } else {
+    if (source->text != source->made.data) {
         ic_text_buf_truncate(&source->made, 0);
         source->made.status = 0;
-        ic_text_buf_add(&source->made, source->text, len - 1);
+        ic_text_buf_add(&source->made, source->text, source->text_len);
     }
-    ic_text_buf_adds(&source->made, ",\"finding\":");
-    ic_text_json_string(&source->made, source->finding);
-    ic_text_buf_add(&source->made, "}", 1);
-    if (source->made.status)
+    if (ic_text_json_add_member(&source->made, "finding", source->finding) < 0)
         return false;
     source->text = source->made.data;
     source->text_len = source->made.len;
