@@ -299,7 +299,8 @@ def cache_dir(name):
 def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtypes=None,
               layouts=None, dtype_note=None, layout_note=None, readonly=False, deviations=None,
               compute=None, from_dlpack_keywords=(), lazy_views=False, tensor_variants=False,
-              float8=False, int4=False, nulls=False, other_device=False, fork=True):
+              float8=False, int4=False, nulls=False, other_device=False, fork=True,
+              compiles=False):
     """load()'s dict (README.md, "load()").
 
     `missing` maps what the library lacks to why: dtypes, layouts and "cuda" (load()'s notes).
@@ -317,6 +318,8 @@ def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtyp
     `other_device` says it builds OTHER_DEVICE_LAYOUTS (an array on its second device).
     `fork=False` says its arrays cannot be worked with in a process forked from one that ran
     load() (README.md, "fork"): its crashing pairs' cases then run in a worker, not a copy.
+    `compiles=True` says its imports or compute() compile code for each new shape and dtype,
+    once in each process (README.md, "compiles"): its consumer cases are not run early.
     """
     missing = dict(missing or {})
     if not lazy_views:
@@ -349,6 +352,7 @@ def load_info(version, *, exports, imports, devices=("cpu",), missing=None, dtyp
         "readonly": readonly,
         "nulls": nulls,
         "fork": fork,
+        "compiles": compiles,
     }
     if deviations:
         info["deviations"] = deviations

@@ -102,6 +102,9 @@ def load():
         # forked process lacks: there, describe() of a uint4 array waits for them forever (jax
         # 0.12.0.1). Without a GPU plugin load() starts no backend, and a fork starts its own.
         fork=not plugins,
+        # jit compiles (or loads from the compilation cache, 2-6 ms) the import of a buffer and
+        # y * 1 for each new shape and dtype, in each process that meets it
+        compiles=True,
     )
 
 

@@ -118,11 +118,20 @@ void ic_early_stop(struct ic_early *early)
 }
 
 /* `into` gets the indexes of `from` that `also` has too (the user's selection). */
-static int ic_early_intersect(const struct ic_libset *from, const struct ic_libset *also, int count,
-                              struct ic_libset *into)
+/* The libraries of both `from` and `also`, into `into`; with `consumers`, but those whose
+ * probe says they compile for each new shape and dtype ("compiles", probes/README.md): each
+ * background run is a fresh copy of discovery's worker, and every one that ran such a
+ * consumer's cases compiled its shapes again (on --all, JAX's early cases cost 2.1 s of
+ * compiles in three copies), which the run's workers then paid once more. */
+static int ic_early_intersect(const struct ic_catalog *catalog, const struct ic_libset *from,
+                              const struct ic_libset *also, bool consumers, struct ic_libset *into)
 {
-    for (int i = 0; i < count; i++) {
-        if (ic_libset_has(from, i) && ic_libset_has(also, i) && ic_libset_add(into, i) < 0)
+    for (int i = 0; i < catalog->count; i++) {
+        if (!ic_libset_has(from, i) || !ic_libset_has(also, i))
+            continue;
+        if (consumers && catalog->libs[i].compiles)
+            continue;
+        if (ic_libset_add(into, i) < 0)
             return IC_ENOMEM;
     }
     return 0;
@@ -140,9 +149,9 @@ static int ic_early_plan_pairs(struct ic_early *early, const struct ic_libset *p
     filter.consumers = (struct ic_libset){0};
     filter.reference_consumer = reference && early->filter->reference_consumer;
     int rc =
-        ic_early_intersect(producers, &early->filter->producers, catalog->count, &filter.producers);
+        ic_early_intersect(catalog, producers, &early->filter->producers, false, &filter.producers);
     if (rc == 0)
-        rc = ic_early_intersect(consumers, &early->filter->consumers, catalog->count,
+        rc = ic_early_intersect(catalog, consumers, &early->filter->consumers, true,
                                 &filter.consumers);
     if (rc == 0)
         rc = ic_plan_build(catalog, &filter, 1u << IC_KIND_CPU, &plan);

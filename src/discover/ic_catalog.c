@@ -273,6 +273,7 @@ void ic_library_set_info(struct ic_library *lib, cJSON *info)
         lib->readonly = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(info, "readonly"));
         lib->nulls = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(info, "nulls"));
         lib->no_fork = cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(info, "fork"));
+        lib->compiles = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(info, "compiles"));
     }
     if (!ok) {
         lib->state = IC_LIBRARY_INVALID;

@@ -57,6 +57,9 @@ struct ic_library {
      * before it: loading its probe next imports nothing that was not imported anyway. */
     bool preloaded;
     bool no_fork;     /* its arrays are unusable in a fork of a worker that loaded it ("fork") */
+    /* Its imports and compute() compile for each new shape and dtype, once per process
+     * ("compiles"): its consumer cases are not run early. */
+    bool compiles;
     /* Libraries this one must be imported before, found when importing them first crashed
      * it (catalog indexes). */
     struct ic_libset load_before;

@@ -608,6 +608,48 @@ def check_early(tap, binary, probes, workdir):
            "every outcome is the same", (fresh, differing(at_j1["float32,float64"], outcomes)))
 
 
+def check_early_compiles(tap, binary, probes, workdir):
+    """A consumer whose probe says it compiles for each new shape and dtype (tests/probes/
+    jitlib.py, "compiles") has no case run while discovery imports: every copy of discovery's
+    worker that ran its cases would compile them again. Its imports are logged with their time,
+    and slowimport's, the last, logs when it ends: with the flag no import of jitlib's comes
+    before that, while numpy's cases still run early; without it (IC_TEST_JIT_COMPILES=0) some
+    do. Either way every outcome is the same."""
+    def run(name, compiles):
+        out = os.path.join(workdir, name + ".json")
+        log = os.path.join(workdir, name + ".log")
+        proc = taplib.run(binary, "--probe-dir", probes, "--producer", "numpy,jitlib,slowimport",
+                          "--consumer", "numpy,jitlib,slowimport", "--protocol", "dlpack",
+                          "--dtype", "float32,float64,complex64", "--layout", "contiguous,scalar",
+                          "-j", "2", "-q", "-o", out, timeout=120,
+                          env={"INTEROPCHECK_LEDGER_DIR": "", "IC_TEST_JIT_LOG": log,
+                               "IC_TEST_JIT_COMPILES": "1" if compiles else "0"})
+        if not os.path.exists(out) or not os.path.exists(log):
+            return proc, {}, {}, 0, 0
+        report = taplib.load_report(out)
+        with open(log) as f:
+            lines = [line.split() for line in f]
+        loaded = min((float(t) for what, t in lines if what == "loaded"), default=0.0)
+        before = sum(what == "import" and float(t) < loaded for what, t in lines)
+        imports = sum(what == "import" for what, _ in lines)
+        return (proc, report["run"]["timing"], {c["id"]: c["outcome"] for c in report["cases"]},
+                before, imports)
+
+    proc, timing, flagged, before, imports = run("compiles", True)
+    tap.ok(loaded_ok := (imports > 0 and before == 0 and timing.get("early_cases", 0) >= 1),
+           f"a consumer that compiles runs no case early: {before} of its {imports} imports "
+           f"before discovery ended, {timing.get('early_cases')} other cases early",
+           (timing, proc.stderr[-800:]))
+    proc, timing, plain, before, imports = run("compiles-not-said", False)
+    tap.ok(before >= 1 and imports > 0,
+           f"the same library not saying so has {before} of its {imports} imports run early",
+           (timing, proc.stderr[-800:]))
+    tap.ok(loaded_ok and flagged and flagged == plain and "pass" in flagged.values(),
+           f"and every outcome is the same ({len(flagged)} cases)",
+           {i: (flagged.get(i), plain.get(i)) for i in set(flagged) | set(plain)
+            if flagged.get(i) != plain.get(i)})
+
+
 def check_preloaded(tap, binary, probes, workdir):
     """A library whose module an earlier import brought in is loaded next, ahead of catalog
     order (ic_discover_pick): preload_a's import leaves preload_z's module in sys.modules, so
@@ -686,6 +728,7 @@ def main(tap, args):
         check_prewarm(tap, binary, probes, workdir)
         check_prewarm_failure(tap, binary, probes, workdir)
         check_early(tap, binary, probes, workdir)
+        check_early_compiles(tap, binary, probes, workdir)
         check_preloaded(tap, binary, probes, workdir)
         check_defer_alike(tap, binary, probes, workdir)
 
