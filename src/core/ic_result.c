@@ -471,24 +471,63 @@ int ic_text_json_add_member(struct ic_text_buf *object, const char *key, const c
     return object->status;
 }
 
-/* A number as cJSON 1.7 prints it: 15 significant digits, or 17 where 15 do not read back as
- * the same double; null for NaN and the infinities. */
-static void ic_text_json_number(struct ic_text_buf *out, double d)
+/* A whole number of thousandths below 10**12 (a duration in milliseconds, which ic_exchange
+ * rounds to microseconds) as "%1.15g" prints it: its decimal digits, with no trailing zero
+ * after the point and no point without them. Such a number has at most 15 significant digits,
+ * which read back as the same double, and is at least 0.001, which %g writes without an
+ * exponent. Returns false, writing nothing, for any other number. */
+static bool ic_thousandths_text(double d, char text[IC_NUMBER_TEXT_MAX])
 {
-    char text[32];
-    if (d == 0) { /* -0 too, which cJSON from 1.7.16 prints as an int, without its sign */
-        ic_text_buf_add(out, "0", 1);
-        return;
+    double scaled = fabs(d) * 1000.0;
+    if (!(scaled < 1e12))
+        return false;
+    uint64_t n = (uint64_t)(scaled + 0.5), whole = n / 1000;
+    if ((double)n / 1000.0 != fabs(d))
+        return false;
+    unsigned fraction = (unsigned)(n % 1000), digits = 3;
+    while (fraction && fraction % 10 == 0) {
+        fraction /= 10;
+        digits--;
     }
-    if (isnan(d) || isinf(d)) {
-        snprintf(text, sizeof(text), "null");
-    } else {
-        snprintf(text, sizeof(text), "%1.15g", d);
+    char reversed[24];
+    size_t count = 0, at = 0;
+    do {
+        reversed[count++] = (char)('0' + whole % 10);
+        whole /= 10;
+    } while (whole);
+    if (d < 0)
+        text[at++] = '-';
+    while (count)
+        text[at++] = reversed[--count];
+    if (fraction) {
+        text[at++] = '.';
+        for (unsigned i = digits; i-- > 0; fraction /= 10)
+            text[at + i] = (char)('0' + fraction % 10);
+        at += digits;
+    }
+    text[at] = '\0';
+    return true;
+}
+
+void ic_number_text(double d, char text[IC_NUMBER_TEXT_MAX])
+{
+    if (d == 0) { /* -0 too, which cJSON from 1.7.16 prints as an int, without its sign */
+        strcpy(text, "0");
+    } else if (isnan(d) || isinf(d)) {
+        strcpy(text, "null");
+    } else if (!ic_thousandths_text(d, text)) {
+        snprintf(text, IC_NUMBER_TEXT_MAX, "%1.15g", d);
         double back = strtod(text, NULL);
         double most = fabs(back) > fabs(d) ? fabs(back) : fabs(d);
         if (!(fabs(back - d) <= most * DBL_EPSILON))
-            snprintf(text, sizeof(text), "%1.17g", d);
+            snprintf(text, IC_NUMBER_TEXT_MAX, "%1.17g", d);
     }
+}
+
+static void ic_text_json_number(struct ic_text_buf *out, double d)
+{
+    char text[IC_NUMBER_TEXT_MAX];
+    ic_number_text(d, text);
     ic_text_buf_adds(out, text);
 }
 

@@ -224,6 +224,14 @@ void ic_result_conclude(struct ic_result *res);
 /* The failed check that ic_result_conclude makes the case's, or -1 when none failed. */
 int ic_result_primary_check(const struct ic_result *res);
 
+/* Room for any text ic_number_text writes ("%1.17g" of a double, with its '\0'). */
+#define IC_NUMBER_TEXT_MAX 32
+
+/* `d` as cJSON 1.7 prints a number: 15 significant digits, or 17 where 15 do not read back as
+ * the same double; 0 for -0 (as cJSON 1.7.16 and later do); null for NaN and the infinities.
+ * A whole number of thousandths (a duration in ms, rounded to microseconds) takes no printf. */
+void ic_number_text(double d, char text[IC_NUMBER_TEXT_MAX]);
+
 /* The JSON object of a result (outcome, rule, diagnostic, request, exported, ms, checks). */
 cJSON *ic_result_to_json(const struct ic_result *res);
 

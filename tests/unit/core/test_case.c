@@ -282,8 +282,8 @@ static void test_case_json_text(void)
 {
     /* No -0: cJSON prints it "-0" before 1.7.16 and "0" since; the text writes 0. */
     static const double durations[] = {
-        0.0,    12.0,         1.0, 0.1,  1.0526210013777018, 37.24, 1e300, -3.5,
-        1e-300, 2147483647.0, 3e9, -3e9, 0.30000000000000004};
+        0.0,    12.0,         1.0, 0.1,  1.0526210013777018,  37.24, 1e300, -3.5,
+        1e-300, 2147483647.0, 3e9, -3e9, 0.30000000000000004, 2.07,  0.001, 65.432};
     unsigned state = 12345u;
     int same = 0, cases = 0;
     char first_diff[300] = "";
@@ -304,7 +304,7 @@ static void test_case_json_text(void)
         random_text(&state, res->request, sizeof(res->request));
         random_text(&state, res->exported, sizeof(res->exported));
         res->duration_ms =
-            next(&state, 3) ? durations[next(&state, 13)] : (double)next(&state, 1u << 30) / 7.0;
+            next(&state, 3) ? durations[next(&state, 16)] : (double)next(&state, 1u << 30) / 7.0;
         for (int i = 0; i < IC_CHECK_COUNT; i++) {
             struct ic_check_result *check = &res->checks[i];
             check->status = (enum ic_check_status)next(&state, IC_CHECK_STATUS_COUNT);
@@ -339,6 +339,43 @@ static void test_case_json_text(void)
            same, cases, first_diff);
 }
 
+/* ic_number_text writes what cJSON prints of a number, byte for byte: whole thousandths (the
+ * durations, which it writes by hand) across their range and beyond it, and other doubles. */
+static void test_number_text(void)
+{
+    unsigned state = 777u;
+    int same = 0, count = 0;
+    char first_diff[160] = "";
+    for (int n = 0; n < 200000; n++) {
+        double d;
+        unsigned kind = next(&state, 4);
+        uint64_t big = ((uint64_t)next(&state, 1u << 24) << 24 | next(&state, 1u << 24));
+        if (kind == 0) /* a duration: thousandths up to about 2.8e14, past the hand's 1e12 */
+            d = (double)(big >> (next(&state, 48))) / 1000.0;
+        else if (kind == 1) /* a small one, as most cases take */
+            d = (double)next(&state, 100000) / 1000.0;
+        else if (kind == 2) /* a negative one */
+            d = -(double)next(&state, 1u << 30) / 1000.0;
+        else /* not whole thousandths */
+            d = (double)big / 7.0e3 + 1e-9;
+        cJSON *number = cJSON_CreateNumber(d);
+        char *printed = number ? cJSON_PrintUnformatted(number) : NULL;
+        char text[IC_NUMBER_TEXT_MAX];
+        ic_number_text(d, text);
+        count++;
+        if (printed && strcmp(printed, text) == 0)
+            same++;
+        else if (!first_diff[0])
+            snprintf(first_diff, sizeof(first_diff), "(%.17g: cJSON %s, ours %s)", d,
+                     printed ? printed : "?", text);
+        cJSON_free(printed);
+        cJSON_Delete(number);
+    }
+    TAP_OK(count == 200000 && same == count,
+           "a number's text is cJSON's printing of it, byte for byte (%d of %d) %s", same, count,
+           first_diff);
+}
+
 int main(void)
 {
     test_format();
@@ -346,5 +383,6 @@ int main(void)
     test_results();
     test_outcome_table();
     test_case_json_text();
+    test_number_text();
     return tap_done();
 }
