@@ -54,7 +54,7 @@ enum ic_ipc_side {
  * optional member. Every message also has "msg", its name. */
 #define IC_MESSAGE_LIST(X)                                                                         \
     X(LOAD, "load", IC_IPC_SUPERVISOR, "seq:i probe:s path:s ask:a?")                              \
-    X(RUN, "run", IC_IPC_SUPERVISOR, "seq:i case:s seed:s load:a fork:b?")                         \
+    X(RUN, "run", IC_IPC_SUPERVISOR, "seq:i case:s seed:s load:a fork:b? pipelined:b?")            \
     X(REPRO, "repro", IC_IPC_SUPERVISOR, "seq:i case:s failure:o probes:a")                        \
     X(QUIT, "quit", IC_IPC_SUPERVISOR, "seq:i")                                                    \
     X(COPY, "copy", IC_IPC_SUPERVISOR, "seq:i slot:i")                                             \
@@ -63,7 +63,7 @@ enum ic_ipc_side {
     X(END, "end", IC_IPC_WORKER, "seq:i case:s result:o stages:a?")                                \
     X(SCRIPT, "script", IC_IPC_WORKER, "seq:i case:s script:s? error:s?")                          \
     X(LOST, "lost", IC_IPC_WORKER, "seq:i case:s how:s pid:i violation:s?")                        \
-    X(FLAWED, "flawed", IC_IPC_WORKER, "seq:i case:s rule:s text:s")                              \
+    X(FLAWED, "flawed", IC_IPC_WORKER, "seq:i case:s rule:s text:s")                               \
     X(COPIED, "copied", IC_IPC_WORKER, "seq:i pid:i error:s?")
 
 enum ic_message {

@@ -1550,7 +1550,8 @@ static int ic_send_run(struct ic_pool *pool, struct ic_proc *p, const struct ic_
         q->seq = ++pool->next_seq;
         snprintf(q->id, sizeof(q->id), "%s", id);
         msg = ic_message_new(IC_MSG_RUN, q->seq);
-        if (!msg || !cJSON_AddArrayToObject(msg, "load"))
+        if (!msg || !cJSON_AddArrayToObject(msg, "load") ||
+            !cJSON_AddBoolToObject(msg, "pipelined", true))
             goto done;
     } else {
         msg = ic_proc_request(pool, p, IC_MSG_RUN, id);
@@ -2380,7 +2381,10 @@ static int ic_pool_assign(struct ic_pool *pool, struct ic_run_state *st)
     return 0;
 }
 
-/* The current case ended: the first queued one, if any, becomes current. */
+/* The current case ended: the first queued one, if any, becomes current. It has begun: a
+ * queued case imports nothing and is not forked (ic_pool_queue), so the worker starts it the
+ * moment it has sent the "end" of the one before, and sends no "begin" for it ("pipelined").
+ * On --all that was 65 000 of 67 000 messages the workers wrote and the supervisor read. */
 static void ic_proc_promote(struct ic_pool *pool, struct ic_proc *p)
 {
     if (p->nqueued == 0)
@@ -2391,16 +2395,17 @@ static void ic_proc_promote(struct ic_pool *pool, struct ic_proc *p)
     p->nqueued--;
     memmove(p->queued, p->queued + 1, (size_t)p->nqueued * sizeof(p->queued[0]));
     p->busy = true;
-    p->began = false;
+    p->began = true;
     p->current_forked = false;
-    p->case_pid = 0;
+    p->case_pid = p->pid;
     p->flaw_rule = IC_RULE_NONE;
     p->child_pid = 0;
     p->child_signal = 0;
     p->npending = 0;
     p->sent_at = ic_clock_s();
+    p->began_at = p->sent_at;
     p->import_s = 0;
-    p->deadline = p->sent_at + pool->config.load_timeout_s;
+    p->deadline = p->sent_at + pool->config.case_timeout_s;
 }
 
 /* The worker is gone before its queued cases began: they run elsewhere, in their order (the

@@ -274,7 +274,7 @@ static int ic_worker_send_end(struct ic_worker *w, const char *id, const struct 
 static int ic_worker_load_list(struct ic_worker *w, const cJSON *load);
 
 static int ic_worker_run_case(struct ic_worker *w, const struct ic_case *cp, const char *id,
-                              const char *seed_text);
+                              const char *seed_text, bool announce);
 
 /* The exit status of a case child that ended as asked (its channel to the worker closed): any
  * other end (a library's own exit, even with status 0) is a case that ended without its
@@ -306,7 +306,7 @@ static void ic_worker_child_serve(struct ic_worker *w, int channel)
         if (ic_case_parse_id(req.id, &c) < 0)
             _exit(70);
         w->seq = req.seq;
-        int rc = ic_worker_run_case(w, &c, req.id, req.seed);
+        int rc = ic_worker_run_case(w, &c, req.id, req.seed, true);
         fflush(NULL);
         if (rc < 0 || send(channel, &req.seq, sizeof(req.seq), MSG_NOSIGNAL) != sizeof(req.seq))
             _exit(70);
@@ -403,13 +403,13 @@ static int ic_worker_run_forked(struct ic_worker *w, const struct ic_case *c, co
     if (w->child_pid > 0 && w->child_loaded != w->count)
         ic_worker_retire_child(w);
     if (w->child_pid <= 0 && ic_worker_spawn_child(w) < 0)
-        return ic_worker_run_case(w, c, id, seed_text);
+        return ic_worker_run_case(w, c, id, seed_text, true);
     bool sent = send(w->child_channel, &req, sizeof(req), MSG_NOSIGNAL) == (ssize_t)sizeof(req);
     if (!sent) {
         /* The child ended between cases, before this one reached it: a new one runs it. */
         ic_worker_retire_child(w);
         if (ic_worker_spawn_child(w) < 0)
-            return ic_worker_run_case(w, c, id, seed_text);
+            return ic_worker_run_case(w, c, id, seed_text, true);
         sent = send(w->child_channel, &req, sizeof(req), MSG_NOSIGNAL) == (ssize_t)sizeof(req);
     }
     unsigned long long ack[2]; /* room for more than an acknowledgement, to see one */
@@ -461,24 +461,31 @@ static int ic_worker_run(struct ic_worker *w, const cJSON *msg)
         return loaded;
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "fork")))
         return ic_worker_run_forked(w, &c, id->valuestring, seed->valuestring);
-    return ic_worker_run_case(w, &c, id->valuestring, seed->valuestring);
+    /* A pipelined case imports nothing: the supervisor takes the "end" of the case before it
+     * for its start (ic_proc_promote), and a "begin" would be a message a case for nothing. */
+    bool pipelined = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "pipelined")) &&
+                     cJSON_GetArraySize(load) == 0;
+    return ic_worker_run_case(w, &c, id->valuestring, seed->valuestring, !pipelined);
 }
 
-/* Runs one case in this process: "begin", the exchange, "end". */
+/* Runs one case in this process: "begin" (when `announce`), the exchange, "end". */
 static int ic_worker_run_case(struct ic_worker *w, const struct ic_case *cp, const char *id,
-                              const char *seed_text)
+                              const char *seed_text, bool announce)
 {
     struct ic_case c = *cp;
     struct ic_result res;
+    int rc = 0;
     ic_worker_mark_output();
-    cJSON *begin = ic_message_new(IC_MSG_BEGIN, w->seq);
-    /* The pid: a forked case's is not the worker's, and a hung case's Python stack is asked
-     * of the process that runs it. */
-    int rc = ic_worker_send(w, begin,
+    if (announce) {
+        cJSON *begin = ic_message_new(IC_MSG_BEGIN, w->seq);
+        /* The pid: a forked case's is not the worker's, and a hung case's Python stack is
+         * asked of the process that runs it. */
+        rc = ic_worker_send(w, begin,
                             begin && cJSON_AddStringToObject(begin, "case", id) &&
                                 cJSON_AddNumberToObject(begin, "pid", (double)getpid()));
-    if (rc < 0)
-        return rc;
+        if (rc < 0)
+            return rc;
+    }
 
     struct ic_probe *producer = ic_worker_find(w, c.producer);
     struct ic_probe *consumer = ic_worker_find(w, c.consumer);
