@@ -593,9 +593,13 @@ def format_dtype(fmt, itemsize):
     return None
 
 
-# dtype_name's answers by dtype object: str() of a NumPy dtype runs Python code of NumPy's
-# (2-4 us), and a case asks for the names of up to three arrays' dtypes.
+# dtype_name's answers by the dtype object's id, each with the object, which it keeps alive so
+# that its id names no other object while it is here: str() of a NumPy dtype runs Python code
+# of NumPy's (2-4 us), and a case asks for the names of up to three arrays' dtypes. Not keyed
+# by the dtype itself: array_api_strict's dtypes hash as NumPy's do, and a lookup that met a
+# NumPy key called array_api_strict's __eq__, which warns (62 000 warnings on --all -j1).
 _DTYPE_NAMES = {}
+_DTYPE_NAMES_MAX = 4096  # dtype objects made anew for each array do not pile up
 
 
 def dtype_name(dt):
@@ -604,16 +608,14 @@ def dtype_name(dt):
     Covers "float32", "torch.float32", "paddle.bool", "mlx.core.bool", "bool_"; any other
     spelling comes back unchanged, which the README allows for dtypes the driver does not know.
     """
-    try:
-        return _DTYPE_NAMES[dt]
-    except (KeyError, TypeError):  # not asked before, or a dtype object that cannot be a key
-        pass
+    known = _DTYPE_NAMES.get(id(dt))
+    if known is not None and known[0] is dt:
+        return known[1]
     name = str(dt).rsplit(".", 1)[-1]
     name = "bool" if name == "bool_" else name
-    try:
-        _DTYPE_NAMES[dt] = name
-    except TypeError:
-        pass
+    if len(_DTYPE_NAMES) >= _DTYPE_NAMES_MAX:
+        _DTYPE_NAMES.clear()
+    _DTYPE_NAMES[id(dt)] = (dt, name)
     return name
 
 
