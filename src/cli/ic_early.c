@@ -117,12 +117,12 @@ void ic_early_stop(struct ic_early *early)
     early->next = NULL;
 }
 
-/* `into` gets the indexes of `from` that `also` has too (the user's selection). */
-/* The libraries of both `from` and `also`, into `into`; with `consumers`, but those whose
- * probe says they compile for each new shape and dtype ("compiles", probes/README.md): each
- * background run is a fresh copy of discovery's worker, and every one that ran such a
- * consumer's cases compiled its shapes again (on --all, JAX's early cases cost 2.1 s of
- * compiles in three copies), which the run's workers then paid once more. */
+/* `into` gets the indexes of `from` that `also` (the user's selection) has too; with
+ * `consumers`, but those whose probe says they compile for each new shape and dtype
+ * ("compiles", probes/README.md): each background run is a fresh copy of discovery's worker,
+ * and every one that ran such a consumer's cases compiled its shapes again (on --all, JAX's
+ * early cases cost 2.1 s of compiles in three copies), which the run's workers then paid
+ * once more. */
 static int ic_early_intersect(const struct ic_catalog *catalog, const struct ic_libset *from,
                               const struct ic_libset *also, bool consumers, struct ic_libset *into)
 {

@@ -462,7 +462,7 @@ static int ic_worker_run(struct ic_worker *w, const cJSON *msg)
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "fork")))
         return ic_worker_run_forked(w, &c, id->valuestring, seed->valuestring);
     /* A pipelined case imports nothing: the supervisor takes the "end" of the case before it
-     * for its start (ic_proc_promote), and a "begin" would be a message a case for nothing. */
+     * for its start (ic_proc_promote), so a "begin" would tell it nothing. */
     bool pipelined = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(msg, "pipelined")) &&
                      cJSON_GetArraySize(load) == 0;
     return ic_worker_run_case(w, &c, id->valuestring, seed->valuestring, !pipelined);
