@@ -2484,12 +2484,27 @@ static bool ic_lean_failed(struct ic_pool *pool, struct ic_proc *p, struct ic_ru
  * last, they no longer cut the others' run into a fresh child each, whose first case pays every
  * cold cache again (30-40 ms a crash for TensorFlow's first operation). They stay before the
  * next pair's cases, so that a worker serving one pair is not replaced for another (a lean
- * one) and back. It moves cases, never an outcome. */
-static void ic_defer_alike(struct ic_run_state *st, size_t index)
+ * one) and back. It moves cases, never an outcome. The pair's cases the plan has not reached
+ * yet are set aside first (in plan order, after the ones the worker held), so that all of them
+ * are ordered: set aside only as the plan reached them, they came after the alike ones (a
+ * worker holding fewer than the pair's remaining cases when it died, as under load). */
+static void ic_defer_alike(const struct ic_pool *pool, struct ic_run_state *st, size_t index)
 {
     const struct ic_case *crashed = &st->cases[index];
     size_t slot = ic_pair_slot(st, index); /* the pair and protocol */
-    size_t last = st->ndeferred;           /* the pair's last set-aside case not handed out */
+    /* Not handed out: each slot's run from its cursor, and what no slot has claimed. */
+    for (int j = 0; ic_pair_isolated(pool, st, index) && j <= pool->nprocs; j++) {
+        size_t from = j < pool->nprocs ? st->cursor[j] : st->claim;
+        size_t to = j < pool->nprocs ? st->group_end[j] : st->count;
+        for (size_t k = from; k < to; k++) {
+            size_t planned = st->order[k];
+            if (ic_pair_slot(st, planned) == slot && !st->set_aside[planned]) {
+                st->set_aside[planned] = 1;
+                st->deferred[st->ndeferred++] = planned;
+            }
+        }
+    }
+    size_t last = st->ndeferred; /* the pair's last set-aside case not handed out */
     for (size_t i = st->deferred_next; i < st->ndeferred; i++) {
         if (ic_pair_slot(st, st->deferred[i]) == slot)
             last = i;
@@ -2531,7 +2546,7 @@ static void ic_proc_died(struct ic_pool *pool, struct ic_proc *p, struct ic_run_
                  ic_proc_importing(pool, p));
     ic_proc_requeue(pool, p, st); /* after the pair is isolated */
     if (p->began)
-        ic_defer_alike(st, p->case_index);
+        ic_defer_alike(pool, st, p->case_index);
     ic_deliver_failure(pool, p, &st->cases[p->case_index],
                        p->began ? IC_OUTCOME_CRASH : IC_OUTCOME_ERROR, what, st->on_result,
                        st->context);
@@ -2575,7 +2590,7 @@ static void ic_proc_lost(struct ic_pool *pool, struct ic_proc *p, struct ic_run_
         snprintf(what, sizeof(what), "the worker died with %s during this case", how);
     p->forked = true;
     if (p->began)
-        ic_defer_alike(st, p->case_index);
+        ic_defer_alike(pool, st, p->case_index);
     ic_deliver_failure(pool, p, &st->cases[p->case_index],
                        p->began ? IC_OUTCOME_CRASH : IC_OUTCOME_ERROR, what, st->on_result,
                        st->context);
@@ -2749,7 +2764,7 @@ static void ic_pool_expire(struct ic_pool *pool, struct ic_run_state *st)
                      p->lean ? " (a lean worker's budget)" : "");
         ic_proc_requeue(pool, p, st); /* after the pair is isolated */
         if (p->began)
-            ic_defer_alike(st, p->case_index);
+            ic_defer_alike(pool, st, p->case_index);
         ic_deliver_failure(pool, p, &st->cases[p->case_index],
                            p->began ? IC_OUTCOME_TIMEOUT : IC_OUTCOME_ERROR, what, st->on_result,
                            st->context);

@@ -686,11 +686,13 @@ def check_defer_alike(tap, binary, probes, workdir):
     """Once a case of an isolated pair crashed, the pair's cases of that dtype or layout not
     handed out yet run after its others (ic_defer_alike): numpy -> badlib dies on every float64
     case, and after the first of those deaths, the stream holds the pair's other cases before
-    the float64 ones. Every outcome stays what the dtype decides."""
+    the float64 ones. Every outcome stays what the dtype decides. The pair has more cases left
+    after that death (18) than a worker holds (sixteen), so some are still in the plan: they
+    are ordered too (before, they came after the alike ones the worker held)."""
     out = os.path.join(workdir, "alike.json")
     proc = taplib.run(binary, "--probe-dir", probes, "--producer", "numpy", "--consumer", "badlib",
                       "--protocol", "dlpack", "--dtype", "float32,float64,int16,uint8", "--layout",
-                      "contiguous,flat,scalar,strided", "-j", "1", "-q", "-o", out,
+                      "contiguous,flat,scalar,strided,reversed,offset", "-j", "1", "-q", "-o", out,
                       env={"INTEROPCHECK_LEDGER_DIR": ""})
     lines, stream = [], out[:-len(".json")] + ".jsonl"
     if os.path.exists(stream):
