@@ -45,8 +45,9 @@ static bool ic_is_number(const char *word, size_t len)
     return len > 0;
 }
 
-/* The first character decides most comparisons: this runs for every word of every failure's
- * note against every dtype and layout name, three times a failing case in a run's report. */
+/* Whether the word is `name` (the case's producer or consumer): the first character decides
+ * most comparisons, and this runs for every word of every failure's note, three times a
+ * failing case in a run's report. */
 static bool ic_word_is(const char *word, size_t len, const char *name)
 {
     return name && name[0] == word[0] && strncmp(word, name, len) == 0 && name[len] == '\0';

@@ -1994,6 +1994,15 @@ static bool ic_claim_group(const struct ic_pool *pool, struct ic_run_state *st, 
     return true;
 }
 
+/* Case `index` (of an isolated pair) waits among the set-aside cases, once, after those there. */
+static void ic_set_aside(struct ic_run_state *st, size_t index)
+{
+    if (!st->set_aside[index]) {
+        st->set_aside[index] = 1;
+        st->deferred[st->ndeferred++] = index;
+    }
+}
+
 /* The slot's next case of the plan that is not isolated, without taking it (the isolated ones
  * before it are set aside). False when the plan is through for every slot. */
 static bool ic_peek_plan_case(const struct ic_pool *pool, struct ic_run_state *st, int slot,
@@ -2006,10 +2015,7 @@ static bool ic_peek_plan_case(const struct ic_pool *pool, struct ic_run_state *s
                 *ret_index = index;
                 return true;
             }
-            if (!st->set_aside[index]) {
-                st->set_aside[index] = 1;
-                st->deferred[st->ndeferred++] = index;
-            }
+            ic_set_aside(st, index);
             st->cursor[slot]++;
         }
         if (!ic_claim_group(pool, st, slot))
@@ -2416,10 +2422,8 @@ static void ic_proc_requeue(const struct ic_pool *pool, struct ic_proc *p, struc
 {
     for (int i = 0; i < p->nqueued; i++) {
         size_t index = p->queued[i].index;
-        if (ic_pair_isolated(pool, st, index) && !st->set_aside[index]) {
-            st->set_aside[index] = 1;
-            st->deferred[st->ndeferred++] = index;
-        }
+        if (ic_pair_isolated(pool, st, index))
+            ic_set_aside(st, index);
     }
     while (p->nqueued > 0) {
         size_t index = p->queued[--p->nqueued].index;
@@ -2497,11 +2501,8 @@ static void ic_defer_alike(const struct ic_pool *pool, struct ic_run_state *st, 
         size_t from = j < pool->nprocs ? st->cursor[j] : st->claim;
         size_t to = j < pool->nprocs ? st->group_end[j] : st->count;
         for (size_t k = from; k < to; k++) {
-            size_t planned = st->order[k];
-            if (ic_pair_slot(st, planned) == slot && !st->set_aside[planned]) {
-                st->set_aside[planned] = 1;
-                st->deferred[st->ndeferred++] = planned;
-            }
+            if (ic_pair_slot(st, st->order[k]) == slot)
+                ic_set_aside(st, st->order[k]);
         }
     }
     size_t last = st->ndeferred; /* the pair's last set-aside case not handed out */
@@ -2832,11 +2833,8 @@ static int ic_order_by_pair(const struct ic_pool *pool, struct ic_run_state *st)
     /* The cases of pairs isolated before the run are set aside now, in library-set order, so
      * that a worker that never ran a case can take them first (ic_next_case). */
     for (size_t i = 0; i < st->count; i++) {
-        size_t index = st->order[i];
-        if (ic_pair_isolated(pool, st, index)) {
-            st->set_aside[index] = 1;
-            st->deferred[st->ndeferred++] = index;
-        }
+        if (ic_pair_isolated(pool, st, st->order[i]))
+            ic_set_aside(st, st->order[i]);
     }
     return 0;
 }
