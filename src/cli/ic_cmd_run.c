@@ -706,6 +706,7 @@ static size_t ic_run_start_stream(struct ic_run *run, struct ic_session *session
                 strerror(errno));
     size_t to_run = 0;
     struct ic_result res;
+    struct ic_plan_made made = IC_PLAN_MADE_NONE;
     /* One flush for the batch, not one a line: --all decides 138 000 cases here, and a run
      * killed before the batch is out decides them again when it is resumed. */
     bool held = run->stream_ok && ic_stream_hold(&run->stream, true) == 0;
@@ -715,7 +716,7 @@ static size_t ic_run_start_stream(struct ic_run *run, struct ic_session *session
             continue;
         }
         ic_json_arena_begin(); /* the line printed of it is all that stays (ic_json.h) */
-        if (ic_plan_result(&session->catalog, &plan->items[i], &res) == 0)
+        if (ic_plan_result_again(&session->catalog, &plan->items[i], &res, &made) == 0)
             ic_record_result(run, &plan->items[i], &res);
         ic_json_arena_end();
     }

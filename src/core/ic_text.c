@@ -89,7 +89,17 @@ size_t ic_utf8_valid_prefix(const char *s, size_t len)
     const unsigned char *u = (const unsigned char *)s;
     size_t pos = 0;
     while (pos < len) {
-        /* ASCII runs are the common case: skip them without decoding. */
+        /* ASCII runs are the common case: skip them without decoding, eight bytes at a time
+         * while no byte has its top bit set and none is NUL. */
+        uint64_t word;
+        for (; len - pos >= sizeof(word); pos += sizeof(word)) {
+            memcpy(&word, u + pos, sizeof(word));
+            const uint64_t ones = 0x0101010101010101ull, tops = 0x8080808080808080ull;
+            if ((word & tops) || ((word - ones) & ~word & tops))
+                break;
+        }
+        if (pos >= len)
+            break;
         if (u[pos] >= 0x01 && u[pos] < 0x80) {
             pos++;
             continue;

@@ -70,46 +70,73 @@ static bool ic_variant_applies(const struct ic_variant_info *variant, enum ic_pr
 
 /* The unsupported result of a case the producer cannot express, into *res (zeroed first);
  * false when the producer can express it (the case is run). */
-static bool ic_plan_refusal(const struct ic_library *producer, const struct ic_case *c,
-                            struct ic_result *res)
+/* Why the producer cannot express a case, if it cannot: what the plan decides alone. */
+enum ic_refusal {
+    IC_REFUSAL_NONE,
+    IC_REFUSAL_DTYPE,    /* it has no arrays of the dtype */
+    IC_REFUSAL_LAYOUT,   /* it has no view of the layout */
+    IC_REFUSAL_READONLY, /* it cannot make read-only arrays */
+    IC_REFUSAL_NULLS,    /* it cannot make arrays with nulls */
+};
+
+static enum ic_refusal ic_plan_refusal(const struct ic_library *producer, const struct ic_case *c)
+{
+    if (!(producer->dtypes & (1u << c->dtype)))
+        return IC_REFUSAL_DTYPE;
+    if (!(producer->layouts & (1u << c->layout)))
+        return IC_REFUSAL_LAYOUT;
+    if (c->variant == IC_VARIANT_READONLY && !producer->readonly)
+        return IC_REFUSAL_READONLY;
+    if (ic_variant_has_nulls(c->variant) && !producer->nulls)
+        return IC_REFUSAL_NULLS;
+    return IC_REFUSAL_NONE;
+}
+
+/* The result of a case refused for `why`: unsupported, with the reason. */
+static void ic_plan_refusal_result(const struct ic_library *producer, const struct ic_case *c,
+                                   enum ic_refusal why, struct ic_result *res)
 {
     const char *dtype = ic_dtype_name(c->dtype);
     const char *layout = ic_layout_name(c->layout);
     const char *note;
 
     memset(res, 0, sizeof(*res));
-    if (!(producer->dtypes & (1u << c->dtype))) {
+    switch (why) {
+    case IC_REFUSAL_DTYPE:
         note = ic_library_note(producer, dtype);
         ic_result_set(res, IC_OUTCOME_UNSUPPORTED, "%s has no %s arrays%s%s", producer->name, dtype,
                       note ? ": " : "", note ? note : "");
-    } else if (!(producer->layouts & (1u << c->layout))) {
+        break;
+    case IC_REFUSAL_LAYOUT:
         note = ic_library_note(producer, layout);
         ic_result_set(res, IC_OUTCOME_UNSUPPORTED, "%s cannot make %s %s view%s%s", producer->name,
                       ic_text_article(layout), layout, note ? ": " : "", note ? note : "");
-    } else if (c->variant == IC_VARIANT_READONLY && !producer->readonly) {
+        break;
+    case IC_REFUSAL_READONLY:
         ic_result_set(res, IC_OUTCOME_UNSUPPORTED, "%s cannot make read-only arrays",
                       producer->name);
-    } else if (ic_variant_has_nulls(c->variant) && !producer->nulls) {
+        break;
+    case IC_REFUSAL_NULLS:
         ic_result_set(res, IC_OUTCOME_UNSUPPORTED, "%s cannot make arrays with nulls",
                       producer->name);
-    } else {
-        return false;
+        break;
+    case IC_REFUSAL_NONE:
+        break;
     }
-    return true;
 }
 
-/* Decides at plan time what the producer cannot express. The item keeps only the outcome;
- * the texts are made again when the result is asked for (ic_plan_result), so that the plan
- * of --all, which decides 140 000 cases this way, holds no text for them. */
+/* Decides at plan time what the producer cannot express. The item keeps only the outcome
+ * (what ic_plan_refusal_result makes of every refusal, without its text); the texts are made
+ * again when the result is asked for (ic_plan_result), so that the plan of --all, which decides
+ * 128 000 cases this way, neither holds nor formats text for them. */
 static void ic_plan_decide(const struct ic_library *producer, struct ic_planned *item)
 {
-    struct ic_result res;
-    item->decided = ic_plan_refusal(producer, &item->c, &res);
+    item->decided = ic_plan_refusal(producer, &item->c) != IC_REFUSAL_NONE;
     item->run = !item->decided;
     item->done = item->decided;
     if (item->decided)
-        item->result =
-            (struct ic_result_packed){res.outcome, res.rule, res.side, res.severity, NULL};
+        item->result = (struct ic_result_packed){IC_OUTCOME_UNSUPPORTED, IC_RULE_NONE, IC_SIDE_NONE,
+                                                 IC_CLASS_NOTE, NULL};
 }
 
 /* Every case of one pair; `consumer` NULL for interopcheck's own consumer. */
@@ -220,17 +247,47 @@ int ic_plan_build(const struct ic_catalog *catalog, const struct ic_filter *filt
     return ic_plan_fill(catalog, filter, available, plan);
 }
 
-int ic_plan_result(const struct ic_catalog *catalog, const struct ic_planned *item,
-                   struct ic_result *ret)
+int ic_plan_result_again(const struct ic_catalog *catalog, const struct ic_planned *item,
+                         struct ic_result *ret, struct ic_plan_made *made)
 {
     if (!item->decided) {
+        made->held = false;
         ic_result_unpack(&item->result, ret);
         return 0;
     }
-    int i = ic_catalog_find(catalog, item->c.producer);
-    if (i < 0 || !ic_plan_refusal(&catalog->libs[i], &item->c, ret))
+    /* Cases come in plan order, a producer's together: its catalog entry is looked up again
+     * only when the producer changes. */
+    if (made->producer < 0 || strcmp(catalog->libs[made->producer].name, item->c.producer) != 0) {
+        made->held = false;
+        made->producer = ic_catalog_find(catalog, item->c.producer);
+    }
+    if (made->producer < 0)
         return IC_EINVAL;
+    const struct ic_library *producer = &catalog->libs[made->producer];
+    enum ic_refusal why = ic_plan_refusal(producer, &item->c);
+    if (why == IC_REFUSAL_NONE) {
+        made->held = false;
+        return IC_EINVAL;
+    }
+    /* The reason names the dtype or the layout refused, nothing else of the case. */
+    int dtype = why == IC_REFUSAL_DTYPE ? (int)item->c.dtype : -1;
+    int layout = why == IC_REFUSAL_LAYOUT ? (int)item->c.layout : -1;
+    if (made->held && made->why == (int)why && made->dtype == dtype && made->layout == layout)
+        return 0;
+    ic_plan_refusal_result(producer, &item->c, why, ret);
+    *made = (struct ic_plan_made){.held = true,
+                                  .producer = made->producer,
+                                  .why = (int)why,
+                                  .dtype = dtype,
+                                  .layout = layout};
     return 0;
+}
+
+int ic_plan_result(const struct ic_catalog *catalog, const struct ic_planned *item,
+                   struct ic_result *ret)
+{
+    struct ic_plan_made made = IC_PLAN_MADE_NONE;
+    return ic_plan_result_again(catalog, item, ret, &made);
 }
 
 void ic_plan_release(struct ic_plan *plan)

@@ -98,7 +98,7 @@ static int ic_plan_cases_make(struct ic_plan_cases *source, size_t i, cJSON **re
     if (!item->decided && item->stream_offset > 0) {
         rc = ic_plan_cases_read(source, item, &c);
     } else {
-        rc = ic_plan_result(source->catalog, item, source->scratch);
+        rc = ic_plan_result_again(source->catalog, item, source->scratch, &source->scratch_holds);
         c = rc == 0 ? ic_case_to_json(&item->c, source->scratch) : NULL;
         if (rc == 0 && !c)
             rc = IC_ENOMEM;
@@ -194,6 +194,7 @@ int ic_plan_cases_open(struct ic_plan_cases *source, const struct ic_plan *plan,
     source->base.text = ic_plan_cases_text;
     for (size_t i = 0; i < plan->count; i++)
         source->base.count += plan->items[i].done;
+    source->scratch_holds = IC_PLAN_MADE_NONE;
     source->plan = plan;
     source->catalog = catalog;
     source->expectations = expectations;

@@ -46,6 +46,7 @@ struct ic_plan_cases {
     size_t at;                                  /* the plan index the next case is looked for */
     cJSON *current;
     struct ic_result *scratch; /* a struct ic_result is 7 KB: one, reused */
+    struct ic_plan_made scratch_holds; /* what it holds (ic_plan_result_again) */
     char stream_path[4096];
     FILE *stream; /* opened at the first case the stream holds */
     char *line;   /* getline's buffer */

@@ -70,6 +70,25 @@ static void test_valid(void)
            "... or at a character cut at the end");
     TAP_OK(ic_utf8_valid_prefix(mixed, strlen(mixed)) == strlen(mixed),
            "... and is the whole of a valid text");
+    /* ASCII is skipped eight bytes at a time: a NUL, a lone continuation byte or a valid
+     * two-byte character at every place of a 40-byte text, and every length, end the word
+     * steps where the byte steps would. */
+    size_t wrong = 0;
+    for (size_t at = 0; at < 40; at++) {
+        for (int kind = 0; kind < 3; kind++) {
+            char text[41];
+            memset(text, 'a', sizeof(text));
+            text[at] = kind == 0 ? '\0' : kind == 1 ? '\x80' : '\xC3';
+            if (kind == 2 && at + 1 < 40)
+                text[at + 1] = '\xA9';
+            for (size_t len = 0; len <= 40; len++) {
+                size_t want = at >= len ? len : kind == 2 && at + 1 < len ? len : at;
+                wrong += ic_utf8_valid_prefix(text, len) != want;
+            }
+        }
+    }
+    TAP_OK(wrong == 0, "a bad byte or a character ends ASCII runs at its own place (%zu wrong)",
+           wrong);
 }
 
 static void test_repair(void)

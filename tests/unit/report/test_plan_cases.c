@@ -32,14 +32,17 @@ struct fixture {
 };
 
 /* One library, "numpy", that exports and imports the buffer protocol on the CPU and has every
- * dtype but bool: its bool cases are refusals the plan decides. */
+ * dtype but bool and every layout but strided and reversed: its bool cases and its strided and
+ * reversed ones are refusals the plan decides, for three reasons, each of the layouts' coming
+ * back between cases that run (the source keeps a refusal's result for the next case refused
+ * alike: ic_plan_result_again). */
 static void fixture_catalog(struct fixture *f)
 {
     memset(&f->lib, 0, sizeof(f->lib));
     snprintf(f->lib.name, sizeof(f->lib.name), "numpy");
     f->lib.state = IC_LIBRARY_LOADED;
     f->lib.dtypes = ~(uint32_t)0 & ~(1u << IC_DTYPE_BOOL);
-    f->lib.layouts = ~(uint32_t)0;
+    f->lib.layouts = ~(uint32_t)0 & ~(1u << IC_LAYOUT_STRIDED) & ~(1u << IC_LAYOUT_REVERSED);
     f->lib.exports = f->lib.imports = 1u << IC_PROTOCOL_BUFFER;
     f->lib.exports_on[IC_KIND_CPU] = f->lib.imports_on[IC_KIND_CPU] = 1u << IC_PROTOCOL_BUFFER;
     f->lib.devices = 1u << IC_KIND_CPU;
@@ -326,6 +329,57 @@ static void test_broken_stream(struct fixture *f)
     }
 }
 
+/* The text ic_case_json_text makes of `res` for `c` (the caller frees it), or NULL. */
+static char *case_text(const struct ic_case *c, const struct ic_result *res)
+{
+    struct ic_text_buf text;
+    ic_text_buf_init(&text);
+    if (ic_case_json_text(c, res, &text) < 0) {
+        ic_text_buf_release(&text);
+        return NULL;
+    }
+    return text.data;
+}
+
+/* ic_plan_result_again into one result, case after case, as the source and the run's stream
+ * use it: each result reads as ic_plan_result makes it afresh, also where a refusal comes back
+ * after a result that was unpacked into the same memory. */
+static void test_result_again(struct fixture *f)
+{
+    struct ic_result *again = malloc(sizeof(*again)), *fresh = malloc(sizeof(*fresh));
+    struct ic_plan_made made = IC_PLAN_MADE_NONE;
+    size_t decided = SIZE_MAX, differ = 0, made_n = 0;
+    for (size_t i = 0; i < f->plan.count && decided == SIZE_MAX; i++)
+        decided = f->plan.items[i].decided ? i : SIZE_MAX;
+    struct ic_planned packed = f->plan.items[decided]; /* the same case, kept packed */
+    packed.decided = false;
+    packed.result = (struct ic_result_packed){0};
+    memset(fresh, 0, sizeof(*fresh));
+    ic_result_fail(fresh, IC_CHECK_DTYPE, IC_RULE_EXCHANGE_DTYPE, IC_SIDE_PRODUCER, "packed");
+    ic_result_conclude(fresh);
+    bool setup = again && ic_result_pack(fresh, &packed.result) == 0;
+    /* Every case of the plan in turn, with the packed one between the first refusal and the
+     * same refusal again. */
+    for (size_t i = 0; setup && i <= f->plan.count; i++) {
+        const struct ic_planned *item =
+            i == decided + 1 ? &packed : &f->plan.items[i - (i > decided + 1)];
+        int rc = ic_plan_result_again(&f->catalog, item, again, &made);
+        int rc2 = ic_plan_result(&f->catalog, item, fresh);
+        char *a = rc == 0 ? case_text(&item->c, again) : NULL;
+        char *b = rc2 == 0 ? case_text(&item->c, fresh) : NULL;
+        differ += rc != rc2 || (a && b && strcmp(a, b) != 0) || !a != !b;
+        made_n += a != NULL;
+        free(a);
+        free(b);
+    }
+    TAP_OK(setup && made_n > 0 && differ == 0,
+           "a result made again in reused memory reads as one made afresh (%zu of %zu differ)",
+           differ, made_n);
+    ic_result_packed_release(&packed.result);
+    free(again);
+    free(fresh);
+}
+
 static struct fixture fixture;
 
 static void test_all(void)
@@ -335,6 +389,7 @@ static void test_all(void)
         test_passes(&fixture);
         test_expectations(&fixture);
         test_broken_stream(&fixture);
+        test_result_again(&fixture);
     }
     cJSON_Delete(fixture.expected);
     ic_plan_release(&fixture.plan);
