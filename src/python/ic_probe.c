@@ -156,7 +156,7 @@ static bool ic_import_names_module(PyObject *probe_module, const char *name)
 int ic_probe_load(struct ic_probe *probe, const char *name, const char *path,
                   char **ret_info_json, struct ic_py_exc *exc)
 {
-    PyObject *module = NULL, *info = NULL;
+    PyObject *module = NULL, *info = NULL, *warmed = NULL;
     char module_name[IC_NAME_MAX + 32];
     char *json = NULL;
 
@@ -175,6 +175,15 @@ int ic_probe_load(struct ic_probe *probe, const char *name, const char *path,
     json = ic_py_json_dumps(info);
     if (!json)
         goto fail;
+    /* warm(): what the library sets up on its first operation is set up here, once, in the
+     * process that the workers and case children are copies of (probes/README.md). It only
+     * saves time: an exception in it is dropped, and the cases meet whatever it met. */
+    if (PyObject_HasAttrString(module, "warm")) {
+        warmed = PyObject_CallMethod(module, "warm", NULL);
+        if (!warmed)
+            PyErr_Clear();
+        Py_XDECREF(warmed);
+    }
 
     memset(probe, 0, sizeof(*probe));
     snprintf(probe->name, sizeof(probe->name), "%s", name);

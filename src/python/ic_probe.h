@@ -82,8 +82,9 @@ char *ic_probe_reproducer(const char *kit_path, const char *failure_json, const 
 int ic_probe_open(struct ic_probe *probe, const char *name, const char *path,
                   struct ic_py_exc *exc);
 
-/* Imports the probe file and calls its load(). On success probe->module and probe->info are
- * set and *ret_info_json (malloc'd, the caller frees) holds info as JSON. */
+/* Imports the probe file and calls its load(), then its warm() where it has one (an exception
+ * of warm() is dropped). On success probe->module and probe->info are set and *ret_info_json
+ * (malloc'd, the caller frees) holds info as JSON. */
 int ic_probe_load(struct ic_probe *probe, const char *name, const char *path,
                   char **ret_info_json, struct ic_py_exc *exc);
 

@@ -650,6 +650,48 @@ def check_early_compiles(tap, binary, probes, workdir):
             if flagged.get(i) != plain.get(i)})
 
 
+def check_warm(tap, binary, probes, workdir):
+    """A probe's warm() (tests/probes/warmlib.py) runs right after its load(), once in each
+    process that loads it, and in no copy of such a process: cases run in processes that never
+    logged a load or a warm (discovery's worker's copies). With a warm() that raises, every
+    outcome is the same. slowimport, loaded last, keeps discovery going while the copies run
+    warmlib's cases early."""
+    def run(name, raises):
+        out = os.path.join(workdir, name + ".json")
+        log = os.path.join(workdir, name + ".log")
+        proc = taplib.run(binary, "--probe-dir", probes, "--producer", "numpy,warmlib,slowimport",
+                          "--consumer", "numpy,warmlib,slowimport", "--protocol", "dlpack",
+                          "-j", "2", "-q", "-o", out, timeout=120,
+                          env={"INTEROPCHECK_LEDGER_DIR": "", "IC_TEST_WARM_LOG": log,
+                               "IC_TEST_WARM_RAISE": "1" if raises else "0"})
+        lines = []
+        if os.path.exists(log):
+            with open(log) as f:
+                lines = [line.split() for line in f]
+        outcomes = {}
+        if os.path.exists(out):
+            outcomes = {c["id"]: c["outcome"] for c in taplib.load_report(out)["cases"]}
+        return proc, lines, outcomes
+
+    proc, lines, plain = run("warm", False)
+    loaders = [pid for what, pid in lines if what == "load"]
+    warmers = [pid for what, pid in lines if what == "warm"]
+    # each process's own lines: its load, then its warm, before any case it builds
+    order = {pid: [what for what, p in lines if p == pid and what != "build"] for pid in loaders}
+    copies = {pid for what, pid in lines if what == "build"} - set(loaders)
+    tap.ok(loaders and sorted(loaders) == sorted(warmers) and len(set(loaders)) == len(loaders)
+           and all(seq == ["load", "warm"] for seq in order.values()),
+           f"warm() runs once, after load(), in each of the {len(set(loaders))} processes that "
+           "load the probe", (lines[:40], proc.stderr[-800:]))
+    tap.ok(copies and "pass" in plain.values(),
+           f"and in none of the {len(copies)} copies that ran its cases", lines[:40])
+    proc, lines, raised = run("warm-raises", True)
+    tap.ok(any(what == "warm" for what, _ in lines) and plain and raised == plain,
+           f"a warm() that raises changes no outcome ({len(plain)} cases)",
+           ({i: (plain.get(i), raised.get(i)) for i in set(plain) | set(raised)
+             if plain.get(i) != raised.get(i)}, proc.stderr[-800:]))
+
+
 def check_preloaded(tap, binary, probes, workdir):
     """A library whose module an earlier import brought in is loaded next, ahead of catalog
     order (ic_discover_pick): preload_a's import leaves preload_z's module in sys.modules, so
@@ -731,6 +773,7 @@ def main(tap, args):
         check_prewarm_failure(tap, binary, probes, workdir)
         check_early(tap, binary, probes, workdir)
         check_early_compiles(tap, binary, probes, workdir)
+        check_warm(tap, binary, probes, workdir)
         check_preloaded(tap, binary, probes, workdir)
         check_defer_alike(tap, binary, probes, workdir)
 
