@@ -51,12 +51,24 @@ REPRO = {
 
 
 def warm():
-    # TensorFlow sets up its kernels and its JIT's settings on a process's first operation,
-    # 20-30 ms: each copy of discovery's worker that ran TensorFlow's cases, and each child
-    # forked for a case of a pair that crashed (27 of them on --all, one after each crash),
-    # paid it again. Done once here, in the process they are all copies of: --all took
-    # 0.45-0.6 s less (three runs each, in turn), 1 s less CPU.
-    (tf.constant([1.0]) * 1).numpy()
+    # TensorFlow makes an operation's kernel for a dtype the first time a process asks for it:
+    # 2-5 ms each, 20-30 ms for the first, more in a forked process, which copies the pages it
+    # touches. Each copy of discovery's worker that ran TensorFlow's cases, and each child forked
+    # for a case of a pair that crashed (27 of them on --all, one after each crash), made them
+    # again. compute()'s operation on each dtype it has is made once here, in the process they
+    # are all copies of. --all, three runs each in turn: the first operation alone took
+    # 0.45-0.6 s off (1 s of CPU); every dtype's, 0.05, 0.52 and 0.37 s more (0.6 s of CPU),
+    # for 0.1 s here.
+    for dtype in _WARM_DTYPES:
+        try:
+            compute(build(bytes(2 * _probekit.ITEMSIZE[dtype]), dtype, []))
+        except Exception:  # a dtype without the operation: its cases say so
+            pass
+
+
+# Every dtype compute() has an operation for (load()'s compute "missing" leaves out the others)
+_WARM_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                "float16", "bfloat16", "float32", "float64", "complex64", "complex128")
 
 
 def _native_traces_off():
