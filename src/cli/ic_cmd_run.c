@@ -707,7 +707,7 @@ static size_t ic_run_start_stream(struct ic_run *run, struct ic_session *session
     size_t to_run = 0;
     struct ic_result res;
     struct ic_plan_made made = IC_PLAN_MADE_NONE;
-    /* One flush for the batch, not one a line: --all decides 138 000 cases here, and a run
+    /* One flush for the batch, not one a line: --all decides 128 000 cases here, and a run
      * killed before the batch is out decides them again when it is resumed. */
     bool held = run->stream_ok && ic_stream_hold(&run->stream, true) == 0;
     for (size_t i = 0; i < plan->count; i++) {

@@ -68,8 +68,6 @@ static bool ic_variant_applies(const struct ic_variant_info *variant, enum ic_pr
     return false;
 }
 
-/* The unsupported result of a case the producer cannot express, into *res (zeroed first);
- * false when the producer can express it (the case is run). */
 /* Why the producer cannot express a case, if it cannot: what the plan decides alone. */
 enum ic_refusal {
     IC_REFUSAL_NONE,
