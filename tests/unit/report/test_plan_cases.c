@@ -351,13 +351,19 @@ static void test_result_again(struct fixture *f)
     size_t decided = SIZE_MAX, differ = 0, made_n = 0;
     for (size_t i = 0; i < f->plan.count && decided == SIZE_MAX; i++)
         decided = f->plan.items[i].decided ? i : SIZE_MAX;
+    if (decided == SIZE_MAX || !again || !fresh) {
+        TAP_OK(false, "the plan has a decided case to make again");
+        free(again);
+        free(fresh);
+        return;
+    }
     struct ic_planned packed = f->plan.items[decided]; /* the same case, kept packed */
     packed.decided = false;
     packed.result = (struct ic_result_packed){0};
     memset(fresh, 0, sizeof(*fresh));
     ic_result_fail(fresh, IC_CHECK_DTYPE, IC_RULE_EXCHANGE_DTYPE, IC_SIDE_PRODUCER, "packed");
     ic_result_conclude(fresh);
-    bool setup = again && ic_result_pack(fresh, &packed.result) == 0;
+    bool setup = ic_result_pack(fresh, &packed.result) == 0;
     /* Every case of the plan in turn, with the packed one between the first refusal and the
      * same refusal again. */
     for (size_t i = 0; setup && i <= f->plan.count; i++) {
