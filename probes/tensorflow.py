@@ -59,16 +59,20 @@ def warm():
     # are all copies of. --all, three runs each in turn: the first operation alone took
     # 0.45-0.6 s off (1 s of CPU); every dtype's, 0.05, 0.52 and 0.37 s more (0.6 s of CPU),
     # for 0.1 s here.
-    for dtype in _WARM_DTYPES:
+    for dtype in _probekit.DTYPES:
+        if dtype in _NO_ARITHMETIC:
+            continue
         try:
             compute(build(bytes(2 * _probekit.ITEMSIZE[dtype]), dtype, []))
         except Exception:  # a dtype without the operation: its cases say so
             pass
 
 
-# Every dtype compute() has an operation for (load()'s compute "missing" leaves out the others)
-_WARM_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                "float16", "bfloat16", "float32", "float64", "complex64", "complex128")
+# The dtypes compute() has no operation for, and why: load()'s compute "missing", which warm()
+# leaves out too
+_NO_ARITHMETIC = (
+    dict.fromkeys(_probekit.FLOAT8_DTYPES, "TensorFlow has no arithmetic on its 8-bit floats")
+    | dict.fromkeys(_probekit.INT4_DTYPES, "TensorFlow has no arithmetic on its 4-bit integers"))
 
 
 def _native_traces_off():
@@ -137,10 +141,7 @@ def load():
                             zero_copy=False, readonly="always"),
         compute=_probekit.compute_info(
             _probekit.SCALAR_IDENTITY_CALL,
-            missing=dict.fromkeys(_probekit.FLOAT8_DTYPES,
-                                  "TensorFlow has no arithmetic on its 8-bit floats")
-            | dict.fromkeys(_probekit.INT4_DTYPES,
-                            "TensorFlow has no arithmetic on its 4-bit integers")),
+            missing=_NO_ARITHMETIC),
     )
 
 
