@@ -144,13 +144,14 @@ static void ic_html_put_index(FILE *out, size_t value)
     fwrite(text, 1, ic_html_index_text(text, value), out);
 }
 
-/* Reads back an index ic_html_put_index wrote: false when no digit comes first or it
+/* Reads back an index ic_html_put_index wrote (the caller holds the lock of `in`, as
+ * ic_html_copy does): false when no digit comes first or it
  * overflows. The byte after it is left to read. */
 static bool ic_html_read_index(FILE *in, size_t *ret)
 {
     size_t value = 0;
     int ch, digits = 0;
-    while ((ch = getc(in)) >= '0' && ch <= '9') {
+    while ((ch = getc_unlocked(in)) >= '0' && ch <= '9') {
         if (value > (SIZE_MAX - 9) / 10)
             return false;
         value = value * 10 + (size_t)(ch - '0');
@@ -647,16 +648,16 @@ void ic_html_collector_free(struct ic_html_collector *col)
     free(col);
 }
 
-/* Copies a sink's file into the page, with the page's index in place of each marked one.
- * Returns 0 or IC_EIO (with the cause in `job`). */
-static int ic_html_copy(FILE *out, const struct ic_html_sink *s, struct ic_html_job *job)
+/* Copies a sink's file into the page, with the page's index in place of each marked one,
+ * a byte at a time through getc_unlocked and putc_unlocked: the page is megabytes (10 MB for
+ * --all), and ic_html_copy holds both files' locks. Returns 0 or IC_EIO (with the cause in
+ * `job`). */
+static int ic_html_copy_locked(FILE *out, const struct ic_html_sink *s, struct ic_html_job *job)
 {
     int ch;
-    errno = 0;
-    rewind(s->file);
-    while ((ch = getc(s->file)) != EOF) {
+    while ((ch = getc_unlocked(s->file)) != EOF) {
         if (ch != IC_HTML_TEXT_MARK && ch != IC_HTML_OUTCOME_MARK) {
-            putc(ch, out);
+            putc_unlocked(ch, out);
             continue;
         }
         bool text = ch == IC_HTML_TEXT_MARK;
@@ -673,6 +674,18 @@ static int ic_html_copy(FILE *out, const struct ic_html_sink *s, struct ic_html_
         return IC_EIO;
     }
     return 0;
+}
+
+static int ic_html_copy(FILE *out, const struct ic_html_sink *s, struct ic_html_job *job)
+{
+    errno = 0;
+    rewind(s->file);
+    flockfile(s->file);
+    flockfile(out);
+    int rc = ic_html_copy_locked(out, s, job);
+    funlockfile(out);
+    funlockfile(s->file);
+    return rc;
 }
 
 static void ic_html_put_table(FILE *out, const char *name, const struct ic_strtab *t)
