@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "ic_cases_relay.h"
 #include "ic_commands.h"
 #include "ic_config.h"
 #include "ic_early.h"
@@ -1001,19 +1002,16 @@ static int ic_run_timing_json(struct ic_run_command *cmd)
 }
 
 /* What the JSON report's pass over the cases also fills: the findings and the dashboard. On
- * two cores or more the dashboard is filled by a pass of its own, in a second thread, with its
- * own case source (ic_run_collect_start): the report stage is the run's last seconds on one
- * core otherwise (2.7 s of --all on 2 cores, a fifth of a run on many), and the two passes
- * share only what neither changes until both are over: the plan, the catalog, the
- * expectations and the report's skeleton. */
+ * two cores or more the cases are made by a thread of their own (ic_cases_relay.h), a few
+ * hundred ahead of the pass: making them is a third of the pass, and the report stage is the
+ * run's last seconds on one core otherwise (2.7 s of --all on 2 cores once, a fifth of a run
+ * on many). */
 struct ic_run_pass {
     struct ic_run_command *cmd;
     struct ic_findings_collector *findings;
-    int findings_rc; /* why the findings could not be attached (the write then fails) */
-    bool threaded;   /* the second thread collects; joined once (ic_run_collect_join) */
-    pthread_t thread;
-    struct ic_plan_cases cases; /* the second thread's source */
-    int collect_rc;             /* its pass's status */
+    int findings_rc;              /* why the findings could not be attached (the write fails) */
+    struct ic_cases_relay *relay; /* NULL: the pass makes its cases itself */
+    int relay_rc;                 /* the relay's status, once finished */
 };
 
 static void ic_run_pass_case(void *context, const cJSON *c)
@@ -1024,57 +1022,27 @@ static void ic_run_pass_case(void *context, const cJSON *c)
         ic_html_collector_add(pass->cmd->html_cases, c);
 }
 
-/* With the second thread, the JSON's pass collects the findings and the second thread the
- * dashboard: the two passes then take about as long (the dashboard's collector is the
- * costlier of the two). */
-static void ic_run_pass_findings_case(void *context, const cJSON *c)
-{
-    struct ic_run_pass *pass = context;
-    ic_findings_collector_add(pass->findings, c);
-}
-
-static void *ic_run_collect_main(void *context)
-{
-    struct ic_run_pass *pass = context;
-    const cJSON *c;
-    ic_cases_for_each(c, &pass->cases.base)
-    {
-        if (pass->cmd->html_cases)
-            ic_html_collector_add(pass->cmd->html_cases, c);
-    }
-    pass->collect_rc = ic_cases_status(&pass->cases.base);
-    return NULL;
-}
-
-/* Starts the second thread's pass; false (and nothing to undo) where it cannot, where there is
- * no dashboard to collect, or where the process may use one core only, which would run both
- * passes in turn. */
-static bool ic_run_collect_start(struct ic_run_pass *pass)
+/* The cases the pass reads: made ahead by a relay where the process may use two cores or
+ * more and a thread can start; else the run's own source, which the pass then makes itself. */
+static struct ic_cases *ic_run_pass_source(struct ic_run_pass *pass)
 {
     struct ic_run_command *cmd = pass->cmd;
     cpu_set_t usable;
-    if (!cmd->html_cases || sched_getaffinity(0, sizeof(usable), &usable) < 0 ||
-        CPU_COUNT(&usable) < 2 ||
-        ic_plan_cases_open(&pass->cases, &cmd->plan, &cmd->session.catalog,
-                           cmd->policy.expectations, cmd->stream_path) < 0)
-        return false;
-    if (pthread_create(&pass->thread, NULL, ic_run_collect_main, pass) != 0) {
-        ic_plan_cases_close(&pass->cases);
-        return false;
-    }
-    pass->threaded = true;
-    return true;
+    if (sched_getaffinity(0, sizeof(usable), &usable) == 0 && CPU_COUNT(&usable) >= 2 &&
+        ic_cases_relay_start(&cmd->cases, &pass->relay) == 0)
+        return ic_cases_relay_cases(pass->relay);
+    pass->relay = NULL;
+    return &cmd->cases.base;
 }
 
-/* Waits for the second thread's pass: its status (0, or why its cases could not be read). */
-static int ic_run_collect_join(struct ic_run_pass *pass)
+/* Stops the relay (once): its status (0, or why the cases could not be made). */
+static int ic_run_pass_relay_finish(struct ic_run_pass *pass)
 {
-    if (!pass->threaded)
-        return 0;
-    pthread_join(pass->thread, NULL);
-    ic_plan_cases_close(&pass->cases);
-    pass->threaded = false;
-    return pass->collect_rc;
+    if (pass->relay) {
+        pass->relay_rc = ic_cases_relay_finish(pass->relay);
+        pass->relay = NULL;
+    }
+    return pass->relay_rc;
 }
 
 /* Once the cases are written: the findings, with their reproducers (which need workers, so an
@@ -1084,7 +1052,7 @@ static int ic_run_pass_findings(void *context)
     struct ic_run_pass *pass = context;
     struct ic_run_command *cmd = pass->cmd;
     cJSON *examples = NULL;
-    int rc = ic_run_collect_join(pass);
+    int rc = ic_run_pass_relay_finish(pass);
     if (rc == 0)
         rc = ic_findings_collector_attach(pass->findings, cmd->report, &examples);
     if (rc == 0 && !cmd->interrupted)
@@ -1095,9 +1063,8 @@ static int ic_run_pass_findings(void *context)
 }
 
 /* The JSON report, in one pass over the cases that also collects the findings (written after
- * the cases) and the dashboard's cases (written later, as a view), or the findings only, beside
- * a second pass that collects the dashboard's. A dashboard that cannot collect here (no
- * temporary file) reads the cases itself later, where the error is said. */
+ * the cases) and the dashboard's cases (written later, as a view). A dashboard that cannot
+ * collect here (no temporary file) reads the cases itself later, where the error is said. */
 static int ic_run_write_json(struct ic_run_command *cmd)
 {
     struct ic_run_pass pass = {.cmd = cmd};
@@ -1108,14 +1075,12 @@ static int ic_run_write_json(struct ic_run_command *cmd)
     }
     if (ic_html_collector_new(cmd->report, &cmd->html_cases) < 0)
         cmd->html_cases = NULL;
-    bool threaded = ic_run_collect_start(&pass);
-    struct ic_report_observer observer = {threaded ? ic_run_pass_findings_case : ic_run_pass_case,
-                                          ic_run_pass_findings, &pass};
-    rc = ic_report_write_atomic_observed(cmd->output, cmd->report, &cmd->cases.base, &observer,
-                                         cmd->err, sizeof(cmd->err));
-    int collect_rc = ic_run_collect_join(&pass); /* a write that failed before the findings */
-    if (rc == 0 && collect_rc < 0)
-        rc = collect_rc;
+    struct ic_report_observer observer = {ic_run_pass_case, ic_run_pass_findings, &pass};
+    rc = ic_report_write_atomic_observed(cmd->output, cmd->report, ic_run_pass_source(&pass),
+                                         &observer, cmd->err, sizeof(cmd->err));
+    int relay_rc = ic_run_pass_relay_finish(&pass); /* a write that failed before the findings */
+    if (rc == 0 && relay_rc < 0)
+        rc = relay_rc;
     ic_findings_collector_free(pass.findings);
     if (pass.findings_rc == IC_ENOMEM)
         snprintf(cmd->err, sizeof(cmd->err), "out of memory while building the report");

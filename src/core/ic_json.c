@@ -128,15 +128,31 @@ static void ic_arena_key_make(void)
     (void)pthread_key_create(&ic_arena_key, ic_thread_block_release);
 }
 
+/* The arena the calling thread entered (ic_json_arena_enter), or NULL. */
+static _Thread_local struct ic_json_arena *ic_arena_entered;
+
 static bool ic_arena_owns(const void *block)
 {
     const char *at = block;
+    const struct ic_json_arena *entered = ic_arena_entered;
+    if (entered && entered->base && at >= entered->base && at < entered->base + entered->size)
+        return true;
     return ic_arena_base && at >= ic_arena_base && at < ic_arena_base + IC_JSON_ARENA_SIZE;
 }
 
 static void *ic_json_malloc(size_t size)
 {
     size_t rounded = (size + 15) & ~(size_t)15;
+    struct ic_json_arena *entered = ic_arena_entered;
+    if (entered) {
+        if (!entered->base || rounded > entered->size - entered->used) {
+            entered->spilled = true;
+            return malloc(size);
+        }
+        void *block = entered->base + entered->used;
+        entered->used += rounded;
+        return block;
+    }
     if (ic_arena_depth > 0 && ic_arena_base && rounded <= IC_JSON_ARENA_SIZE - ic_arena_used) {
         void *block = ic_arena_base + ic_arena_used;
         ic_arena_used += rounded;
@@ -179,4 +195,35 @@ void ic_json_arena_end(void)
 {
     if (ic_arena_depth > 0 && --ic_arena_depth == 0)
         ic_arena_used = 0;
+}
+
+int ic_json_arena_init(struct ic_json_arena *arena, size_t size)
+{
+    memset(arena, 0, sizeof(*arena));
+    arena->size = size;
+#ifdef __SANITIZE_ADDRESS__
+    /* As in ic_json_arena_begin: every block malloc's, so that a use past a reset is caught. */
+    return 0;
+#endif
+    if (posix_memalign((void **)&arena->base, 16, size) != 0) {
+        arena->base = NULL;
+        return IC_ENOMEM;
+    }
+    return 0;
+}
+
+void ic_json_arena_release(struct ic_json_arena *arena)
+{
+    free(arena->base);
+    memset(arena, 0, sizeof(*arena));
+}
+
+void ic_json_arena_enter(struct ic_json_arena *arena)
+{
+    ic_arena_entered = arena;
+}
+
+void ic_json_arena_leave(void)
+{
+    ic_arena_entered = NULL;
 }

@@ -50,6 +50,28 @@ void ic_json_hooks_install(void);
 void ic_json_arena_begin(void);
 void ic_json_arena_end(void);
 
+/* A bump arena of the caller's, for trees made in one thread and read in another (the report
+ * stage's read-ahead, ic_cases_relay.h). Between ic_json_arena_enter and ic_json_arena_leave
+ * the calling thread's cJSON blocks come from `arena` while it has room (malloc after that,
+ * spans or not), and freeing one of them does nothing. A tree made there is read anywhere, but
+ * deleted only by a thread that has entered the same arena, since its blocks past the arena's
+ * room are malloc's; ic_json_arena_reset then gives every block back at once. The caller owns
+ * the arena; a NULL base (out of memory) leaves every block to malloc. Enters do not nest. */
+struct ic_json_arena {
+    char *base;
+    size_t size, used;
+    bool spilled; /* a block came from malloc since the last reset: a tree needs deleting */
+};
+int ic_json_arena_init(struct ic_json_arena *arena, size_t size); /* 0 or IC_ENOMEM */
+void ic_json_arena_release(struct ic_json_arena *arena);
+void ic_json_arena_enter(struct ic_json_arena *arena);
+void ic_json_arena_leave(void);
+static inline void ic_json_arena_reset(struct ic_json_arena *arena)
+{
+    arena->used = 0;
+    arena->spilled = false;
+}
+
 /* A count in a report someone may have written or edited: the item's value when it is a whole
  * number in [0, 2^53), else 0. Converting a double outside the target type's range is
  * undefined behaviour, so no report number is cast without passing through here (fuzz_report

@@ -629,8 +629,14 @@ static FILE *ic_open_temporary(const char *tmp, bool gzip, int *ret_fd)
     *ret_fd = fd;
     if (fd < 0)
         return NULL;
-    if (!gzip)
-        return ic_file_private(fdopen(fd, "wb"));
+    if (!gzip) {
+        /* A buffer of 256 KiB, not the file system's block: --all's report is 117 MB, which
+         * stdio's 4 KiB buffer wrote in 28 000 system calls. Without it, stdio's own. */
+        FILE *file = ic_file_private(fdopen(fd, "wb"));
+        if (file)
+            (void)setvbuf(file, NULL, _IOFBF, (size_t)1 << 18);
+        return file;
+    }
     int data_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     FILE *file = data_fd >= 0 ? ic_file_private(ic_gz_fdopen(data_fd, true)) : NULL;
     if (!file && data_fd >= 0)

@@ -165,6 +165,13 @@ static const char *ic_plan_cases_text(struct ic_cases *self, size_t *ret_len)
     return source->current ? source->text : NULL;
 }
 
+cJSON *ic_plan_cases_take(struct ic_plan_cases *source)
+{
+    cJSON *taken = source->current;
+    source->current = NULL;
+    return taken;
+}
+
 static const cJSON *ic_plan_cases_first(struct ic_cases *self)
 {
     struct ic_plan_cases *source = (struct ic_plan_cases *)self;

@@ -60,6 +60,11 @@ struct ic_plan_cases {
     struct ic_text_buf made;               /* a text made here */
 };
 
+/* The case last returned, handed to the caller, who deletes it (the source's next call no
+ * longer does): for a reader that keeps cases past that call (ic_cases_relay.h). Made in the
+ * arena the caller had entered (ic_json_arena_enter), if any. NULL when there is none. */
+cJSON *ic_plan_cases_take(struct ic_plan_cases *source);
+
 /* `stream_path`: the run's result stream (NULL: none). IC_ENOMEM leaves nothing to close. */
 int ic_plan_cases_open(struct ic_plan_cases *source, const struct ic_plan *plan,
                        const struct ic_catalog *catalog, const struct ic_expectations *expectations,

@@ -6,13 +6,16 @@
  * objects that were recorded, pass after pass, with expectations and findings applied; the
  * report and the findings written from it must be byte for byte those of a report that holds
  * the same cases; and a stream that was changed or removed must fail the pass, not give wrong
- * cases. */
+ * cases. The relay (ic_cases_relay), which makes the same cases in a thread of its own, must
+ * give the same pass and the same report, across batches and past its arenas. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ic_cases_relay.h"
 #include "ic_error.h"
 #include "ic_findings.h"
+#include "ic_json.h"
 #include "ic_plan_cases.h"
 #include "ic_report.h"
 #include "ic_stream.h"
@@ -386,6 +389,108 @@ static void test_result_again(struct fixture *f)
     free(fresh);
 }
 
+/* The file the report written from `cases` makes (`name` in tmpdir), read whole into *ret
+ * (the caller frees it): its length, or 0 when it could not be written or read. */
+static size_t report_from(struct ic_cases *cases, const char *name, char **ret)
+{
+    cJSON *skeleton = cJSON_Parse("{\"schema\":\"interopcheck-report\",\"cases\":[],"
+                                  "\"summary\":{\"total\":0}}");
+    char path[700], err[1024];
+    snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+    size_t len = 0;
+    *ret = NULL;
+    if (ic_report_write_atomic(path, skeleton, cases, err, sizeof(err)) == 0) {
+        FILE *file = fopen(path, "r");
+        *ret = calloc(1, 1 << 22);
+        if (file && *ret)
+            len = fread(*ret, 1, (1 << 22) - 1, file);
+        if (file)
+            fclose(file);
+    }
+    cJSON_Delete(skeleton);
+    return len;
+}
+
+/* A relay over a fresh source: batches of `batch` cases in arenas of `arena` bytes. */
+static void test_relay_sized(struct fixture *f, size_t batch, size_t arena, const char *what)
+{
+    struct ic_plan_cases direct, relayed;
+    struct ic_cases_relay *relay = NULL;
+    size_t n = (size_t)cJSON_GetArraySize(f->expected), yielded = 0, same = 0;
+    if (ic_plan_cases_open(&direct, &f->plan, &f->catalog, NULL, f->stream_path) < 0 ||
+        ic_plan_cases_open(&relayed, &f->plan, &f->catalog, NULL, f->stream_path) < 0) {
+        TAP_OK(false, "the sources open");
+        return;
+    }
+    if (ic_cases_relay_start_sized(&relayed, batch, arena, &relay) == 0)
+        same = pass_matches(ic_cases_relay_cases(relay), f->expected, &yielded);
+    int status = relay ? ic_cases_relay_finish(relay) : IC_EIO;
+    TAP_OK(relay && status == 0 && same == n && yielded == n,
+           "relay, %s: its pass gives every recorded case, as recorded, in plan order (%zu of %zu "
+           "the same, %zu given)",
+           what, same, n, yielded);
+
+    char *a = NULL, *b = NULL;
+    relay = NULL;
+    size_t alen = report_from(&direct.base, "direct.json", &a), blen = 0;
+    if (ic_cases_relay_start_sized(&relayed, batch, arena, &relay) == 0) {
+        blen = report_from(ic_cases_relay_cases(relay), "relayed.json", &b);
+        status = ic_cases_relay_finish(relay);
+    }
+    TAP_OK(relay && status == 0 && alen > 0 && alen == blen && memcmp(a, b, alen) == 0,
+           "relay, %s: the report written from it is byte for byte the source's (%zu and %zu "
+           "bytes), texts included",
+           what, alen, blen);
+    free(a);
+    free(b);
+    ic_plan_cases_close(&direct);
+    ic_plan_cases_close(&relayed);
+}
+
+static void test_relay(struct fixture *f)
+{
+    size_t n = (size_t)cJSON_GetArraySize(f->expected);
+    test_relay_sized(f, 256, (size_t)1 << 20, "one batch");
+    test_relay_sized(f, 7, (size_t)1 << 20, "batches of 7 cases");
+    /* An arena too small for one case: every case spills over to malloc (freed with the
+     * batch, which the sanitizer build checks). */
+    test_relay_sized(f, 5, 256, "arenas of 256 bytes");
+
+    struct ic_plan_cases source;
+    struct ic_cases_relay *relay = NULL;
+    if (ic_plan_cases_open(&source, &f->plan, &f->catalog, NULL, f->stream_path) < 0 ||
+        ic_cases_relay_start_sized(&source, 2, (size_t)1 << 16, &relay) < 0) {
+        TAP_OK(false, "a relay starts");
+        return;
+    }
+    /* A reader that stops after three cases, batches ahead still made: the finish stops the
+     * thread and waits for it, and a pass again is refused. */
+    struct ic_cases *cases = ic_cases_relay_cases(relay);
+    const cJSON *c = ic_cases_first(cases);
+    for (int i = 0; c && i < 2; i++)
+        c = ic_cases_next(cases);
+    const cJSON *again = ic_cases_first(cases);
+    TAP_OK(c && !again && ic_cases_status(cases) == IC_EINVAL && cases->count == n,
+           "relay: a second pass is refused (IC_EINVAL); it counts the source's cases");
+    TAP_OK(ic_cases_relay_finish(relay) == IC_EINVAL,
+           "relay: a reader that stopped early finishes it, with the pass's status");
+    ic_plan_cases_close(&source);
+
+    /* A source that fails (its stream gone) ends the relay's pass with the source's status. */
+    relay = NULL;
+    size_t yielded = 0;
+    if (ic_plan_cases_open(&source, &f->plan, &f->catalog, NULL, "/nonexistent/stream") == 0 &&
+        ic_cases_relay_start_sized(&source, 3, (size_t)1 << 16, &relay) == 0) {
+        ic_cases_for_each(c, ic_cases_relay_cases(relay)) yielded++;
+    }
+    int status = relay ? ic_cases_relay_finish(relay) : 0;
+    TAP_OK(relay && status == IC_EIO && yielded < n,
+           "relay: a source that cannot read its stream ends the pass early with IC_EIO (%zu of "
+           "%zu cases given)",
+           yielded, n);
+    ic_plan_cases_close(&source);
+}
+
 static struct fixture fixture;
 
 static void test_all(void)
@@ -394,6 +499,7 @@ static void test_all(void)
     if (fixture_run(&fixture) == 0) {
         test_passes(&fixture);
         test_expectations(&fixture);
+        test_relay(&fixture); /* before the stream is broken */
         test_broken_stream(&fixture);
         test_result_again(&fixture);
     }
@@ -403,5 +509,6 @@ static void test_all(void)
 
 int main(void)
 {
+    ic_json_hooks_install(); /* as main does: the relay's arenas are used */
     return test_files_main(tmpdir, TAP_TESTS(test_all));
 }
