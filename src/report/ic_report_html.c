@@ -412,14 +412,25 @@ IC_TEXT_COLUMN(request)
 IC_TEXT_COLUMN(exported)
 #undef IC_TEXT_COLUMN
 
-/* Durations to a tenth of a millisecond: finer digits cost bytes and say nothing. */
+/* Durations to a tenth of a millisecond: finer digits cost bytes and say nothing. Below 10^9
+ * tenths the text is made here, digit by digit, as "%.10g" writes it (at most ten significant
+ * digits, no trailing zero): printf's floating point, for each of 196 000 cases, was a tenth of
+ * the dashboard's pass. */
 static void ic_column_ms(struct ic_html_sink *s, const cJSON *c)
 {
     const cJSON *ms = ic_json_get(c, "duration_ms");
-    double value = 0;
+    long long tenths = 0;
     if (cJSON_IsNumber(ms) && ms->valuedouble > 0 && ms->valuedouble < 1e12)
-        value = (double)(long long)(ms->valuedouble * 10 + 0.5) / 10;
-    fprintf(s->file, "%.10g", value);
+        tenths = (long long)(ms->valuedouble * 10 + 0.5);
+    if (tenths >= 1000000000LL) {
+        fprintf(s->file, "%.10g", (double)tenths / 10);
+        return;
+    }
+    ic_html_put_index(s->file, (size_t)(tenths / 10));
+    if (tenths % 10) {
+        putc('.', s->file);
+        putc((int)('0' + tenths % 10), s->file);
+    }
 }
 
 /* The checks of a case: the mask of checks that passed without a note (bit i: check i of the
