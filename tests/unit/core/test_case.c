@@ -339,6 +339,48 @@ static void test_case_json_text(void)
            same, cases, first_diff);
 }
 
+/* ic_text_json_string escapes what cJSON escapes, byte for byte, wherever the byte to escape
+ * falls against the eight-byte words it scans: every string of 0 to 40 bytes with one byte of
+ * each kind at each position, and a second one eight bytes further on. */
+static void test_json_string(void)
+{
+    static const unsigned char kinds[] = {0x01, 0x1f, '"',  '\\', '\n', '\t',
+                                          0x20, 0x7f, 0x80, 0xc3, 0xff, 'a'};
+    int strings = 0, same = 0;
+    char first_diff[200] = "";
+    for (size_t len = 0; len <= 40; len++) {
+        for (size_t at = 0; at < (len ? len : 1); at++) {
+            for (size_t k = 0; k < sizeof(kinds); k++) {
+                char text[48];
+                memset(text, 'x', len);
+                text[len] = '\0';
+                if (len) {
+                    text[at] = (char)kinds[k];
+                    if (at + 8 < len)
+                        text[at + 8] = (char)kinds[(k + 3) % sizeof(kinds)];
+                }
+                cJSON *item = cJSON_CreateString(text);
+                char *printed = item ? cJSON_PrintUnformatted(item) : NULL;
+                struct ic_text_buf out;
+                ic_text_buf_init(&out);
+                ic_text_json_string(&out, text);
+                strings++;
+                if (printed && strcmp(printed, ic_text_buf_str(&out)) == 0)
+                    same++;
+                else if (!first_diff[0])
+                    snprintf(first_diff, sizeof(first_diff), "(length %zu, byte 0x%02x at %zu)",
+                             len, kinds[k], at);
+                ic_text_buf_release(&out);
+                cJSON_free(printed);
+                cJSON_Delete(item);
+            }
+        }
+    }
+    TAP_OK(strings > 0 && same == strings,
+           "a JSON string's text is cJSON's, byte for byte, at every offset (%d of %d) %s", same,
+           strings, first_diff);
+}
+
 /* ic_number_text writes what cJSON prints of a number, byte for byte: whole thousandths (the
  * durations, which it writes by hand) across their range and beyond it, and other doubles. */
 static void test_number_text(void)
@@ -383,6 +425,7 @@ int main(void)
     test_results();
     test_outcome_table();
     test_case_json_text();
+    test_json_string();
     test_number_text();
     return tap_done();
 }
