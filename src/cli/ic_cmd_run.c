@@ -1,6 +1,5 @@
 #include <errno.h>
 #include <limits.h>
-#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
