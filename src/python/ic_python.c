@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -596,8 +597,42 @@ int ic_py_str_copy(PyObject *obj, char *buf, size_t size)
     return 0;
 }
 
+/* The fatal signals faulthandler takes (CPython's own list), and the handler each had when it
+ * last installed them: a case whose library left them alone needs no rearming. */
+static const int ic_fatal_signals[] = {SIGSEGV, SIGFPE, SIGABRT, SIGBUS, SIGILL};
+#define IC_FATAL_SIGNALS (sizeof(ic_fatal_signals) / sizeof(ic_fatal_signals[0]))
+static struct sigaction ic_fatal_armed[IC_FATAL_SIGNALS];
+static bool ic_fatal_known;
+
+/* Whether every fatal signal still has the handler faulthandler installed last. */
+static bool ic_fatal_handlers_kept(void)
+{
+    for (size_t i = 0; ic_fatal_known && i < IC_FATAL_SIGNALS; i++) {
+        struct sigaction now;
+        if (sigaction(ic_fatal_signals[i], NULL, &now) != 0 ||
+            now.sa_sigaction != ic_fatal_armed[i].sa_sigaction ||
+            now.sa_flags != ic_fatal_armed[i].sa_flags)
+            return false;
+    }
+    return ic_fatal_known;
+}
+
+/* Notes the handlers faulthandler just installed. */
+static void ic_fatal_handlers_note(void)
+{
+    ic_fatal_known = true;
+    for (size_t i = 0; i < IC_FATAL_SIGNALS; i++) {
+        if (sigaction(ic_fatal_signals[i], NULL, &ic_fatal_armed[i]) != 0)
+            ic_fatal_known = false;
+    }
+}
+
 void ic_py_faulthandler_rearm(void)
 {
+    /* Five sigaction queries cost less than the two Python calls below (ten sigaction calls
+     * and the interpreter's own work), which ran before every case. */
+    if (ic_fatal_handlers_kept())
+        return;
     /* enable() alone does nothing while faulthandler counts itself enabled, even when a
      * library has since replaced its handlers: disable() first, then enable() installs them
      * again in front. */
@@ -609,6 +644,8 @@ void ic_py_faulthandler_rearm(void)
     PyObject *on = off && args && kwargs && enable ? PyObject_Call(enable, args, kwargs) : NULL;
     if (!on)
         PyErr_Clear();
+    else
+        ic_fatal_handlers_note();
     Py_XDECREF(on);
     Py_XDECREF(enable);
     Py_XDECREF(kwargs);

@@ -692,6 +692,37 @@ def check_warm(tap, binary, probes, workdir):
              if plain.get(i) != raised.get(i)}, proc.stderr[-800:]))
 
 
+def check_signal_taken(tap, binary, probes, workdir):
+    """A library that takes SIGSEGV's handler from faulthandler in one case (sigtaker, as paddle
+    does after its import) costs the next case no Python stack: the worker installs
+    faulthandler's handlers again before each case where they changed, so the crash of a later
+    case in the same process is charged to the side at work, the consumer."""
+    out = os.path.join(workdir, "sigtaker.json")
+    log = os.path.join(workdir, "sigtaker.log")
+    proc = taplib.run(binary, "--probe-dir", probes, "--producer", "numpy", "--consumer",
+                      "sigtaker", "--protocol", "dlpack", "-j", "1", "-q", "-o", out,
+                      timeout=120, env={"INTEROPCHECK_LEDGER_DIR": "", "IC_TEST_SIGTAKER_LOG": log})
+    events = []
+    if os.path.exists(log):
+        with open(log) as f:
+            events = [line.split() for line in f]
+    cases = {}
+    if os.path.exists(out):
+        cases = {c["id"]: c for c in taplib.load_report(out)["cases"]}
+    crash = cases.get("dlpack.numpy.sigtaker.cpu.float64.contiguous", {})
+    # the crash came in a process that had had its handler taken in an earlier case
+    crashed_in = [pid for what, pid in events if what == "crash"]
+    taken_first = bool(crashed_in) and any(
+        what == "take" and pid == crashed_in[0] for what, pid in events[:events.index(
+            ["crash", crashed_in[0]])])
+    tap.ok(taken_first and crash.get("outcome") == "crash" and crash.get("side") == "consumer"
+           and "consume() of" in crash.get("diagnostic", ""),
+           "a case after one whose library took SIGSEGV's handler crashes with its Python stack: "
+           "charged to the consumer",
+           (events, {k: crash.get(k) for k in ("outcome", "side", "diagnostic")},
+            proc.stderr[-800:]))
+
+
 def check_preloaded(tap, binary, probes, workdir):
     """A library whose module an earlier import brought in is loaded next, ahead of catalog
     order (ic_discover_pick): preload_a's import leaves preload_z's module in sys.modules, so
@@ -774,6 +805,7 @@ def main(tap, args):
         check_early(tap, binary, probes, workdir)
         check_early_compiles(tap, binary, probes, workdir)
         check_warm(tap, binary, probes, workdir)
+        check_signal_taken(tap, binary, probes, workdir)
         check_preloaded(tap, binary, probes, workdir)
         check_defer_alike(tap, binary, probes, workdir)
 
