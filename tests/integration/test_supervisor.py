@@ -650,6 +650,14 @@ def check_early_compiles(tap, binary, probes, workdir):
             if flagged.get(i) != plain.get(i)})
 
 
+def read_events(log):
+    """The [what, pid] lines a test probe logged (_testkit.log_event); none without a log."""
+    if not os.path.exists(log):
+        return []
+    with open(log) as f:
+        return [line.split() for line in f]
+
+
 def check_warm(tap, binary, probes, workdir):
     """A probe's warm() (tests/probes/warmlib.py) runs right after its load(), once in each
     process that loads it, and in no copy of such a process: cases run in processes that never
@@ -664,10 +672,7 @@ def check_warm(tap, binary, probes, workdir):
                           "-j", "2", "-q", "-o", out, timeout=120,
                           env={"INTEROPCHECK_LEDGER_DIR": "", "IC_TEST_WARM_LOG": log,
                                "IC_TEST_WARM_RAISE": "1" if raises else "0"})
-        lines = []
-        if os.path.exists(log):
-            with open(log) as f:
-                lines = [line.split() for line in f]
+        lines = read_events(log)
         outcomes = {}
         if os.path.exists(out):
             outcomes = {c["id"]: c["outcome"] for c in taplib.load_report(out)["cases"]}
@@ -702,10 +707,7 @@ def check_signal_taken(tap, binary, probes, workdir):
     proc = taplib.run(binary, "--probe-dir", probes, "--producer", "numpy", "--consumer",
                       "sigtaker", "--protocol", "dlpack", "-j", "1", "-q", "-o", out,
                       timeout=120, env={"INTEROPCHECK_LEDGER_DIR": "", "IC_TEST_SIGTAKER_LOG": log})
-    events = []
-    if os.path.exists(log):
-        with open(log) as f:
-            events = [line.split() for line in f]
+    events = read_events(log)
     cases = {}
     if os.path.exists(out):
         cases = {c["id"]: c for c in taplib.load_report(out)["cases"]}

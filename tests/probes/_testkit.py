@@ -12,6 +12,7 @@ for its strings alone), so NumPy is imported by load_numpy(), when a probe's loa
 """
 
 import ctypes
+import os
 
 import _probekit
 
@@ -22,6 +23,15 @@ NUMPY_DLPACK = {"call": "numpy.from_dlpack(obj)", "zero_copy": True, "typed": Tr
                 "readonly": True}
 NUMPY_ARRAY_INTERFACE = {"call": "numpy.asarray(obj)", "zero_copy": True, "typed": True,
                          "readonly": True}
+
+
+def log_event(variable, what):
+    """Appends "<what> <pid>" to the file the environment variable `variable` names, when it is
+    set: how a test sees which process did what (test_supervisor.py reads it back)."""
+    path = os.environ.get(variable)
+    if path:
+        with open(path, "a") as f:
+            f.write(f"{what} {os.getpid()}\n")
 
 
 def load_numpy(*, dtypes, layouts, exports, imports, version="0.0.1", notes=None,

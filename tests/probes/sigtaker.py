@@ -19,10 +19,7 @@ _testkit = _probekit.sibling(__file__, "_testkit")
 
 
 def _log(what):
-    path = os.environ.get("IC_TEST_SIGTAKER_LOG")
-    if path:
-        with open(path, "a") as f:
-            f.write(f"{what} {os.getpid()}\n")
+    _testkit.log_event("IC_TEST_SIGTAKER_LOG", what)
 
 
 def load():

@@ -16,10 +16,7 @@ _testkit = _probekit.sibling(__file__, "_testkit")
 
 
 def _log(what):
-    log = os.environ.get("IC_TEST_WARM_LOG")
-    if log:
-        with open(log, "a") as f:
-            f.write(f"{what} {os.getpid()}\n")
+    _testkit.log_event("IC_TEST_WARM_LOG", what)
 
 
 def load():
