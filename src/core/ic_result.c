@@ -553,29 +553,20 @@ static void ic_text_json_number(struct ic_text_buf *out, double d)
     ic_text_buf_adds(out, text);
 }
 
-int ic_case_json_text(const struct ic_case *c, const struct ic_result *res, struct ic_text_buf *out)
+/* The members of ic_result_to_json's object, in its order, after the members `first` says
+ * were written before; with a case, the culprit follows the side (ic_case_to_json's order). */
+static void ic_result_json_members(const struct ic_case *c, const struct ic_result *res,
+                                   struct ic_text_buf *out, bool *first)
 {
-    char id[IC_CASE_ID_MAX], both[2 * IC_NAME_MAX + 2];
-    const struct ic_variant_info *variant = ic_variant_info(c->variant);
-    bool first = true;
-    if (ic_case_format_id(c, id, sizeof(id)) < 0)
-        return IC_EINVAL;
-    ic_text_buf_add(out, "{", 1);
-    ic_text_json_member(out, &first, "id", id);
-    ic_text_json_plain(out, &first, "protocol", ic_protocol_id(c->protocol));
-    ic_text_json_member(out, &first, "producer", c->producer);
-    ic_text_json_member(out, &first, "consumer", c->consumer);
-    ic_text_json_plain(out, &first, "device", ic_device_kind_name(c->device.kind));
-    ic_text_json_plain(out, &first, "dtype", ic_dtype_name(c->dtype));
-    ic_text_json_plain(out, &first, "layout", ic_layout_name(c->layout));
-    ic_text_json_plain(out, &first, "variant", variant->id[0] ? variant->id : NULL);
-    /* From here in ic_result_to_json's order, the culprit right after the side. */
-    ic_text_json_plain(out, &first, "outcome", ic_outcome_name(res->outcome));
+    char both[2 * IC_NAME_MAX + 2];
+    ic_text_json_plain(out, first, "outcome", ic_outcome_name(res->outcome));
     if (res->rule != IC_RULE_NONE) {
-        ic_text_json_plain(out, &first, "rule", ic_rule_id(res->rule));
-        ic_text_json_plain(out, &first, "side", ic_side_name(res->side));
-        ic_text_json_member(out, &first, "culprit", ic_result_culprit(c, res, both, sizeof(both)));
-        ic_text_json_plain(out, &first, "severity", ic_severity_name(res->severity));
+        ic_text_json_plain(out, first, "rule", ic_rule_id(res->rule));
+        ic_text_json_plain(out, first, "side", ic_side_name(res->side));
+        if (c)
+            ic_text_json_member(out, first, "culprit",
+                                ic_result_culprit(c, res, both, sizeof(both)));
+        ic_text_json_plain(out, first, "severity", ic_severity_name(res->severity));
     }
     const char *texts[][2] = {{"documented", res->documented},
                               {"diagnostic", res->diagnostic},
@@ -583,7 +574,7 @@ int ic_case_json_text(const struct ic_case *c, const struct ic_result *res, stru
                               {"exported", res->exported}};
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
         if (texts[i][1][0])
-            ic_text_json_member(out, &first, texts[i][0], texts[i][1]);
+            ic_text_json_member(out, first, texts[i][0], texts[i][1]);
     }
     ic_text_buf_adds(out, ",\"duration_ms\":");
     ic_text_json_number(out, res->duration_ms);
@@ -612,7 +603,36 @@ int ic_case_json_text(const struct ic_case *c, const struct ic_result *res, stru
             ic_text_json_member(out, &first_field, "note", check->note);
         ic_text_buf_add(out, "}", 1);
     }
-    ic_text_buf_add(out, "}}", 2);
+    ic_text_buf_add(out, "}", 1);
+}
+
+int ic_case_json_text(const struct ic_case *c, const struct ic_result *res, struct ic_text_buf *out)
+{
+    char id[IC_CASE_ID_MAX];
+    const struct ic_variant_info *variant = ic_variant_info(c->variant);
+    bool first = true;
+    if (ic_case_format_id(c, id, sizeof(id)) < 0)
+        return IC_EINVAL;
+    ic_text_buf_add(out, "{", 1);
+    ic_text_json_member(out, &first, "id", id);
+    ic_text_json_plain(out, &first, "protocol", ic_protocol_id(c->protocol));
+    ic_text_json_member(out, &first, "producer", c->producer);
+    ic_text_json_member(out, &first, "consumer", c->consumer);
+    ic_text_json_plain(out, &first, "device", ic_device_kind_name(c->device.kind));
+    ic_text_json_plain(out, &first, "dtype", ic_dtype_name(c->dtype));
+    ic_text_json_plain(out, &first, "layout", ic_layout_name(c->layout));
+    ic_text_json_plain(out, &first, "variant", variant->id[0] ? variant->id : NULL);
+    ic_result_json_members(c, res, out, &first);
+    ic_text_buf_add(out, "}", 1);
+    return out->status;
+}
+
+int ic_result_json_text(const struct ic_result *res, struct ic_text_buf *out)
+{
+    bool first = true;
+    ic_text_buf_add(out, "{", 1);
+    ic_result_json_members(NULL, res, out, &first);
+    ic_text_buf_add(out, "}", 1);
     return out->status;
 }
 

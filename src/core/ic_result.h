@@ -258,6 +258,11 @@ struct ic_text_buf;
 int ic_case_json_text(const struct ic_case *c, const struct ic_result *res,
                       struct ic_text_buf *out);
 
+/* Appends to `out` the text cJSON_PrintUnformatted makes of ic_result_to_json(res), byte for
+ * byte, without making the object: a worker sends each case's result so. The buffer's status
+ * (IC_ENOMEM when it cannot grow). */
+int ic_result_json_text(const struct ic_result *res, struct ic_text_buf *out);
+
 /* Appends `s` as a JSON string, escaped as cJSON prints one: the two-character escapes, \u00XX
  * for the other control characters, every other byte as it is. The buffer's status says
  * whether it could grow. */

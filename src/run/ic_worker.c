@@ -44,6 +44,7 @@ struct ic_worker {
     int child_channel;
     int child_loaded;
     const char *case_id; /* the case being run (its id), for a "flawed" message; else NULL */
+    struct ic_text_buf result_text; /* an "end" message's result, reused from case to case */
 };
 
 /* --- Children killed by a signal ------------------------------------------------------------ */
@@ -246,21 +247,21 @@ static int ic_worker_load(struct ic_worker *w, const char *name, const char *pat
 static int ic_worker_send_end(struct ic_worker *w, const char *id, const struct ic_result *res)
 {
     cJSON *msg = ic_message_new(IC_MSG_END, w->seq);
-    cJSON *result = ic_result_to_json(res);
+    /* The result goes as the text printing ic_result_to_json's object would make
+     * (ic_result_json_text), which the supervisor parses as before: no tree of some fifty
+     * nodes made, printed and freed a case. */
+    ic_text_buf_truncate(&w->result_text, 0);
+    w->result_text.status = 0;
+    cJSON *result = ic_result_json_text(res, &w->result_text) == 0
+                        ? cJSON_CreateRaw(ic_text_buf_str(&w->result_text))
+                        : NULL;
     int us[IC_STAGE_COUNT];
     for (int i = 0; i < IC_STAGE_COUNT; i++)
         us[i] = res->stage_ms[i] > 0 && res->stage_ms[i] < 2e6
                     ? (int)(res->stage_ms[i] * 1000 + 0.5)
                     : 0;
     cJSON *stages = cJSON_CreateIntArray(us, IC_STAGE_COUNT);
-    char duration[IC_NUMBER_TEXT_MAX];
-    ic_number_text(res->duration_ms, duration);
-    cJSON *raw = cJSON_CreateRaw(duration);
-    if (raw && !(result && cJSON_ReplaceItemInObjectCaseSensitive(result, "duration_ms", raw))) {
-        cJSON_Delete(raw);
-        raw = NULL;
-    }
-    bool built = msg && result && stages && raw && cJSON_AddStringToObject(msg, "case", id) &&
+    bool built = msg && result && stages && cJSON_AddStringToObject(msg, "case", id) &&
                  cJSON_AddItemToObject(msg, "result", result) &&
                  cJSON_AddItemToObject(msg, "stages", stages);
     /* what is not attached is not the message's to free */
@@ -761,6 +762,7 @@ done:
      * under test and would only add noise after the last result was sent. */
     free(w->probes);
     free(w->opened);
+    ic_text_buf_release(&w->result_text);
     free(w);
     return status;
 }

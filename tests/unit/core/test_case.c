@@ -285,8 +285,8 @@ static void test_case_json_text(void)
         0.0,    12.0,         1.0, 0.1,  1.0526210013777018,  37.24, 1e300, -3.5,
         1e-300, 2147483647.0, 3e9, -3e9, 0.30000000000000004, 2.07,  0.001, 65.432};
     unsigned state = 12345u;
-    int same = 0, cases = 0;
-    char first_diff[300] = "";
+    int same = 0, cases = 0, results_same = 0;
+    char first_diff[300] = "", first_result_diff[300] = "";
     for (int n = 0; n < 3000; n++) {
         struct ic_case c = make_case();
         c.protocol = (enum ic_protocol)next(&state, IC_PROTOCOL_COUNT);
@@ -329,6 +329,19 @@ static void test_case_json_text(void)
                      "(rc %d, byte %zu: cJSON ...%.80s; text ...%.80s)", rc, at, a + from,
                      b + from);
         }
+        /* The result alone, as a worker sends it. */
+        cJSON *result = ic_result_to_json(res);
+        char *result_printed = result ? cJSON_PrintUnformatted(result) : NULL;
+        ic_text_buf_truncate(&text, 0);
+        if (result_printed && ic_result_json_text(res, &text) == 0 &&
+            strcmp(result_printed, ic_text_buf_str(&text)) == 0)
+            results_same++;
+        else if (!first_result_diff[0])
+            snprintf(first_result_diff, sizeof(first_result_diff),
+                     "(case %d: cJSON %.80s; text %.80s)", n, result_printed ? result_printed : "",
+                     ic_text_buf_str(&text));
+        cJSON_free(result_printed);
+        cJSON_Delete(result);
         ic_text_buf_release(&text);
         cJSON_free(printed);
         cJSON_Delete(json);
@@ -337,6 +350,9 @@ static void test_case_json_text(void)
     TAP_OK(cases == 3000 && same == cases,
            "the text of a case is cJSON's printing of its object, byte for byte (%d of %d) %s",
            same, cases, first_diff);
+    TAP_OK(cases == 3000 && results_same == cases,
+           "the text of a result is cJSON's printing of its object, byte for byte (%d of %d) %s",
+           results_same, cases, first_result_diff);
 }
 
 /* ic_text_json_string escapes what cJSON escapes, byte for byte, wherever the byte to escape
