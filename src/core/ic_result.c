@@ -10,6 +10,7 @@
 
 #include "ic_case.h"
 #include "ic_error.h"
+#include "ic_json.h"
 #include "ic_text.h"
 
 static const struct ic_outcome_info ic_outcome_table[IC_OUTCOME_COUNT] = {
@@ -264,13 +265,17 @@ fail:
     return NULL;
 }
 
+/* The string member `key` of `object` into dst, cut to size - 1 bytes as snprintf cuts it;
+ * "" when there is none. A result read back has sixteen of them, for each case. */
 static void ic_copy_json_string(const cJSON *object, const char *key, char *dst, size_t size)
 {
-    const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, key);
-    if (cJSON_IsString(item) && item->valuestring)
-        snprintf(dst, size, "%s", item->valuestring);
-    else
-        dst[0] = '\0';
+    const cJSON *item = ic_json_get(object, key);
+    size_t len = 0;
+    if (cJSON_IsString(item) && item->valuestring) {
+        len = strnlen(item->valuestring, size - 1);
+        memcpy(dst, item->valuestring, len);
+    }
+    dst[len] = '\0';
 }
 
 /* The rule, side and severity of a failure; all three absent is no failure. IC_EPROTO for a
@@ -278,10 +283,9 @@ static void ic_copy_json_string(const cJSON *object, const char *key, char *dst,
 static int ic_failure_from_json(const cJSON *json, enum ic_rule *rule, enum ic_side *side,
                                 enum ic_severity_class *severity)
 {
-    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(json, "rule"));
-    const char *side_name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(json, "side"));
-    const char *class_name =
-        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(json, "severity"));
+    const char *id = cJSON_GetStringValue(ic_json_get(json, "rule"));
+    const char *side_name = cJSON_GetStringValue(ic_json_get(json, "side"));
+    const char *class_name = cJSON_GetStringValue(ic_json_get(json, "severity"));
     *rule = IC_RULE_NONE;
     *side = IC_SIDE_NONE;
     *severity = IC_CLASS_NOTE;
@@ -297,7 +301,7 @@ int ic_result_from_json(const cJSON *json, struct ic_result *ret)
 {
     struct ic_result res;
     memset(&res, 0, sizeof(res));
-    const cJSON *outcome = cJSON_GetObjectItemCaseSensitive(json, "outcome");
+    const cJSON *outcome = ic_json_get(json, "outcome");
     if (!cJSON_IsString(outcome) || ic_outcome_from_name(outcome->valuestring, &res.outcome) < 0)
         return IC_EPROTO;
     if (ic_failure_from_json(json, &res.rule, &res.side, &res.severity) < 0)
@@ -306,15 +310,15 @@ int ic_result_from_json(const cJSON *json, struct ic_result *ret)
     ic_copy_json_string(json, "diagnostic", res.diagnostic, sizeof(res.diagnostic));
     ic_copy_json_string(json, "request", res.request, sizeof(res.request));
     ic_copy_json_string(json, "exported", res.exported, sizeof(res.exported));
-    const cJSON *ms = cJSON_GetObjectItemCaseSensitive(json, "duration_ms");
+    const cJSON *ms = ic_json_get(json, "duration_ms");
     if (cJSON_IsNumber(ms))
         res.duration_ms = ms->valuedouble;
-    const cJSON *checks = cJSON_GetObjectItemCaseSensitive(json, "checks");
+    const cJSON *checks = ic_json_get(json, "checks");
     for (int i = 0; i < IC_CHECK_COUNT && cJSON_IsObject(checks); i++) {
-        const cJSON *item = cJSON_GetObjectItemCaseSensitive(checks, ic_check_name(i));
+        const cJSON *item = ic_json_get(checks, ic_check_name(i));
         if (!cJSON_IsObject(item))
             continue;
-        const cJSON *status = cJSON_GetObjectItemCaseSensitive(item, "status");
+        const cJSON *status = ic_json_get(item, "status");
         if (!cJSON_IsString(status))
             return IC_EPROTO;
         enum ic_check_status value = IC_CHECK_NOT_RUN;
