@@ -52,7 +52,9 @@ int ic_py_init(const struct ic_py_config *config, char *err, size_t err_size);
 /* Installs faulthandler's signal handlers again, in front of whatever a library installed
  * since (paddle installs its own SIGSEGV handler, which hides the Python stack, some time
  * after its import). The library's handler is dropped: a fatal signal dumps the Python stack
- * and kills the process. GIL held; raises nothing. */
+ * and kills the process. Where every fatal signal still has the handler faulthandler installed
+ * at the last call, nothing is done (the kernel is asked, five calls). GIL held; raises
+ * nothing. */
 void ic_py_faulthandler_rearm(void);
 
 /* Finalises the interpreter (GIL must not be held). Safe to call when init failed. */
