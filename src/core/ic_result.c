@@ -409,16 +409,10 @@ static char ic_json_short_escape(unsigned char ch)
 }
 
 /* Whether a byte of the eight in `w` must be escaped in a JSON string: one below 0x20, a
- * quote or a backslash (bytes of 0x80 and above never are). Each test is exact for the word as
- * a whole: (x - 0x01..) & ~x & 0x80.. is nonzero iff some byte of x is 0, and with 0x20.. in
- * place of 0x01.. iff some byte is below 0x20. */
+ * quote or a backslash (bytes of 0x80 and above never are). */
 static inline bool ic_json_word_escapes(uint64_t w)
 {
-    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-    uint64_t quote = w ^ (ones * '"'), backslash = w ^ (ones * '\\');
-    uint64_t control = (w - ones * 0x20) & ~w;
-    uint64_t quotes = (quote - ones) & ~quote, backslashes = (backslash - ones) & ~backslash;
-    return ((control | quotes | backslashes) & highs) != 0;
+    return ic_word_has_byte_below(w, 0x20) || ic_word_has_byte(w, '"') || ic_word_has_byte(w, '\\');
 }
 
 void ic_text_json_string(struct ic_text_buf *out, const char *s)

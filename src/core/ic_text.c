@@ -94,8 +94,7 @@ size_t ic_utf8_valid_prefix(const char *s, size_t len)
         uint64_t word;
         for (; len - pos >= sizeof(word); pos += sizeof(word)) {
             memcpy(&word, u + pos, sizeof(word));
-            const uint64_t ones = 0x0101010101010101ull, tops = 0x8080808080808080ull;
-            if ((word & tops) || ((word - ones) & ~word & tops))
+            if (ic_word_has_top_bit(word) || ic_word_has_byte_below(word, 1))
                 break;
         }
         if (pos >= len)

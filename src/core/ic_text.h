@@ -93,6 +93,28 @@ void *ic_grow(void *items, size_t *capacity, size_t count, size_t item_size, siz
  * anything but "n" included ("a uint8": you-int). Never NULL. */
 const char *ic_text_article(const char *word);
 
+/* Word-at-a-time scans (eight bytes of text read as one uint64_t, with memcpy), for text the
+ * tool writes or checks a case at a time. Each test is exact for the word as a whole:
+ * (x - n * 0x01..) & ~x & 0x80.. is nonzero iff some byte of x is below n (0 < n <= 0x80; a
+ * byte of 0x80 or more never counts). */
+static inline bool ic_word_has_byte_below(uint64_t word, unsigned n)
+{
+    const uint64_t ones = 0x0101010101010101ull, tops = 0x8080808080808080ull;
+    return ((word - ones * n) & ~word & tops) != 0;
+}
+
+/* Whether some byte of `word` is `byte`. */
+static inline bool ic_word_has_byte(uint64_t word, unsigned char byte)
+{
+    return ic_word_has_byte_below(word ^ (0x0101010101010101ull * byte), 1);
+}
+
+/* Whether some byte of `word` has its top bit set (is not ASCII). */
+static inline bool ic_word_has_top_bit(uint64_t word)
+{
+    return (word & 0x8080808080808080ull) != 0;
+}
+
 /* The index of the row whose name is `name` in a table of `count` rows, `stride` bytes apart,
  * each holding its name (a `const char *`, NULL in unused rows) `offset` bytes into the row;
  * IC_ENOTFOUND when no row has it, or `name` is NULL. Every table of names (dtypes, layouts,

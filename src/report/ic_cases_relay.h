@@ -4,7 +4,7 @@
  *
  * Why: the run's report stage reads its 196 000 cases in one pass that writes the JSON report
  * and fills the findings and the dashboard. Making the cases (reading the stream's lines back,
- * making the decided ones again, their text) is about half of that work; on two cores another
+ * making the decided ones again, their text) is about a third of that work; on two cores another
  * thread makes them while the reader writes and collects. Before, two passes each made every
  * case (one wrote the JSON and collected the findings, the other filled the dashboard): --all's
  * planning, reports and stopping took 0.97-1.06 s then, 0.89-0.98 s with the relay (2 cores).

@@ -144,9 +144,8 @@ static void ic_html_put_index(FILE *out, size_t value)
     fwrite(text, 1, ic_html_index_text(text, value), out);
 }
 
-/* Reads back an index ic_html_put_index wrote (the caller holds the lock of `in`, as
- * ic_html_copy does): false when no digit comes first or it
- * overflows. The byte after it is left to read. */
+/* Reads back an index ic_html_put_index wrote, from a sink's private file (ic_html_copy):
+ * false when no digit comes first or it overflows. The byte after it is left to read. */
 static bool ic_html_read_index(FILE *in, size_t *ret)
 {
     size_t value = 0;
@@ -659,13 +658,15 @@ void ic_html_collector_free(struct ic_html_collector *col)
     free(col);
 }
 
-/* Copies a sink's file into the page, with the page's index in place of each marked one,
- * a byte at a time through getc_unlocked and putc_unlocked: the page is megabytes (10 MB for
- * --all), and ic_html_copy holds both files' locks. Returns 0 or IC_EIO (with the cause in
- * `job`). */
-static int ic_html_copy_locked(FILE *out, const struct ic_html_sink *s, struct ic_html_job *job)
+/* Copies a sink's file into the page, with the page's index in place of each marked one, a
+ * byte at a time through getc_unlocked and putc_unlocked (the page is megabytes, 10 MB for
+ * --all): both files are this thread's own, opened private (ic_file_private), so there is no
+ * lock to take. Returns 0 or IC_EIO (with the cause in `job`). */
+static int ic_html_copy(FILE *out, const struct ic_html_sink *s, struct ic_html_job *job)
 {
     int ch;
+    errno = 0;
+    rewind(s->file);
     while ((ch = getc_unlocked(s->file)) != EOF) {
         if (ch != IC_HTML_TEXT_MARK && ch != IC_HTML_OUTCOME_MARK) {
             putc_unlocked(ch, out);
@@ -685,18 +686,6 @@ static int ic_html_copy_locked(FILE *out, const struct ic_html_sink *s, struct i
         return IC_EIO;
     }
     return 0;
-}
-
-static int ic_html_copy(FILE *out, const struct ic_html_sink *s, struct ic_html_job *job)
-{
-    errno = 0;
-    rewind(s->file);
-    flockfile(s->file);
-    flockfile(out);
-    int rc = ic_html_copy_locked(out, s, job);
-    funlockfile(out);
-    funlockfile(s->file);
-    return rc;
 }
 
 static void ic_html_put_table(FILE *out, const char *name, const struct ic_strtab *t)
