@@ -2417,7 +2417,12 @@ static void ic_proc_promote(struct ic_pool *pool, struct ic_proc *p)
 /* The worker is gone before its queued cases began: they run elsewhere, in their order (the
  * retries are taken from the end). Those of a pair isolated by now (the crash that took the
  * worker) are set aside with the pair's other cases, for a worker that forks them, instead of
- * sending a worker that ran cases itself to start again for each. */
+ * sending a worker that ran cases itself to start again for each. So are that pair's cases
+ * already among the retries: a case whose request found the worker gone (ic_pool_queue, when
+ * the worker died between the supervisor's read of its last "end" and the next request) went
+ * there before the death was known, and the retries go first, ahead of the order
+ * ic_defer_alike gives the pair's cases (seen once in a full test run under load: a case of
+ * the crashing dtype ran right after the first crash). */
 static void ic_proc_requeue(const struct ic_pool *pool, struct ic_proc *p, struct ic_run_state *st)
 {
     for (int i = 0; i < p->nqueued; i++) {
@@ -2425,6 +2430,15 @@ static void ic_proc_requeue(const struct ic_pool *pool, struct ic_proc *p, struc
         if (ic_pair_isolated(pool, st, index))
             ic_set_aside(st, index);
     }
+    size_t kept = 0;
+    for (size_t i = 0; i < st->nretry; i++) {
+        size_t index = st->retry[i];
+        if (ic_pair_isolated(pool, st, index) && !st->set_aside[index])
+            ic_set_aside(st, index);
+        else
+            st->retry[kept++] = index;
+    }
+    st->nretry = kept;
     while (p->nqueued > 0) {
         size_t index = p->queued[--p->nqueued].index;
         if (!ic_pair_isolated(pool, st, index))
