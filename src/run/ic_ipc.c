@@ -121,8 +121,13 @@ static int ic_check_members(const cJSON *msg, const char *kind, const char *memb
         const char *end = strchr(at, ' ');
         size_t word = end ? (size_t)(end - at) : strlen(at);
         const char *colon = memchr(at, ':', word);
+        /* Copied by hand: snprintf here ran for each member of each message, on both sides. */
         char name[32];
-        snprintf(name, sizeof(name), "%.*s", colon ? (int)(colon - at) : 0, at);
+        size_t name_len = colon ? (size_t)(colon - at) : 0;
+        if (name_len >= sizeof(name))
+            name_len = sizeof(name) - 1;
+        memcpy(name, at, name_len);
+        name[name_len] = '\0';
         if (colon && colon[2] != '?' && !cJSON_GetObjectItemCaseSensitive(msg, name)) {
             snprintf(why, why_size, "a message \"%s\" lacks \"%s\"", kind, name);
             return IC_EPROTO;
