@@ -242,14 +242,13 @@ static int ic_worker_load(struct ic_worker *w, const char *name, const char *pat
 /* "end": the case's result, and its whole microseconds by stage (IC_STAGE_LIST order), which
  * the supervisor sums for run.timing: integers, as cJSON prints them with one short format
  * where a fraction costs it two tries at 15 and 17 digits and a sscanf, on every case. The
- * duration, whole microseconds in ms, goes as ic_number_text writes it, the same digits
- * without printf (a raw item: the message is printed and let go). */
+ * result is a raw item, the text ic_result_json_text writes (its duration, whole microseconds
+ * in ms, as ic_number_text writes it, without printf): the message is printed and let go. */
 static int ic_worker_send_end(struct ic_worker *w, const char *id, const struct ic_result *res)
 {
     cJSON *msg = ic_message_new(IC_MSG_END, w->seq);
-    /* The result goes as the text printing ic_result_to_json's object would make
-     * (ic_result_json_text), which the supervisor parses as before: no tree of some fifty
-     * nodes made, printed and freed a case. */
+    /* The text printing ic_result_to_json's object would make, which the supervisor parses
+     * as before: no tree of some fifty nodes made, printed and freed a case. */
     ic_text_buf_truncate(&w->result_text, 0);
     w->result_text.status = 0;
     cJSON *result = ic_result_json_text(res, &w->result_text) == 0
