@@ -1407,9 +1407,14 @@ void ic_judge_conclude(struct ic_case_state *st, struct ic_result *res)
     snprintf(documented, sizeof(documented), "%s", res->documented);
     if (ic_result_primary_check(res) >= 0) {
         ic_result_conclude(res);
+        /* The link is the case's only where its failure is the documented one: a deviation
+         * documented by one side beside a worse failure of the other (mlx's float64 import
+         * beside torch's negation view export) must not lend the other's finding its link. */
         int primary = ic_result_primary_check(res);
         if (res->checks[primary].severity == IC_CLASS_DOCUMENTED)
             snprintf(res->documented, sizeof(res->documented), "%s", documented);
+        else
+            res->documented[0] = '\0';
         return;
     }
     if (st->refused)

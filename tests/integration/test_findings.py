@@ -178,6 +178,12 @@ def test(tap, args):
         tap.ok(documented and all(f.get("documented", "").startswith("https://")
                                   for f in documented),
                "a documented deviation keeps its class and its library's link", documented[:1])
+        lent = [f["id"] for f in report["findings"]
+                if f.get("documented") and f["severity"] != "documented"]
+        lent += [c["id"] for c in report["cases"]
+                 if c.get("documented") and c.get("severity") != "documented"]
+        tap.ok(not lent, "a library's link to its documentation goes only with a failure of the "
+               "documented class, on a finding or a case", lent[:10])
         check_patterns(tap, report, by_finding)
         check_verdicts(tap, cases)
         run_reproducers(tap, binary, path, report)
