@@ -71,8 +71,10 @@ pid_t ic_py_fork(void);
 /* As ic_py_fork, but the new process is a grandchild, whose parent (a middle process that
  * only forks) leaves at once: it is then the child of the nearest subreaper ancestor (the
  * supervisor, PR_SET_CHILD_SUBREAPER), not of the caller. In the caller: the grandchild's pid
- * once the middle process has been reaped (so the grandchild has been handed over), or -1
- * with errno. In the grandchild: 0, with the interpreter ready as after ic_py_fork. */
+ * as soon as the middle process has said it, or -1 with errno; the middle may still be ending
+ * then (its teardown costs as much as its fork) and is reaped at a later call. In the
+ * grandchild: 0 once the middle has left, so that it is the subreaper's child from its first
+ * step, with the interpreter ready as after ic_py_fork. */
 pid_t ic_py_fork_detached(void);
 
 /* Sets os.environ[name] (and so the C environment), where the interpreter runs: a forked
