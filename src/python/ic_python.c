@@ -231,24 +231,27 @@ void ic_py_leave(void)
         PyGILState_Release(ic_py_gil_state);
 }
 
+/* Middle processes of ic_py_fork_detached still ending when it returned: each is reaped at a
+ * later call (a zombie meanwhile). Tearing down a copy of a worker holding every library takes
+ * about as long as forking it (15-20 ms): the caller, discovery's worker between two imports,
+ * does not wait for it. A child of any fork of ours starts with none: those are not its
+ * children, and a pid noted there could one day name one of its own, which reaping would take
+ * from whoever waits for it. */
+static pid_t ic_py_middles[8];
+
 pid_t ic_py_fork(void)
 {
     ic_py_enter();
     PyOS_BeforeFork();
     pid_t pid = fork();
-    if (pid == 0)
+    if (pid == 0) {
+        memset(ic_py_middles, 0, sizeof(ic_py_middles));
         PyOS_AfterFork_Child();
-    else
+    } else
         PyOS_AfterFork_Parent();
     ic_py_leave();
     return pid;
 }
-
-/* Middle processes of ic_py_fork_detached still ending when it returned: each is reaped at a
- * later call (a zombie meanwhile). Tearing down a copy of a worker holding every library takes
- * about as long as forking it (15-20 ms): the caller, discovery's worker between two imports,
- * does not wait for it. */
-static pid_t ic_py_middles[8];
 
 /* Reaps the middles that ended; with `make_room`, waits for the oldest when none is free. */
 static void ic_py_reap_middles(bool make_room)
@@ -304,6 +307,7 @@ pid_t ic_py_fork_detached(void)
         if (grandchild == 0) {
             close(report[0]);
             close(report[1]);
+            memset(ic_py_middles, 0, sizeof(ic_py_middles));
             ic_py_wait_handed_over(self);
             PyOS_AfterFork_Child();
             ic_py_leave();
