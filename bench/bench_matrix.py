@@ -28,12 +28,17 @@ then the report's duration).
    not its workers), read from /proc every 20 ms while `--all` runs (a peak in the last 20 ms
    before it exits would be missed; VmHWM only grows, so any later read sees an earlier peak).
    Target: 64 MiB, whatever the number of cases.
-Prints both ratios and the peak, and a JSON line for dashboards.
+4. CPU: the user and system time of the run (interopcheck and every process it reaped, its
+   workers' own children with them), against its wall time on the cores it may use: where
+   they are all busy, the wall time is the CPU time spread over them, and a run gets shorter
+   only by spending less CPU.
+Prints both ratios, the peak and the CPU time, and a JSON line for dashboards.
 """
 import argparse
 import gzip
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -175,7 +180,10 @@ def phase_breakdown(report, wall):
 
 
 def run_watched(command, env):
-    """Runs command; returns its supervisor's peak VmHWM in KiB (None where /proc has none)."""
+    """Runs command; returns its supervisor's peak VmHWM in KiB (None where /proc has none) and
+    the CPU seconds (user, system) of the command and of every process under it that was
+    waited for: interopcheck reaps its workers, and they their own children."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, env=env)
     peak = [None]
 
@@ -195,7 +203,8 @@ def run_watched(command, env):
     watcher.start()
     proc.wait()
     watcher.join()
-    return peak[0]
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return peak[0], (after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime)
 
 
 def main():
@@ -210,7 +219,7 @@ def main():
     args = parser.parse_args()
     probes_dir = os.path.join(ROOT, "probes")
 
-    peak_kib = None
+    peak_kib = cpu = None
     if args.report:
         opener = gzip.open if args.report.endswith(".gz") else open
         with opener(args.report, "rt", encoding="utf-8") as handle:
@@ -229,12 +238,12 @@ def main():
             env = dict(os.environ, INTEROPCHECK_LEDGER_DIR=cache)
             for run in range(2 if args.ledger else 1):
                 start = time.perf_counter()
-                peak_kib = run_watched(command, env)
+                peak_kib, cpu = run_watched(command, env)
                 wall = time.perf_counter() - start
                 with open(out, encoding="utf-8") as handle:
                     report = json.load(handle)
                 if args.ledger and run == 0:
-                    earlier.append((wall, report, peak_kib))
+                    earlier.append((wall, report, peak_kib, cpu))
 
     loaded = [lib["name"] for lib in report["environment"]["libraries"]
               if lib["status"] == "loaded"]
@@ -307,6 +316,16 @@ def main():
         bound = floor + total / jobs
         print(f"ratio 1 with these stages after the imports on {jobs} workers (the import floor, "
               f"then the stages spread evenly, nothing else): {bound:.2f} s, {bound / floor:.2f}")
+    if cpu is not None:
+        # Where every core is busy, the wall time is the CPU time spread over the cores: less
+        # CPU is then the only way to a shorter run, and what runs when only moves work around.
+        cores = len(os.sched_getaffinity(0))
+        used = cpu[0] + cpu[1]
+        staged = f"; the cases' stages {total:.2f} s of it" if stages and stages.get("import") \
+            else ""
+        print(f"CPU time of the run (interopcheck and the processes it waited for): {used:.2f} s "
+              f"(user {cpu[0]:.2f} s, system {cpu[1]:.2f} s) in {wall:.2f} s of wall time on "
+              f"{cores} cores: busy {100 * used / (wall * cores):.0f} %{staged}")
     if peak_kib is not None:
         print(f"supervisor peak memory (VmHWM): {peak_kib / 1024:.1f} MiB for {cases_total} "
               f"cases (target 64 MiB)"
@@ -314,7 +333,7 @@ def main():
                  else ""))
     phases = phase_breakdown(report, wall)
     if phases and earlier:
-        first_wall, first_report, _ = earlier[0]
+        first_wall, first_report, _, _ = earlier[0]
         first = dict(phase_breakdown(first_report, first_wall))
         print(f"ratio 1 of the first run (no ledger yet): {first_wall / floor:.2f} "
               f"({first_wall:.2f} s); of the second (the first's ledger): {wall / floor:.2f}")
@@ -334,6 +353,7 @@ def main():
                       bare_median, "ratio_case_to_bare": case_median / bare_median,
                       "cases": cases_total, "cases_run": cases_run, "jobs": jobs,
                       "supervisor_peak_kib": peak_kib,
+                      "cpu_user_s": cpu[0] if cpu else None, "cpu_system_s": cpu[1] if cpu else None,
                       "timing": report["run"].get("timing")}))
 
 
