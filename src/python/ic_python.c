@@ -4,10 +4,10 @@
 #include "ic_python.h"
 
 #include <errno.h>
-#include <stdbool.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,7 +258,11 @@ static void ic_py_reap_middles(bool make_room)
 {
     size_t free_slots = 0;
     for (size_t i = 0; i < sizeof(ic_py_middles) / sizeof(ic_py_middles[0]); i++) {
-        if (ic_py_middles[i] > 0 && waitpid(ic_py_middles[i], NULL, WNOHANG) != 0)
+        pid_t got = 0;
+        while (ic_py_middles[i] > 0 && (got = waitpid(ic_py_middles[i], NULL, WNOHANG)) < 0 &&
+               errno == EINTR)
+            ;
+        if (got != 0)
             ic_py_middles[i] = 0; /* reaped, or not ours to wait for (ECHILD) */
         free_slots += ic_py_middles[i] == 0;
     }
