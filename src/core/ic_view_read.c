@@ -109,14 +109,16 @@ static int64_t ic_compare_row(const struct ic_compare_row *row, int64_t *first)
     return ic_compare_elements(row, first);
 }
 
-int ic_view_compare(const struct ic_view *a, const struct ic_view *b, struct ic_compare_result *ret)
+/* ic_view_compare, with the guard for views[first] onwards only. */
+static int ic_view_compare_from(const struct ic_view *a, const struct ic_view *b, int first,
+                                struct ic_compare_result *ret)
 {
     if (!ic_view_same_shape(a, b) || a->itemsize != b->itemsize || a->itemsize <= 0)
         return IC_EINVAL;
-    /* Both views' elements are checked once, before any is read: one system call per batch
+    /* The views' elements are checked once, before any is read: one system call per batch
      * of pages instead of one per element, and a library's bad pointer is a verdict. */
     const struct ic_view *views[2] = {a, b};
-    for (int i = 0; i < 2; i++) {
+    for (int i = first; i < 2; i++) {
         int64_t bad_index = 0;
         uintptr_t bad_address = 0;
         int rc = ic_guard_view(views[i], &bad_index, &bad_address);
@@ -129,6 +131,17 @@ int ic_view_compare(const struct ic_view *a, const struct ic_view *b, struct ic_
             return rc;
     }
     return ic_view_compare_elements(a, b, ret);
+}
+
+int ic_view_compare(const struct ic_view *a, const struct ic_view *b, struct ic_compare_result *ret)
+{
+    return ic_view_compare_from(a, b, 0, ret);
+}
+
+int ic_view_compare_own(const struct ic_view *own, const struct ic_view *theirs,
+                        struct ic_compare_result *ret)
+{
+    return ic_view_compare_from(own, theirs, 1, ret);
 }
 
 int ic_view_compare_elements(const struct ic_view *a, const struct ic_view *b,

@@ -63,7 +63,8 @@ static int ic_pattern_compare_view(const struct ic_case_state *st, const struct 
         }
     }
     if (ic_host_readable(got)) {
-        int rc = ic_view_compare(&st->expected, got, &cmp);
+        /* The pattern is the case's own buffer (ic_stage_build): only `got` needs the guard. */
+        int rc = ic_view_compare_own(&st->expected, got, &cmp);
         if (rc == IC_EFAULT && cmp.unreadable == 2) {
             /* The guard found it before any byte was read: a verdict, not a crash. */
             char index[96];

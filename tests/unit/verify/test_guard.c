@@ -204,6 +204,19 @@ static void test_compare(const struct pages *p, const char *how)
            "%s: a compare with a view into an unmapped page is EFAULT, naming the view, element "
            "and page",
            how);
+    /* The caller's own view is not guarded; the library's still is, and a difference counts. */
+    memset(&cmp, 0, sizeof(cmp));
+    TAP_OK(ic_view_compare_own(&good, &lost, &cmp) == IC_EFAULT && cmp.unreadable == 2 &&
+               cmp.unreadable_index == 4 && cmp.unreadable_address == (uintptr_t)p->base + p->page,
+           "%s: ic_view_compare_own finds the other view's unmapped page as ic_view_compare does",
+           how);
+    int own[4] = {1, 2, 3, 4}, other[4] = {1, 2, 7, 4};
+    struct ic_view mine = view_1d(own, 4, 4, 4);
+    struct ic_view theirs = view_1d(other, 4, 4, 4);
+    memset(&cmp, 0, sizeof(cmp));
+    TAP_OK(ic_view_compare_own(&mine, &theirs, &cmp) == 0 && cmp.mismatches == 1 &&
+               cmp.first_mismatch == 2,
+           "%s: ic_view_compare_own counts and places a difference", how);
     char why[256] = "";
     TAP_OK(ic_view_check_readable(&lost, why, sizeof(why)) == IC_EFAULT &&
                strstr(why, "element [4]") && strstr(why, "cannot be read"),
