@@ -14,7 +14,9 @@
  *   (ic_guard.h) found every element of both readable: a view that points at unmapped memory
  *   is IC_EFAULT, never a fault. It must still only be called on views whose memory is
  *   host-accessible (not device memory) and alive; callers (ic_exchange) keep the owning
- *   Python objects referenced while comparing. ic_view_compare_addresses reads no memory.
+ *   Python objects referenced while comparing. ic_view_compare_own trusts its first view,
+ *   memory the caller made, and guards only the second. ic_view_compare_addresses reads no
+ *   memory.
  */
 #ifndef IC_VIEW_H
 #define IC_VIEW_H
