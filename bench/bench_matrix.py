@@ -243,7 +243,7 @@ def main():
                 with open(out, encoding="utf-8") as handle:
                     report = json.load(handle)
                 if args.ledger and run == 0:
-                    earlier.append((wall, report, peak_kib, cpu))
+                    earlier.append((wall, report, peak_kib))
 
     loaded = [lib["name"] for lib in report["environment"]["libraries"]
               if lib["status"] == "loaded"]
@@ -333,7 +333,7 @@ def main():
                  else ""))
     phases = phase_breakdown(report, wall)
     if phases and earlier:
-        first_wall, first_report, _, _ = earlier[0]
+        first_wall, first_report, _ = earlier[0]
         first = dict(phase_breakdown(first_report, first_wall))
         print(f"ratio 1 of the first run (no ledger yet): {first_wall / floor:.2f} "
               f"({first_wall:.2f} s); of the second (the first's ledger): {wall / floor:.2f}")

@@ -7,12 +7,10 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "ic_error.h"
@@ -231,13 +229,14 @@ void ic_py_leave(void)
         PyGILState_Release(ic_py_gil_state);
 }
 
-/* Middle processes of ic_py_fork_detached still ending when it returned: each is reaped at a
- * later call (a zombie meanwhile). Tearing down a copy of a worker holding every library takes
- * about as long as forking it (15-20 ms): the caller, discovery's worker between two imports,
- * does not wait for it. A child of any fork of ours starts with none: those are not its
- * children, and a pid noted there could one day name one of its own, which reaping would take
- * from whoever waits for it. */
-static pid_t ic_py_middles[8];
+/* The middle process of the last ic_py_fork_detached, which may still have been ending when
+ * it returned: reaped at the next call (a zombie meanwhile). Tearing down a copy of a worker
+ * holding every library takes about as long as forking it (15-20 ms), which the caller,
+ * discovery's worker between two imports, does not wait for; the next copy comes seconds
+ * later. A child of any fork of ours starts with none: it is not that process's parent, and
+ * the pid could one day name a child of its own, which reaping would take from whoever waits
+ * for it. */
+static pid_t ic_py_middle;
 
 pid_t ic_py_fork(void)
 {
@@ -245,7 +244,7 @@ pid_t ic_py_fork(void)
     PyOS_BeforeFork();
     pid_t pid = fork();
     if (pid == 0) {
-        memset(ic_py_middles, 0, sizeof(ic_py_middles));
+        ic_py_middle = 0;
         PyOS_AfterFork_Child();
     } else
         PyOS_AfterFork_Parent();
@@ -253,52 +252,12 @@ pid_t ic_py_fork(void)
     return pid;
 }
 
-/* Reaps the middles that ended; with `make_room`, waits for the oldest when none is free. */
-static void ic_py_reap_middles(bool make_room)
-{
-    size_t free_slots = 0;
-    for (size_t i = 0; i < sizeof(ic_py_middles) / sizeof(ic_py_middles[0]); i++) {
-        pid_t got = 0;
-        while (ic_py_middles[i] > 0 && (got = waitpid(ic_py_middles[i], NULL, WNOHANG)) < 0 &&
-               errno == EINTR)
-            ;
-        if (got != 0)
-            ic_py_middles[i] = 0; /* reaped, or not ours to wait for (ECHILD) */
-        free_slots += ic_py_middles[i] == 0;
-    }
-    if (make_room && free_slots == 0) {
-        while (waitpid(ic_py_middles[0], NULL, 0) < 0 && errno == EINTR)
-            ;
-        ic_py_middles[0] = 0;
-    }
-}
-
-static void ic_py_remember_middle(pid_t middle)
-{
-    ic_py_reap_middles(true);
-    for (size_t i = 0; i < sizeof(ic_py_middles) / sizeof(ic_py_middles[0]); i++) {
-        if (ic_py_middles[i] == 0) {
-            ic_py_middles[i] = middle;
-            return;
-        }
-    }
-}
-
-/* In the grandchild: waits until the middle process has left and the grandchild is the
- * subreaper's child, so that the pid its caller hands over is a child of the subreaper from
- * the grandchild's first step (at most 10 s: a middle that cannot end does not stop it). */
-static void ic_py_wait_handed_over(pid_t middle)
-{
-    for (int i = 0; getppid() == middle && i < 100000; i++) {
-        struct timespec pause = {0, 100000};
-        nanosleep(&pause, NULL);
-    }
-}
-
 pid_t ic_py_fork_detached(void)
 {
     int report[2];
-    ic_py_reap_middles(false);
+    while (ic_py_middle > 0 && waitpid(ic_py_middle, NULL, 0) < 0 && errno == EINTR)
+        ;
+    ic_py_middle = 0;
     if (pipe2(report, O_CLOEXEC) < 0)
         return -1;
     ic_py_enter();
@@ -306,13 +265,11 @@ pid_t ic_py_fork_detached(void)
     pid_t middle = fork();
     if (middle == 0) {
         /* The middle process runs no Python: it forks, says the pid and leaves. */
-        pid_t self = getpid();
         pid_t grandchild = fork();
         if (grandchild == 0) {
             close(report[0]);
             close(report[1]);
-            memset(ic_py_middles, 0, sizeof(ic_py_middles));
-            ic_py_wait_handed_over(self);
+            ic_py_middle = 0;
             PyOS_AfterFork_Child();
             ic_py_leave();
             return 0;
@@ -333,8 +290,7 @@ pid_t ic_py_fork_detached(void)
         if (got != (ssize_t)sizeof(grandchild))
             grandchild = -1;
         if (grandchild > 0) {
-            if (waitpid(middle, NULL, WNOHANG) == 0)
-                ic_py_remember_middle(middle);
+            ic_py_middle = middle;
         } else {
             while (waitpid(middle, NULL, 0) < 0 && errno == EINTR)
                 ;

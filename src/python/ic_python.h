@@ -72,9 +72,10 @@ pid_t ic_py_fork(void);
  * only forks) leaves at once: it is then the child of the nearest subreaper ancestor (the
  * supervisor, PR_SET_CHILD_SUBREAPER), not of the caller. In the caller: the grandchild's pid
  * as soon as the middle process has said it, or -1 with errno; the middle may still be ending
- * then (its teardown costs as much as its fork) and is reaped at a later call. In the
- * grandchild: 0 once the middle has left, so that it is the subreaper's child from its first
- * step, with the interpreter ready as after ic_py_fork. */
+ * then (its teardown costs as much as its fork) and is reaped at the next call. In the
+ * grandchild: 0, with the interpreter ready as after ic_py_fork; its parent may be the middle
+ * for a few milliseconds more, so a grandchild that needs the subreaper as its parent waits
+ * for it (ic_worker_become_copy does). */
 pid_t ic_py_fork_detached(void);
 
 /* Sets os.environ[name] (and so the C environment), where the interpreter runs: a forked
