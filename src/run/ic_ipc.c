@@ -13,6 +13,7 @@
 
 #include "ic_error.h"
 #include "ic_json.h"
+#include "ic_result.h"
 #include "ic_text.h"
 
 static const struct {
@@ -193,27 +194,84 @@ static int ic_write_all(int fd, const unsigned char *data, size_t size)
     return 0;
 }
 
+/* A message's one-line JSON text, appended to `out` as cJSON_PrintUnformatted writes it, but
+ * for its numbers: cJSON 1.7.15 prints every number, an integer too, with "%1.15g" and reads it
+ * back with sscanf to check, a quarter of a microsecond each, and a case's request and answer
+ * hold ten (the sequence number, the stages' microseconds): 2.5 us of the answer's 2.6 us of
+ * printing. ic_number_text writes the same values without printf. 0, IC_ENOMEM, or IC_EINVAL
+ * for an item cJSON could not print either (a raw item without text, an invalid one). */
+static int ic_ipc_put(struct ic_text_buf *out, const cJSON *item)
+{
+    char number[IC_NUMBER_TEXT_MAX];
+    switch (item->type & 0xFF) {
+    case cJSON_NULL:
+        ic_text_buf_add(out, "null", 4);
+        break;
+    case cJSON_False:
+        ic_text_buf_add(out, "false", 5);
+        break;
+    case cJSON_True:
+        ic_text_buf_add(out, "true", 4);
+        break;
+    case cJSON_Number:
+        ic_number_text(item->valuedouble, number);
+        ic_text_buf_adds(out, number);
+        break;
+    case cJSON_String:
+        ic_text_json_string(out, item->valuestring ? item->valuestring : "");
+        break;
+    case cJSON_Raw:
+        if (!item->valuestring)
+            return IC_EINVAL;
+        ic_text_buf_adds(out, item->valuestring);
+        break;
+    case cJSON_Array:
+    case cJSON_Object: {
+        bool object = (item->type & 0xFF) == cJSON_Object;
+        ic_text_buf_add(out, object ? "{" : "[", 1);
+        for (const cJSON *child = item->child; child; child = child->next) {
+            if (child != item->child)
+                ic_text_buf_add(out, ",", 1);
+            if (object) {
+                if (!child->string)
+                    return IC_EINVAL;
+                ic_text_json_string(out, child->string);
+                ic_text_buf_add(out, ":", 1);
+            }
+            int rc = ic_ipc_put(out, child);
+            if (rc < 0)
+                return rc;
+        }
+        ic_text_buf_add(out, object ? "}" : "]", 1);
+        break;
+    }
+    default:
+        return IC_EINVAL;
+    }
+    return out->status;
+}
+
 /* Header and body in one write: each write to the socket wakes the reader, and a header
- * written alone cost the other side a wake-up (and a poll) for eight bytes. */
+ * written alone cost the other side a wake-up (and a poll) for eight bytes. The header's room
+ * is taken first, so the frame is made where the text is printed. */
 int ic_ipc_send(int fd, const cJSON *msg)
 {
-    size_t len;
-    const char *text = ic_json_print(msg, false, &len);
-    if (!text)
-        return IC_ENOMEM;
-    int rc = IC_ERANGE;
-    unsigned char *frame = len <= IC_IPC_MAX_FRAME ? malloc(IC_IPC_HEADER_SIZE + len) : NULL;
-    if (frame) {
-        unsigned char header[IC_IPC_HEADER_SIZE] = {
-            'I', 'C', 1, 0, (unsigned char)(len >> 24), (unsigned char)(len >> 16),
-            (unsigned char)(len >> 8), (unsigned char)len};
-        memcpy(frame, header, sizeof(header));
-        memcpy(frame + sizeof(header), text, len);
-        rc = ic_write_all(fd, frame, sizeof(header) + len);
-        free(frame);
-    } else if (len <= IC_IPC_MAX_FRAME) {
-        rc = IC_ENOMEM;
+    struct ic_text_buf frame;
+    ic_text_buf_init(&frame);
+    ic_text_buf_add(&frame, "IC\x01\x00....", IC_IPC_HEADER_SIZE);
+    int rc = frame.status ? frame.status : ic_ipc_put(&frame, msg);
+    size_t len = frame.len - IC_IPC_HEADER_SIZE;
+    if (rc == 0 && len > IC_IPC_MAX_FRAME)
+        rc = IC_ERANGE;
+    if (rc == 0) {
+        unsigned char *header = (unsigned char *)frame.data;
+        header[4] = (unsigned char)(len >> 24);
+        header[5] = (unsigned char)(len >> 16);
+        header[6] = (unsigned char)(len >> 8);
+        header[7] = (unsigned char)len;
+        rc = ic_write_all(fd, header, frame.len);
     }
+    ic_text_buf_release(&frame);
     return rc;
 }
 

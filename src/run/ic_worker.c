@@ -240,10 +240,9 @@ static int ic_worker_load(struct ic_worker *w, const char *name, const char *pat
 }
 
 /* "end": the case's result, and its whole microseconds by stage (IC_STAGE_LIST order), which
- * the supervisor sums for run.timing: integers, as cJSON prints them with one short format
- * where a fraction costs it two tries at 15 and 17 digits and a sscanf, on every case. The
- * result is a raw item, the text ic_result_json_text writes (its duration, whole microseconds
- * in ms, as ic_number_text writes it, without printf): the message is printed and let go. */
+ * the supervisor sums for run.timing. The result is a raw item, the text ic_result_json_text
+ * writes (its duration, whole microseconds in ms, as ic_number_text writes it, without
+ * printf), and ic_ipc_send prints the stages so: the message is printed and let go. */
 static int ic_worker_send_end(struct ic_worker *w, const char *id, const struct ic_result *res)
 {
     cJSON *msg = ic_message_new(IC_MSG_END, w->seq);
