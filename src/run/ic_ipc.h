@@ -86,8 +86,10 @@ int ic_ipc_check(const cJSON *msg, enum ic_ipc_side receiver, enum ic_message *r
 /* The descriptor number the worker's end is given: random, in [100, 1000). */
 int ic_ipc_child_fd(void);
 
-/* Sends `msg` as one frame, in one write. 0, IC_EIO when the peer is gone, IC_ENOMEM,
- * IC_ERANGE when the message is larger than a frame may be. */
+/* Sends `msg` as one frame, in one write, its text printed here (numbers without printf).
+ * 0, IC_EIO when the peer is gone, IC_ENOMEM, IC_ERANGE when the message is larger than a
+ * frame may be, IC_EINVAL for a tree cJSON could not print either (a raw item without text,
+ * a member without a name). */
 int ic_ipc_send(int fd, const cJSON *msg);
 
 /* Sends `msg` as one frame with the `count` descriptors `fds` attached (SCM_RIGHTS; at most
