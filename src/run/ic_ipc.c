@@ -194,15 +194,35 @@ static int ic_write_all(int fd, const unsigned char *data, size_t size)
     return 0;
 }
 
+/* A number of a message: a whole one in all its digits (ic_number_text, as cJSON, lets a
+ * 16-digit integer lose its last digit to 15-digit printing), any other as ic_number_text
+ * writes it. */
+static void ic_ipc_put_number(struct ic_text_buf *out, double d)
+{
+    char text[IC_NUMBER_TEXT_MAX];
+    if (d > -9.2e18 && d < 9.2e18 && d == (double)(long long)d && d != 0) {
+        unsigned long long left = d < 0 ? (unsigned long long)-(long long)d : (unsigned long long)d;
+        size_t at = sizeof(text);
+        text[--at] = '\0';
+        for (; left; left /= 10)
+            text[--at] = (char)('0' + left % 10);
+        if (d < 0)
+            text[--at] = '-';
+        ic_text_buf_adds(out, text + at);
+        return;
+    }
+    ic_number_text(d, text);
+    ic_text_buf_adds(out, text);
+}
+
 /* A message's one-line JSON text, appended to `out` as cJSON_PrintUnformatted writes it, but
  * for its numbers: cJSON 1.7.15 prints every number, an integer too, with "%1.15g" and reads it
  * back with sscanf to check, a quarter of a microsecond each, and a case's request and answer
  * hold ten (the sequence number, the stages' microseconds): 2.5 us of the answer's 2.6 us of
- * printing. ic_number_text writes the same values without printf. 0, IC_ENOMEM, or IC_EINVAL
+ * printing. ic_ipc_put_number writes them without printf. 0, IC_ENOMEM, or IC_EINVAL
  * for an item cJSON could not print either (a raw item without text, an invalid one). */
 static int ic_ipc_put(struct ic_text_buf *out, const cJSON *item)
 {
-    char number[IC_NUMBER_TEXT_MAX];
     switch (item->type & 0xFF) {
     case cJSON_NULL:
         ic_text_buf_add(out, "null", 4);
@@ -214,8 +234,7 @@ static int ic_ipc_put(struct ic_text_buf *out, const cJSON *item)
         ic_text_buf_add(out, "true", 4);
         break;
     case cJSON_Number:
-        ic_number_text(item->valuedouble, number);
-        ic_text_buf_adds(out, number);
+        ic_ipc_put_number(out, item->valuedouble);
         break;
     case cJSON_String:
         ic_text_json_string(out, item->valuestring ? item->valuestring : "");

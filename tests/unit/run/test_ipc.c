@@ -223,10 +223,69 @@ static void test_descriptors(void)
     close(p3[1]);
 }
 
+/* ic_ipc_send prints a message itself (not with cJSON): every kind of item must come back
+ * from the frame as it was sent, and a tree cJSON could not print is refused, not framed. */
+static void test_printing(void)
+{
+    int sv[2];
+    char why[256];
+    int error = 0;
+    struct ic_framebuf buf = {0};
+    TAP_OK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "a socketpair for printing");
+    cJSON *sent = ic_message_new(IC_MSG_END, 9007199254740991ull);
+    cJSON *nested = cJSON_CreateObject();
+    cJSON *list = cJSON_CreateArray();
+    const double numbers[] = {0, 1, -1, 123456789, 0.5, -2.25, 0.1, 1e-7, 3.0e300, 1.0 / 3};
+    for (size_t i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++)
+        cJSON_AddItemToArray(list, cJSON_CreateNumber(numbers[i]));
+    cJSON_AddItemToArray(list, cJSON_CreateNull());
+    cJSON_AddItemToArray(list, cJSON_CreateTrue());
+    cJSON_AddItemToArray(list, cJSON_CreateFalse());
+    cJSON_AddItemToArray(list, cJSON_CreateArray());
+    cJSON_AddItemToArray(list, cJSON_CreateObject());
+    cJSON_AddItemToObject(nested, "list", list);
+    cJSON_AddStringToObject(nested, "quote \" back\\slash", "tab\tnew\nline \x01 \xc3\xa9 \"q\"");
+    cJSON_AddStringToObject(nested, "", "");
+    cJSON_AddItemToObject(sent, "nested", nested);
+    cJSON_AddRawToObject(sent, "raw", "{\"a\":[1,2.5,\"x\"]}");
+    TAP_OK(ic_ipc_send(sv[1], sent) == 0, "a message with every kind of item is sent");
+    cJSON *got = ic_ipc_receive(sv[0], &buf, &error, why, sizeof(why));
+    cJSON *raw = cJSON_Parse("{\"a\":[1,2.5,\"x\"]}");
+    cJSON *expected = cJSON_Duplicate(sent, true);
+    cJSON_ReplaceItemInObjectCaseSensitive(expected, "raw", raw);
+    TAP_OK(got && cJSON_Compare(got, expected, true),
+           "it comes back as sent: numbers, escapes, UTF-8, empty containers, a raw item");
+    const cJSON *seq = cJSON_GetObjectItemCaseSensitive(got, "seq");
+    TAP_OK(cJSON_IsNumber(seq) && seq->valuedouble == 9007199254740991.0,
+           "an integer of 53 bits keeps every digit");
+    const cJSON *third = cJSON_GetArrayItem(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(got, "nested"), "list"),
+        9);
+    TAP_OK(cJSON_IsNumber(third) && third->valuedouble == 1.0 / 3,
+           "a fraction without a short form reads back as the same double");
+    cJSON_Delete(got);
+    cJSON_Delete(expected);
+
+    cJSON *broken = ic_message_new(IC_MSG_END, 1);
+    cJSON *bare = cJSON_CreateRaw("1");
+    free(bare->valuestring);
+    bare->valuestring = NULL;
+    cJSON_AddItemToObject(broken, "raw", bare);
+    TAP_OK(ic_ipc_send(sv[1], broken) == IC_EINVAL, "a raw item without text is refused");
+    cJSON_Delete(broken);
+    close(sv[1]);
+    got = ic_ipc_receive(sv[0], &buf, &error, why, sizeof(why));
+    TAP_OK(!got && error == 0, "and nothing of it was written");
+    cJSON_Delete(sent);
+    ic_framebuf_release(&buf);
+    close(sv[0]);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* a write to a pipe without a reader fails with EPIPE instead */
     test_frames();
+    test_printing();
     test_table();
     test_descriptors();
     return tap_done();
