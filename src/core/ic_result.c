@@ -509,16 +509,10 @@ static bool ic_thousandths_text(double d, char text[IC_NUMBER_TEXT_MAX])
         fraction /= 10;
         digits--;
     }
-    char reversed[24];
-    size_t count = 0, at = 0;
-    do {
-        reversed[count++] = (char)('0' + whole % 10);
-        whole /= 10;
-    } while (whole);
+    size_t at = 0;
     if (d < 0)
         text[at++] = '-';
-    while (count)
-        text[at++] = reversed[--count];
+    at += ic_text_decimal(text + at, whole);
     if (fraction) {
         text[at++] = '.';
         for (unsigned i = digits; i-- > 0; fraction /= 10)

@@ -744,6 +744,18 @@ int ic_text_write_atomic_line(const char *path, const char *text, char *err, siz
     return ic_text_write_atomic_with(path, ic_write_bytes, &bytes, err, err_size);
 }
 
+size_t ic_text_decimal(char out[20], uint64_t value)
+{
+    char digits[20];
+    size_t at = sizeof(digits);
+    do {
+        digits[--at] = (char)('0' + value % 10);
+        value /= 10;
+    } while (value);
+    memcpy(out, digits + at, sizeof(digits) - at);
+    return sizeof(digits) - at;
+}
+
 const char *ic_text_article(const char *word)
 {
     char first = word ? (char)tolower((unsigned char)word[0]) : '\0';

@@ -88,6 +88,11 @@
  * and still valid. */
 void *ic_grow(void *items, size_t *capacity, size_t count, size_t item_size, size_t first);
 
+/* `value` in decimal into `out` (not terminated): its length (1 to 20). Written digit by
+ * digit: the dashboard's millions of indices, the stream's durations and the channel's
+ * numbers are several times faster so than through printf. */
+size_t ic_text_decimal(char out[20], uint64_t value);
+
 /* "an" or "a", the article before `word` in the tool's sentences, judged by its spelling:
  * "an" before a, e, i, o and "un" ("an int8", "an unnamed"), "a" otherwise, "u" before
  * anything but "n" included ("a uint8": you-int). Never NULL. */

@@ -124,24 +124,12 @@ static void ic_html_put_number(FILE *out, double value)
         fprintf(out, "%.15g", value);
 }
 
-/* `value` in decimal into `out` (not terminated): its length. The page's tables and columns
- * hold millions of indices, which printf formats several times slower than this. */
-static size_t ic_html_index_text(char out[20], size_t value)
-{
-    char digits[20];
-    size_t at = sizeof(digits);
-    do {
-        digits[--at] = (char)('0' + value % 10);
-        value /= 10;
-    } while (value);
-    memcpy(out, digits + at, sizeof(digits) - at);
-    return sizeof(digits) - at;
-}
-
+/* The page's tables and columns hold millions of indices, which printf formats several times
+ * slower than ic_text_decimal. */
 static void ic_html_put_index(FILE *out, size_t value)
 {
     char text[20];
-    fwrite(text, 1, ic_html_index_text(text, value), out);
+    fwrite(text, 1, ic_text_decimal(text, value), out);
 }
 
 /* Reads back an index ic_html_put_index wrote, from a sink's private file (ic_html_copy):
@@ -317,7 +305,7 @@ static size_t ic_html_cell_of(struct ic_html_data *d, const char *protocol, cons
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
         if (i)
             key[used++] = ',';
-        used += ic_html_index_text(key + used, parts[i]);
+        used += ic_text_decimal(key + used, parts[i]);
     }
     key[used] = '\0';
     size_t before = d->cell_keys.count;

@@ -201,14 +201,11 @@ static void ic_ipc_put_number(struct ic_text_buf *out, double d)
 {
     char text[IC_NUMBER_TEXT_MAX];
     if (d > -9.2e18 && d < 9.2e18 && d == (double)(long long)d && d != 0) {
-        unsigned long long left = d < 0 ? (unsigned long long)-(long long)d : (unsigned long long)d;
-        size_t at = sizeof(text);
-        text[--at] = '\0';
-        for (; left; left /= 10)
-            text[--at] = (char)('0' + left % 10);
+        size_t at = 0;
         if (d < 0)
-            text[--at] = '-';
-        ic_text_buf_adds(out, text + at);
+            text[at++] = '-';
+        at += ic_text_decimal(text + at, (uint64_t)(d < 0 ? -d : d));
+        ic_text_buf_add(out, text, at);
         return;
     }
     ic_number_text(d, text);

@@ -709,9 +709,31 @@ static void test_article(void)
            "\"an int8\", \"a uint8\", \"a bool\", \"an unnamed\": the article by spelling");
 }
 
+/* ic_text_decimal: every digit of any 64-bit value, the length returned, nothing after it. */
+static void test_decimal(void)
+{
+    const struct {
+        uint64_t value;
+        const char *text;
+    } rows[] = {{0, "0"},
+                {7, "7"},
+                {10, "10"},
+                {9007199254740991ull, "9007199254740991"},
+                {UINT64_MAX, "18446744073709551615"}};
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        char out[21];
+        memset(out, 'x', sizeof(out));
+        size_t len = ic_text_decimal(out, rows[i].value);
+        TAP_OK(len == strlen(rows[i].text) && memcmp(out, rows[i].text, len) == 0 &&
+                   (len == 20 || out[len] == 'x'),
+               "ic_text_decimal writes %s in %zu bytes", rows[i].text, len);
+    }
+}
+
 int main(void)
 {
     test_article();
+    test_decimal();
     test_table_and_grow();
     test_valid();
     test_repair();
